@@ -1,0 +1,32 @@
+# Quick start: `make demo` (main job on a generated graph) and `make test`.
+# Each creates .venv if missing and installs torch==2.13.0 (CPU) + the package.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint install baselines clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/securefgl run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+baselines: $(STAMP)
+	$(BIN)/python benchmarks/baselines.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

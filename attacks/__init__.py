@@ -1,0 +1,1 @@
+"""Attack suite: leakage audits on what a named adversary saw (see DESIGN.md)."""

@@ -1,0 +1,41 @@
+"""Privacy and crypto protocol layer. Graph-agnostic: works on flat arrays.
+
+Must stay importable without torch_geometric (see DESIGN.md).
+"""
+
+from protocols.base import (
+    AggregateResult,
+    AggregationClient,
+    AggregationParties,
+    AggregationProtocol,
+    AggregationServer,
+    Envelope,
+    Phase,
+    ProtocolError,
+    ProtocolParty,
+    Role,
+    aggregate,
+    run_phases,
+    setup_parties,
+)
+from protocols.plain import PlainAggregation
+from protocols.wire import Payload, WireFormatError
+
+__all__ = [
+    "AggregateResult",
+    "AggregationClient",
+    "AggregationParties",
+    "AggregationProtocol",
+    "AggregationServer",
+    "Envelope",
+    "Payload",
+    "Phase",
+    "PlainAggregation",
+    "ProtocolError",
+    "ProtocolParty",
+    "Role",
+    "WireFormatError",
+    "aggregate",
+    "run_phases",
+    "setup_parties",
+]

@@ -1,0 +1,88 @@
+"""Plaintext aggregation: the reference the protected protocols are checked against.
+
+Threat model: none. The server sees every client's (weighted) update in the clear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from protocols.base import (
+    AggregateResult,
+    AggregationClient,
+    AggregationParties,
+    AggregationProtocol,
+    AggregationServer,
+    Envelope,
+    Inbox,
+    Phase,
+    ProtocolError,
+    Role,
+)
+from protocols.wire import Payload
+
+TAG = "plain/update"
+
+
+class PlainClient(AggregationClient):
+    def __init__(self, party_id: str, server_id: str) -> None:
+        super().__init__(party_id)
+        self.server_id = server_id
+        self._message: Payload | None = None
+
+    def begin_round(self, round_idx: int, vector: np.ndarray, weight: float) -> None:
+        self._message = Payload(
+            {"weighted": np.asarray(vector, np.float64) * weight}, {"weight": float(weight)}
+        )
+
+    def send_update(self, inbox: Inbox) -> list[Envelope]:
+        if self._message is None:
+            raise ProtocolError(f"{self.party_id}: begin_round was not called")
+        message, self._message = self._message, None
+        return [Envelope(self.party_id, self.server_id, TAG, message)]
+
+
+class PlainServer(AggregationServer):
+    def __init__(self, party_id: str, dim: int) -> None:
+        super().__init__(party_id)
+        self.dim = dim
+        self._result: AggregateResult | None = None
+
+    def begin_round(self, round_idx: int, participants: Sequence[str]) -> None:
+        self._result = None
+
+    def collect(self, inbox: Inbox) -> list[Envelope]:
+        updates = [e for e in inbox if e.tag == TAG]
+        if not updates:
+            raise ProtocolError("plain aggregation: no client update arrived")
+        total = np.zeros(self.dim)
+        weight = 0.0
+        for env in updates:
+            vec = env.payload.array("weighted")
+            if vec.shape != (self.dim,):
+                raise ProtocolError(f"update from {env.sender} has shape {vec.shape}")
+            total += vec
+            weight += float(env.payload.meta["weight"])
+        if weight <= 0:
+            raise ProtocolError("plain aggregation: total weight is not positive")
+        self._result = AggregateResult(total / weight, weight, tuple(e.sender for e in updates))
+        return []
+
+    def result(self) -> AggregateResult | None:
+        return self._result
+
+
+class PlainAggregation(AggregationProtocol):
+    name = "plain"
+    output_role = Role.SERVER
+    round_phases = (Phase(Role.CLIENT, "send_update"), Phase(Role.SERVER, "collect"))
+
+    def create_parties(
+        self, server_id: str, client_ids: Sequence[str], dim: int
+    ) -> AggregationParties:
+        return AggregationParties(
+            server=PlainServer(server_id, dim),
+            clients={c: PlainClient(c, server_id) for c in client_ids},
+        )
