@@ -1,0 +1,1 @@
+"""Small cryptographic primitives (Flower-style split): key agreement, AEAD, PRG, Shamir."""
