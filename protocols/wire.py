@@ -95,10 +95,10 @@ def _chunks(payload: Payload) -> Iterator[tuple[dict[str, Any], bytes | memoryvi
             yield {"name": name, "dtype": BYTES_DTYPE, "shape": [len(raw)]}, raw
         elif isinstance(value, np.ndarray):
             dtype = _wire_dtype(value)
-            arr = np.ascontiguousarray(value, dtype=dtype)
+            arr = np.require(value, dtype=dtype, requirements="C")
             yield (
                 {"name": name, "dtype": dtype.str, "shape": list(arr.shape)},
-                memoryview(arr).cast("B"),
+                memoryview(arr.reshape(-1).view(np.uint8)),
             )
         else:
             raise WireFormatError(

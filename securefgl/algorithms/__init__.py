@@ -1,0 +1,10 @@
+"""Algorithms by name."""
+
+from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
+from securefgl.algorithms.central import Central
+from securefgl.algorithms.fedavg import FedAvg, FedProx
+from securefgl.algorithms.local import Local
+
+ALGORITHMS: dict[str, type[Algorithm]] = {a.name: a for a in (FedAvg, FedProx, Local, Central)}
+
+__all__ = ["ALGORITHMS", "Algorithm", "Federation", "SplitPredictions"]

@@ -1,0 +1,62 @@
+"""What every algorithm implements, and the simulation context it runs in."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from torch_geometric.data import Data
+
+from protocols.base import AggregationProtocol
+from securefgl.config import ExperimentConfig
+from securefgl.data import ClientGraph
+from securefgl.federation import Channel, Executor
+
+SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
+
+
+@dataclass
+class Federation:
+    """What a federated algorithm may use: the client views and the wiring between parties.
+
+    There is no global graph here: only the simulator (and ``central``) holds it.
+    """
+
+    views: list[ClientGraph]
+    channel: Channel
+    protocol: AggregationProtocol
+    seed: int
+
+    def make_executor(self, parties: dict[str, object]) -> Executor:
+        from securefgl.federation import LocalExecutor
+
+        return LocalExecutor(parties)
+
+
+class Algorithm(ABC):
+    """One training method. ``federated`` is False for methods that are not (central)."""
+
+    name: ClassVar[str]
+    federated: ClassVar[bool] = True
+    needs_global_graph: ClassVar[bool] = False
+    server_ids: ClassVar[frozenset[str]] = frozenset({"server"})
+
+    def __init__(self, config: ExperimentConfig) -> None:
+        self.config = config
+
+    @abstractmethod
+    def setup(self, federation: Federation, global_data: Data | None = None) -> None:
+        """Build the parties; ``global_data`` is given only when ``needs_global_graph``."""
+
+    @abstractmethod
+    def train_round(self, round_idx: int) -> float:
+        """One round; returns the mean training loss."""
+
+    @abstractmethod
+    def predict(self) -> list[SplitPredictions]:
+        """Predictions of the current model(s) for each client's nodes (or the global graph).
+
+        This is the simulator's evaluation oracle, not a protocol message.
+        """

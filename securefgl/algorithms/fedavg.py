@@ -1,0 +1,182 @@
+"""FedAvg (McMahan et al. 2017) and FedProx (Li et al. 2020) on client subgraphs.
+
+Each round the server broadcasts the global parameters, every sampled client trains
+``local_epochs`` full-batch Adam steps on its own subgraph (internal edges only: the
+"FedAvg GNN" baseline of FedStruct, Table 6) and the clients' parameter *deltas* are
+averaged, weighted by their number of training nodes, through the configured aggregation
+protocol. When the protocol delivers the aggregate to the clients (e.g. CKKS) the server
+never learns the model: clients apply the decrypted mean themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from torch_geometric.data import Data
+
+from protocols.base import (
+    AggregationClient,
+    AggregationServer,
+    Envelope,
+    Role,
+    run_phases,
+    setup_parties,
+)
+from protocols.wire import Payload
+from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
+from securefgl.algorithms.training import make_optimizer, predict_splits, train_epochs
+from securefgl.config import ExperimentConfig
+from securefgl.data import ClientGraph
+from securefgl.models import build_model, get_flat, set_flat
+
+SERVER = "server"
+MODEL_TAG = "fedavg/model"
+
+
+def client_id(view: ClientGraph) -> str:
+    return f"client-{view.client_id}"
+
+
+class FedAvgClient:
+    """A client party: its own subgraph, its model and its side of the protocol."""
+
+    def __init__(self, view: ClientGraph, config: ExperimentConfig, agg: AggregationClient,
+                 num_classes: int) -> None:
+        self.party_id = client_id(view)
+        self.data: Data = view.to_data()
+        self.model = build_model(config.model, view.num_features, config.hidden, num_classes,
+                                 config.layers, config.dropout)
+        self.config = config
+        self.agg = agg
+        self.params: np.ndarray | None = None  # the global model as this client knows it
+        self.weight = float(self.data.train_mask.sum())
+
+    def local_update(self, round_idx: int, inbox: list[Envelope], mu: float) -> float:
+        for env in inbox:
+            if env.tag == MODEL_TAG:
+                self.params = env.payload.array("params").astype(np.float32)
+        if self.params is None:
+            raise RuntimeError(f"{self.party_id}: no global model received")
+        set_flat(self.model, self.params)
+        center = [p.detach().clone() for p in self.model.parameters()] if mu > 0 else None
+        opt = make_optimizer(self.model, self.config.lr, self.config.weight_decay)
+        loss = train_epochs(self.model, self.data, opt, self.config.local_epochs, center, mu)
+        delta = get_flat(self.model).astype(np.float64) - self.params
+        self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
+        return loss
+
+    def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
+        return getattr(self.agg, method)(inbox)
+
+    def apply_result(self, round_idx: int) -> None:
+        result = self.agg.result()
+        if result is not None and self.params is not None:
+            self.params = (self.params + result.mean).astype(np.float32)
+
+    def predict(self) -> SplitPredictions:
+        if self.params is None:
+            raise RuntimeError(f"{self.party_id}: no model to evaluate yet")
+        set_flat(self.model, self.params)
+        return predict_splits(self.model, self.data)
+
+
+class FedAvgServer:
+    """Holds the global model when the protocol lets it see the aggregate."""
+
+    def __init__(self, params: np.ndarray, agg: AggregationServer, holds_model: bool) -> None:
+        self.party_id = SERVER
+        self.params: np.ndarray | None = params
+        self.agg = agg
+        self.holds_model = holds_model
+
+    def broadcast(self, round_idx: int, receivers: list[str]) -> list[Envelope]:
+        if self.params is None:
+            return []
+        payload = Payload({"params": self.params}, {"round": round_idx})
+        if not self.holds_model:
+            self.params = None  # sent once (random init); from now on clients hold the model
+        return [Envelope(SERVER, r, MODEL_TAG, payload) for r in receivers]
+
+    def begin_aggregation(self, round_idx: int, participants: list[str]) -> None:
+        self.agg.begin_round(round_idx, participants)
+
+    def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
+        return getattr(self.agg, method)(inbox)
+
+    def apply_result(self, round_idx: int) -> None:
+        result = self.agg.result()
+        if result is not None and self.params is not None:
+            self.params = (self.params + result.mean).astype(np.float32)
+
+
+class FedAvg(Algorithm):
+    name = "fedavg"
+    mu_used = False
+
+    def setup(self, federation: Federation, global_data: Data | None = None) -> None:
+        cfg = self.config
+        self.federation = federation
+        self.rng = np.random.default_rng(federation.seed)
+        views = federation.views
+        num_classes = views[0].num_classes
+        ids = [client_id(v) for v in views]
+        init = build_model(cfg.model, views[0].num_features, cfg.hidden, num_classes, cfg.layers,
+                           cfg.dropout)
+        protocol = federation.protocol
+        self.agg_parties = protocol.create_parties(SERVER, ids, sum(p.numel() for p in
+                                                                   init.parameters()))
+        self.clients = {
+            cid: FedAvgClient(v, cfg, self.agg_parties.clients[cid], num_classes)
+            for cid, v in zip(ids, views, strict=True)
+        }
+        self.server = FedAvgServer(get_flat(init), self.agg_parties.server,
+                                   holds_model=protocol.output_role is Role.SERVER)
+        others = {pid: _ProtocolHost(p) for pid, p in self.agg_parties.others.items()}
+        self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
+        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
+        federation.channel.round = -1  # one-off protocol setup (e.g. key distribution)
+        setup_parties(protocol, self.agg_parties, federation.channel.transmit,
+                      self.executor.invoke)
+
+    def _sample(self) -> list[str]:
+        ids = list(self.clients)
+        k = max(1, round(self.config.client_fraction * len(ids)))
+        if k == len(ids):
+            return ids
+        return sorted(self.rng.choice(ids, size=k, replace=False).tolist())
+
+    def train_round(self, round_idx: int) -> float:
+        channel, ex = self.federation.channel, self.executor
+        channel.round = round_idx
+        sampled = self._sample()
+        inbox: dict[str, list[Envelope]] = {c: [] for c in sampled}
+        for env in channel.transmit(ex.call([(SERVER, "broadcast", (round_idx, sampled))])[0]):
+            inbox[env.receiver].append(env)
+        mu = self.config.mu if self.mu_used else 0.0
+        losses = ex.call([(c, "local_update", (round_idx, inbox[c], mu)) for c in sampled])
+        ex.call([(SERVER, "begin_aggregation", (round_idx, sampled))])
+        roles = {**self.roles, Role.CLIENT: sampled}
+        run_phases(self.federation.protocol.round_phases, roles, ex.invoke, channel.transmit)
+        ex.map([SERVER, *self.clients], "apply_result", round_idx)
+        weights = np.array([self.clients[c].weight for c in sampled])
+        return float(np.average(losses, weights=weights)) if weights.sum() else 0.0
+
+    def predict(self) -> list[SplitPredictions]:
+        return self.executor.map(list(self.clients), "predict")
+
+
+class FedProx(FedAvg):
+    """FedAvg with a proximal term ``mu/2 ||w - w_global||^2`` in each local objective."""
+
+    name = "fedprox"
+    mu_used = True
+
+
+class _ProtocolHost:
+    """Hosts a protocol-only party (e.g. a key authority) for the executor."""
+
+    def __init__(self, party: object) -> None:
+        self.party = party
+
+    def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
+        return getattr(self.party, method)(inbox)
+

@@ -1,0 +1,116 @@
+"""Command line: ``securefgl run`` and ``securefgl datasets``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from securefgl.config import ConfigError, ExperimentConfig
+
+_LISTS = {"algorithms": str, "protocol": str, "seeds": int}
+
+
+def _csv(kind: type) -> Any:
+    def parse(text: str) -> list:
+        return [kind(t) for t in text.split(",") if t.strip()]
+
+    return parse
+
+
+def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """One ``--flag`` per ExperimentConfig field; unset flags keep the TOML/default value."""
+    for f in dataclasses.fields(ExperimentConfig):
+        flag = "--" + f.name.replace("_", "-")
+        if f.name in _LISTS:
+            parser.add_argument(flag, type=_csv(_LISTS[f.name]), default=None,
+                                help=f"comma-separated {f.name}")
+        elif f.name == "csbm":
+            parser.add_argument(flag, type=json.loads, default=None,
+                                help='generator options as JSON, e.g. \'{"num_nodes": 5000}\'')
+        elif f.type in ("bool", bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            kind = {"int": int, "float": float}.get(str(f.type).split(" |")[0], str)
+            parser.add_argument(flag, type=kind, default=None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="securefgl", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="count", default=0)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="train and compare algorithms; saves JSON + Markdown")
+    run.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _add_config_flags(run)
+    ds = sub.add_parser("datasets", help="which datasets are available offline")
+    ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
+    config = ExperimentConfig.from_toml(args.config) if args.config else ExperimentConfig()
+    overrides = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(ExperimentConfig)
+        if getattr(args, f.name, None) is not None
+    }
+    return config.replace(**overrides)
+
+
+def _print_table(result: Any, folder: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    cfg = result.config
+    table = Table(title=f"{cfg.dataset} · {cfg.partition} · K={cfg.clients} · "
+                        f"{'+'.join(cfg.protocol) or 'plain'} · {len(cfg.seeds)} seed(s)")
+    for col in ("algorithm", "federated", "test acc %", "test macro-F1 %", "MB", "seconds"):
+        table.add_column(col, justify="left" if col == "algorithm" else "right")
+    for row in result.summary():
+        table.add_row(row["algorithm"], "yes" if row["federated"] else "no (upper bound)",
+                      f"{row['test_acc']:.2f} ± {row['test_acc_std']:.2f}",
+                      f"{row['test_f1']:.2f} ± {row['test_f1_std']:.2f}",
+                      f"{row['bytes'] / 1e6:.2f}", f"{row['seconds']:.1f}")
+    console = Console()
+    console.print(table)
+    console.print(f"results: {folder}/result.json, {folder}/result.md")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from securefgl.experiment import run_experiment
+    from securefgl.experiment.results import save_result
+
+    result = run_experiment(config_from_args(args), progress=not args.no_progress)
+    _print_table(result, save_result(result))
+    return 0
+
+
+def _cmd_datasets(args: argparse.Namespace) -> int:
+    from securefgl.data import available_datasets
+
+    rows = available_datasets(args.root)
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        state = "present" if r["present"] else "missing"
+        print(f"{r['name']:<{width}}  {state:<8} {r.get('path') or ''}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return {"run": _cmd_run, "datasets": _cmd_datasets}[args.command](args)
+    except ConfigError as err:
+        print(f"securefgl: configuration error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

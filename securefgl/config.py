@@ -1,0 +1,140 @@
+"""Experiment configuration: one dataclass, from Python, a TOML file or CLI flags.
+
+Every field is validated in :meth:`ExperimentConfig.validate`, which raises
+:class:`ConfigError` naming the field and the allowed values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PARTITIONS = ("random", "louvain", "kmeans")
+CROSS_EDGES = ("hidden", "known")
+MODEL_NAMES = ("gcn", "sage", "mlp")
+
+
+class ConfigError(ValueError):
+    """An invalid experiment configuration."""
+
+
+@dataclass
+class ExperimentConfig:
+    # data
+    dataset: str = "csbm"
+    data_root: str | None = None
+    csbm: dict[str, Any] = field(default_factory=dict)  # overrides of the generator's defaults
+    train_fraction: float = 0.1
+    val_fraction: float = 0.1
+    test_fraction: float = 0.8
+    label_rate: float | None = None  # if set: train = label_rate, test = 1 - val - label_rate
+    # federation
+    clients: int = 10
+    partition: str = "louvain"
+    cross_edges: str = "hidden"
+    client_fraction: float = 1.0
+    algorithms: list[str] = field(default_factory=lambda: ["fedavg", "local", "central"])
+    protocol: list[str] = field(default_factory=list)  # aggregation stack; [] = plaintext
+    # model and training
+    model: str = "gcn"
+    hidden: int = 64
+    layers: int = 2
+    dropout: float = 0.5
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    rounds: int = 100
+    local_epochs: int = 1
+    mu: float = 0.01  # FedProx proximal weight (used by fedprox only)
+    eval_every: int = 10
+    # bookkeeping
+    seeds: list[int] = field(default_factory=lambda: [0])
+    output_dir: str = "results"
+    name: str | None = None
+    store_payloads: bool = False
+
+    def validate(self, known_algorithms: set[str] | None = None) -> ExperimentConfig:
+        from securefgl.data.datasets import resolve_name  # local: keeps config import light
+
+        try:
+            resolve_name(self.dataset)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        _choice("partition", self.partition, PARTITIONS)
+        _choice("cross_edges", self.cross_edges, CROSS_EDGES)
+        _choice("model", self.model, MODEL_NAMES)
+        if known_algorithms is not None:
+            for algo in self.algorithms:
+                _choice("algorithms", algo, tuple(sorted(known_algorithms)))
+        if not self.algorithms:
+            raise ConfigError("algorithms: give at least one algorithm")
+        fractions = {
+            "train_fraction": self.train_fraction,
+            "val_fraction": self.val_fraction,
+            "test_fraction": self.test_fraction,
+        }
+        if self.label_rate is not None:
+            fractions["label_rate"] = self.label_rate
+        for key, value in fractions.items():
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{key} must lie in [0, 1], got {value}")
+        train = self.label_rate if self.label_rate is not None else self.train_fraction
+        test = 1 - self.val_fraction - train if self.label_rate is not None else self.test_fraction
+        if train + self.val_fraction + test > 1 + 1e-9:
+            raise ConfigError(
+                f"train + val + test fractions sum to {train + self.val_fraction + test:.3f} > 1"
+            )
+        if train <= 0 or test <= 0:
+            raise ConfigError("train and test fractions must be positive")
+        for key in ("clients", "hidden", "layers", "rounds", "local_epochs", "eval_every"):
+            if int(getattr(self, key)) < 1:
+                raise ConfigError(f"{key} must be ≥ 1, got {getattr(self, key)}")
+        if not 0 < self.client_fraction <= 1:
+            raise ConfigError(f"client_fraction must lie in (0, 1], got {self.client_fraction}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if self.lr <= 0 or self.weight_decay < 0 or self.mu < 0:
+            raise ConfigError("lr must be > 0; weight_decay and mu must be ≥ 0")
+        if not self.seeds:
+            raise ConfigError("seeds: give at least one seed")
+        return self
+
+    @property
+    def split(self) -> tuple[float, float, float]:
+        """(train, val, test) fractions after applying ``label_rate``."""
+        if self.label_rate is None:
+            return self.train_fraction, self.val_fraction, self.test_fraction
+        return self.label_rate, self.val_fraction, 1 - self.val_fraction - self.label_rate
+
+    def replace(self, **changes: Any) -> ExperimentConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ExperimentConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ConfigError(f"unknown config keys {unknown}; known keys: {sorted(names)}")
+        return cls(**values)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> ExperimentConfig:
+        try:
+            with open(path, "rb") as fh:
+                values = tomllib.load(fh)
+        except FileNotFoundError as err:
+            raise ConfigError(f"config file {path} does not exist") from err
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"config file {path} is not valid TOML: {err}") from err
+        values = values.get("experiment", values)
+        return cls.from_dict(values)
+
+
+def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"unknown {key} value {value!r}; choose from {list(allowed)}")

@@ -1,0 +1,332 @@
+"""Named node-classification datasets, loaded offline-first through PyTorch Geometric.
+
+Root resolution (first that applies):
+
+1. the ``root`` argument,
+2. the environment variable ``SECUREFGL_DATA``,
+3. none: PyG downloads the raw files into the cache.
+
+A root follows PyG's *raw* layout, one folder per PyG class (see
+``/work/shared/datasets/README.md``)::
+
+    <root>/Planetoid/Cora/raw/ind.cora.x ...
+    <root>/Amazon/Photo/raw/amazon_electronics_photo.npz
+    <root>/Coauthor/CS/raw/ms_academic_cs.npz
+    <root>/WikipediaNetwork/chameleon/geom_gcn/raw/out1_graph_edges.txt ...
+
+Nothing is ever written into the root: the raw files of the requested dataset are
+copied into the writable cache ``$SECUREFGL_CACHE`` (default
+``~/.cache/securefgl/datasets``) and PyG reads / writes ``processed/`` there. A cached
+raw file is re-copied when the root's copy differs in size or modification time, and
+the stale ``processed/`` folder is then removed.
+
+Every loaded graph is normalised the same way: ``x`` float32, ``y`` int64, ``edge_index``
+symmetrised, coalesced and without self-loops (seed_fedstruct.md §8.18), PyG's preset
+masks dropped (splits come from :func:`securefgl.data.random_split`), plus ``data.name``
+and ``data.num_classes``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import remove_self_loops, to_undirected
+
+__all__ = [
+    "DATASETS",
+    "DatasetNotAvailableError",
+    "DatasetSpec",
+    "available_datasets",
+    "cache_dir",
+    "data_root",
+    "load_dataset",
+    "resolve_name",
+]
+
+logger = logging.getLogger(__name__)
+
+ENV_DATA = "SECUREFGL_DATA"
+ENV_CACHE = "SECUREFGL_CACHE"
+_DEFAULT_CACHE = Path("~/.cache/securefgl/datasets")
+
+
+class DatasetNotAvailableError(RuntimeError):
+    """A named dataset is neither present offline nor downloadable."""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a named dataset lives in the PyG raw layout and how PyG builds it."""
+
+    name: str  # canonical name, e.g. "Cora"
+    pyg_class: str  # e.g. "Planetoid"
+    raw_subdir: str  # raw folder relative to ``<root>/<pyg_class>``
+    raw_files: tuple[str, ...]  # files PyG 2.8 needs in the raw folder
+    num_classes: int
+    factory: Callable[[str], object]  # family root -> PyG dataset
+
+    def raw_dir(self, root: str | Path) -> Path:
+        return Path(root) / self.pyg_class / self.raw_subdir
+
+    def present(self, root: str | Path) -> bool:
+        raw = self.raw_dir(root)
+        return all((raw / f).is_file() for f in self.raw_files)
+
+
+def _planetoid(name: str) -> Callable[[str], object]:
+    def make(family_root: str) -> object:
+        from torch_geometric.datasets import Planetoid
+
+        return Planetoid(family_root, name)
+
+    return make
+
+
+def _amazon(name: str) -> Callable[[str], object]:
+    def make(family_root: str) -> object:
+        from torch_geometric.datasets import Amazon
+
+        return Amazon(family_root, name)
+
+    return make
+
+
+def _coauthor(name: str) -> Callable[[str], object]:
+    def make(family_root: str) -> object:
+        from torch_geometric.datasets import Coauthor
+
+        return Coauthor(family_root, name)
+
+    return make
+
+
+def _wiki(name: str) -> Callable[[str], object]:
+    def make(family_root: str) -> object:
+        from torch_geometric.datasets import WikipediaNetwork
+
+        return WikipediaNetwork(family_root, name, geom_gcn_preprocess=True)
+
+    return make
+
+
+def _planetoid_files(name: str) -> tuple[str, ...]:
+    parts = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+    return tuple(f"ind.{name.lower()}.{p}" for p in parts)
+
+
+def _wiki_files(name: str) -> tuple[str, ...]:
+    splits = tuple(f"{name}_split_0.6_0.2_{i}.npz" for i in range(10))
+    return ("out1_node_feature_label.txt", "out1_graph_edges.txt", *splits)
+
+
+DATASETS: dict[str, DatasetSpec] = {
+    s.name.lower(): s
+    for s in (
+        DatasetSpec("Cora", "Planetoid", "Cora/raw", _planetoid_files("Cora"), 7,
+                    _planetoid("Cora")),
+        DatasetSpec("CiteSeer", "Planetoid", "CiteSeer/raw", _planetoid_files("CiteSeer"), 6,
+                    _planetoid("CiteSeer")),
+        DatasetSpec("PubMed", "Planetoid", "PubMed/raw", _planetoid_files("PubMed"), 3,
+                    _planetoid("PubMed")),
+        DatasetSpec("Photo", "Amazon", "Photo/raw", ("amazon_electronics_photo.npz",), 8,
+                    _amazon("Photo")),
+        DatasetSpec("Computers", "Amazon", "Computers/raw",
+                    ("amazon_electronics_computers.npz",), 10, _amazon("Computers")),
+        DatasetSpec("CS", "Coauthor", "CS/raw", ("ms_academic_cs.npz",), 15, _coauthor("CS")),
+        DatasetSpec("chameleon", "WikipediaNetwork", "chameleon/geom_gcn/raw",
+                    _wiki_files("chameleon"), 5, _wiki("chameleon")),
+        DatasetSpec("squirrel", "WikipediaNetwork", "squirrel/geom_gcn/raw",
+                    _wiki_files("squirrel"), 5, _wiki("squirrel")),
+    )
+}
+
+GENERATED = ("csbm",)
+
+# Normalised alias (lower case, no '-', '_', ' ') -> canonical key.
+_ALIASES: dict[str, str] = {
+    **{k: k for k in DATASETS},
+    "amazonphoto": "photo",
+    "amazonphotos": "photo",
+    "amazoncomputers": "computers",
+    "amazoncomputer": "computers",
+    "computer": "computers",
+    "coauthorcs": "cs",
+    "wikichameleon": "chameleon",
+    "wikisquirrel": "squirrel",
+    "csbm": "csbm",
+    "sbm": "csbm",
+    "synthetic": "csbm",
+}
+
+
+def resolve_name(name: str) -> str:
+    """Canonical key of a dataset name or alias (``"Amazon-Photo"`` -> ``"photo"``)."""
+    key = "".join(ch for ch in str(name).lower() if ch not in "-_ ")
+    if key not in _ALIASES:
+        known = ", ".join([s.name for s in DATASETS.values()] + list(GENERATED))
+        raise ValueError(f"unknown dataset {name!r}; known: {known} (case-insensitive)")
+    return _ALIASES[key]
+
+
+def data_root(root: str | Path | None = None) -> Path | None:
+    """The offline root: ``root`` if given, else ``$SECUREFGL_DATA``, else None."""
+    if root is not None:
+        return Path(root).expanduser()
+    env = os.environ.get(ENV_DATA)
+    return Path(env).expanduser() if env else None
+
+
+def cache_dir() -> Path:
+    """The writable cache: ``$SECUREFGL_CACHE`` or ``~/.cache/securefgl/datasets``."""
+    env = os.environ.get(ENV_CACHE)
+    return (Path(env) if env else _DEFAULT_CACHE).expanduser()
+
+
+def _sync_raw(spec: DatasetSpec, root: Path, cache: Path) -> None:
+    """Copy the dataset's raw files from ``root`` into ``cache`` (never the reverse).
+
+    Files are copied to a temporary name and renamed, so a concurrent reader never
+    sees half a file. A changed source file invalidates the cached ``processed/``.
+    """
+    src, dst = spec.raw_dir(root), spec.raw_dir(cache)
+    dst.mkdir(parents=True, exist_ok=True)
+    changed = False
+    for entry in sorted(src.iterdir()):
+        if not entry.is_file():
+            continue
+        target = dst / entry.name
+        st = entry.stat()
+        if target.is_file():
+            tt = target.stat()
+            if tt.st_size == st.st_size and int(tt.st_mtime) == int(st.st_mtime):
+                continue
+        fd, tmp = tempfile.mkstemp(dir=dst, prefix=f".{entry.name}.")
+        os.close(fd)
+        try:
+            shutil.copy2(entry, tmp)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        changed = True
+        logger.debug("copied %s -> %s", entry, target)
+    processed = dst.parent / "processed"
+    if changed and processed.is_dir():
+        logger.info("raw files of %s changed; removing stale %s", spec.name, processed)
+        shutil.rmtree(processed)
+
+
+def _not_available(spec: DatasetSpec, root: Path | None, cache: Path, why: str) -> str:
+    looked = [str(spec.raw_dir(root)) if root is not None
+              else f"no offline root (root=None and {ENV_DATA} is not set)"]
+    looked.append(f"{spec.raw_dir(cache)} (cache)")
+    example = Path("<root>") / spec.pyg_class / spec.raw_subdir / spec.raw_files[0]
+    return (
+        f"dataset {spec.name!r} is not available. Looked for its raw files "
+        f"({', '.join(spec.raw_files[:3])}{', ...' if len(spec.raw_files) > 3 else ''}) in: "
+        f"{'; '.join(looked)}. {why} To fix: set {ENV_DATA} (or pass root=) to a folder in "
+        f"PyG raw layout, e.g. {example}, or let PyG download it (network access and "
+        f"download=True)."
+    )
+
+
+def _load_pyg(spec: DatasetSpec, root: Path | None, download: bool) -> Data:
+    cache = cache_dir()
+    if root is not None and spec.present(root):
+        _sync_raw(spec, root, cache)
+    elif not spec.present(cache):
+        if not download:
+            why = "Download is disabled (download=False)."
+            raise DatasetNotAvailableError(_not_available(spec, root, cache, why))
+        logger.info("%s: raw files not found offline; downloading with PyG into %s",
+                    spec.name, cache)
+    raw_existed = spec.raw_dir(cache).is_dir()
+    try:
+        dataset = spec.factory(str(cache / spec.pyg_class))
+    except Exception as exc:  # PyG raises URLError/OSError/aiohttp/fsspec errors
+        if spec.present(cache):
+            raise  # raw files are there: a processing error, not an availability one
+        if not raw_existed:  # remove the empty / partial folders the failed download left
+            shutil.rmtree(spec.raw_dir(cache), ignore_errors=True)
+            parent = spec.raw_dir(cache).parent
+            while parent != cache and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+                parent = parent.parent
+        why = f"PyG download failed: {type(exc).__name__}: {exc}."
+        raise DatasetNotAvailableError(_not_available(spec, root, cache, why)) from exc
+    return dataset[0]  # type: ignore[index]
+
+
+def _normalise(data: Data, name: str, num_classes: int) -> Data:
+    n = int(data.num_nodes)
+    edge_index, _ = remove_self_loops(data.edge_index.long())
+    edge_index = to_undirected(edge_index, num_nodes=n)  # also coalesces (sorted, unique)
+    out = Data(
+        x=data.x.to(torch.float32).contiguous(),
+        y=data.y.to(torch.long).view(-1).contiguous(),
+        edge_index=edge_index.contiguous(),
+        num_nodes=n,
+    )
+    out.name = name
+    out.num_classes = int(num_classes)
+    return out
+
+
+def load_dataset(
+    name: str, root: str | Path | None = None, *, download: bool = True
+) -> Data:
+    """Load a named dataset as a normalised PyG ``Data`` (see the module docstring).
+
+    ``name`` is case-insensitive and accepts aliases (``"amazon-photo"``,
+    ``"coauthor-cs"``). ``"csbm"`` returns :func:`securefgl.data.csbm` with its
+    defaults and needs no root. ``download=False`` forbids PyG downloads.
+
+    Raises:
+        ValueError: unknown name.
+        DatasetNotAvailableError: not present offline and not downloadable.
+    """
+    key = resolve_name(name)
+    if key == "csbm":
+        from securefgl.data.synthetic import csbm
+
+        return csbm()
+    spec = DATASETS[key]
+    raw = _load_pyg(spec, data_root(root), download)
+    num_classes = max(spec.num_classes, int(raw.y.max()) + 1)
+    data = _normalise(raw, spec.name, num_classes)
+    logger.info(
+        "loaded %s: %d nodes, %d directed edges, %d features, %d classes",
+        spec.name, data.num_nodes, data.edge_index.size(1), data.x.size(1), num_classes,
+    )
+    return data
+
+
+def available_datasets(root: str | Path | None = None) -> list[dict]:
+    """Which named datasets are present offline (for ``securefgl datasets``).
+
+    One dict per dataset: ``name``, ``class`` (PyG class), ``path`` (raw folder under the
+    resolved root, or None without a root), ``present`` (all raw files there) and
+    ``cached`` (raw files already in the cache). The generated ``csbm`` is always present.
+    """
+    resolved = data_root(root)
+    cache = cache_dir()
+    rows: list[dict] = []
+    for spec in DATASETS.values():
+        rows.append({
+            "name": spec.name,
+            "class": spec.pyg_class,
+            "path": str(spec.raw_dir(resolved)) if resolved is not None else None,
+            "present": bool(resolved is not None and spec.present(resolved)),
+            "cached": spec.present(cache),
+        })
+    rows.append({"name": "csbm", "class": "generated", "path": None, "present": True,
+                 "cached": False})
+    return rows

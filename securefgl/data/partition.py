@@ -1,0 +1,422 @@
+"""Partition a graph's nodes into K clients (seed_fedstruct.md §3.3, §9).
+
+Methods:
+
+* ``random``: a seeded random permutation cut into K near-equal parts (sizes differ by
+  at most 1). Deviation: the FedStruct repo draws i.i.d. ``np.random.choice(K, n)``,
+  so its client sizes are only approximately equal.
+* ``louvain``: python-louvain ``community.best_partition`` (``random_state=seed``) on
+  the undirected graph, then the FedSage+ balancing rule below.
+* ``kmeans``: k-means on the node features (our own seeded Lloyd with k-means++ init,
+  one run, in numpy; the repo uses ``sklearn.cluster.k_means(X, K, n_init="auto")``),
+  then the same balancing with the K clusters as communities.
+
+Balancing (FedSage+, Zhang et al. 2021, as in the FedStruct repo), with
+``cap = ceil(n/K) + slack`` and default ``slack = ceil(0.05 * n / K)`` (the repo uses
+``floor(n/K) + 20``):
+
+1. cut every community larger than ``cap`` into consecutive pieces of ``cap`` nodes
+   (the last one smaller); if there are fewer than K pieces, halve the largest piece
+   until there are K, so every client is non-empty;
+2. sort the pieces by size, descending (ties: by first node), give the first K to
+   clients 0..K-1;
+3. put each further piece on the first client whose total stays <= cap;
+4. if none fits, cut the piece to fill the least-loaded clients up to cap.
+   Deviation: the repo gives the whole piece to the smallest client, which may exceed
+   its capacity; here every client ends with at most ``cap`` nodes.
+
+Pieces are contiguous in a BFS order of the community's induced subgraph (each
+connected component in turn, BFS from a pseudo-peripheral node), computed for all
+communities at once with two scipy BFS calls, so a cut community keeps compact chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from scipy.sparse.csgraph import breadth_first_order, connected_components
+from torch_geometric.data import Data
+
+__all__ = [
+    "METHODS",
+    "Partition",
+    "PartitionReport",
+    "balance_communities",
+    "kmeans",
+    "partition_graph",
+    "partition_report",
+]
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("random", "louvain", "kmeans")
+Method = Literal["random", "louvain", "kmeans"]
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass
+class PartitionReport:
+    """Statistics of a partition: sizes, edge cut, label distribution."""
+
+    method: str
+    num_clients: int
+    num_nodes: int
+    num_edges: int  # undirected, without self-loops
+    sizes: list[int]
+    internal_edges: list[int]  # undirected edges with both endpoints in the client
+    cut_edges: int  # undirected edges between two different clients
+    label_counts: np.ndarray | None  # [K, C] int64, None if the graph has no labels
+    cap: int | None = None
+
+    @property
+    def edge_cut_ratio(self) -> float:
+        """Fraction of undirected edges whose endpoints lie in different clients."""
+        return self.cut_edges / self.num_edges if self.num_edges else 0.0
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable dict."""
+        return {
+            "method": self.method,
+            "num_clients": self.num_clients,
+            "num_nodes": self.num_nodes,
+            "num_edges": self.num_edges,
+            "sizes": list(self.sizes),
+            "internal_edges": list(self.internal_edges),
+            "cut_edges": self.cut_edges,
+            "edge_cut_ratio": self.edge_cut_ratio,
+            "label_counts": None if self.label_counts is None
+            else self.label_counts.tolist(),
+            "cap": self.cap,
+        }
+
+    def summary(self) -> str:
+        """One line: method, K, size range, edge-cut ratio."""
+        return (f"{self.method} partition into {self.num_clients} clients: sizes "
+                f"{min(self.sizes)}..{max(self.sizes)} (n={self.num_nodes}"
+                f"{'' if self.cap is None else f', cap={self.cap}'}), edge cut "
+                f"{self.cut_edges}/{self.num_edges} = {self.edge_cut_ratio:.3f}")
+
+    def to_markdown(self) -> str:
+        """Summary line + a per-client table (size, internal edges, label counts)."""
+        head = "| client | nodes | internal edges |"
+        sep = "|---:|---:|---:|"
+        if self.label_counts is not None:
+            head += " labels (count per class) |"
+            sep += "---|"
+        lines = [self.summary(), "", head, sep]
+        for k in range(self.num_clients):
+            row = f"| {k} | {self.sizes[k]} | {self.internal_edges[k]} |"
+            if self.label_counts is not None:
+                row += " " + " ".join(str(int(c)) for c in self.label_counts[k]) + " |"
+            lines.append(row)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _undirected_pairs(edge_index: torch.Tensor | np.ndarray, n: int) -> np.ndarray:
+    """Unique undirected pairs (u < v) as a [2, m] int64 array; self-loops dropped."""
+    ei = edge_index.cpu().numpy() if isinstance(edge_index, torch.Tensor) else edge_index
+    ei = np.asarray(ei, dtype=np.int64)
+    lo, hi = np.minimum(ei[0], ei[1]), np.maximum(ei[0], ei[1])
+    keep = lo != hi
+    key = np.unique(lo[keep] * n + hi[keep])
+    return np.stack([key // n, key % n])
+
+
+def _num_classes(data: Data) -> int | None:
+    if getattr(data, "y", None) is None:
+        return None
+    nc = getattr(data, "num_classes", None)
+    y_max = int(data.y.max()) + 1 if data.y.numel() else 0
+    return max(int(nc), y_max) if isinstance(nc, int | np.integer) else y_max
+
+
+def partition_report(
+    data: Data, assignment: np.ndarray, num_clients: int, method: str = "custom",
+    cap: int | None = None,
+) -> PartitionReport:
+    """Compute a :class:`PartitionReport` for any assignment of ``data``'s nodes."""
+    n = int(data.num_nodes)
+    a = np.asarray(assignment, dtype=np.int64)
+    pairs = _undirected_pairs(data.edge_index, n)
+    au, av = a[pairs[0]], a[pairs[1]]
+    same = au == av
+    labels = None
+    C = _num_classes(data)
+    if C is not None:
+        y = data.y.cpu().numpy().astype(np.int64)
+        labels = np.bincount(a * C + y, minlength=num_clients * C).reshape(num_clients, C)
+    return PartitionReport(
+        method=method,
+        num_clients=num_clients,
+        num_nodes=n,
+        num_edges=int(pairs.shape[1]),
+        sizes=np.bincount(a, minlength=num_clients).tolist(),
+        internal_edges=np.bincount(au[same], minlength=num_clients).tolist(),
+        cut_edges=int((~same).sum()),
+        label_counts=labels,
+        cap=cap,
+    )
+
+
+# --------------------------------------------------------------------------- partition
+
+
+@dataclass
+class Partition:
+    """Client of every node: ``assignment[v]`` in ``[0, num_clients)``."""
+
+    assignment: np.ndarray  # [n] int64
+    method: str
+    num_clients: int
+    seed: int = 0
+    cap: int | None = None  # size bound of the balancing rule (louvain / kmeans)
+    _report: PartitionReport | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.bincount(self.assignment, minlength=self.num_clients)
+
+    def nodes_of(self, client: int) -> np.ndarray:
+        """Global indices of the nodes of ``client`` (simulator-side only)."""
+        return np.flatnonzero(self.assignment == client)
+
+    def report(self, data: Data | None = None) -> PartitionReport:
+        """Statistics; computed at partition time, or recomputed for ``data``."""
+        if data is not None:
+            return partition_report(data, self.assignment, self.num_clients, self.method,
+                                    self.cap)
+        if self._report is None:
+            raise ValueError("this Partition has no stored report; call report(data)")
+        return self._report
+
+
+def _check_common(data: Data, num_clients: int) -> int:
+    n = int(data.num_nodes)
+    if isinstance(num_clients, bool) or not isinstance(num_clients, int | np.integer):
+        raise ValueError(f"num_clients must be an integer, got {num_clients!r}")
+    if num_clients < 1:
+        raise ValueError(f"num_clients must be >= 1, got {num_clients}")
+    if num_clients > n:
+        raise ValueError(f"num_clients ({num_clients}) exceeds the number of nodes ({n})")
+    return n
+
+
+def partition_graph(
+    data: Data,
+    num_clients: int,
+    method: Method = "random",
+    seed: int = 0,
+    slack: int | None = None,
+) -> Partition:
+    """Partition ``data``'s nodes into ``num_clients`` clients (see module docstring).
+
+    ``slack`` only applies to ``louvain`` and ``kmeans`` (cap = ceil(n/K) + slack).
+
+    Raises:
+        ValueError: unknown method, ``num_clients < 1``, ``num_clients > num_nodes``,
+            negative slack, or ``kmeans`` without node features.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown partition method {method!r}; choose one of {METHODS}")
+    n = _check_common(data, num_clients)
+    K = int(num_clients)
+    cap = None
+    if method == "random":
+        perm = np.random.default_rng(seed).permutation(n)
+        assignment = np.empty(n, dtype=np.int64)
+        for k, part in enumerate(np.array_split(perm, K)):
+            assignment[part] = k
+    else:
+        if slack is None:
+            slack = math.ceil(0.05 * n / K)
+        if isinstance(slack, bool) or not isinstance(slack, int | np.integer) or slack < 0:
+            raise ValueError(f"slack must be an integer >= 0, got {slack!r}")
+        cap = math.ceil(n / K) + int(slack)
+        pairs = _undirected_pairs(data.edge_index, n)
+        if method == "louvain":
+            communities = _louvain(pairs, n, seed)
+        else:
+            if getattr(data, "x", None) is None:
+                raise ValueError("kmeans partition needs node features (data.x)")
+            communities = kmeans(data.x, K, seed=seed)
+        assignment = balance_communities(communities, K, cap, pairs)
+    part = Partition(assignment=assignment, method=method, num_clients=K, seed=seed, cap=cap)
+    part._report = partition_report(data, assignment, K, method, cap)
+    logger.info("%s", part._report.summary())
+    return part
+
+
+def _louvain(pairs: np.ndarray, n: int, seed: int) -> np.ndarray:
+    import community as community_louvain  # python-louvain
+    import networkx as nx
+
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from(zip(pairs[0].tolist(), pairs[1].tolist(), strict=True))
+    best = community_louvain.best_partition(G, random_state=seed)
+    labels = np.fromiter((best[v] for v in range(n)), dtype=np.int64, count=n)
+    return labels
+
+
+# --------------------------------------------------------------------------- balancing
+
+
+def _bfs_rank(pairs: np.ndarray, communities: np.ndarray, n: int) -> np.ndarray:
+    """Order of all nodes: by community, then by connected component of the community's
+    induced subgraph, then BFS discovery order inside the component, the BFS starting at
+    a pseudo-peripheral node (the last node reached by a BFS from the component's
+    lowest-numbered node, as in Cuthill-McKee), so consecutive chunks are compact."""
+    inside = communities[pairs[0]] == communities[pairs[1]]
+    u, v = pairs[0][inside], pairs[1][inside]
+    adj = sp.coo_matrix((np.ones(2 * u.size, dtype=np.int8),
+                         (np.concatenate([u, v]), np.concatenate([v, u]))), shape=(n, n))
+    ncomp, comp = connected_components(adj, directed=False)
+    roots = np.full(ncomp, n, dtype=np.int64)
+    np.minimum.at(roots, comp, np.arange(n))
+    for _ in range(2):
+        rank = _bfs_from_roots(adj, roots, n)
+        last = np.full(ncomp, -1, dtype=np.int64)
+        np.maximum.at(last, comp, rank)
+        node_at = np.empty(n, dtype=np.int64)
+        node_at[rank] = np.arange(n)
+        roots = node_at[last]
+    return np.lexsort((rank, comp, communities))
+
+
+def _bfs_from_roots(adj: sp.coo_matrix, roots: np.ndarray, n: int) -> np.ndarray:
+    """BFS discovery rank of every node, one BFS per component from ``roots``.
+
+    A super node n linked to every root makes it a single scipy call; a FIFO BFS visits
+    each component's nodes in the same relative order as a BFS from its root alone.
+    """
+    rows = np.concatenate([adj.row, np.full(roots.size, n)])
+    cols = np.concatenate([adj.col, roots])
+    big = sp.csr_matrix((np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=(n + 1, n + 1))
+    order = breadth_first_order(big, n, directed=True, return_predecessors=False)
+    rank = np.empty(n + 1, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return rank[:n] - 1
+
+
+def balance_communities(
+    communities: np.ndarray, num_clients: int, cap: int, pairs: np.ndarray | None = None
+) -> np.ndarray:
+    """FedSage+ balancing of community labels into ``num_clients`` clients of size
+    ``<= cap`` (steps 1-4 of the module docstring). ``pairs``: undirected edges [2, m]
+    used for the BFS order inside communities (node order if None)."""
+    comm = np.asarray(communities, dtype=np.int64)
+    n, K = comm.size, int(num_clients)
+    if not 1 <= K <= n:
+        raise ValueError(f"num_clients must be in [1, {n}], got {K}")
+    if cap * K < n:
+        raise ValueError(f"cap ({cap}) * num_clients ({K}) < num_nodes ({n})")
+    order = np.lexsort((np.arange(n), comm)) if pairs is None else _bfs_rank(pairs, comm, n)
+    _, starts, counts = np.unique(comm[order], return_index=True, return_counts=True)
+    # pieces as (start, stop) slices of `order`
+    pieces: list[tuple[int, int]] = []
+    for s, c in zip(starts.tolist(), counts.tolist(), strict=True):
+        pieces.extend((p, min(p + cap, s + c)) for p in range(s, s + c, cap))
+    while len(pieces) < K:  # halve the largest piece (ties: earliest) until K pieces
+        i = max(range(len(pieces)), key=lambda j: (pieces[j][1] - pieces[j][0], -j))
+        a, b = pieces[i]
+        mid = a + (b - a + 1) // 2
+        pieces[i:i + 1] = [(a, mid), (mid, b)]
+    pieces.sort(key=lambda ab: (-(ab[1] - ab[0]), ab[0]))
+
+    assignment = np.empty(n, dtype=np.int64)
+    load = np.zeros(K, dtype=np.int64)
+    for k, (a, b) in enumerate(pieces[:K]):
+        assignment[order[a:b]] = k
+        load[k] = b - a
+    for a, b in pieces[K:]:
+        size = b - a
+        fits = np.flatnonzero(load + size <= cap)
+        if fits.size:
+            k = int(fits[0])
+            assignment[order[a:b]] = k
+            load[k] += size
+            continue
+        while a < b:  # deviation: fill the least-loaded clients up to cap
+            k = int(np.argmin(load))
+            take = min(cap - int(load[k]), b - a)
+            assignment[order[a:a + take]] = k
+            load[k] += take
+            a += take
+    return assignment
+
+
+# --------------------------------------------------------------------------- k-means
+
+
+def kmeans(
+    x: torch.Tensor | np.ndarray, k: int, seed: int = 0, max_iter: int = 100,
+    tol: float = 1e-4,
+) -> np.ndarray:
+    """Lloyd's k-means with k-means++ init (Arthur & Vassilvitskii 2007), one run.
+
+    Vectorised torch on CPU (distances via ||x||^2 - 2 x.c + ||c||^2: float32 products,
+    float64 norms and centres); randomness from ``np.random.default_rng(seed)``.
+    k-means++ uses sklearn's ``2 + ln k`` local trials. Stops when the squared centre
+    shift falls below ``tol`` times the mean feature variance (sklearn's rule) or after
+    ``max_iter`` iterations. An empty cluster is re-seeded with the point farthest from
+    its centre. Returns labels [n] int64 in ``[0, k)``.
+    """
+    X = torch.as_tensor(x).detach().cpu()
+    X = X.reshape(X.shape[0], -1).to(torch.float32).contiguous()
+    n = X.shape[0]
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, {n}], got {k}")
+    rng = np.random.default_rng(seed)
+    sq = (X * X).sum(dim=1).double()
+
+    def dist2(C: torch.Tensor) -> torch.Tensor:
+        C32 = C.to(torch.float32)
+        cn = (C32 * C32).sum(dim=1, dtype=torch.float64)
+        return (sq[:, None] - 2.0 * (X @ C32.T).double() + cn[None, :]).clamp_(min=0.0)
+
+    trials = 2 + int(math.log(k))
+    centres = torch.empty((k, X.shape[1]), dtype=torch.float64)
+    centres[0] = X[int(rng.integers(n))]
+    closest = dist2(centres[:1])[:, 0].numpy()
+    for c in range(1, k):
+        total = closest.sum()
+        if total <= 0:  # every point sits on a chosen centre
+            cand = rng.integers(n, size=trials)
+        else:
+            cand = np.searchsorted(np.cumsum(closest), rng.random(trials) * total)
+            cand = np.minimum(cand, n - 1)
+        d = np.minimum(closest[:, None], dist2(X[torch.from_numpy(cand)]).numpy())
+        best = int(np.argmin(d.sum(axis=0)))
+        centres[c] = X[int(cand[best])]
+        closest = d[:, best]
+
+    mean = X.mean(dim=0).double()
+    threshold = tol * float((sq.sum() / n - (mean * mean).sum()) / X.shape[1])
+    for _ in range(max_iter):
+        d = dist2(centres)
+        dmin, labels = d.min(dim=1)
+        counts = torch.bincount(labels, minlength=k)
+        new = torch.zeros((k, X.shape[1]), dtype=torch.float32).index_add_(0, labels, X)
+        new = new.double()
+        nonempty = counts > 0
+        new[nonempty] /= counts[nonempty, None].double()
+        empty = torch.nonzero(~nonempty).flatten()
+        if empty.numel():
+            far = torch.argsort(dmin, descending=True, stable=True)
+            new[empty] = X[far[: empty.numel()]].double()
+        shift = float(((new - centres) ** 2).sum())
+        centres = new
+        if shift <= threshold:
+            break
+    return dist2(centres).argmin(dim=1).numpy().astype(np.int64)

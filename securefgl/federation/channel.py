@@ -1,0 +1,47 @@
+"""The Channel: the only way parties exchange data.
+
+Every envelope is serialized with the no-pickle wire format, its size counted and recorded
+in the :class:`Transcript`, and the receiver gets a copy decoded from those bytes, so no
+Python object is ever shared between two parties.
+"""
+
+from __future__ import annotations
+
+from protocols.base import Envelope
+from protocols.wire import DEFAULT_MAX_MESSAGE_BYTES, Payload
+from securefgl.federation.transcript import Transcript
+
+
+class Channel:
+    def __init__(
+        self, transcript: Transcript | None = None, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    ) -> None:
+        self.transcript = transcript if transcript is not None else Transcript()
+        self.max_message_bytes = max_message_bytes
+        self.round = 0
+
+    def transmit(self, envelopes: list[Envelope]) -> list[Envelope]:
+        """Send ``envelopes`` in the current round; returns what the receivers get."""
+        encoded: dict[int, tuple[bytes, Payload]] = {}  # a broadcast payload is encoded once
+        delivered = []
+        for env in envelopes:
+            key = id(env.payload)
+            if key not in encoded:
+                data = env.payload.to_bytes()
+                encoded[key] = (data, Payload.from_bytes(data, self.max_message_bytes))
+            data, decoded = encoded[key]
+            self.transcript.record(self.round, env, data)
+            delivered.append(Envelope(env.sender, env.receiver, env.tag, _copy(decoded)))
+        return delivered
+
+    def send(self, sender: str, receiver: str, tag: str, payload: Payload) -> Envelope:
+        """Transmit one envelope."""
+        return self.transmit([Envelope(sender, receiver, tag, payload)])[0]
+
+
+def _copy(payload: Payload) -> Payload:
+    """Each receiver gets its own arrays (a broadcast must not alias between receivers)."""
+    return Payload(
+        {k: v.copy() if hasattr(v, "copy") else v for k, v in payload.fields.items()},
+        dict(payload.meta),
+    )

@@ -1,0 +1,115 @@
+"""The transcript: what every party received, so "what did the server see?" is a query.
+
+Each entry records (round, sender, receiver, tag) and the serialized size; the serialized
+payload itself is kept unless payload storage is switched off (sizes are always counted).
+Attacks consume a :class:`PartyView`: the messages one party received, decoded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocols.base import Envelope
+from protocols.wire import Payload
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    round: int
+    sender: str
+    receiver: str
+    tag: str
+    nbytes: int
+    data: bytes | None  # the serialized payload, None when storage is off
+
+    def payload(self) -> Payload:
+        if self.data is None:
+            raise LookupError("payload storage was switched off for this transcript")
+        return Payload.from_bytes(self.data)
+
+    def envelope(self) -> Envelope:
+        return Envelope(self.sender, self.receiver, self.tag, self.payload())
+
+
+@dataclass(frozen=True)
+class PartyView:
+    """What one party received (its own data is held by the party itself)."""
+
+    party: str
+    entries: tuple[TranscriptEntry, ...]
+
+    def messages(self, tag: str | None = None, round: int | None = None) -> Iterator[Envelope]:
+        for e in self.entries:
+            if (tag is None or e.tag == tag) and (round is None or e.round == round):
+                yield e.envelope()
+
+    def tags(self) -> set[str]:
+        return {e.tag for e in self.entries}
+
+
+class Transcript:
+    """Append-only log of every message that crossed the channel."""
+
+    def __init__(self, store_payloads: bool = True) -> None:
+        self.store_payloads = store_payloads
+        self.entries: list[TranscriptEntry] = []
+
+    def record(self, round: int, envelope: Envelope, data: bytes) -> TranscriptEntry:
+        entry = TranscriptEntry(
+            round, envelope.sender, envelope.receiver, envelope.tag, len(data),
+            data if self.store_payloads else None,
+        )
+        self.entries.append(entry)
+        return entry
+
+    def view(self, party: str) -> PartyView:
+        return PartyView(party, tuple(e for e in self.entries if e.receiver == party))
+
+    def sent_by(self, party: str) -> list[TranscriptEntry]:
+        return [e for e in self.entries if e.sender == party]
+
+    def total_bytes(self, round: int | None = None) -> int:
+        return sum(e.nbytes for e in self.entries if round is None or e.round == round)
+
+    def bytes_by_direction(self, servers: Iterable[str], since: int = 0) -> dict[str, int]:
+        """Bytes ``up`` (to a server), ``down`` (from one) and ``p2p`` in ``entries[since:]``."""
+        servers = set(servers)
+        out = {"up": 0, "down": 0, "p2p": 0}
+        for e in self.entries[since:]:
+            key = "up" if e.receiver in servers else "down" if e.sender in servers else "p2p"
+            out[key] += e.nbytes
+        return out
+
+    def save(self, folder: str | Path) -> Path:
+        """Write ``index.jsonl`` (one entry per line) and ``payloads.bin`` (concatenated)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        offset = 0
+        with open(folder / "index.jsonl", "w") as index, open(folder / "payloads.bin", "wb") as blob:
+            for e in self.entries:
+                stored = e.data is not None
+                index.write(json.dumps({
+                    "round": e.round, "sender": e.sender, "receiver": e.receiver, "tag": e.tag,
+                    "nbytes": e.nbytes, "offset": offset if stored else None,
+                }) + "\n")
+                if stored:
+                    blob.write(e.data)
+                    offset += e.nbytes
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Transcript:
+        folder = Path(folder)
+        blob = (folder / "payloads.bin").read_bytes()
+        transcript = cls()
+        with open(folder / "index.jsonl") as index:
+            for line in index:
+                r = json.loads(line)
+                data = None if r["offset"] is None else blob[r["offset"] : r["offset"] + r["nbytes"]]
+                transcript.entries.append(TranscriptEntry(
+                    r["round"], r["sender"], r["receiver"], r["tag"], r["nbytes"], data))
+        transcript.store_payloads = all(e.data is not None for e in transcript.entries)
+        return transcript

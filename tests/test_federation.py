@@ -1,0 +1,88 @@
+"""Channel, transcript and executor: every byte is counted and every receiver gets a copy."""
+
+import numpy as np
+import pytest
+
+from protocols import Envelope, Payload, PlainAggregation, Role, aggregate
+from securefgl.federation import Channel, LocalExecutor, Transcript
+
+
+def _envelopes(rng, n=5):
+    return [
+        Envelope(f"client-{i}", "server", "update",
+                 Payload({"v": rng.normal(size=rng.integers(1, 50)).astype(np.float32),
+                          "b": rng.bytes(int(rng.integers(0, 9)))}, {"i": i}))
+        for i in range(n)
+    ]
+
+
+def test_transcript_byte_counts_equal_serialized_sizes():
+    rng = np.random.default_rng(0)
+    channel = Channel()
+    envs = _envelopes(rng)
+    channel.round = 3
+    delivered = channel.transmit(envs)
+    entries = channel.transcript.entries
+    assert [e.nbytes for e in entries] == [len(e.payload.to_bytes()) for e in envs]
+    assert all(e.round == 3 for e in entries)
+    assert channel.transcript.total_bytes() == sum(len(e.payload.to_bytes()) for e in envs)
+    for sent, got in zip(envs, delivered, strict=True):
+        np.testing.assert_array_equal(sent.payload["v"], got.payload["v"])
+        assert got.payload["v"] is not sent.payload["v"]
+
+
+def test_broadcast_receivers_do_not_share_arrays():
+    channel = Channel()
+    payload = Payload({"params": np.zeros(4, np.float32)})
+    a, b = channel.transmit([Envelope("server", r, "model", payload) for r in ("c0", "c1")])
+    a.payload["params"][0] = 1.0
+    assert b.payload["params"][0] == 0.0 and payload["params"][0] == 0.0
+    assert channel.transcript.bytes_by_direction({"server"}) == {
+        "up": 0, "down": 2 * len(payload.to_bytes()), "p2p": 0}
+
+
+def test_party_view_holds_only_what_the_party_received(tmp_path):
+    channel = Channel()
+    channel.transmit(_envelopes(np.random.default_rng(1), 3))
+    channel.send("server", "client-1", "model", Payload({"w": np.ones(2)}))
+    view = channel.transcript.view("client-1")
+    assert [m.tag for m in view.messages()] == ["model"]
+    assert channel.transcript.view("server").tags() == {"update"}
+    loaded = Transcript.load(channel.transcript.save(tmp_path / "t"))
+    assert [e.nbytes for e in loaded.entries] == [e.nbytes for e in channel.transcript.entries]
+    np.testing.assert_array_equal(next(loaded.view("client-1").messages()).payload["w"], 1.0)
+
+
+def test_payload_storage_off_still_counts_bytes():
+    channel = Channel(Transcript(store_payloads=False))
+    envs = _envelopes(np.random.default_rng(2), 2)
+    channel.transmit(envs)
+    assert channel.transcript.total_bytes() == sum(len(e.payload.to_bytes()) for e in envs)
+    with pytest.raises(LookupError, match="switched off"):
+        channel.transcript.entries[0].payload()
+
+
+def test_plain_aggregation_over_the_channel_through_an_executor():
+    rng = np.random.default_rng(3)
+    protocol = PlainAggregation()
+    ids = [f"c{i}" for i in range(4)]
+    parties = protocol.create_parties("server", ids, 6)
+
+    class Host:
+        def __init__(self, state):
+            self.state = state
+
+        def protocol_phase(self, method, inbox):
+            return getattr(self.state, method)(inbox)
+
+    executor = LocalExecutor({pid: Host(p) for pid, p in parties.by_id().items()})
+    channel = Channel()
+    inputs = {c: (rng.normal(size=6), float(rng.integers(1, 5))) for c in ids}
+    result = aggregate(protocol, parties, 0, inputs, channel.transmit,
+                       dropped={"c3": "send_update"}, invoke=executor.invoke)
+    kept = ids[:3]
+    expected = sum(inputs[c][0] * inputs[c][1] for c in kept) / sum(inputs[c][1] for c in kept)
+    np.testing.assert_allclose(result.mean, expected)
+    assert result.participants == tuple(kept)
+    assert {e.sender for e in channel.transcript.view("server").entries} == set(kept)
+    assert protocol.output_role is Role.SERVER

@@ -1,0 +1,106 @@
+"""Fixed-point codec in Z_2^64: exact wrapped sums, two's complement, overflow refused early."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from protocols.base import ProtocolError
+from protocols.fixedpoint import FixedPointCodec, FixedPointOverflowError
+
+
+def _sum(words: list[np.ndarray]) -> np.ndarray:
+    total = np.zeros_like(words[0])
+    for w in words:
+        total += w  # uint64 wraps modulo 2^64
+    return total
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    frac_bits=st.integers(8, 40),
+    n=st.integers(1, 20),
+    data=st.data(),
+)
+def test_sum_of_encodings_decodes_to_the_sum(frac_bits: int, n: int, data: st.DataObject) -> None:
+    codec = FixedPointCodec(frac_bits, bound=1000.0, max_summands=n)
+    floats = st.floats(-1000, 1000, allow_nan=False)
+    xs = [data.draw(arrays(np.float64, 6, elements=floats)) for _ in range(n)]
+    decoded = codec.decode(_sum([codec.encode(x) for x in xs]))
+    exact = np.sum(xs, axis=0)
+    assert np.all(np.abs(decoded - exact) <= n * codec.resolution / 2 + 1e-9 * np.abs(exact))
+
+
+def test_roundtrip_and_twos_complement() -> None:
+    codec = FixedPointCodec(16)
+    x = np.array([0.0, 1.0, -1.0, 2.5, -3.75, 1e-6])
+    words = codec.encode(x)
+    assert words.dtype == np.uint64
+    assert int(words[2]) == 2**64 - 2**16  # -1 in two's complement
+    np.testing.assert_array_equal(codec.decode(words)[:5], x[:5])
+    assert abs(codec.decode(words)[5] - 1e-6) <= codec.resolution / 2
+
+
+def test_headroom_check_at_construction() -> None:
+    # n * bound * 2^f must stay below 2^63.
+    FixedPointCodec(20, bound=2.0**30, max_summands=2**12)  # 2^62: fits
+    with pytest.raises(FixedPointOverflowError, match="headroom"):
+        FixedPointCodec(20, bound=2.0**31, max_summands=2**12)  # 2^63: does not
+    with pytest.raises(OverflowError):
+        FixedPointCodec(24, bound=1e12, max_summands=1000)
+    assert issubclass(FixedPointOverflowError, ProtocolError)
+
+
+def test_encode_refuses_values_beyond_the_bound() -> None:
+    codec = FixedPointCodec(24, bound=10.0, max_summands=5)
+    codec.encode(np.array([10.0, -10.0]))
+    with pytest.raises(FixedPointOverflowError, match="exceeds the fixed-point bound"):
+        codec.encode(np.array([1.0, -10.5]))
+    with pytest.raises(ValueError, match="NaN"):
+        codec.encode(np.array([np.nan]))
+    with pytest.raises(ValueError, match="NaN"):
+        codec.encode(np.array([np.inf]))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 1000])
+def test_default_bound_is_the_largest_safe_one(n: int) -> None:
+    codec = FixedPointCodec(24, max_summands=n)
+    b = codec.effective_bound
+    for sign in (1.0, -1.0):
+        words = codec.encode(np.full(1, sign * b))
+        total = _sum([words] * n)
+        assert codec.decode(total)[0] == pytest.approx(sign * n * b, rel=1e-12)
+    # One more summand than declared would wrap: the check is what prevents it.
+    wrapped = codec.decode(_sum([codec.encode(np.full(1, b))] * (n + 1)))[0]
+    assert wrapped < 0
+    with pytest.raises(FixedPointOverflowError):
+        codec.encode(np.full(1, np.nextafter(b, np.inf)))
+
+
+def test_parameter_validation() -> None:
+    with pytest.raises(ValueError, match="frac_bits"):
+        FixedPointCodec(63)
+    with pytest.raises(ValueError, match="max_summands"):
+        FixedPointCodec(16, max_summands=0)
+    with pytest.raises(ValueError, match="bound"):
+        FixedPointCodec(16, bound=float("nan"))
+    with pytest.raises(TypeError, match="uint64"):
+        FixedPointCodec(16).decode(np.zeros(2, np.int64))
+
+
+def test_encode_into_out_and_in_place() -> None:
+    codec = FixedPointCodec(20, max_summands=4)
+    x = np.array([1.25, -3.5, 1e-3, 0.0])
+    expected = codec.encode(x)
+    out = np.empty(4, np.uint64)
+    assert codec.encode(x, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    in_place = np.empty(4, np.uint64)
+    in_place.view(np.float64)[:] = x
+    codec.encode(in_place.view(np.float64), out=in_place)
+    np.testing.assert_array_equal(in_place, expected)
+    with pytest.raises(ValueError, match="contiguous uint64"):
+        codec.encode(x, out=np.empty(3, np.uint64))
