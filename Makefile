@@ -21,6 +21,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+	$(BIN)/ruff check .
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -27,11 +27,16 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     for f in dataclasses.fields(ExperimentConfig):
         flag = "--" + f.name.replace("_", "-")
         if f.name in _LISTS:
-            parser.add_argument(flag, type=_csv(_LISTS[f.name]), default=None,
-                                help=f"comma-separated {f.name}")
+            parser.add_argument(
+                flag, type=_csv(_LISTS[f.name]), default=None, help=f"comma-separated {f.name}"
+            )
         elif f.name == "csbm":
-            parser.add_argument(flag, type=json.loads, default=None,
-                                help='generator options as JSON, e.g. \'{"num_nodes": 5000}\'')
+            parser.add_argument(
+                flag,
+                type=json.loads,
+                default=None,
+                help="generator options as JSON, e.g. '{\"num_nodes\": 5000}'",
+            )
         elif f.type in ("bool", bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
         else:
@@ -67,15 +72,21 @@ def _print_table(result: Any, folder: Any) -> None:
     from rich.table import Table
 
     cfg = result.config
-    table = Table(title=f"{cfg.dataset} · {cfg.partition} · K={cfg.clients} · "
-                        f"{'+'.join(cfg.protocol) or 'plain'} · {len(cfg.seeds)} seed(s)")
+    table = Table(
+        title=f"{cfg.dataset} · {cfg.partition} · K={cfg.clients} · "
+        f"{'+'.join(cfg.protocol) or 'plain'} · {len(cfg.seeds)} seed(s)"
+    )
     for col in ("algorithm", "federated", "test acc %", "test macro-F1 %", "MB", "seconds"):
         table.add_column(col, justify="left" if col == "algorithm" else "right")
     for row in result.summary():
-        table.add_row(row["algorithm"], "yes" if row["federated"] else "no (upper bound)",
-                      f"{row['test_acc']:.2f} ± {row['test_acc_std']:.2f}",
-                      f"{row['test_f1']:.2f} ± {row['test_f1_std']:.2f}",
-                      f"{row['bytes'] / 1e6:.2f}", f"{row['seconds']:.1f}")
+        table.add_row(
+            row["algorithm"],
+            "yes" if row["federated"] else "no (upper bound)",
+            f"{row['test_acc']:.2f} ± {row['test_acc_std']:.2f}",
+            f"{row['test_f1']:.2f} ± {row['test_f1_std']:.2f}",
+            f"{row['bytes'] / 1e6:.2f}",
+            f"{row['seconds']:.1f}",
+        )
     console = Console()
     console.print(table)
     console.print(f"results: {folder}/result.json, {folder}/result.md")

@@ -56,15 +56,24 @@ def write_fake_photo(root: Path) -> Path:
     """A 5-node Amazon-format npz with a self-loop, a duplicate and one-way edges."""
     raw = root / "Amazon" / "Photo" / "raw"
     raw.mkdir(parents=True)
-    attr = sp.csr_matrix(np.array([[1, 0, 2], [0, 1, 0], [3, 0, 0], [0, 0, 1], [1, 1, 0]],
-                                  dtype=np.float32))
+    attr = sp.csr_matrix(
+        np.array([[1, 0, 2], [0, 1, 0], [3, 0, 0], [0, 0, 1], [1, 1, 0]], dtype=np.float32)
+    )
     rows = [0, 1, 1, 2, 3, 4]  # 0->1, 1->1 (self-loop), 1->2, 2->3, 3->4, 4->0 one-way
     cols = [1, 1, 2, 3, 4, 0]
     adj = sp.csr_matrix((np.ones(6, dtype=np.float32), (rows, cols)), shape=(5, 5))
-    np.savez(raw / "amazon_electronics_photo.npz",
-             attr_data=attr.data, attr_indices=attr.indices, attr_indptr=attr.indptr,
-             attr_shape=attr.shape, adj_data=adj.data, adj_indices=adj.indices,
-             adj_indptr=adj.indptr, adj_shape=adj.shape, labels=np.array([0, 1, 2, 1, 0]))
+    np.savez(
+        raw / "amazon_electronics_photo.npz",
+        attr_data=attr.data,
+        attr_indices=attr.indices,
+        attr_indptr=attr.indptr,
+        attr_shape=attr.shape,
+        adj_data=adj.data,
+        adj_indices=adj.indices,
+        adj_indptr=adj.indptr,
+        adj_shape=adj.shape,
+        labels=np.array([0, 1, 2, 1, 0]),
+    )
     return root
 
 
@@ -87,10 +96,19 @@ def tree_snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
 
 @pytest.mark.parametrize(
     ("alias", "key"),
-    [("Cora", "cora"), ("CITESEER", "citeseer"), ("pubmed", "pubmed"),
-     ("amazon-photo", "photo"), ("Photo", "photo"), ("Amazon_Computers", "computers"),
-     ("coauthor-cs", "cs"), ("CS", "cs"), ("Chameleon", "chameleon"),
-     ("squirrel", "squirrel"), ("CSBM", "csbm")],
+    [
+        ("Cora", "cora"),
+        ("CITESEER", "citeseer"),
+        ("pubmed", "pubmed"),
+        ("amazon-photo", "photo"),
+        ("Photo", "photo"),
+        ("Amazon_Computers", "computers"),
+        ("coauthor-cs", "cs"),
+        ("CS", "cs"),
+        ("Chameleon", "chameleon"),
+        ("squirrel", "squirrel"),
+        ("CSBM", "csbm"),
+    ],
 )
 def test_resolve_name_aliases(alias, key):
     assert resolve_name(alias) == key
@@ -117,8 +135,7 @@ def test_fake_root_is_loaded_normalised_and_not_written(tmp_path, isolated_cache
     assert no_download == []
     assert tree_snapshot(root) == before  # nothing written into the user's root
     assert (isolated_cache / "Amazon" / "Photo" / "processed").is_dir()
-    assert (isolated_cache / "Amazon" / "Photo" / "raw" / "amazon_electronics_photo.npz"
-            ).is_file()
+    assert (isolated_cache / "Amazon" / "Photo" / "raw" / "amazon_electronics_photo.npz").is_file()
     assert d.name == "Photo" and d.num_classes == 8  # Photo has 8 classes in PyG
     assert d.x.dtype == torch.float32 and d.y.dtype == torch.long
     assert d.x.shape == (5, 3) and d.y.tolist() == [0, 1, 2, 1, 0]
@@ -140,8 +157,16 @@ def test_root_from_environment(tmp_path, monkeypatch, no_download):
     assert not rows["Cora"]["present"] and not rows["Cora"]["cached"]
     assert rows["csbm"]["present"]
     assert {r["name"] for r in available_datasets()} == {
-        "Cora", "CiteSeer", "PubMed", "Photo", "Computers", "CS", "chameleon", "squirrel",
-        "csbm"}
+        "Cora",
+        "CiteSeer",
+        "PubMed",
+        "Photo",
+        "Computers",
+        "CS",
+        "chameleon",
+        "squirrel",
+        "csbm",
+    }
 
 
 def test_changed_root_file_is_recopied(tmp_path, isolated_cache, no_download):
@@ -232,8 +257,9 @@ def test_real_dataset_statistics(name, real_cache, monkeypatch, no_download):
 def test_real_root_tree_unchanged(tmp_path, isolated_cache, no_download):
     # tests run as root, so chmod cannot stop writes: compare the tree instead
     root = tmp_path / "root"
-    shutil.copytree(Path(REAL_ROOT) / "Planetoid" / "Cora" / "raw",
-                    root / "Planetoid" / "Cora" / "raw")
+    shutil.copytree(
+        Path(REAL_ROOT) / "Planetoid" / "Cora" / "raw", root / "Planetoid" / "Cora" / "raw"
+    )
     for dirpath, _, filenames in os.walk(root):
         os.chmod(dirpath, 0o555)
         for fn in filenames:

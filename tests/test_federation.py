@@ -9,9 +9,18 @@ from securefgl.federation import Channel, LocalExecutor, Transcript
 
 def _envelopes(rng, n=5):
     return [
-        Envelope(f"client-{i}", "server", "update",
-                 Payload({"v": rng.normal(size=rng.integers(1, 50)).astype(np.float32),
-                          "b": rng.bytes(int(rng.integers(0, 9)))}, {"i": i}))
+        Envelope(
+            f"client-{i}",
+            "server",
+            "update",
+            Payload(
+                {
+                    "v": rng.normal(size=rng.integers(1, 50)).astype(np.float32),
+                    "b": rng.bytes(int(rng.integers(0, 9))),
+                },
+                {"i": i},
+            ),
+        )
         for i in range(n)
     ]
 
@@ -38,7 +47,10 @@ def test_broadcast_receivers_do_not_share_arrays():
     a.payload["params"][0] = 1.0
     assert b.payload["params"][0] == 0.0 and payload["params"][0] == 0.0
     assert channel.transcript.bytes_by_direction({"server"}) == {
-        "up": 0, "down": 2 * len(payload.to_bytes()), "p2p": 0}
+        "up": 0,
+        "down": 2 * len(payload.to_bytes()),
+        "p2p": 0,
+    }
 
 
 def test_party_view_holds_only_what_the_party_received(tmp_path):
@@ -78,8 +90,15 @@ def test_plain_aggregation_over_the_channel_through_an_executor():
     executor = LocalExecutor({pid: Host(p) for pid, p in parties.by_id().items()})
     channel = Channel()
     inputs = {c: (rng.normal(size=6), float(rng.integers(1, 5))) for c in ids}
-    result = aggregate(protocol, parties, 0, inputs, channel.transmit,
-                       dropped={"c3": "send_update"}, invoke=executor.invoke)
+    result = aggregate(
+        protocol,
+        parties,
+        0,
+        inputs,
+        channel.transmit,
+        dropped={"c3": "send_update"},
+        invoke=executor.invoke,
+    )
     kept = ids[:3]
     expected = sum(inputs[c][0] * inputs[c][1] for c in kept) / sum(inputs[c][1] for c in kept)
     np.testing.assert_allclose(result.mean, expected)

@@ -54,8 +54,7 @@ def test_edge_cut_on_hand_made_graph():
 def test_report_ignores_duplicates_direction_and_self_loops():
     d = two_triangles()
     extra = torch.tensor([[0, 1, 5], [1, 0, 5]])  # duplicate 0-1 both ways, a self-loop
-    d2 = Data(x=d.x, y=d.y, edge_index=torch.cat([d.edge_index[:, :7], extra], 1),
-              num_nodes=6)
+    d2 = Data(x=d.x, y=d.y, edge_index=torch.cat([d.edge_index[:, :7], extra], 1), num_nodes=6)
     rep = partition_report(d2, np.array([0, 0, 0, 1, 1, 1]), 2)
     assert rep.num_edges == 7 and rep.cut_edges == 1
 
@@ -112,8 +111,10 @@ def test_community_methods_deterministic(graph, method):
 
 
 def test_louvain_cuts_fewer_edges_than_random(graph):
-    cut = {m: partition_graph(graph, 5, m, seed=0).report().edge_cut_ratio
-           for m in ("random", "louvain")}
+    cut = {
+        m: partition_graph(graph, 5, m, seed=0).report().edge_cut_ratio
+        for m in ("random", "louvain")
+    }
     assert cut["louvain"] < 0.6 * cut["random"]
 
 
@@ -225,8 +226,12 @@ def test_kmeans_handles_duplicate_points():
 
 @pytest.mark.parametrize(
     ("k", "method", "msg"),
-    [(2, "metis", "unknown partition method"), (0, "random", ">= 1"),
-     (601, "random", "exceeds"), (2.5, "random", "integer")],
+    [
+        (2, "metis", "unknown partition method"),
+        (0, "random", ">= 1"),
+        (601, "random", "exceeds"),
+        (2.5, "random", "integer"),
+    ],
 )
 def test_errors(graph, k, method, msg):
     with pytest.raises(ValueError, match=msg):

@@ -46,7 +46,7 @@ def test_simple_undirected_graph_with_requested_degree():
 def _centroid_accuracy(d) -> float:
     rng = np.random.default_rng(0)
     perm = rng.permutation(d.num_nodes)
-    tr, te = perm[: d.num_nodes // 2], perm[d.num_nodes // 2:]
+    tr, te = perm[: d.num_nodes // 2], perm[d.num_nodes // 2 :]
     x, y = d.x.numpy(), d.y.numpy()
     cents = np.stack([x[tr][y[tr] == c].mean(0) for c in range(d.num_classes)])
     pred = ((x[te][:, None, :] - cents[None]) ** 2).sum(-1).argmin(1)

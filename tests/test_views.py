@@ -60,8 +60,10 @@ def reachable(obj, seen=None):
 
 
 def global_storages(d: Data) -> set[int]:
-    return {t.untyped_storage().data_ptr() for t in (d.x, d.y, d.edge_index, d.train_mask,
-                                                      d.val_mask, d.test_mask)}
+    return {
+        t.untyped_storage().data_ptr()
+        for t in (d.x, d.y, d.edge_index, d.train_mask, d.val_mask, d.test_mask)
+    }
 
 
 @pytest.mark.parametrize("mode", ["hidden", "known"])
@@ -73,8 +75,7 @@ def test_tensors_own_their_storage(world, mode):
     for v in views:
         objs = list(reachable(v))
         tensors = [o for o in objs if isinstance(o, torch.Tensor)]
-        n_fields = sum(isinstance(getattr(v, f.name), torch.Tensor)
-                       for f in dataclasses.fields(v))
+        n_fields = sum(isinstance(getattr(v, f.name), torch.Tensor) for f in dataclasses.fields(v))
         assert n_fields == 9 and len(tensors) == n_fields  # the tensor fields, nothing else
         assert not any(isinstance(o, Data | np.ndarray) for o in objs)
         for t in tensors:
@@ -90,11 +91,18 @@ def test_post_init_copies_views_of_foreign_tensors(world):
     d, _ = world
     n = 5
     cg = ClientGraph(
-        client_id=0, x=d.x[:n], y=d.y[:n], train_mask=d.train_mask[:n],
-        val_mask=d.val_mask[:n], test_mask=d.test_mask[:n],
-        edge_index=torch.empty(2, 0, dtype=torch.long), node_ids=torch.arange(n),
-        cross_edges="hidden", external_edges=torch.empty(2, 0, dtype=torch.long),
-        external_owner=torch.empty(0, dtype=torch.long), num_classes=4,
+        client_id=0,
+        x=d.x[:n],
+        y=d.y[:n],
+        train_mask=d.train_mask[:n],
+        val_mask=d.val_mask[:n],
+        test_mask=d.test_mask[:n],
+        edge_index=torch.empty(2, 0, dtype=torch.long),
+        node_ids=torch.arange(n),
+        cross_edges="hidden",
+        external_edges=torch.empty(2, 0, dtype=torch.long),
+        external_owner=torch.empty(0, dtype=torch.long),
+        num_classes=4,
         num_global_nodes=d.num_nodes,
     )
     assert cg.x.untyped_storage().data_ptr() != d.x.untyped_storage().data_ptr()
@@ -125,8 +133,12 @@ def test_only_own_features_labels_and_edges(world, mode):
         assert torch.equal(v.y, d.y[torch.from_numpy(g)])
         for name in ("train_mask", "val_mask", "test_mask"):
             assert torch.equal(getattr(v, name), getattr(d, name)[torch.from_numpy(g)])
-        foreign = {tuple(r) for r in d.x[torch.from_numpy(np.setdiff1d(
-            np.arange(d.num_nodes), own))].numpy().tolist()}
+        foreign = {
+            tuple(r)
+            for r in d.x[torch.from_numpy(np.setdiff1d(np.arange(d.num_nodes), own))]
+            .numpy()
+            .tolist()
+        }
         assert not foreign & {tuple(r) for r in v.x.numpy().tolist()}
         # (c) edge_index: local indices of own nodes, exactly the internal edges
         le = v.edge_index.numpy()
@@ -189,10 +201,18 @@ def test_accepts_partition_and_tensor_assignment(world):
 def test_directed_input_is_symmetrised(world):
     d, a = world
     und = d.edge_index[:, d.edge_index[0] < d.edge_index[1]]
-    d2 = Data(x=d.x, y=d.y, edge_index=und, num_nodes=d.num_nodes, train_mask=d.train_mask,
-              val_mask=d.val_mask, test_mask=d.test_mask)
-    for p, q in zip(build_client_views(d, a, "known"), build_client_views(d2, a, "known"),
-                    strict=True):
+    d2 = Data(
+        x=d.x,
+        y=d.y,
+        edge_index=und,
+        num_nodes=d.num_nodes,
+        train_mask=d.train_mask,
+        val_mask=d.val_mask,
+        test_mask=d.test_mask,
+    )
+    for p, q in zip(
+        build_client_views(d, a, "known"), build_client_views(d2, a, "known"), strict=True
+    ):
         assert torch.equal(p.edge_index, q.edge_index)
         assert torch.equal(p.external_edges, q.external_edges)
 

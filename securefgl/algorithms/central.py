@@ -23,8 +23,14 @@ class Central(Algorithm):
             raise ValueError("central needs the global graph")
         cfg = self.config
         self.data = global_data
-        self.model = build_model(cfg.model, global_data.num_features, cfg.hidden,
-                                 int(global_data.num_classes), cfg.layers, cfg.dropout)
+        self.model = build_model(
+            cfg.model,
+            global_data.num_features,
+            cfg.hidden,
+            int(global_data.num_classes),
+            cfg.layers,
+            cfg.dropout,
+        )
         self.optimizer = make_optimizer(self.model, cfg.lr, cfg.weight_decay)
 
     def train_round(self, round_idx: int) -> float:

@@ -1,16 +1,22 @@
 """FedAvg (McMahan et al. 2017) and FedProx (Li et al. 2020) on client subgraphs.
 
 Each round the server broadcasts the global parameters, every sampled client trains
-``local_epochs`` full-batch Adam steps on its own subgraph (internal edges only: the
-"FedAvg GNN" baseline of FedStruct, Table 6) and the clients' parameter *deltas* are
-averaged, weighted by their number of training nodes, through the configured aggregation
-protocol. When the protocol delivers the aggregate to the clients (e.g. CKKS) the server
-never learns the model: clients apply the decrypted mean themselves.
+``local_epochs`` full-batch SGD steps (``client_lr``) on its own subgraph (internal edges
+only: the "FedAvg/FedSGD GNN" baselines of FedStruct, Table 6) and the clients' parameter
+*deltas* are averaged, weighted by their number of training nodes, through the configured
+aggregation protocol. The mean delta updates the global model through a server optimizer
+(FedOpt; default Adam with ``lr`` and ``weight_decay``, see ``server_optimizer.py``).
+When the protocol delivers the aggregate to the clients (e.g. CKKS) the server never
+learns the model: every client applies the same optimizer step to the decrypted mean.
+
+Deviation: FedAvg proper uses plain averaging (server SGD with lr 1); a fresh local Adam
+per round degenerates to sign-SGD and trains poorly, so local steps are SGD.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from torch_geometric.data import Data
 
 from protocols.base import (
@@ -23,7 +29,8 @@ from protocols.base import (
 )
 from protocols.wire import Payload
 from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
-from securefgl.algorithms.training import make_optimizer, predict_splits, train_epochs
+from securefgl.algorithms.server_optimizer import GlobalOptimizer
+from securefgl.algorithms.training import predict_splits, train_epochs
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.models import build_model, get_flat, set_flat
@@ -39,16 +46,24 @@ def client_id(view: ClientGraph) -> str:
 class FedAvgClient:
     """A client party: its own subgraph, its model and its side of the protocol."""
 
-    def __init__(self, view: ClientGraph, config: ExperimentConfig, agg: AggregationClient,
-                 num_classes: int) -> None:
+    def __init__(
+        self, view: ClientGraph, config: ExperimentConfig, agg: AggregationClient, num_classes: int
+    ) -> None:
         self.party_id = client_id(view)
         self.data: Data = view.to_data()
-        self.model = build_model(config.model, view.num_features, config.hidden, num_classes,
-                                 config.layers, config.dropout)
+        self.model = build_model(
+            config.model,
+            view.num_features,
+            config.hidden,
+            num_classes,
+            config.layers,
+            config.dropout,
+        )
         self.config = config
         self.agg = agg
         self.params: np.ndarray | None = None  # the global model as this client knows it
         self.weight = float(self.data.train_mask.sum())
+        self.global_opt: GlobalOptimizer | None = None  # when clients hold the aggregate
 
     def local_update(self, round_idx: int, inbox: list[Envelope], mu: float) -> float:
         for env in inbox:
@@ -58,7 +73,7 @@ class FedAvgClient:
             raise RuntimeError(f"{self.party_id}: no global model received")
         set_flat(self.model, self.params)
         center = [p.detach().clone() for p in self.model.parameters()] if mu > 0 else None
-        opt = make_optimizer(self.model, self.config.lr, self.config.weight_decay)
+        opt = torch.optim.SGD(self.model.parameters(), lr=self.config.client_lr)
         loss = train_epochs(self.model, self.data, opt, self.config.local_epochs, center, mu)
         delta = get_flat(self.model).astype(np.float64) - self.params
         self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
@@ -69,8 +84,14 @@ class FedAvgClient:
 
     def apply_result(self, round_idx: int) -> None:
         result = self.agg.result()
-        if result is not None and self.params is not None:
-            self.params = (self.params + result.mean).astype(np.float32)
+        if result is None or self.params is None:
+            return
+        if self.global_opt is None:
+            cfg = self.config
+            self.global_opt = GlobalOptimizer(
+                self.params, cfg.server_optimizer, cfg.lr, cfg.weight_decay
+            )
+        self.params = self.global_opt.step(result.mean)
 
     def predict(self) -> SplitPredictions:
         if self.params is None:
@@ -82,11 +103,18 @@ class FedAvgClient:
 class FedAvgServer:
     """Holds the global model when the protocol lets it see the aggregate."""
 
-    def __init__(self, params: np.ndarray, agg: AggregationServer, holds_model: bool) -> None:
+    def __init__(
+        self,
+        params: np.ndarray,
+        agg: AggregationServer,
+        holds_model: bool,
+        optimizer: GlobalOptimizer,
+    ) -> None:
         self.party_id = SERVER
         self.params: np.ndarray | None = params
         self.agg = agg
         self.holds_model = holds_model
+        self.optimizer = optimizer
 
     def broadcast(self, round_idx: int, receivers: list[str]) -> list[Envelope]:
         if self.params is None:
@@ -105,7 +133,7 @@ class FedAvgServer:
     def apply_result(self, round_idx: int) -> None:
         result = self.agg.result()
         if result is not None and self.params is not None:
-            self.params = (self.params + result.mean).astype(np.float32)
+            self.params = self.optimizer.step(result.mean)
 
 
 class FedAvg(Algorithm):
@@ -119,23 +147,29 @@ class FedAvg(Algorithm):
         views = federation.views
         num_classes = views[0].num_classes
         ids = [client_id(v) for v in views]
-        init = build_model(cfg.model, views[0].num_features, cfg.hidden, num_classes, cfg.layers,
-                           cfg.dropout)
+        init = build_model(
+            cfg.model, views[0].num_features, cfg.hidden, num_classes, cfg.layers, cfg.dropout
+        )
         protocol = federation.protocol
-        self.agg_parties = protocol.create_parties(SERVER, ids, sum(p.numel() for p in
-                                                                   init.parameters()))
+        self.agg_parties = protocol.create_parties(
+            SERVER, ids, sum(p.numel() for p in init.parameters())
+        )
         self.clients = {
             cid: FedAvgClient(v, cfg, self.agg_parties.clients[cid], num_classes)
             for cid, v in zip(ids, views, strict=True)
         }
-        self.server = FedAvgServer(get_flat(init), self.agg_parties.server,
-                                   holds_model=protocol.output_role is Role.SERVER)
+        holds = protocol.output_role is Role.SERVER
+        self.server = FedAvgServer(
+            get_flat(init),
+            self.agg_parties.server,
+            holds,
+            GlobalOptimizer(get_flat(init), cfg.server_optimizer, cfg.lr, cfg.weight_decay),
+        )
         others = {pid: _ProtocolHost(p) for pid, p in self.agg_parties.others.items()}
         self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
         federation.channel.round = -1  # one-off protocol setup (e.g. key distribution)
-        setup_parties(protocol, self.agg_parties, federation.channel.transmit,
-                      self.executor.invoke)
+        setup_parties(protocol, self.agg_parties, federation.channel.transmit, self.executor.invoke)
 
     def _sample(self) -> list[str]:
         ids = list(self.clients)
@@ -179,4 +213,3 @@ class _ProtocolHost:
 
     def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
         return getattr(self.party, method)(inbox)
-

@@ -20,8 +20,9 @@ class Local(Algorithm):
         cfg = self.config
         self.graphs = [v.to_data() for v in federation.views]
         self.models = [
-            build_model(cfg.model, v.num_features, cfg.hidden, v.num_classes, cfg.layers,
-                        cfg.dropout)
+            build_model(
+                cfg.model, v.num_features, cfg.hidden, v.num_classes, cfg.layers, cfg.dropout
+            )
             for v in federation.views
         ]
         self.optimizers = [make_optimizer(m, cfg.lr, cfg.weight_decay) for m in self.models]

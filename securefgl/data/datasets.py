@@ -130,21 +130,48 @@ def _wiki_files(name: str) -> tuple[str, ...]:
 DATASETS: dict[str, DatasetSpec] = {
     s.name.lower(): s
     for s in (
-        DatasetSpec("Cora", "Planetoid", "Cora/raw", _planetoid_files("Cora"), 7,
-                    _planetoid("Cora")),
-        DatasetSpec("CiteSeer", "Planetoid", "CiteSeer/raw", _planetoid_files("CiteSeer"), 6,
-                    _planetoid("CiteSeer")),
-        DatasetSpec("PubMed", "Planetoid", "PubMed/raw", _planetoid_files("PubMed"), 3,
-                    _planetoid("PubMed")),
-        DatasetSpec("Photo", "Amazon", "Photo/raw", ("amazon_electronics_photo.npz",), 8,
-                    _amazon("Photo")),
-        DatasetSpec("Computers", "Amazon", "Computers/raw",
-                    ("amazon_electronics_computers.npz",), 10, _amazon("Computers")),
+        DatasetSpec(
+            "Cora", "Planetoid", "Cora/raw", _planetoid_files("Cora"), 7, _planetoid("Cora")
+        ),
+        DatasetSpec(
+            "CiteSeer",
+            "Planetoid",
+            "CiteSeer/raw",
+            _planetoid_files("CiteSeer"),
+            6,
+            _planetoid("CiteSeer"),
+        ),
+        DatasetSpec(
+            "PubMed", "Planetoid", "PubMed/raw", _planetoid_files("PubMed"), 3, _planetoid("PubMed")
+        ),
+        DatasetSpec(
+            "Photo", "Amazon", "Photo/raw", ("amazon_electronics_photo.npz",), 8, _amazon("Photo")
+        ),
+        DatasetSpec(
+            "Computers",
+            "Amazon",
+            "Computers/raw",
+            ("amazon_electronics_computers.npz",),
+            10,
+            _amazon("Computers"),
+        ),
         DatasetSpec("CS", "Coauthor", "CS/raw", ("ms_academic_cs.npz",), 15, _coauthor("CS")),
-        DatasetSpec("chameleon", "WikipediaNetwork", "chameleon/geom_gcn/raw",
-                    _wiki_files("chameleon"), 5, _wiki("chameleon")),
-        DatasetSpec("squirrel", "WikipediaNetwork", "squirrel/geom_gcn/raw",
-                    _wiki_files("squirrel"), 5, _wiki("squirrel")),
+        DatasetSpec(
+            "chameleon",
+            "WikipediaNetwork",
+            "chameleon/geom_gcn/raw",
+            _wiki_files("chameleon"),
+            5,
+            _wiki("chameleon"),
+        ),
+        DatasetSpec(
+            "squirrel",
+            "WikipediaNetwork",
+            "squirrel/geom_gcn/raw",
+            _wiki_files("squirrel"),
+            5,
+            _wiki("squirrel"),
+        ),
     )
 }
 
@@ -225,8 +252,11 @@ def _sync_raw(spec: DatasetSpec, root: Path, cache: Path) -> None:
 
 
 def _not_available(spec: DatasetSpec, root: Path | None, cache: Path, why: str) -> str:
-    looked = [str(spec.raw_dir(root)) if root is not None
-              else f"no offline root (root=None and {ENV_DATA} is not set)"]
+    looked = [
+        str(spec.raw_dir(root))
+        if root is not None
+        else f"no offline root (root=None and {ENV_DATA} is not set)"
+    ]
     looked.append(f"{spec.raw_dir(cache)} (cache)")
     example = Path("<root>") / spec.pyg_class / spec.raw_subdir / spec.raw_files[0]
     return (
@@ -246,8 +276,9 @@ def _load_pyg(spec: DatasetSpec, root: Path | None, download: bool) -> Data:
         if not download:
             why = "Download is disabled (download=False)."
             raise DatasetNotAvailableError(_not_available(spec, root, cache, why))
-        logger.info("%s: raw files not found offline; downloading with PyG into %s",
-                    spec.name, cache)
+        logger.info(
+            "%s: raw files not found offline; downloading with PyG into %s", spec.name, cache
+        )
     raw_existed = spec.raw_dir(cache).is_dir()
     try:
         dataset = spec.factory(str(cache / spec.pyg_class))
@@ -280,9 +311,7 @@ def _normalise(data: Data, name: str, num_classes: int) -> Data:
     return out
 
 
-def load_dataset(
-    name: str, root: str | Path | None = None, *, download: bool = True
-) -> Data:
+def load_dataset(name: str, root: str | Path | None = None, *, download: bool = True) -> Data:
     """Load a named dataset as a normalised PyG ``Data`` (see the module docstring).
 
     ``name`` is case-insensitive and accepts aliases (``"amazon-photo"``,
@@ -304,7 +333,11 @@ def load_dataset(
     data = _normalise(raw, spec.name, num_classes)
     logger.info(
         "loaded %s: %d nodes, %d directed edges, %d features, %d classes",
-        spec.name, data.num_nodes, data.edge_index.size(1), data.x.size(1), num_classes,
+        spec.name,
+        data.num_nodes,
+        data.edge_index.size(1),
+        data.x.size(1),
+        num_classes,
     )
     return data
 
@@ -320,13 +353,16 @@ def available_datasets(root: str | Path | None = None) -> list[dict]:
     cache = cache_dir()
     rows: list[dict] = []
     for spec in DATASETS.values():
-        rows.append({
-            "name": spec.name,
-            "class": spec.pyg_class,
-            "path": str(spec.raw_dir(resolved)) if resolved is not None else None,
-            "present": bool(resolved is not None and spec.present(resolved)),
-            "cached": spec.present(cache),
-        })
-    rows.append({"name": "csbm", "class": "generated", "path": None, "present": True,
-                 "cached": False})
+        rows.append(
+            {
+                "name": spec.name,
+                "class": spec.pyg_class,
+                "path": str(spec.raw_dir(resolved)) if resolved is not None else None,
+                "present": bool(resolved is not None and spec.present(resolved)),
+                "cached": spec.present(cache),
+            }
+        )
+    rows.append(
+        {"name": "csbm", "class": "generated", "path": None, "present": True, "cached": False}
+    )
     return rows

@@ -92,17 +92,18 @@ class PartitionReport:
             "internal_edges": list(self.internal_edges),
             "cut_edges": self.cut_edges,
             "edge_cut_ratio": self.edge_cut_ratio,
-            "label_counts": None if self.label_counts is None
-            else self.label_counts.tolist(),
+            "label_counts": None if self.label_counts is None else self.label_counts.tolist(),
             "cap": self.cap,
         }
 
     def summary(self) -> str:
         """One line: method, K, size range, edge-cut ratio."""
-        return (f"{self.method} partition into {self.num_clients} clients: sizes "
-                f"{min(self.sizes)}..{max(self.sizes)} (n={self.num_nodes}"
-                f"{'' if self.cap is None else f', cap={self.cap}'}), edge cut "
-                f"{self.cut_edges}/{self.num_edges} = {self.edge_cut_ratio:.3f}")
+        return (
+            f"{self.method} partition into {self.num_clients} clients: sizes "
+            f"{min(self.sizes)}..{max(self.sizes)} (n={self.num_nodes}"
+            f"{'' if self.cap is None else f', cap={self.cap}'}), edge cut "
+            f"{self.cut_edges}/{self.num_edges} = {self.edge_cut_ratio:.3f}"
+        )
 
     def to_markdown(self) -> str:
         """Summary line + a per-client table (size, internal edges, label counts)."""
@@ -142,7 +143,10 @@ def _num_classes(data: Data) -> int | None:
 
 
 def partition_report(
-    data: Data, assignment: np.ndarray, num_clients: int, method: str = "custom",
+    data: Data,
+    assignment: np.ndarray,
+    num_clients: int,
+    method: str = "custom",
     cap: int | None = None,
 ) -> PartitionReport:
     """Compute a :class:`PartitionReport` for any assignment of ``data``'s nodes."""
@@ -194,8 +198,7 @@ class Partition:
     def report(self, data: Data | None = None) -> PartitionReport:
         """Statistics; computed at partition time, or recomputed for ``data``."""
         if data is not None:
-            return partition_report(data, self.assignment, self.num_clients, self.method,
-                                    self.cap)
+            return partition_report(data, self.assignment, self.num_clients, self.method, self.cap)
         if self._report is None:
             raise ValueError("this Partition has no stored report; call report(data)")
         return self._report
@@ -279,8 +282,10 @@ def _bfs_rank(pairs: np.ndarray, communities: np.ndarray, n: int) -> np.ndarray:
     lowest-numbered node, as in Cuthill-McKee), so consecutive chunks are compact."""
     inside = communities[pairs[0]] == communities[pairs[1]]
     u, v = pairs[0][inside], pairs[1][inside]
-    adj = sp.coo_matrix((np.ones(2 * u.size, dtype=np.int8),
-                         (np.concatenate([u, v]), np.concatenate([v, u]))), shape=(n, n))
+    adj = sp.coo_matrix(
+        (np.ones(2 * u.size, dtype=np.int8), (np.concatenate([u, v]), np.concatenate([v, u]))),
+        shape=(n, n),
+    )
     ncomp, comp = connected_components(adj, directed=False)
     roots = np.full(ncomp, n, dtype=np.int64)
     np.minimum.at(roots, comp, np.arange(n))
@@ -331,7 +336,7 @@ def balance_communities(
         i = max(range(len(pieces)), key=lambda j: (pieces[j][1] - pieces[j][0], -j))
         a, b = pieces[i]
         mid = a + (b - a + 1) // 2
-        pieces[i:i + 1] = [(a, mid), (mid, b)]
+        pieces[i : i + 1] = [(a, mid), (mid, b)]
     pieces.sort(key=lambda ab: (-(ab[1] - ab[0]), ab[0]))
 
     assignment = np.empty(n, dtype=np.int64)
@@ -350,7 +355,7 @@ def balance_communities(
         while a < b:  # deviation: fill the least-loaded clients up to cap
             k = int(np.argmin(load))
             take = min(cap - int(load[k]), b - a)
-            assignment[order[a:a + take]] = k
+            assignment[order[a : a + take]] = k
             load[k] += take
             a += take
     return assignment
@@ -360,7 +365,10 @@ def balance_communities(
 
 
 def kmeans(
-    x: torch.Tensor | np.ndarray, k: int, seed: int = 0, max_iter: int = 100,
+    x: torch.Tensor | np.ndarray,
+    k: int,
+    seed: int = 0,
+    max_iter: int = 100,
     tol: float = 1e-4,
 ) -> np.ndarray:
     """Lloyd's k-means with k-means++ init (Arthur & Vassilvitskii 2007), one run.

@@ -57,8 +57,8 @@ def random_split(
             raise ValueError(f"{key} fraction must be a finite number >= 0, got {f!r}")
     if train + val + test > 1 + _EPS:
         raise ValueError(
-            f"train + val + test must be <= 1, got {train} + {val} + {test} = "
-            f"{train + val + test}")
+            f"train + val + test must be <= 1, got {train} + {val} + {test} = {train + val + test}"
+        )
 
     n = int(num_nodes)
     n_train = _size(train, n, n)
@@ -66,8 +66,11 @@ def random_split(
     n_test = _size(test, n, n - n_train - n_val)
     perm = torch.from_numpy(np.random.default_rng(seed).permutation(n))
     masks = []
-    for lo, hi in ((0, n_train), (n_train, n_train + n_val),
-                   (n_train + n_val, n_train + n_val + n_test)):
+    for lo, hi in (
+        (0, n_train),
+        (n_train, n_train + n_val),
+        (n_train + n_val, n_train + n_val + n_test),
+    ):
         mask = torch.zeros(n, dtype=torch.bool)
         mask[perm[lo:hi]] = True
         masks.append(mask)

@@ -51,20 +51,34 @@ def csbm(
     Returns a ``Data`` with ``x`` [n, F] float32, ``y`` [n] int64, an undirected,
     coalesced ``edge_index`` without self-loops, ``name="csbm"`` and ``num_classes``.
     """
-    _check(isinstance(num_nodes, int | np.integer) and num_nodes >= 2,
-           f"num_nodes must be an integer >= 2, got {num_nodes!r}")
-    _check(isinstance(num_classes, int | np.integer) and num_classes >= 2,
-           f"num_classes must be an integer >= 2, got {num_classes!r}")
-    _check(num_classes <= num_nodes,
-           f"num_classes ({num_classes}) must not exceed num_nodes ({num_nodes})")
-    _check(isinstance(num_features, int | np.integer) and num_features >= 1,
-           f"num_features must be an integer >= 1, got {num_features!r}")
-    _check(math.isfinite(avg_degree) and 0 < avg_degree <= num_nodes - 1,
-           f"avg_degree must be in (0, num_nodes - 1], got {avg_degree!r}")
-    _check(math.isfinite(homophily) and 0.0 <= homophily <= 1.0,
-           f"homophily must be in [0, 1], got {homophily!r}")
-    _check(math.isfinite(feature_signal) and feature_signal >= 0,
-           f"feature_signal must be a finite number >= 0, got {feature_signal!r}")
+    _check(
+        isinstance(num_nodes, int | np.integer) and num_nodes >= 2,
+        f"num_nodes must be an integer >= 2, got {num_nodes!r}",
+    )
+    _check(
+        isinstance(num_classes, int | np.integer) and num_classes >= 2,
+        f"num_classes must be an integer >= 2, got {num_classes!r}",
+    )
+    _check(
+        num_classes <= num_nodes,
+        f"num_classes ({num_classes}) must not exceed num_nodes ({num_nodes})",
+    )
+    _check(
+        isinstance(num_features, int | np.integer) and num_features >= 1,
+        f"num_features must be an integer >= 1, got {num_features!r}",
+    )
+    _check(
+        math.isfinite(avg_degree) and 0 < avg_degree <= num_nodes - 1,
+        f"avg_degree must be in (0, num_nodes - 1], got {avg_degree!r}",
+    )
+    _check(
+        math.isfinite(homophily) and 0.0 <= homophily <= 1.0,
+        f"homophily must be in [0, 1], got {homophily!r}",
+    )
+    _check(
+        math.isfinite(feature_signal) and feature_signal >= 0,
+        f"feature_signal must be a finite number >= 0, got {feature_signal!r}",
+    )
     n, C = int(num_nodes), int(num_classes)
     rng = np.random.default_rng(seed)
 
@@ -96,18 +110,20 @@ def csbm(
     directed = np.sort(np.concatenate([lo * n + hi, hi * n + lo]))  # coalesced order
     edge_index = torch.from_numpy(np.stack([directed // n, directed % n]))
 
-    means = rng.standard_normal((C, num_features), dtype=np.float32) * np.float32(
-        feature_signal)
+    means = rng.standard_normal((C, num_features), dtype=np.float32) * np.float32(feature_signal)
     x = rng.standard_normal((n, num_features), dtype=np.float32)
     x += means[y]
 
-    data = Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=edge_index,
-                num_nodes=n)
+    data = Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=edge_index, num_nodes=n)
     data.name = "csbm"
     data.num_classes = C
     if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("csbm: n=%d, %d undirected edges, homophily=%.3f", n, key.size,
-                     edge_homophily(edge_index, data.y))
+        logger.debug(
+            "csbm: n=%d, %d undirected edges, homophily=%.3f",
+            n,
+            key.size,
+            edge_homophily(edge_index, data.y),
+        )
     return data
 
 

@@ -44,8 +44,12 @@ CrossEdges = Literal["hidden", "known"]
 
 
 def _owns_storage(t: torch.Tensor) -> bool:
-    return (t._base is None and t.storage_offset() == 0 and t.is_contiguous()
-            and t.untyped_storage().nbytes() == t.numel() * t.element_size())
+    return (
+        t._base is None
+        and t.storage_offset() == 0
+        and t.is_contiguous()
+        and t.untyped_storage().nbytes() == t.numel() * t.element_size()
+    )
 
 
 def _owned(t: torch.Tensor) -> torch.Tensor:
@@ -80,8 +84,9 @@ class ClientGraph:
 
     def __post_init__(self) -> None:
         if self.cross_edges not in CROSS_EDGE_MODES:
-            raise ValueError(f"cross_edges must be one of {CROSS_EDGE_MODES}, "
-                             f"got {self.cross_edges!r}")
+            raise ValueError(
+                f"cross_edges must be one of {CROSS_EDGE_MODES}, got {self.cross_edges!r}"
+            )
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, torch.Tensor):
@@ -89,8 +94,9 @@ class ClientGraph:
         n = self.x.size(0)
         for name in ("y", "train_mask", "val_mask", "test_mask", "node_ids"):
             if getattr(self, name).shape != (n,):
-                raise ValueError(f"{name} must have shape [{n}], got "
-                                 f"{tuple(getattr(self, name).shape)}")
+                raise ValueError(
+                    f"{name} must have shape [{n}], got {tuple(getattr(self, name).shape)}"
+                )
         for name in ("edge_index", "external_edges"):
             t = getattr(self, name)
             if t.dim() != 2 or t.size(0) != 2:
@@ -120,14 +126,22 @@ class ClientGraph:
     def to_data(self) -> Data:
         """The local graph as a PyG ``Data`` (x, y, masks, edge_index); no external
         nodes (they have no features here)."""
-        return Data(x=self.x, y=self.y, edge_index=self.edge_index,
-                    train_mask=self.train_mask, val_mask=self.val_mask,
-                    test_mask=self.test_mask, num_nodes=self.num_nodes)
+        return Data(
+            x=self.x,
+            y=self.y,
+            edge_index=self.edge_index,
+            train_mask=self.train_mask,
+            val_mask=self.val_mask,
+            test_mask=self.test_mask,
+            num_nodes=self.num_nodes,
+        )
 
     def __repr__(self) -> str:
-        return (f"ClientGraph(client_id={self.client_id}, nodes={self.num_nodes}, "
-                f"features={self.num_features}, edges={self.num_edges}, "
-                f"cross_edges={self.cross_edges!r}, external={self.num_external_edges})")
+        return (
+            f"ClientGraph(client_id={self.client_id}, nodes={self.num_nodes}, "
+            f"features={self.num_features}, edges={self.num_edges}, "
+            f"cross_edges={self.cross_edges!r}, external={self.num_external_edges})"
+        )
 
 
 def opaque_id_permutation(num_nodes: int, seed: int = 0) -> np.ndarray:
@@ -141,11 +155,14 @@ def _global_masks(data: Data, n: int) -> list[torch.Tensor]:
     for name in ("train_mask", "val_mask", "test_mask"):
         m = getattr(data, name, None)
         if m is None:
-            raise ValueError(f"data has no {name}; attach masks from "
-                             "securefgl.data.random_split before building client views")
+            raise ValueError(
+                f"data has no {name}; attach masks from "
+                "securefgl.data.random_split before building client views"
+            )
         if m.dtype != torch.bool or m.shape != (n,):
-            raise ValueError(f"{name} must be a bool tensor of shape [{n}], got "
-                             f"{m.dtype} {tuple(m.shape)}")
+            raise ValueError(
+                f"{name} must be a bool tensor of shape [{n}], got {m.dtype} {tuple(m.shape)}"
+            )
         masks.append(m)
     return masks
 
@@ -159,12 +176,14 @@ def build_client_views(
     """Split the global graph into per-client views (simulator side).
 
     ``assignment[v]`` is the client of node ``v`` (a ``Partition.assignment``, or the
-    Partition itself); the number of clients is ``max + 1`` (or the Partition's K). The edge set is treated as
-    undirected (symmetrised and deduplicated; a no-op for :func:`load_dataset` and
-    :func:`csbm` output). Then, per client ``k``: internal edges = directed edges with
-    both endpoints in ``k``; external edges = directed edges ``(u, v)`` with ``u`` in
-    ``k`` and ``v`` elsewhere, so ``sum_k (internal_k + external_k)`` = all directed
-    edges. Vectorised; loops only over clients.
+    Partition itself); the number of clients is ``max + 1`` (or the Partition's K).
+    The edge set is treated as undirected (symmetrised and deduplicated; a no-op for
+    :func:`load_dataset` and :func:`csbm` output). Then, per client ``k``: internal
+    edges = directed edges with both endpoints in ``k``; external edges = directed
+    edges ``(u, v)`` with ``u`` in ``k`` and ``v`` elsewhere, so
+    ``sum_k (internal_k + external_k)`` = all directed edges. Opaque ids come from
+    :func:`opaque_id_permutation` with the same ``seed``. Vectorised; loops only over
+    clients.
 
     Raises:
         ValueError: wrong assignment length/dtype/values, unknown ``cross_edges``,
@@ -174,12 +193,14 @@ def build_client_views(
         raise ValueError(f"cross_edges must be one of {CROSS_EDGE_MODES}, got {cross_edges!r}")
     declared = int(getattr(assignment, "num_clients", 0))  # a Partition knows its K
     assignment = getattr(assignment, "assignment", assignment)
-    a = (assignment.detach().cpu().numpy() if isinstance(assignment, torch.Tensor)
-         else np.asarray(assignment))
+    a = (
+        assignment.detach().cpu().numpy()
+        if isinstance(assignment, torch.Tensor)
+        else np.asarray(assignment)
+    )
     n = int(data.num_nodes)
     if a.ndim != 1 or a.shape[0] != n:
-        raise ValueError(f"assignment must have shape [{n}] (one client per node), "
-                         f"got {a.shape}")
+        raise ValueError(f"assignment must have shape [{n}] (one client per node), got {a.shape}")
     if not np.issubdtype(a.dtype, np.integer):
         raise ValueError(f"assignment must hold integers, got dtype {a.dtype}")
     a = a.astype(np.int64)
@@ -207,22 +228,20 @@ def build_client_views(
     internal = owner_src == owner_dst
     # group edges by client once; inside a client sort by (local src, local dst)
     int_idx = np.flatnonzero(internal)
-    int_idx = int_idx[np.lexsort((local[dst[int_idx]], local[src[int_idx]],
-                                  owner_src[int_idx]))]
+    int_idx = int_idx[np.lexsort((local[dst[int_idx]], local[src[int_idx]], owner_src[int_idx]))]
     int_bounds = np.searchsorted(owner_src[int_idx], np.arange(K + 1))
     ext_idx = np.flatnonzero(~internal)
-    ext_idx = ext_idx[np.lexsort((perm[dst[ext_idx]], local[src[ext_idx]],
-                                  owner_src[ext_idx]))]
+    ext_idx = ext_idx[np.lexsort((perm[dst[ext_idx]], local[src[ext_idx]], owner_src[ext_idx]))]
     ext_bounds = np.searchsorted(owner_src[ext_idx], np.arange(K + 1))
 
     x, y = data.x, data.y
     views = []
     for k in range(K):
-        nodes = torch.from_numpy(order[starts[k]:starts[k] + sizes[k]])
-        e = int_idx[int_bounds[k]:int_bounds[k + 1]]
+        nodes = torch.from_numpy(order[starts[k] : starts[k] + sizes[k]])
+        e = int_idx[int_bounds[k] : int_bounds[k + 1]]
         local_ei = np.stack([local[src[e]], local[dst[e]]])
         if cross_edges == "known":
-            c = ext_idx[ext_bounds[k]:ext_bounds[k + 1]]
+            c = ext_idx[ext_bounds[k] : ext_bounds[k + 1]]
             ext = np.stack([local[src[c]], perm[dst[c]]])
             ext_owner = owner_dst[c]
         else:
@@ -230,19 +249,21 @@ def build_client_views(
             ext_owner = np.empty(0, dtype=np.int64)
         if sizes[k] == 0:
             logger.warning("client %d has no nodes", k)
-        views.append(ClientGraph(
-            client_id=k,
-            x=_fresh(x[nodes], torch.float32),
-            y=_fresh(y[nodes], torch.long),
-            train_mask=_fresh(masks[0][nodes], torch.bool),
-            val_mask=_fresh(masks[1][nodes], torch.bool),
-            test_mask=_fresh(masks[2][nodes], torch.bool),
-            edge_index=_fresh(local_ei, torch.long),
-            node_ids=_fresh(perm[order[starts[k]:starts[k] + sizes[k]]], torch.long),
-            cross_edges=cross_edges,
-            external_edges=_fresh(ext, torch.long),
-            external_owner=_fresh(ext_owner, torch.long),
-            num_classes=int(num_classes),
-            num_global_nodes=n,
-        ))
+        views.append(
+            ClientGraph(
+                client_id=k,
+                x=_fresh(x[nodes], torch.float32),
+                y=_fresh(y[nodes], torch.long),
+                train_mask=_fresh(masks[0][nodes], torch.bool),
+                val_mask=_fresh(masks[1][nodes], torch.bool),
+                test_mask=_fresh(masks[2][nodes], torch.bool),
+                edge_index=_fresh(local_ei, torch.long),
+                node_ids=_fresh(perm[order[starts[k] : starts[k] + sizes[k]]], torch.long),
+                cross_edges=cross_edges,
+                external_edges=_fresh(ext, torch.long),
+                external_owner=_fresh(ext_owner, torch.long),
+                num_classes=int(num_classes),
+                num_global_nodes=n,
+            )
+        )
     return views

@@ -43,8 +43,12 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "algorithm": self.algorithm, "seed": self.seed, "federated": self.federated,
-            "final": self.final, "setup_bytes": self.setup_bytes, "history": self.history,
+            "algorithm": self.algorithm,
+            "seed": self.seed,
+            "federated": self.federated,
+            "final": self.final,
+            "setup_bytes": self.setup_bytes,
+            "history": self.history,
             "partition": self.partition,
         }
 
@@ -59,14 +63,24 @@ class ExperimentResult:
         rows = []
         for algo in dict.fromkeys(r.algorithm for r in self.runs):
             runs = [r for r in self.runs if r.algorithm == algo]
-            row: dict[str, Any] = {"algorithm": algo, "federated": runs[0].federated,
-                                   "seeds": len(runs)}
+            row: dict[str, Any] = {
+                "algorithm": algo,
+                "federated": runs[0].federated,
+                "seeds": len(runs),
+            }
             for key in ("test_acc", "test_f1", "val_acc"):
                 values = np.array([r.final[key] for r in runs]) * 100
                 row[key] = float(values.mean())
                 row[f"{key}_std"] = float(values.std())
-            row["bytes"] = float(np.mean([sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"]
-                                              for h in r.history) + r.setup_bytes for r in runs]))
+            row["bytes"] = float(
+                np.mean(
+                    [
+                        sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in r.history)
+                        + r.setup_bytes
+                        for r in runs
+                    ]
+                )
+            )
             row["seconds"] = float(np.mean([sum(h["seconds"] for h in r.history) for r in runs]))
             rows.append(row)
         return rows
@@ -83,14 +97,16 @@ def derive_seeds(seed: int, count: int) -> list[int]:
     return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(count)]
 
 
-def run_single(config: ExperimentConfig, algorithm: str, seed: int, data: Data,
-               progress: bool = True) -> RunResult:
+def run_single(
+    config: ExperimentConfig, algorithm: str, seed: int, data: Data, progress: bool = True
+) -> RunResult:
     """Train ``algorithm`` once with ``seed`` (which also draws the split and partition)."""
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose from {sorted(ALGORITHMS)}")
     if config.clients > data.num_nodes:
-        raise ConfigError(f"clients={config.clients} exceeds the {data.num_nodes} nodes of "
-                          f"{config.dataset}")
+        raise ConfigError(
+            f"clients={config.clients} exceeds the {data.num_nodes} nodes of {config.dataset}"
+        )
     torch.manual_seed(seed)
     np.random.seed(seed)
     # independent streams: the same seed must not give the split and the partition the
@@ -98,25 +114,32 @@ def run_single(config: ExperimentConfig, algorithm: str, seed: int, data: Data,
     split_seed, part_seed, view_seed = derive_seeds(seed, 3)
     graph = data.clone()
     graph.train_mask, graph.val_mask, graph.test_mask = random_split(
-        graph.num_nodes, *config.split, seed=split_seed)
+        graph.num_nodes, *config.split, seed=split_seed
+    )
     part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
     views = build_client_views(graph, part.assignment, config.cross_edges, seed=view_seed)
     channel = Channel(Transcript(store_payloads=config.store_payloads))
     protocol = build_protocol(config.protocol, experiment_id=f"{config.name or 'run'}|{seed}")
     algo = ALGORITHMS[algorithm](config)
-    algo.setup(Federation(views, channel, protocol, seed),
-               graph if algo.needs_global_graph else None)
+    algo.setup(
+        Federation(views, channel, protocol, seed), graph if algo.needs_global_graph else None
+    )
     transcript = channel.transcript
     setup_bytes = transcript.total_bytes()
     history: list[dict[str, Any]] = []
-    bar = tqdm(range(config.rounds), desc=f"{algorithm} seed={seed}", disable=not progress,
-               leave=False)
+    bar = tqdm(
+        range(config.rounds), desc=f"{algorithm} seed={seed}", disable=not progress, leave=False
+    )
     for r in bar:
         start, t0 = len(transcript.entries), time.perf_counter()
         loss = algo.train_round(r)
         row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
-        row.update({f"bytes_{k}": v for k, v in
-                    transcript.bytes_by_direction(algo.server_ids, since=start).items()})
+        row.update(
+            {
+                f"bytes_{k}": v
+                for k, v in transcript.bytes_by_direction(algo.server_ids, since=start).items()
+            }
+        )
         if (r + 1) % config.eval_every == 0 or r == config.rounds - 1:
             row.update(pooled_metrics(algo.predict(), int(graph.num_classes)))
             bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
@@ -124,9 +147,16 @@ def run_single(config: ExperimentConfig, algorithm: str, seed: int, data: Data,
         history.append(row)
     final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
     log.info("%s seed=%d: test acc %.4f", algorithm, seed, final["test_acc"])
-    return RunResult(algorithm, seed, algo.federated, final, history,
-                     part.report(graph).to_dict(), setup_bytes,
-                     transcript if config.store_payloads else None)
+    return RunResult(
+        algorithm,
+        seed,
+        algo.federated,
+        final,
+        history,
+        part.report(graph).to_dict(),
+        setup_bytes,
+        transcript if config.store_payloads else None,
+    )
 
 
 def run_experiment(config: ExperimentConfig, progress: bool = True) -> ExperimentResult:

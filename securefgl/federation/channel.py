@@ -14,7 +14,9 @@ from securefgl.federation.transcript import Transcript
 
 class Channel:
     def __init__(
-        self, transcript: Transcript | None = None, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+        self,
+        transcript: Transcript | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.transcript = transcript if transcript is not None else Transcript()
         self.max_message_bytes = max_message_bytes

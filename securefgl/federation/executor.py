@@ -12,7 +12,6 @@ from typing import Any
 
 from protocols.base import Envelope
 
-
 Call = tuple[str, str, tuple[Any, ...]]  # (party id, method, arguments)
 
 

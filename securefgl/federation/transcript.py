@@ -59,7 +59,11 @@ class Transcript:
 
     def record(self, round: int, envelope: Envelope, data: bytes) -> TranscriptEntry:
         entry = TranscriptEntry(
-            round, envelope.sender, envelope.receiver, envelope.tag, len(data),
+            round,
+            envelope.sender,
+            envelope.receiver,
+            envelope.tag,
+            len(data),
             data if self.store_payloads else None,
         )
         self.entries.append(entry)
@@ -88,13 +92,25 @@ class Transcript:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         offset = 0
-        with open(folder / "index.jsonl", "w") as index, open(folder / "payloads.bin", "wb") as blob:
+        with (
+            open(folder / "index.jsonl", "w") as index,
+            open(folder / "payloads.bin", "wb") as blob,
+        ):
             for e in self.entries:
                 stored = e.data is not None
-                index.write(json.dumps({
-                    "round": e.round, "sender": e.sender, "receiver": e.receiver, "tag": e.tag,
-                    "nbytes": e.nbytes, "offset": offset if stored else None,
-                }) + "\n")
+                index.write(
+                    json.dumps(
+                        {
+                            "round": e.round,
+                            "sender": e.sender,
+                            "receiver": e.receiver,
+                            "tag": e.tag,
+                            "nbytes": e.nbytes,
+                            "offset": offset if stored else None,
+                        }
+                    )
+                    + "\n"
+                )
                 if stored:
                     blob.write(e.data)
                     offset += e.nbytes
@@ -108,8 +124,13 @@ class Transcript:
         with open(folder / "index.jsonl") as index:
             for line in index:
                 r = json.loads(line)
-                data = None if r["offset"] is None else blob[r["offset"] : r["offset"] + r["nbytes"]]
-                transcript.entries.append(TranscriptEntry(
-                    r["round"], r["sender"], r["receiver"], r["tag"], r["nbytes"], data))
+                data = (
+                    None if r["offset"] is None else blob[r["offset"] : r["offset"] + r["nbytes"]]
+                )
+                transcript.entries.append(
+                    TranscriptEntry(
+                        r["round"], r["sender"], r["receiver"], r["tag"], r["nbytes"], data
+                    )
+                )
         transcript.store_payloads = all(e.data is not None for e in transcript.entries)
         return transcript

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from torch.nn.utils import parameters_to_vector
 from torch_geometric.nn import GCNConv, SAGEConv
 
 
@@ -55,5 +55,9 @@ def set_flat(model: nn.Module, vector: np.ndarray) -> None:
     expected = sum(p.numel() for p in model.parameters())
     if vector.shape != (expected,):
         raise ValueError(f"parameter vector has shape {vector.shape}, model needs ({expected},)")
+    source = torch.tensor(vector, dtype=torch.float32)  # a copy: never alias the caller's array
     with torch.no_grad():
-        vector_to_parameters(torch.as_tensor(vector, dtype=torch.float32), model.parameters())
+        offset = 0
+        for p in model.parameters():
+            p.copy_(source[offset : offset + p.numel()].view_as(p))
+            offset += p.numel()

@@ -1,0 +1,76 @@
+"""CLI smoke tests on the generated graph (no download)."""
+
+import json
+
+from securefgl.cli import main
+
+TINY = '{"num_nodes": 300, "num_features": 8}'
+
+
+def test_run_writes_json_and_markdown(tmp_path, capsys):
+    code = main(
+        [
+            "run",
+            "--csbm",
+            TINY,
+            "--clients",
+            "3",
+            "--rounds",
+            "4",
+            "--eval-every",
+            "2",
+            "--seeds",
+            "0,1",
+            "--output-dir",
+            str(tmp_path),
+            "--name",
+            "smoke",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    result = json.loads((tmp_path / "smoke" / "result.json").read_text())
+    assert [r["algorithm"] for r in result["summary"]] == ["fedavg", "local", "central"]
+    assert len(result["runs"]) == 6 and result["config"]["seeds"] == [0, 1]
+    central = next(r for r in result["summary"] if r["algorithm"] == "central")
+    assert central["federated"] is False
+    md = (tmp_path / "smoke" / "result.md").read_text()
+    assert "| fedavg | yes |" in md and "no (upper bound)" in md
+    assert "fedavg" in capsys.readouterr().out
+
+
+def test_run_from_toml_with_flag_override(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        '[experiment]\nclients = 2\nrounds = 2\nalgorithms = ["local"]\n'
+        "csbm = { num_nodes = 300, num_features = 8 }\n"
+    )
+    code = main(
+        [
+            "run",
+            "--config",
+            str(cfg),
+            "--rounds",
+            "3",
+            "--output-dir",
+            str(tmp_path),
+            "--name",
+            "t",
+            "--no-progress",
+            "--store-payloads",
+        ]
+    )
+    assert code == 0
+    result = json.loads((tmp_path / "t" / "result.json").read_text())
+    assert result["config"]["rounds"] == 3 and result["config"]["clients"] == 2
+
+
+def test_config_error_exit_code(tmp_path, capsys):
+    assert main(["run", "--partition", "metis", "--output-dir", str(tmp_path)]) == 2
+    assert "unknown partition" in capsys.readouterr().err
+
+
+def test_datasets_command_lists_generated_and_missing(tmp_path, capsys):
+    assert main(["datasets", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Cora" in out and "missing" in out

@@ -1,0 +1,61 @@
+"""Configuration errors are caught before any work, with a message naming the problem."""
+
+import pytest
+
+from securefgl.algorithms import ALGORITHMS
+from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.experiment import run_experiment
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"dataset": "NoSuchGraph"}, "unknown dataset"),
+        ({"algorithms": ["fedavg", "magic"]}, "unknown algorithms"),
+        ({"partition": "metis"}, "unknown partition"),
+        ({"model": "gat9"}, "unknown model"),
+        ({"cross_edges": "leaky"}, "unknown cross_edges"),
+        ({"train_fraction": 0.5, "val_fraction": 0.3, "test_fraction": 0.3}, "sum to 1.100"),
+        ({"train_fraction": -0.1}, r"\[0, 1\]"),
+        ({"label_rate": 0.95}, "positive"),
+        ({"clients": 0}, "clients must be"),
+        ({"rounds": 0}, "rounds must be"),
+        ({"client_fraction": 0.0}, "client_fraction"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"lr": 0.0}, "lr"),
+        ({"seeds": []}, "seed"),
+        ({"algorithms": []}, "at least one algorithm"),
+        ({"server_optimizer": "lamb"}, "server_optimizer"),
+    ],
+)
+def test_invalid_configs_are_rejected(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        ExperimentConfig(**changes).validate(set(ALGORITHMS))
+
+
+def test_more_clients_than_nodes_is_rejected():
+    cfg = ExperimentConfig(csbm={"num_nodes": 50}, clients=51, rounds=1)
+    with pytest.raises(ConfigError, match="exceeds the 50 nodes"):
+        run_experiment(cfg, progress=False)
+
+
+def test_label_rate_sets_the_split():
+    cfg = ExperimentConfig(label_rate=0.05, val_fraction=0.1).validate()
+    assert cfg.split == pytest.approx((0.05, 0.1, 0.85))
+
+
+def test_toml_round_trip_and_unknown_keys(tmp_path):
+    good = tmp_path / "exp.toml"
+    good.write_text('[experiment]\ndataset = "Cora"\nclients = 5\nalgorithms = ["fedavg"]\n')
+    cfg = ExperimentConfig.from_toml(good).validate(set(ALGORITHMS))
+    assert (cfg.dataset, cfg.clients, cfg.algorithms) == ("Cora", 5, ["fedavg"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("clients = 5\nnum_clientz = 3\n")
+    with pytest.raises(ConfigError, match="num_clientz"):
+        ExperimentConfig.from_toml(bad)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("clients = = 5")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        ExperimentConfig.from_toml(broken)
+    with pytest.raises(ConfigError, match="does not exist"):
+        ExperimentConfig.from_toml(tmp_path / "missing.toml")
