@@ -71,12 +71,22 @@ def _print_table(result: Any, folder: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from securefgl.experiment.results import format_epsilon
+
     cfg = result.config
     table = Table(
         title=f"{cfg.dataset} · {cfg.partition} · K={cfg.clients} · "
         f"{'+'.join(cfg.protocol) or 'plain'} · {len(cfg.seeds)} seed(s)"
     )
-    for col in ("algorithm", "federated", "test acc %", "test macro-F1 %", "MB", "seconds"):
+    for col in (
+        "algorithm",
+        "federated",
+        "test acc %",
+        "test macro-F1 %",
+        "ε (δ)",
+        "MB",
+        "seconds",
+    ):
         table.add_column(col, justify="left" if col == "algorithm" else "right")
     for row in result.summary():
         table.add_row(
@@ -84,6 +94,7 @@ def _print_table(result: Any, folder: Any) -> None:
             "yes" if row["federated"] else "no (upper bound)",
             f"{row['test_acc']:.2f} ± {row['test_acc_std']:.2f}",
             f"{row['test_f1']:.2f} ± {row['test_f1_std']:.2f}",
+            format_epsilon(row),
             f"{row['bytes'] / 1e6:.2f}",
             f"{row['seconds']:.1f}",
         )

@@ -42,6 +42,14 @@ class ExperimentConfig:
     client_fraction: float = 1.0
     algorithms: list[str] = field(default_factory=lambda: ["fedavg", "local", "central"])
     protocol: list[str] = field(default_factory=list)  # aggregation stack; [] = plaintext
+    secagg_k: int | None = None  # secagg+ neighbours (default 2·ceil(log2 n))
+    secagg_threshold: float | None = None  # Shamir t (int) or fraction of share holders
+    dp_clip: float = 1.0  # clip_noise: L2 clip of each update; ldp_*: clip bound
+    dp_noise: float = 1.0  # noise multiplier σ (clip_noise, ldp_gaussian)
+    dp_epsilon: float = 1.0  # ldp_laplace: ε per released update
+    dp_delta: float = 1e-5
+    dp_mode: str = "auto"  # clip_noise: central | distributed | auto (by transport)
+    dp_accountant: str = "rdp"  # rdp | prv (Opacus accountants)
     # model and training
     model: str = "gcn"
     hidden: int = 64
@@ -72,6 +80,18 @@ class ExperimentConfig:
         _choice("cross_edges", self.cross_edges, CROSS_EDGES)
         _choice("model", self.model, MODEL_NAMES)
         _choice("server_optimizer", self.server_optimizer, ("adam", "sgd"))
+        _choice("dp_mode", self.dp_mode, ("auto", "central", "distributed"))
+        _choice("dp_accountant", self.dp_accountant, ("rdp", "prv"))
+        from securefgl.federation.stack import parse_stack
+
+        try:
+            parse_stack(self.protocol)
+        except ValueError as err:
+            raise ConfigError(f"protocol: {err}") from None
+        if self.dp_clip <= 0 or self.dp_noise < 0 or self.dp_epsilon <= 0:
+            raise ConfigError("dp_clip and dp_epsilon must be > 0, dp_noise ≥ 0")
+        if not 0 < self.dp_delta < 1:
+            raise ConfigError(f"dp_delta must lie in (0, 1), got {self.dp_delta}")
         if known_algorithms is not None:
             for algo in self.algorithms:
                 _choice("algorithms", algo, tuple(sorted(known_algorithms)))

@@ -90,14 +90,14 @@ def test_fedavg_client_parties_reach_no_other_clients_features(graph):
     from securefgl.algorithms import Federation
     from securefgl.data import build_client_views, partition_graph, random_split
     from securefgl.federation import Channel
-    from securefgl.federation.stack import build_protocol
+    from securefgl.federation.stack import build_stack
 
     g = graph.clone()
     g.train_mask, g.val_mask, g.test_mask = random_split(g.num_nodes, seed=1)
     part = partition_graph(g, 4, "random", seed=2)
     views = build_client_views(g, part.assignment, "known", seed=3)
     algo = FedAvg(_config())
-    algo.setup(Federation(views, Channel(), build_protocol([]), 0))
+    algo.setup(Federation(views, Channel(), build_stack(_config(), 4), 0))
     algo.train_round(0)
     rows = {tuple(r) for r in g.x.numpy().round(5).tolist()}
     for cid, client in algo.clients.items():

@@ -9,10 +9,10 @@ from typing import ClassVar
 import numpy as np
 from torch_geometric.data import Data
 
-from protocols.base import AggregationProtocol
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.federation import Channel, Executor
+from securefgl.federation.stack import ProtocolStack
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
 
@@ -26,7 +26,7 @@ class Federation:
 
     views: list[ClientGraph]
     channel: Channel
-    protocol: AggregationProtocol
+    stack: ProtocolStack
     seed: int
 
     def make_executor(self, parties: dict[str, object]) -> Executor:

@@ -31,7 +31,7 @@ from protocols.wire import Payload
 from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.training import predict_splits, train_epochs
-from securefgl.config import ExperimentConfig
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.models import build_model, get_flat, set_flat
 
@@ -65,10 +65,12 @@ class FedAvgClient:
         self.weight = float(self.data.train_mask.sum())
         self.global_opt: GlobalOptimizer | None = None  # when clients hold the aggregate
 
-    def local_update(self, round_idx: int, inbox: list[Envelope], mu: float) -> float:
+    def receive_model(self, inbox: list[Envelope]) -> None:
         for env in inbox:
             if env.tag == MODEL_TAG:
                 self.params = env.payload.array("params").astype(np.float32)
+
+    def local_update(self, round_idx: int, mu: float) -> float:
         if self.params is None:
             raise RuntimeError(f"{self.party_id}: no global model received")
         set_flat(self.model, self.params)
@@ -150,10 +152,15 @@ class FedAvg(Algorithm):
         init = build_model(
             cfg.model, views[0].num_features, cfg.hidden, num_classes, cfg.layers, cfg.dropout
         )
-        protocol = federation.protocol
-        self.agg_parties = protocol.create_parties(
-            SERVER, ids, sum(p.numel() for p in init.parameters())
-        )
+        protocol = federation.stack.protocol
+        if protocol.output_role is Role.CLIENT and cfg.client_fraction < 1:
+            raise ConfigError(
+                f"{protocol.name} delivers the aggregate only to the clients of the round, so "
+                "client sampling would leave the others with stale models: use "
+                "client_fraction = 1 with it"
+            )
+        self.dim = sum(p.numel() for p in init.parameters())
+        self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
         self.clients = {
             cid: FedAvgClient(v, cfg, self.agg_parties.clients[cid], num_classes)
             for cid, v in zip(ids, views, strict=True)
@@ -168,8 +175,18 @@ class FedAvg(Algorithm):
         others = {pid: _ProtocolHost(p) for pid, p in self.agg_parties.others.items()}
         self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
-        federation.channel.round = -1  # one-off protocol setup (e.g. key distribution)
+        federation.channel.round = -1  # one-off setup: protocol keys, the initial model
         setup_parties(protocol, self.agg_parties, federation.channel.transmit, self.executor.invoke)
+        self._broadcast(-1)
+
+    def _broadcast(self, round_idx: int) -> None:
+        """The server sends the global model (if it holds one) to every client."""
+        ids = list(self.clients)
+        sent = self.executor.call([(SERVER, "broadcast", (round_idx, ids))])[0]
+        inbox: dict[str, list[Envelope]] = {c: [] for c in ids}
+        for env in self.federation.channel.transmit(sent):
+            inbox[env.receiver].append(env)
+        self.executor.call([(c, "receive_model", (inbox[c],)) for c in ids if inbox[c]])
 
     def _sample(self) -> list[str]:
         ids = list(self.clients)
@@ -182,15 +199,15 @@ class FedAvg(Algorithm):
         channel, ex = self.federation.channel, self.executor
         channel.round = round_idx
         sampled = self._sample()
-        inbox: dict[str, list[Envelope]] = {c: [] for c in sampled}
-        for env in channel.transmit(ex.call([(SERVER, "broadcast", (round_idx, sampled))])[0]):
-            inbox[env.receiver].append(env)
         mu = self.config.mu if self.mu_used else 0.0
-        losses = ex.call([(c, "local_update", (round_idx, inbox[c], mu)) for c in sampled])
+        losses = ex.call([(c, "local_update", (round_idx, mu)) for c in sampled])
         ex.call([(SERVER, "begin_aggregation", (round_idx, sampled))])
         roles = {**self.roles, Role.CLIENT: sampled}
-        run_phases(self.federation.protocol.round_phases, roles, ex.invoke, channel.transmit)
+        stack = self.federation.stack
+        run_phases(stack.protocol.round_phases, roles, ex.invoke, channel.transmit)
         ex.map([SERVER, *self.clients], "apply_result", round_idx)
+        self._broadcast(round_idx)  # every client holds the current model after each round
+        stack.account_round(len(sampled) / len(self.clients), len(sampled), self.dim)
         weights = np.array([self.clients[c].weight for c in sampled])
         return float(np.average(losses, weights=weights)) if weights.sum() else 0.0
 

@@ -25,18 +25,26 @@ def markdown_table(result: ExperimentResult) -> str:
         f"split {'/'.join(f'{f:g}' for f in cfg.split)}, seeds {cfg.seeds}. "
         "Accuracy and macro-F1 in % (mean ± std over seeds), last-round model.",
         "",
-        "| algorithm | federated | test acc | test macro-F1 | val acc | MB exchanged | seconds |",
-        "|---|---|---|---|---|---|---|",
+        "| algorithm | federated | test acc | test macro-F1 | val acc | ε (δ) | MB exchanged "
+        "| seconds |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in result.summary():
         lines.append(
             f"| {row['algorithm']} | {'yes' if row['federated'] else 'no (upper bound)'} "
             f"| {row['test_acc']:.2f} ± {row['test_acc_std']:.2f} "
             f"| {row['test_f1']:.2f} ± {row['test_f1_std']:.2f} "
-            f"| {row['val_acc']:.2f} ± {row['val_acc_std']:.2f} "
+            f"| {row['val_acc']:.2f} ± {row['val_acc_std']:.2f} | {format_epsilon(row)} "
             f"| {row['bytes'] / 1e6:.2f} | {row['seconds']:.1f} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def format_epsilon(row: dict) -> str:
+    """``"3.21 (1e-05)"``, or ``"–"`` for a run without differential privacy."""
+    if row.get("epsilon") is None:
+        return "–"
+    return f"{row['epsilon']:.2f} ({row['delta']:g})"
 
 
 def save_result(result: ExperimentResult, output_dir: str | Path | None = None) -> Path:

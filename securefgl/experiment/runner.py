@@ -25,7 +25,7 @@ from securefgl.data import build_client_views, load_dataset, partition_graph, ra
 from securefgl.data.synthetic import csbm
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
-from securefgl.federation.stack import build_protocol
+from securefgl.federation.stack import build_stack
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ class RunResult:
     history: list[dict[str, Any]]
     partition: dict[str, Any]
     setup_bytes: int
+    privacy: dict[str, Any] = field(default_factory=dict)  # ε, δ from the accountant (DP only)
     transcript: Transcript | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -50,6 +51,7 @@ class RunResult:
             "setup_bytes": self.setup_bytes,
             "history": self.history,
             "partition": self.partition,
+            "privacy": self.privacy,
         }
 
 
@@ -81,6 +83,9 @@ class ExperimentResult:
                     ]
                 )
             )
+            eps = [r.privacy.get("epsilon") for r in runs]
+            row["epsilon"] = None if None in eps else float(np.mean(eps))
+            row["delta"] = runs[0].privacy.get("delta")
             row["seconds"] = float(np.mean([sum(h["seconds"] for h in r.history) for r in runs]))
             rows.append(row)
         return rows
@@ -119,11 +124,10 @@ def run_single(
     part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
     views = build_client_views(graph, part.assignment, config.cross_edges, seed=view_seed)
     channel = Channel(Transcript(store_payloads=config.store_payloads))
-    protocol = build_protocol(config.protocol, experiment_id=f"{config.name or 'run'}|{seed}")
+    per_round = max(1, round(config.client_fraction * config.clients))
+    stack = build_stack(config, per_round, experiment_id=f"{config.name or 'run'}|seed={seed}")
     algo = ALGORITHMS[algorithm](config)
-    algo.setup(
-        Federation(views, channel, protocol, seed), graph if algo.needs_global_graph else None
-    )
+    algo.setup(Federation(views, channel, stack, seed), graph if algo.needs_global_graph else None)
     transcript = channel.transcript
     setup_bytes = transcript.total_bytes()
     history: list[dict[str, Any]] = []
@@ -142,6 +146,8 @@ def run_single(
         )
         if (r + 1) % config.eval_every == 0 or r == config.rounds - 1:
             row.update(pooled_metrics(algo.predict(), int(graph.num_classes)))
+            if "epsilon" in (spent := stack.privacy()):
+                row["epsilon"] = spent["epsilon"]
             bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
             log.debug("%s seed=%d round=%d %s", algorithm, seed, r, row)
         history.append(row)
@@ -155,6 +161,7 @@ def run_single(
         history,
         part.report(graph).to_dict(),
         setup_bytes,
+        stack.privacy(),
         transcript if config.store_payloads else None,
     )
 
