@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-from protocols.ckks import CKKSServer
 from securefgl.algorithms import ALGORITHMS
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
@@ -63,8 +62,6 @@ def test_ckks_server_never_sends_or_holds_a_trained_model(graph):
     server_sent = {e.tag for e in run.transcript.sent_by("server") if e.round >= 0}
     assert "fedavg/model" not in server_sent  # only the random init, in setup (round -1)
     assert {e.tag for e in run.transcript.sent_by("server") if e.round < 0} >= {"fedavg/model"}
-    # what the server holds: public contexts only, never the model
-    assert all(not isinstance(v, np.ndarray) for v in vars(CKKSServer).values())
 
 
 @pytest.mark.parametrize(
