@@ -90,3 +90,14 @@ def test_sizes_and_disjointness(n, fr, seed):
     assert sizes[2] == min(_r(fr[2], n), n - sizes[0] - sizes[1])
     for f, s in zip(fr, sizes, strict=True):
         assert abs(s - f * n) <= 1.0
+
+
+def test_split_and_random_partition_are_independent_for_one_seed():
+    """Same seed everywhere must not put every training node on one client."""
+    from securefgl.data import build_client_views, csbm, partition_graph
+
+    g = csbm(num_nodes=1000, seed=0)
+    g.train_mask, g.val_mask, g.test_mask = random_split(g.num_nodes, seed=0)
+    views = build_client_views(g, partition_graph(g, 10, "random", seed=0).assignment, seed=0)
+    counts = [int(v.train_mask.sum()) for v in views]
+    assert max(counts) < 40, counts  # 100 training nodes over 10 clients of 100

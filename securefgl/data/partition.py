@@ -55,6 +55,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# Salts keep the random partition's permutation independent of other components that
+# draw from the same seed (random_split would otherwise cut the same permutation and put
+# every training node on one client).
+_RANDOM_SALT = 0x9A27
+
 METHODS = ("random", "louvain", "kmeans")
 Method = Literal["random", "louvain", "kmeans"]
 
@@ -236,7 +241,7 @@ def partition_graph(
     K = int(num_clients)
     cap = None
     if method == "random":
-        perm = np.random.default_rng(seed).permutation(n)
+        perm = np.random.default_rng([seed, _RANDOM_SALT]).permutation(n)
         assignment = np.empty(n, dtype=np.int64)
         for k, part in enumerate(np.array_split(perm, K)):
             assignment[part] = k

@@ -19,6 +19,8 @@ __all__ = ["random_split"]
 _EPS = 1e-9
 
 
+_SPLIT_SALT = 0x5B117  # independent of the partitioners' streams for the same seed
+
 def _size(frac: float, n: int, left: int) -> int:
     return min(int(math.floor(frac * n + 0.5)), left)
 
@@ -64,7 +66,7 @@ def random_split(
     n_train = _size(train, n, n)
     n_val = _size(val, n, n - n_train)
     n_test = _size(test, n, n - n_train - n_val)
-    perm = torch.from_numpy(np.random.default_rng(seed).permutation(n))
+    perm = torch.from_numpy(np.random.default_rng([seed, _SPLIT_SALT]).permutation(n))
     masks = []
     for lo, hi in (
         (0, n_train),
