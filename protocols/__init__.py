@@ -19,6 +19,7 @@ from protocols.base import (
     setup_parties,
 )
 from protocols.plain import PlainAggregation
+from protocols.secure_sum import run_secure_sums as run_secure_sums
 from protocols.wire import Payload, WireFormatError
 
 __all__ = [

@@ -132,7 +132,10 @@ def run_single(
     setup_bytes = transcript.total_bytes()
     history: list[dict[str, Any]] = []
     bar = tqdm(
-        range(config.rounds), desc=f"{algorithm} seed={seed}", disable=not progress, leave=False
+        range(config.rounds),
+        desc=f"{algorithm} seed={seed}",
+        disable=None if progress else True,
+        leave=False,
     )
     for r in bar:
         start, t0 = len(transcript.entries), time.perf_counter()

@@ -1,0 +1,315 @@
+"""``ckks``: senders encrypt under the RECEIVER's CKKS public key; the server adds.
+
+FedStruct App. D suggests the sum "could be performed on a secure server using homomorphic
+encryption"; this is that, with one key pair per receiver (Cheon et al. 2017, via TenSEAL).
+
+Setup: every client makes a public-key (asymmetric) CKKS context and keeps its secret key;
+it publishes the context with the public key only (no secret, relinearisation or Galois
+keys, ~114 kB at N = 4096) to the server, which checks ``is_private()`` is false and
+forwards it to every other client (its potential senders). Senders and the server never
+hold a secret key of anyone (asserted at every use).
+
+Round: sender k encrypts its block at the job's positions (every entry, or a public
+support) as ``ceil(d / slots)`` ciphertexts under r's public context; the server adds the
+ciphertexts of r's senders homomorphically (depth 0: no evaluation keys needed) and sends r
+ONE aggregate; r decrypts and rounds to multiples of ``2^-round_bits``.
+
+Parameters (:data:`DEFAULT_PARAMS`): N = 4096 (2048 slots), coefficient moduli (60, 40)
+bits = 100 <= 109, the HE Standard's 128-bit bound (checked by :class:`CKKSParams` and SEAL),
+scale 2^40, rounding to 2^-24. Public-key encryption is noisier than ckks.py's symmetric
+mode, hence the larger scale: measured max abs error of a sum of 20 blocks with values in
+[0, 1] ~2e-8 before rounding, <= ~5e-8 after (rounding adds <= 2^-25 ~ 3e-8). Headroom: the
+60-bit data prime holds |sum| < 2^19; each sender refuses |values| > 2^18 / n_clients
+(:class:`SumRangeError`). A ciphertext is 64 kB for 2048 values: 32 B/value (4x float64).
+
+Threat model (honest-but-curious; IND-CPA of CKKS under RLWE).
+* Server: sees ciphertexts, their count and sizes: nothing about values, not even the sum.
+* Senders: see only the receiver's public context.
+* Receiver: decrypts only the sum of its senders' ciphertexts: learns the sum (+ CKKS noise,
+  which is independent of the inputs up to encoding rounding) and nothing about individual
+  blocks or their supports inside the encoded positions.
+* Public: as in every mode (sender sets, shapes, support, sizes, timing).
+* NOT protected: server colluding with the receiver (the receiver's key decrypts every
+  individual ciphertext the server saw: weaker than ``masked`` here); an active server
+  (public contexts are not authenticated: it could substitute its own key; it can drop or
+  alter ciphertexts); IND-CPA^D (Li & Micciancio 2021): if the exact decryption of a sum
+  ever reaches a party holding ciphertexts, the key may leak; rounding is a heuristic
+  mitigation only (TenSEAL has no noise flooding). Dropouts abort the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+import tenseal as ts
+
+from protocols.base import Envelope, Inbox, ProtocolError
+from protocols.ckks import CiphertextError, CKKSParams, load_chunk
+from protocols.secure_sum.base import (
+    SETUP_PHASES,
+    Block,
+    SecureSum,
+    SecureSumClient,
+    SecureSumParties,
+    SecureSumServer,
+    SumRangeError,
+    SumRequest,
+    Total,
+    gather,
+    scatter,
+)
+from protocols.wire import Payload, WireFormatError
+
+TAG_CONTEXT = "secure-sum/ckks/public-context"
+TAG_CONTEXTS = "secure-sum/ckks/public-contexts"
+
+DEFAULT_PARAMS = CKKSParams(
+    poly_modulus_degree=4096, coeff_mod_bit_sizes=(60, 40), scale_bits=40, round_bits=24
+)
+
+
+def make_keypair_context(params: CKKSParams) -> ts.Context:
+    """A fresh private context with a public key (asymmetric encryption), one thread."""
+    ctx = ts.context(
+        ts.SCHEME_TYPE.CKKS,
+        params.poly_modulus_degree,
+        coeff_mod_bit_sizes=list(params.coeff_mod_bit_sizes),
+        encryption_type=ts.ENCRYPTION_TYPE.ASYMMETRIC,
+        n_threads=1,  # SEAL objects are not thread-safe (PySyft #5404, SEAL #364)
+    )
+    ctx.global_scale = params.scale
+    return ctx
+
+
+def serialize_public_key_context(ctx: ts.Context) -> bytes:
+    """Parameters and the public key only: no secret, relinearisation or Galois keys."""
+    return ctx.serialize(
+        save_public_key=True, save_secret_key=False, save_galois_keys=False, save_relin_keys=False
+    )
+
+
+def load_public_context(blob: bytes, params: CKKSParams, what: str) -> ts.Context:
+    """Parse a published context; refuses one holding a secret key or not matching ``params``."""
+    try:
+        ctx = ts.context_from(blob, n_threads=1)
+    except (ValueError, RuntimeError, TypeError) as err:
+        raise ProtocolError(f"{what}: public context does not parse ({err})") from err
+    if ctx.is_private():
+        raise ProtocolError(f"{what}: refusing a context that holds a secret key")
+    if not ctx.has_public_key() or ctx.has_galois_keys():
+        raise ProtocolError(f"{what}: a public context needs a public key and no Galois keys")
+    data = ctx.seal_context().data
+    if (
+        ctx.global_scale != params.scale
+        or data.key_context_data().parms().poly_modulus_degree() != params.poly_modulus_degree
+        or data.key_context_data().total_coeff_modulus_bit_count()
+        != sum(params.coeff_mod_bit_sizes)
+        or data.first_context_data().total_coeff_modulus_bit_count() != params.data_bits
+    ):
+        raise ProtocolError(f"{what}: public context does not match the CKKS parameters")
+    return ctx
+
+
+def _chunk_sizes(length: int, slots: int) -> list[int]:
+    return [min(slots, length - i) for i in range(0, length, slots)]
+
+
+def _pack(blobs: Sequence[bytes]) -> dict[str, np.ndarray | bytes]:
+    lengths = np.array([len(b) for b in blobs], dtype=np.uint64)
+    return {"ct": b"".join(blobs), "ct_len": lengths}
+
+
+def _unpack(payload: Payload, n_chunks: int, what: str) -> list[bytes]:
+    try:
+        blob, lengths = payload.blob("ct"), payload.array("ct_len")
+    except (KeyError, WireFormatError) as err:
+        raise CiphertextError(f"{what}: missing or mistyped ciphertext fields ({err})") from err
+    if (
+        set(payload.fields) != {"ct", "ct_len"}
+        or lengths.dtype != np.uint64
+        or lengths.shape != (n_chunks,)
+        or int(lengths.sum()) != len(blob)
+    ):
+        raise CiphertextError(
+            f"{what}: expected {n_chunks} ciphertexts whose lengths add up to the blob"
+        )
+    bounds = [0, *np.cumsum(lengths).tolist()]
+    return [blob[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+class CKKSSumClient(SecureSumClient):
+    def __init__(
+        self,
+        party_id: str,
+        server_id: str,
+        client_ids: Sequence[str],
+        min_senders: int,
+        params: CKKSParams,
+    ) -> None:
+        super().__init__(party_id, server_id, client_ids, min_senders)
+        self.params = params
+        self._bound = params.value_bound(len(self.federation))
+        self._secret: ts.Context | None = None  # own key pair: only this client decrypts
+        self.peer_contexts: dict[str, ts.Context] = {}  # public only
+
+    # -- setup
+    def setup_publish(self, inbox: Inbox) -> list[Envelope]:
+        self._expect_empty(inbox)
+        self._secret, self.peer_contexts = make_keypair_context(self.params), {}
+        payload = Payload({"context": serialize_public_key_context(self._secret)}, {})
+        return [Envelope(self.party_id, self.server_id, TAG_CONTEXT, payload)]
+
+    def setup_install(self, inbox: Inbox) -> list[Envelope]:
+        who = self.party_id
+        if len(inbox) != 1 or inbox[0].sender != self.server_id or inbox[0].tag != TAG_CONTEXTS:
+            raise ProtocolError(f"{who}: expected one bundle of public contexts from the server")
+        payload = inbox[0].payload
+        peers = sorted(self.federation - {who})
+        if sorted(payload.fields) != [f"ctx:{v}" for v in peers]:
+            raise ProtocolError(f"{who}: the bundle must hold every other client's context")
+        for v in peers:
+            blob = payload.fields[f"ctx:{v}"]
+            if not isinstance(blob, bytes):
+                raise ProtocolError(f"{who}: context of {v!r} is not a byte blob")
+            self.peer_contexts[v] = load_public_context(blob, self.params, f"{who} <- {v}")
+        return []
+
+    @property
+    def own_context(self) -> ts.Context | None:
+        """This client's private context (the only secret key it ever holds)."""
+        return self._secret
+
+    def _require_ready(self) -> None:
+        if self._secret is None or len(self.peer_contexts) != len(self.federation) - 1:
+            raise ProtocolError(f"{self.party_id}: no CKKS contexts: run setup_secure_sums first")
+
+    # -- round
+    def _check_peak(self, peak: float, receiver: str) -> None:
+        if not peak <= self._bound:
+            raise SumRangeError(
+                f"{self.party_id}: block max |x| = {peak:g} exceeds the CKKS bound "
+                f"{self._bound:g} (2^{self.params.data_bits - 2 - self.params.scale_bits} / "
+                f"{len(self.federation)} clients): the encrypted sum could wrap around"
+            )
+
+    def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
+        ctx = self.peer_contexts[receiver]
+        assert not ctx.is_private(), "a sender must never hold the receiver's secret key"
+        values = gather(block, request, self.party_id)
+        slots = self.params.slots
+        blobs = [
+            ts.ckks_vector(ctx, values[i : i + slots]).serialize()
+            for i in range(0, values.size, slots)
+        ]
+        return Payload(_pack(blobs), {})
+
+    def _combine(self, request: SumRequest, deliveries: Inbox) -> Total:
+        who = self.party_id
+        assert self._secret is not None and self._secret.is_private()
+        if len(deliveries) != 1:
+            raise ProtocolError(f"{who}: expected one encrypted sum, got {len(deliveries)}")
+        payload = deliveries[0].payload
+        if payload.meta.get("senders") != list(request.senders):
+            raise ProtocolError(f"{who}: the encrypted sum is not over the requested senders")
+        sizes = _chunk_sizes(request.length, self.params.slots)
+        try:
+            blobs = _unpack(payload, len(sizes), f"{who}: encrypted sum")
+            parts = [
+                np.asarray(
+                    load_chunk(self._secret, b, n, self.params, f"{who}: sum[{j}]").decrypt()
+                )
+                for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
+            ]
+        except CiphertextError as err:
+            raise ProtocolError(f"garbled ciphertext: {err}") from err
+        values = np.concatenate(parts) if parts else np.zeros(0)
+        if self.params.round_bits is not None:  # heuristic IND-CPA^D mitigation
+            rb = self.params.round_bits
+            values = np.round(np.ldexp(values, rb)) / 2.0**rb
+        return scatter(values, request)
+
+
+class CKKSSumServer(SecureSumServer):
+    """Adds ciphertexts under each receiver's public context; holds no secret key."""
+
+    def __init__(
+        self, party_id: str, client_ids: Sequence[str], min_senders: int, params: CKKSParams
+    ) -> None:
+        super().__init__(party_id, client_ids, min_senders)
+        self.params = params
+        self.contexts: dict[str, ts.Context] = {}  # receiver -> public context
+
+    def setup_forward(self, inbox: Inbox) -> list[Envelope]:
+        blobs: dict[str, bytes] = {}
+        for env in inbox:
+            if env.tag != TAG_CONTEXT or env.sender not in self.federation or env.sender in blobs:
+                raise ProtocolError(f"server: unexpected {env.tag!r} from {env.sender!r}")
+            try:
+                blob = env.payload.blob("context")
+            except (KeyError, WireFormatError) as err:
+                raise ProtocolError(f"server: malformed context from {env.sender!r}") from err
+            self.contexts[env.sender] = load_public_context(
+                blob, self.params, f"server <- {env.sender}"
+            )
+            blobs[env.sender] = blob
+        missing = sorted(self.federation - set(blobs))
+        if missing:
+            raise ProtocolError(f"server: no public context from {missing}: abort setup")
+        return [
+            Envelope(
+                self.party_id,
+                u,
+                TAG_CONTEXTS,
+                Payload({f"ctx:{v}": blobs[v] for v in sorted(self.federation - {u})}, {}),
+            )
+            for u in sorted(self.federation)
+        ]
+
+    def _aggregate(
+        self, receiver: str, request: SumRequest, contributions: dict[str, Payload]
+    ) -> list[Payload]:
+        ctx = self.contexts.get(receiver)
+        if ctx is None:
+            raise ProtocolError("server: no CKKS contexts: run setup_secure_sums first")
+        assert not ctx.is_private(), "the server must never hold a secret key"
+        sizes = _chunk_sizes(request.length, self.params.slots)
+        total: list[ts.CKKSVector] | None = None
+        for k in request.senders:
+            what = f"server: ciphertext from {k!r} for {receiver!r}"
+            try:
+                blobs = _unpack(contributions[k], len(sizes), what)
+                vecs = [
+                    load_chunk(ctx, b, n, self.params, f"{what}[{j}]")
+                    for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
+                ]
+            except CiphertextError as err:
+                raise ProtocolError(f"garbled ciphertext: {err}") from err
+            if total is None:
+                total = vecs
+            else:
+                for acc, vec in zip(total, vecs, strict=True):
+                    acc.add_(vec)
+        assert total is not None  # every job has >= 1 sender
+        fields = _pack([vec.serialize() for vec in total])
+        return [Payload(fields, {"senders": list(request.senders)})]
+
+
+class CKKSSum(SecureSum):
+    """Sums encrypted under each receiver's CKKS public key and added by the server."""
+
+    name: ClassVar[str] = "ckks"
+    setup_phases = SETUP_PHASES
+
+    def __init__(self, params: CKKSParams | None = None, *, min_senders: int = 1) -> None:
+        super().__init__(min_senders=min_senders)
+        self.params = params or DEFAULT_PARAMS
+
+    def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:
+        ids = self._check_ids(server_id, client_ids)
+        p, m = self.params, self.min_senders
+        return SecureSumParties(
+            server=CKKSSumServer(server_id, ids, m, p),
+            clients={c: CKKSSumClient(c, server_id, ids, m, p) for c in ids},
+        )

@@ -1,0 +1,247 @@
+"""``masked``: pairwise additive masks (Bonawitz et al., CCS 2017) addressed to one receiver.
+
+Setup: every client publishes one X25519 public key; the server forwards all of them to
+every client (any client may later be a co-sender or a receiver of any other).
+
+Round: sender k of receiver r's job with sender set S encodes its block at the job's
+positions in fixed point (``FixedPointCodec``, Z_2^64, overflow-checked) and sends::
+
+    y_k = enc(B_k) + sum_{v in S, v != k} (+/-) PRG(s_kv) + PRG(s_kr)    (mod 2^64)
+
+``s_kv`` = HKDF(X25519(k, v), [experiment, round, "pair-mask", r, min(k,v), max(k,v)]),
++ for the smaller id; ``s_kr`` = HKDF(X25519(k, r), [experiment, round, "receiver-mask", r,
+k]); PRG = the ChaCha20 keystream (``protocols.crypto.prg``). The server adds the y_k of a
+job and forwards that ONE vector; the pairwise masks cancel and r removes its own masks
+``sum_k PRG(s_kr)`` and decodes. The receiver masks are what keep the server from summing
+the relayed vectors itself (pairwise masks alone would hand it the sum).
+
+Positions: with no support every entry of the block is encoded (hides everything, costs
+``prod(shape)`` words per sender); with a public :class:`~protocols.secure_sum.base.Support`
+only its entries are (blocks must be zero outside it, else :class:`SupportViolationError`).
+
+Threat model (honest-but-curious parties, long-term X25519 keys from setup, every derived
+seed bound to (experiment, round, receiver, pair) and used once: ``round_idx`` may not repeat).
+* Server: sees only masked vectors, each uniform on Z_2^64 and their sum still masked by the
+  receiver's masks: it learns nothing about any value, the sum included.
+* Receiver: learns ``sum_k B_k`` on the encoded positions (to 2^-frac_bits) and nothing
+  else about individual blocks, including which entries inside the support each one fills.
+  With one sender the sum is that sender's block (set ``min_senders=2`` to refuse).
+* Coalitions: any set of the server, the receiver and some senders learns nothing beyond
+  the sum of the honest senders' blocks (and nothing at all without the receiver).
+* Public: sender sets, block shapes, the support, sizes, timing (see the package docstring).
+* Not protected: an active server (public keys are not authenticated: it could substitute
+  its own and unmask; it can also alter masked values undetected, giving a wrong sum),
+  senders lying about their blocks, what the sum itself reveals (not DP).
+* Dropouts abort the batch (no Shamir recovery: the sums are a one-shot pre-training step
+  that must be complete; see anchors_privacy.md §1.5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from protocols.base import Envelope, Inbox, ProtocolError
+from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, agree
+from protocols.crypto.prg import add_mask
+from protocols.fixedpoint import FixedPointCodec
+from protocols.secure_sum.base import (
+    SETUP_PHASES,
+    Block,
+    SecureSum,
+    SecureSumClient,
+    SecureSumParties,
+    SecureSumServer,
+    SumRequest,
+    Total,
+    gather,
+    scatter,
+)
+from protocols.wire import Payload, WireFormatError
+
+TAG_KEY = "secure-sum/masked/key"
+TAG_KEYLIST = "secure-sum/masked/keylist"
+
+
+def _context(experiment_id: str, round_idx: int, purpose: str, *parts: str) -> bytes:
+    return json.dumps(
+        ["securefgl/secure-sum/masked/v1", experiment_id, round_idx, purpose, *parts],
+        separators=(",", ":"),
+    ).encode()
+
+
+class MaskedSumClient(SecureSumClient):
+    def __init__(
+        self,
+        party_id: str,
+        server_id: str,
+        client_ids: Sequence[str],
+        min_senders: int,
+        experiment_id: str,
+        codec: FixedPointCodec,
+    ) -> None:
+        super().__init__(party_id, server_id, client_ids, min_senders)
+        self.experiment_id = experiment_id
+        self.codec = codec
+        self._keys: KeyPair | None = None
+        self._peer_keys: dict[str, bytes] = {}
+
+    # -- setup
+    def setup_publish(self, inbox: Inbox) -> list[Envelope]:
+        self._expect_empty(inbox)
+        self._keys, self._peer_keys = KeyPair.generate(), {}
+        payload = Payload({"x25519_public": self._keys.public}, {"experiment": self.experiment_id})
+        return [Envelope(self.party_id, self.server_id, TAG_KEY, payload)]
+
+    def setup_install(self, inbox: Inbox) -> list[Envelope]:
+        who = self.party_id
+        envs = [e for e in inbox if e.sender == self.server_id and e.tag == TAG_KEYLIST]
+        if len(envs) != 1 or len(inbox) != 1:
+            raise ProtocolError(f"{who}: expected one key list from the server")
+        ids, keys = envs[0].payload.meta.get("ids"), envs[0].payload.fields.get("keys")
+        peers = sorted(self.federation - {who})
+        if (
+            ids != peers
+            or not isinstance(keys, np.ndarray)
+            or keys.dtype != np.uint8
+            or keys.shape != (len(peers), PUBLIC_KEY_BYTES)
+        ):
+            raise ProtocolError(f"{who}: garbled key list (must hold every other client's key)")
+        self._peer_keys = {v: keys[i].tobytes() for i, v in enumerate(peers)}
+        return []
+
+    def _require_ready(self) -> None:
+        if self._keys is None or len(self._peer_keys) != len(self.federation) - 1:
+            raise ProtocolError(f"{self.party_id}: no keys: run setup_secure_sums first")
+
+    def _seed(self, peer: str, purpose: str, receiver: str, *pair: str) -> bytes:
+        assert self._keys is not None
+        ctx = _context(self.experiment_id, self._r, purpose, receiver, *pair)
+        return agree(self._keys, self._peer_keys[peer], ctx)
+
+    # -- round
+    def _check_peak(self, peak: float, receiver: str) -> None:
+        self.codec.check_peak(peak)  # FixedPointOverflowError before anything is sent
+
+    def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
+        who = self.party_id
+        y = self.codec.encode(gather(block, request, who))
+        for v in request.senders:
+            if v != who:
+                a, b = sorted((who, v))
+                add_mask(y, self._seed(v, "pair-mask", receiver, a, b), +1 if who == a else -1)
+        add_mask(y, self._seed(receiver, "receiver-mask", receiver, who), +1)
+        return Payload({"y": y}, {})
+
+    def _combine(self, request: SumRequest, deliveries: Inbox) -> Total:
+        who = self.party_id
+        if len(deliveries) != 1:
+            raise ProtocolError(f"{who}: expected one masked sum, got {len(deliveries)}")
+        payload = deliveries[0].payload
+        total = payload.fields.get("y_sum")
+        if (
+            set(payload.fields) != {"y_sum"}
+            or not isinstance(total, np.ndarray)
+            or total.dtype != np.uint64
+            or total.shape != (request.length,)
+        ):
+            raise ProtocolError(
+                f"{who}: garbled masked sum (expected one uint64 vector of {request.length})"
+            )
+        if payload.meta.get("senders") != list(request.senders):
+            raise ProtocolError(f"{who}: the masked sum is not over the requested senders")
+        total = total.copy()  # unmask a private copy, never the delivered message
+        for k in request.senders:
+            add_mask(total, self._seed(k, "receiver-mask", who, k), -1)
+        return scatter(self.codec.decode(total), request)
+
+
+class MaskedSumServer(SecureSumServer):
+    """Relays keys; adds each job's masked vectors mod 2^64 (it cannot unmask the sum)."""
+
+    def setup_forward(self, inbox: Inbox) -> list[Envelope]:
+        keys: dict[str, bytes] = {}
+        for env in inbox:
+            if env.tag != TAG_KEY or env.sender not in self.federation or env.sender in keys:
+                raise ProtocolError(f"server: unexpected {env.tag!r} from {env.sender!r}")
+            try:
+                key = env.payload.blob("x25519_public")
+            except (KeyError, WireFormatError) as err:
+                raise ProtocolError(f"server: malformed key from {env.sender!r}") from err
+            if len(key) != PUBLIC_KEY_BYTES:
+                raise ProtocolError(f"server: key from {env.sender!r} is not {PUBLIC_KEY_BYTES} B")
+            keys[env.sender] = key
+        missing = sorted(self.federation - set(keys))
+        if missing:
+            raise ProtocolError(f"server: no public key from {missing}: abort setup")
+        out = []
+        for u in sorted(self.federation):
+            ids = sorted(self.federation - {u})
+            arr = np.frombuffer(b"".join(keys[v] for v in ids), np.uint8)
+            fields = {"keys": arr.reshape(len(ids), PUBLIC_KEY_BYTES)}
+            out.append(Envelope(self.party_id, u, TAG_KEYLIST, Payload(fields, {"ids": ids})))
+        return out
+
+    def _aggregate(
+        self, receiver: str, request: SumRequest, contributions: dict[str, Payload]
+    ) -> list[Payload]:
+        total = np.zeros(request.length, dtype=np.uint64)
+        for k in request.senders:
+            payload = contributions[k]
+            y = payload.fields.get("y")
+            if (
+                set(payload.fields) != {"y"}
+                or not isinstance(y, np.ndarray)
+                or y.dtype != np.uint64
+                or y.shape != (request.length,)
+            ):
+                desc = (y.dtype, y.shape) if isinstance(y, np.ndarray) else type(y).__name__
+                raise ProtocolError(
+                    f"server: garbled masked block from {k!r} for {receiver!r}: expected "
+                    f"uint64 of shape ({request.length},), got {desc}"
+                )
+            np.add(total, y, out=total)
+        return [Payload({"y_sum": total}, {"senders": list(request.senders)})]
+
+
+class MaskedSum(SecureSum):
+    """Pairwise-masked sums; the receiver learns only the sum, the server nothing.
+
+    ``experiment_id`` is bound into every derived seed. ``frac_bits``: fixed-point
+    resolution 2^-frac_bits (default 32: ~2.3e-10). ``value_bound``: declared max ``|entry|``
+    of a block (None: the largest the 63-bit headroom allows for the federation size, i.e.
+    ``2^(63 - frac_bits) / n_clients``); checked by each sender before masking.
+    """
+
+    name: ClassVar[str] = "masked"
+    setup_phases = SETUP_PHASES
+
+    def __init__(
+        self,
+        experiment_id: str,
+        *,
+        frac_bits: int = 32,
+        value_bound: float | None = None,
+        min_senders: int = 1,
+    ) -> None:
+        super().__init__(min_senders=min_senders)
+        if not isinstance(experiment_id, str) or not experiment_id:
+            raise ValueError("experiment_id must be a non-empty string (it binds every seed)")
+        self.experiment_id = experiment_id
+        self.frac_bits = frac_bits
+        self.value_bound = value_bound
+
+    def codec_for(self, n_clients: int) -> FixedPointCodec:
+        return FixedPointCodec(self.frac_bits, self.value_bound, max_summands=max(n_clients, 1))
+
+    def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:
+        ids = self._check_ids(server_id, client_ids)
+        codec = self.codec_for(len(ids))
+        m, exp = self.min_senders, self.experiment_id
+        return SecureSumParties(
+            server=MaskedSumServer(server_id, ids, m),
+            clients={c: MaskedSumClient(c, server_id, ids, m, exp, codec) for c in ids},
+        )
