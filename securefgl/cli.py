@@ -12,7 +12,14 @@ from typing import Any
 
 from securefgl.config import ConfigError, ExperimentConfig
 
-_LISTS = {"algorithms": str, "protocol": str, "seeds": int}
+_LISTS = {
+    "algorithms": str,
+    "protocol": str,
+    "seeds": int,
+    "structure_beta": float,
+    "feature_hidden": int,
+    "structure_hidden": int,
+}
 
 
 def _csv(kind: type) -> Any:
@@ -37,7 +44,7 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
                 default=None,
                 help="generator options as JSON, e.g. '{\"num_nodes\": 5000}'",
             )
-        elif f.type in ("bool", bool):
+        elif str(f.type).startswith("bool"):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
         else:
             kind = {"int": int, "float": float}.get(str(f.type).split(" |")[0], str)
@@ -51,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="train and compare algorithms; saves JSON + Markdown")
     run.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument(
+        "--preset",
+        action="store_true",
+        help="FedStruct Table 5 lr / weight decay / dropout / rounds for the "
+        "dataset (explicit flags still win)",
+    )
     _add_config_flags(run)
     ds = sub.add_parser("datasets", help="which datasets are available offline")
     ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
@@ -59,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
     config = ExperimentConfig.from_toml(args.config) if args.config else ExperimentConfig()
+    if args.preset:
+        from securefgl.fedstruct.presets import apply_preset
+
+        config = apply_preset(config, getattr(args, "dataset", None) or config.dataset)
     overrides = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(ExperimentConfig)

@@ -63,7 +63,24 @@ class ExperimentConfig:
     server_optimizer: str = "adam"  # "adam" (FedAdam/FedSGD+Adam) or "sgd" (lr 1 = FedAvg)
     mu: float = 0.01  # FedProx proximal weight (used by fedprox only)
     eval_every: int = 10
+    # FedStruct (None = the dataset's Table 5 preset; see securefgl/fedstruct/presets.py)
+    nsf: str | None = None  # degree | fedstar | random | hop2vec
+    nsf_dim: int | None = None
+    structure_mlp: bool | None = None
+    structure_hops: int | None = None  # L_s
+    structure_beta: list[float] | None = None
+    prune: str | None = None  # none | sender | receiver
+    prune_p: float | None = None
+    feature_hops: int | None = None
+    feature_hidden: list[int] | None = None
+    structure_hidden: list[int] | None = None
+    loss_weighting: str | None = None  # labelled | nodes
+    abar: str | None = None  # federated | oracle (simulator computes Ā: not private)
+    abar_sum: str | None = None  # plain | masked | ckks: how client i gets Σ_k B_ik
+    abar_support: str | None = None  # rows | union (public support of masked/ckks sums)
+    abar_relay: bool | None = None  # Ā blocks relayed by the server (else client to client)
     # bookkeeping
+    threads: int = 1  # torch intra-op threads (small graphs on shared cores: 1 is fastest)
     seeds: list[int] = field(default_factory=lambda: [0])
     output_dir: str = "results"
     name: str | None = None
@@ -126,6 +143,20 @@ class ExperimentConfig:
             raise ConfigError("lr and client_lr must be > 0; weight_decay and mu must be ≥ 0")
         if not self.seeds:
             raise ConfigError("seeds: give at least one seed")
+        if self.threads < 1:
+            raise ConfigError(f"threads must be ≥ 1, got {self.threads}")
+        if "fedstruct" in self.algorithms:
+            from securefgl.fedstruct.presets import FedStructSettings
+
+            if self.cross_edges != "known":
+                raise ConfigError(
+                    "fedstruct needs cross_edges = 'known' (its clients know "
+                    "their edges to other clients' nodes)"
+                )
+            try:
+                FedStructSettings.from_config(self)
+            except ValueError as err:
+                raise ConfigError(f"fedstruct: {err}") from None
         return self
 
     @property

@@ -8,3 +8,7 @@ from securefgl.algorithms.local import Local
 ALGORITHMS: dict[str, type[Algorithm]] = {a.name: a for a in (FedAvg, FedProx, Local, Central)}
 
 __all__ = ["ALGORITHMS", "Algorithm", "Federation", "SplitPredictions"]
+
+# FedStruct subclasses FedAvg and registers itself into ALGORITHMS when its module loads;
+# importing it here (last) avoids a circular import.
+import securefgl.fedstruct.algorithm  # noqa: E402, F401

@@ -21,6 +21,7 @@ _EPS = 1e-9
 
 _SPLIT_SALT = 0x5B117  # independent of the partitioners' streams for the same seed
 
+
 def _size(frac: float, n: int, left: int) -> int:
     return min(int(math.floor(frac * n + 0.5)), left)
 

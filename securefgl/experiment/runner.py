@@ -172,6 +172,7 @@ def run_single(
 def run_experiment(config: ExperimentConfig, progress: bool = True) -> ExperimentResult:
     """Every configured algorithm × seed on the same data."""
     config.validate(set(ALGORITHMS))
+    torch.set_num_threads(config.threads)
     data = load_graph(config)
     runs = [
         run_single(config, algo, seed, data, progress)

@@ -55,7 +55,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -359,6 +359,7 @@ class AdjacencyClient:
         self._p_param = 0.0
         self._num_clients = 0
         self._peer_sizes: dict[str, int] = {}
+        self._secure_hop: Any = None  # adjacency_secure.SecureHopClient, when hosted
 
     # -- public knowledge helpers ---------------------------------------------------
 
@@ -534,6 +535,19 @@ class AdjacencyClient:
             scaled = beta * p_new
             self.abar = scaled if self.abar.nnz == 0 else sp.csr_matrix(self.abar + scaled)
 
+    def secure_hop(self, method: str, *args: Any) -> Any:
+        """Hook for secure hop sums: ``"host"`` installs this client's side
+        (:class:`~securefgl.fedstruct.adjacency_secure.SecureHopClient`, args forwarded);
+        any other public ``method`` runs on it."""
+        from securefgl.fedstruct import adjacency_secure  # here: it imports this module
+
+        if method == "host":
+            self._secure_hop = adjacency_secure.SecureHopClient(self, *args)
+            return None
+        if self._secure_hop is None or method.startswith("_"):
+            raise RuntimeError(f"{self.party_id}: no secure hop sum hosted (or bad {method!r})")
+        return getattr(self._secure_hop, method)(*args)
+
     def current_nnz(self) -> int:
         """``nnz`` of this hop's ``[Â^[i]]^ℓ`` (a diagnostic for the build report)."""
         return int(self._p.nnz) if self._p is not None else 0
@@ -565,6 +579,20 @@ class AdjacencyRelay:
     def __init__(self, party_id: str, clients: Sequence[str]) -> None:
         self.party_id = party_id
         self.clients = frozenset(clients)
+        self._secure_hop: Any = None  # adjacency_secure.SecureHopServer, when hosted
+
+    def secure_hop(self, method: str, *args: Any) -> Any:
+        """Hook for secure hop sums: ``"host"`` installs the server side
+        (:class:`~securefgl.fedstruct.adjacency_secure.SecureHopServer`); any other public
+        ``method`` runs on it."""
+        from securefgl.fedstruct import adjacency_secure  # here: it imports this module
+
+        if method == "host":
+            self._secure_hop = adjacency_secure.SecureHopServer(self.party_id, *args)
+            return None
+        if self._secure_hop is None or method.startswith("_"):
+            raise RuntimeError(f"{self.party_id}: no secure hop sum hosted (or bad {method!r})")
+        return getattr(self._secure_hop, method)(*args)
 
     def forward(self, inbox: list[Envelope]) -> list[Envelope]:
         out = []
@@ -657,6 +685,10 @@ class HopSum(ABC):
     @abstractmethod
     def run_hop(self, hop: int, ctx: HopContext) -> None: ...
 
+    def hop_notes(self, hop: int) -> dict[str, int]:
+        """Strategy-specific counters of the last ``run_hop(hop)`` (into :class:`HopStats`)."""
+        return {}
+
 
 @dataclass
 class PlainHopSum(HopSum):
@@ -688,6 +720,7 @@ class HopStats:
     bytes: int
     messages: int
     nnz: int  # Σ_i nnz([Â^[i]]^hop) after pruning
+    notes: dict[str, int] = field(default_factory=dict)  # HopSum.hop_notes
 
 
 @dataclass
@@ -745,8 +778,9 @@ def build_abar(
     report = AbarBuildReport()
 
     def stats(hop: int, t0: float, start: int, nnz: int) -> HopStats:
-        new = entries[start:]
-        return HopStats(hop, time.perf_counter() - t0, sum(e.nbytes for e in new), len(new), nnz)
+        new, dt = entries[start:], time.perf_counter() - t0
+        notes = hop_sum.hop_notes(hop) if hop > 1 else {}
+        return HopStats(hop, dt, sum(e.nbytes for e in new), len(new), nnz, notes)
 
     t0, start = time.perf_counter(), len(entries)
     nnz = executor.call([(c, "init_abar", (hops, list(betas), prune, p, len(ids))) for c in ids])

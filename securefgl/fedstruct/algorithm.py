@@ -1,0 +1,499 @@
+"""FedStruct training (Aliakbari et al., ICLR 2025, Alg. 1 and Alg. 2) on securefgl's runtime.
+
+Pre-training (all through the Channel, counted as setup bytes):
+
+1. Ā^[i] for every client: Algorithm 3 (``adjacency.build_abar``, ``abar="federated"``;
+   per-hop sums ``abar_sum="plain"``, the paper's blocks in the clear, client to client
+   or relayed, or ``"masked"`` / ``"ckks"`` secure sums through the server,
+   ``adjacency_secure``), or — simulator shortcut, NOT private — from the pooled
+   structure of all views (``abar="oracle"``: ``adjacency.central_abar`` on every view's
+   edges, which is what the official code does on its server). Needs
+   ``cross_edges="known"``.
+2. NSFs (``nsf.py``): each client computes ``S_i`` and sends ``(opaque ids, S_i)`` to the
+   server (``fedstruct/nsf``), which assembles ``S`` in opaque-id order. Task-agnostic
+   NSFs go back to every client (``fedstruct/nsf-all``, Alg. 1 "share S_i with all
+   clients"); for Hop2Vec ``S`` becomes part of the model and travels in the initial
+   ``fedstruct/model`` broadcast (Alg. 2: every client initialises and shares its rows).
+3. The server initialises θ = (θ_f ‖ θ_s) and broadcasts the model (θ, plus S for H2V).
+
+Rounds (FedSGD, as the official code): every client computes the gradient of its mean
+cross-entropy over its labelled nodes w.r.t. θ and, with Hop2Vec, w.r.t. its replica of S
+(``n × d_s``, Prop. 2 by autograd). It uploads the FedSGD delta ``-∇`` with weight
+``|Ṽ_i|`` (``loss_weighting="labelled"``), so the protocol's weighted mean is
+``-(1/|Ṽ|) Σ_i ∇L_i`` with sum-CE ``L_i`` (Eq. 5); ``"nodes"`` weights by ``n_i`` (the
+official code). The vector goes through the configured stack exactly as in
+:mod:`securefgl.algorithms.fedavg` (this class reuses its round loop, sampling and
+broadcast), and Adam (:class:`GlobalOptimizer`, ``lr`` = λ = λ_s, ``weight_decay``) is
+applied to (θ ‖ S) by whoever holds the aggregate: the server (plain, secagg, secagg+),
+or every client (ckks, the server then never learns the model). **Deviation**: Alg. 2
+applies the S-gradient one round late; like the official code we step θ and S together.
+
+Evaluation: each client predicts its own nodes with the current (last-round) model.
+
+What crosses the channel, and who learns what (seed_fedstruct.md §1.5, §2.11, §7.3):
+
+* ``fedstruct/nsf`` (client → server): the client's opaque node ids and ``S_i``. The
+  server learns which ids each client owns, ``n_i``, and the NSFs (DEG/FED*: each node's
+  degree and return probabilities; H2V: random numbers, but the server then knows S_0).
+* ``fedstruct/nsf-all`` (server → clients): ``S`` of every node, by opaque id but without
+  owners: the paper's acknowledged leak (App. G.1; with DEG every client learns every
+  node's degree). Not sent for H2V.
+* per round, client → server (inside the aggregation protocol): ``-∇_θ L_i / |Ṽ_i|`` and,
+  for H2V, ``-∇_S L_i / |Ṽ_i|``. Over ``plain`` the server reads each client's update:
+  the θ_f part carries the usual gradient-inversion risk for ``X_i``; the S part is
+  non-zero exactly on the rows ``u`` in the support of Ā^[i]'s labelled rows (nodes
+  within ``L_s`` hops of the client's labelled nodes, after pruning), with row values
+  ``Σ_v Ā_vu J_g(s_u)^T (ŷ_v - y_v)`` (pure H2V: ``Σ_v Ā_vu (ŷ_v - y_v)``, Prop. 2):
+  a structure fingerprint of the client plus mixtures of label residuals. ``secagg`` /
+  ``secagg+`` / ``ckks`` hide each individual upload from the server; the aggregate is
+  still learnt by the server (secagg) and by every client (the model is broadcast), so
+  the union of the supports and summed residuals leak, and with two clients each one
+  learns the other's update. ``clip_noise`` clips and noises the whole (θ ‖ S) vector.
+* per round, server → clients ``fedstruct/model``: θ (and S for H2V), float32.
+
+The Ā build leaks what ``adjacency.py`` documents (blocks ``B_ik`` to client ``i``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch.nn import functional as F
+from torch.nn.utils import parameters_to_vector
+from torch_geometric.data import Data
+
+from protocols.base import AggregationClient, AggregationServer, Envelope, Role, setup_parties
+from protocols.wire import Payload
+from securefgl.algorithms.base import Federation, SplitPredictions
+from securefgl.algorithms.fedavg import SERVER, FedAvg, FedAvgServer, _ProtocolHost, client_id
+from securefgl.algorithms.server_optimizer import GlobalOptimizer
+from securefgl.algorithms.training import SPLITS
+from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.data import ClientGraph
+from securefgl.fedstruct import adjacency
+from securefgl.fedstruct.model import AbarRows, FedStructModel, local_propagation
+from securefgl.fedstruct.nsf import node_structure_features
+from securefgl.fedstruct.presets import FedStructSettings
+from securefgl.models import get_flat, set_flat
+
+__all__ = [
+    "MODEL_TAG",
+    "NSF_ALL_TAG",
+    "NSF_TAG",
+    "FedStruct",
+    "FedStructClient",
+    "FedStructServer",
+    "build_fedstruct_model",
+    "oracle_abar_rows",
+    "pooled_edges",
+]
+
+log = logging.getLogger(__name__)
+
+MODEL_TAG = "fedstruct/model"
+NSF_TAG = "fedstruct/nsf"
+NSF_ALL_TAG = "fedstruct/nsf-all"
+
+
+def build_fedstruct_model(
+    settings: FedStructSettings, num_features: int, num_classes: int
+) -> FedStructModel:
+    """The predictor of ``settings`` (pure H2V: ``d_s`` is forced to ``num_classes``)."""
+    return FedStructModel(
+        num_features,
+        num_classes,
+        settings.nsf_dim if settings.structure_mlp else num_classes,
+        settings.feature_hidden,
+        settings.structure_hidden,
+        settings.feature_hops,
+        settings.dropout,
+        settings.structure_mlp,
+    )
+
+
+class FedStructClient:
+    """Client ``i``: its view, Ā^[i], the replica of S, the model and its protocol side.
+
+    Before training it also hosts its side of Algorithm 3: the methods of its
+    :class:`~securefgl.fedstruct.adjacency.AdjacencyClient` are reachable on this party
+    (attribute delegation), so one executor serves both phases.
+    """
+
+    def __init__(
+        self,
+        view: ClientGraph,
+        settings: FedStructSettings,
+        agg: AggregationClient,
+        config: ExperimentConfig,
+        seed: int,
+    ) -> None:
+        self.party_id = client_id(view)
+        self.view = view
+        self.settings = settings
+        self.config = config
+        self.agg = agg
+        self.seed = seed
+        self.adjacency: adjacency.AdjacencyClient | None = (
+            adjacency.AdjacencyClient(view, self.party_id) if view.cross_edges == "known" else None
+        )
+        self.model = build_fedstruct_model(settings, view.num_features, view.num_classes)
+        self.theta_dim = sum(p.numel() for p in self.model.parameters())
+        self.a_local = local_propagation(view.edge_index, view.num_nodes)
+        self.train_rows = np.flatnonzero(view.train_mask.numpy())
+        self.labels = view.y[torch.from_numpy(self.train_rows)]
+        n, d = view.num_global_nodes, self.model_nsf_dim
+        self.s = torch.zeros(n, d, requires_grad=settings.learnable_nsf)  # S, by opaque id
+        self.abar: sp.csr_matrix | None = None
+        self._train_abar: AbarRows | None = None
+        self._all_abar: AbarRows | None = None
+        count = self.train_rows.size if settings.loss_weighting == "labelled" else view.num_nodes
+        self.weight = float(count)
+        self.params: np.ndarray | None = None  # the global (θ ‖ S) as this client knows it
+        self.global_opt: GlobalOptimizer | None = None  # when clients hold the aggregate
+
+    def __getattr__(self, name: str) -> Any:
+        """Algorithm 3's phases (``init_abar``, ``send_blocks``, …) run on the adjacency party."""
+        adj = self.__dict__.get("adjacency")
+        if name.startswith("_") or adj is None:
+            raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+        return getattr(adj, name)
+
+    @property
+    def model_nsf_dim(self) -> int:
+        st = self.settings
+        return st.nsf_dim if st.structure_mlp else self.view.num_classes
+
+    # -- pre-training --------------------------------------------------------------------
+
+    def set_abar(self, abar: sp.spmatrix) -> None:
+        """Hold ``Ā^[i]`` (``[n_i, n]``, rows in local order, opaque-id columns)."""
+        expected = (self.view.num_nodes, self.view.num_global_nodes)
+        if abar.shape != expected:
+            raise ValueError(f"{self.party_id}: Ā^[i] has shape {abar.shape}, expected {expected}")
+        self.abar = sp.csr_matrix(abar, dtype=np.float64)
+        self._train_abar = AbarRows.of(self.abar, self.train_rows)
+        self._all_abar = AbarRows.of(self.abar, np.arange(self.view.num_nodes))
+
+    def adopt_abar(self) -> int:
+        """Take Ā^[i] from the finished Algorithm 3 run; returns its ``nnz``."""
+        if self.adjacency is None or self.adjacency.abar is None:
+            raise RuntimeError(f"{self.party_id}: no Ā^[i] was built")
+        self.set_abar(self.adjacency.abar)
+        self.adjacency = None  # the per-hop state is no longer needed
+        return int(self.abar.nnz) if self.abar is not None else 0
+
+    def share_nsf(self) -> list[Envelope]:
+        """``(own opaque ids, S_i)`` to the server (Alg. 1/2 "share S_i")."""
+        st = self.settings
+        rows = node_structure_features(
+            self.view, st.nsf, self.model_nsf_dim, self.seed, st.rw_steps, st.init_std
+        )
+        ids = self.view.node_ids.numpy().astype(np.int64)
+        with torch.no_grad():
+            self.s[torch.from_numpy(ids)] = torch.from_numpy(rows)
+        return [Envelope(self.party_id, SERVER, NSF_TAG, Payload({"ids": ids, "rows": rows}))]
+
+    def receive_nsf(self, inbox: list[Envelope]) -> None:
+        for env in inbox:
+            if env.tag != NSF_ALL_TAG:
+                raise ValueError(f"{self.party_id}: unexpected {env.tag} during NSF exchange")
+            nsf = env.payload.array("nsf")
+            if nsf.shape != tuple(self.s.shape):
+                raise ValueError(f"{self.party_id}: S has shape {nsf.shape}")
+            with torch.no_grad():
+                self.s.copy_(torch.from_numpy(nsf))
+
+    # -- rounds --------------------------------------------------------------------------
+
+    def receive_model(self, inbox: list[Envelope]) -> None:
+        for env in inbox:
+            if env.tag == MODEL_TAG:
+                params = env.payload.array("params").astype(np.float32)
+                expected = self.theta_dim + (self.s.numel() if self.settings.learnable_nsf else 0)
+                if params.shape != (expected,):
+                    raise ValueError(f"{self.party_id}: model has shape {params.shape}")
+                self.params = params
+
+    def _sync(self) -> None:
+        if self.params is None:
+            raise RuntimeError(f"{self.party_id}: no global model received")
+        set_flat(self.model, self.params[: self.theta_dim])
+        if self.settings.learnable_nsf:
+            with torch.no_grad():
+                self.s.copy_(torch.from_numpy(self.params[self.theta_dim :]).view_as(self.s))
+
+    def local_update(self, round_idx: int, mu: float = 0.0) -> float:
+        """Gradient of the mean CE over the labelled nodes; hands ``-∇`` to the protocol."""
+        del mu  # FedSGD: no proximal term
+        if self._train_abar is None:
+            raise RuntimeError(f"{self.party_id}: Ā^[i] is not set")
+        self._sync()
+        self.model.train()
+        self.model.zero_grad(set_to_none=True)
+        self.s.grad = None
+        loss = 0.0
+        if self.train_rows.size:
+            logits = self.model(self.view.x, self.a_local, self._train_abar, self.s)
+            ce = F.cross_entropy(logits, self.labels)
+            ce.backward()
+            loss = float(ce.item())
+        grads = [
+            p.grad if p.grad is not None else torch.zeros_like(p) for p in self.model.parameters()
+        ]
+        parts = [parameters_to_vector(grads).detach().double()]
+        if self.settings.learnable_nsf:
+            g_s = self.s.grad if self.s.grad is not None else torch.zeros_like(self.s)
+            parts.append(g_s.detach().double().reshape(-1))
+        update = -torch.cat(parts).numpy()
+        self.agg.begin_round(round_idx, update, max(self.weight, 1e-12))
+        return loss
+
+    def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
+        return getattr(self.agg, method)(inbox)
+
+    def apply_result(self, round_idx: int) -> None:
+        """When the protocol gives the clients the aggregate (ckks): the Adam step here."""
+        result = self.agg.result()
+        if result is None or self.params is None:
+            return
+        if self.global_opt is None:
+            st = self.settings
+            self.global_opt = GlobalOptimizer(
+                self.params, self.config.server_optimizer, st.lr, st.weight_decay
+            )
+        self.params = self.global_opt.step(result.mean)
+
+    @torch.no_grad()
+    def predict(self) -> SplitPredictions:
+        if self._all_abar is None:
+            raise RuntimeError(f"{self.party_id}: Ā^[i] is not set")
+        self._sync()
+        self.model.eval()
+        pred = self.model(self.view.x, self.a_local, self._all_abar, self.s).argmax(dim=-1)
+        return {
+            s: (self.view.y[m].numpy(), pred[m].numpy())
+            for s in SPLITS
+            if (m := getattr(self.view, f"{s}_mask")) is not None
+        }
+
+
+class FedStructServer(FedAvgServer):
+    """Holds (θ ‖ S) when the protocol lets it see the aggregate; relays NSFs (and, with
+    ``abar_relay``, the Ā blocks)."""
+
+    def __init__(
+        self,
+        theta: np.ndarray,
+        agg: AggregationServer,
+        holds_model: bool,
+        settings: FedStructSettings,
+        optimizer_kind: str,
+        num_nodes: int,
+        client_ids: list[str],
+    ) -> None:
+        st = settings
+        super().__init__(
+            theta, agg, holds_model, GlobalOptimizer(theta, optimizer_kind, st.lr, st.weight_decay)
+        )
+        self.settings = settings
+        self.optimizer_kind = optimizer_kind
+        self.num_nodes = num_nodes
+        self.relay = adjacency.AdjacencyRelay(self.party_id, client_ids)
+
+    def forward(self, inbox: list[Envelope]) -> list[Envelope]:
+        """Relay of the Ā build (``abar_relay``)."""
+        return self.relay.forward(inbox)
+
+    def secure_hop(self, method: str, *args: Any) -> Any:
+        """Server side of a secure Ā hop sum (``abar_sum`` = masked / ckks)."""
+        return self.relay.secure_hop(method, *args)
+
+    def assemble_nsf(self, inbox: list[Envelope], receivers: list[str]) -> list[Envelope]:
+        """Place every ``S_i`` by opaque id; H2V: S joins the model, else S goes to all."""
+        if self.params is None:
+            raise RuntimeError("server: NSFs arrived after the model was handed over")
+        rows, ids = [], []
+        for env in inbox:
+            if env.tag != NSF_TAG:
+                raise ValueError(f"server: unexpected {env.tag} during NSF exchange")
+            ids.append(env.payload.array("ids").astype(np.int64))
+            rows.append(env.payload.array("rows").astype(np.float32))
+        all_ids = np.concatenate(ids)
+        if all_ids.size != self.num_nodes or not np.array_equal(
+            np.sort(all_ids), np.arange(self.num_nodes)
+        ):
+            raise ValueError("server: the clients' NSF rows do not cover every node exactly once")
+        s = np.zeros((self.num_nodes, rows[0].shape[1]), dtype=np.float32)
+        s[all_ids] = np.concatenate(rows)
+        if self.settings.learnable_nsf:
+            self.params = np.concatenate([self.params, s.reshape(-1)])
+            st = self.settings
+            self.optimizer = GlobalOptimizer(
+                self.params, self.optimizer_kind, st.lr, st.weight_decay
+            )
+            return []
+        payload = Payload({"nsf": s})  # one payload: encoded once for all receivers
+        return [Envelope(self.party_id, r, NSF_ALL_TAG, payload) for r in receivers]
+
+    def broadcast(self, round_idx: int, receivers: list[str]) -> list[Envelope]:
+        if self.params is None:
+            return []
+        payload = Payload({"params": self.params}, {"round": round_idx})
+        if not self.holds_model:
+            self.params = None  # sent once (initial model); from now on clients hold it
+        return [Envelope(self.party_id, r, MODEL_TAG, payload) for r in receivers]
+
+
+# -- simulator-side helpers (not federated) ------------------------------------------------
+
+
+def pooled_edges(views: list[ClientGraph]) -> np.ndarray:
+    """SIMULATOR SIDE: every view's edges in opaque-id space (``[2, E]``), i.e. the global
+    graph under the opaque ids. Needs ``cross_edges="known"`` views."""
+    parts = []
+    for v in views:
+        ids = v.node_ids.numpy()
+        parts.append(ids[v.edge_index.numpy()])
+        ext = v.external_edges.numpy()
+        parts.append(np.stack([ids[ext[0]], ext[1]]))
+    return np.concatenate(parts, axis=1) if parts else np.zeros((2, 0), np.int64)
+
+
+def oracle_abar_rows(
+    views: list[ClientGraph], settings: FedStructSettings
+) -> dict[int, sp.csr_matrix]:
+    """SIMULATOR SIDE, NOT PRIVATE: Ā^[i] of every client cut from ``central_abar`` of the
+    pooled structure (the official code's server-side computation, global top-``p·n``
+    pruning whenever ``settings.prune != "none"``)."""
+    if any(v.cross_edges != "known" for v in views):
+        raise ConfigError("FedStruct's Ā needs cross_edges='known' client views")
+    n = views[0].num_global_nodes
+    prune = None if settings.prune == "none" else settings.prune_p
+    abar = adjacency.central_abar(
+        pooled_edges(views), n, settings.structure_hops, settings.hop_weights, prune
+    )
+    return {v.client_id: sp.csr_matrix(abar[v.node_ids.numpy()]) for v in views}
+
+
+def _hop_sum(settings: FedStructSettings, experiment_id: str) -> adjacency.HopSum:
+    """The per-hop sum of the Ā build: ``plain`` (the paper's), ``masked`` or ``ckks``
+    (``adjacency_secure``; they run through the server)."""
+    if settings.abar_sum == "plain":
+        return adjacency.PlainHopSum()
+    from securefgl.fedstruct import adjacency_secure
+
+    try:
+        return adjacency_secure.hop_sum_for(
+            settings.abar_sum,
+            experiment_id,
+            settings.abar_support,  # type: ignore[arg-type]
+        )
+    except ValueError as err:
+        raise ConfigError(f"abar_sum: {err}") from None
+
+
+class FedStruct(FedAvg):
+    """FedStruct with a decoupled-GCN NFE and NSFs ``settings.nsf`` (see module docstring).
+
+    ``settings`` default to :meth:`FedStructSettings.from_config`. ``abar_rows`` (client id
+    → ``Ā^[i]``) skips the Ā build: a simulator shortcut for tests and ablations.
+    """
+
+    name = "fedstruct"
+    mu_used = False
+
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        settings: FedStructSettings | None = None,
+        abar_rows: Mapping[int, sp.spmatrix] | None = None,
+    ) -> None:
+        super().__init__(config)
+        self.settings = settings if settings is not None else FedStructSettings.from_config(config)
+        self.abar_rows = abar_rows
+        self.abar_report: adjacency.AbarBuildReport | None = None
+
+    def setup(self, federation: Federation, global_data: Data | None = None) -> None:
+        cfg, st = self.config, self.settings
+        self.federation = federation
+        self.rng = np.random.default_rng(federation.seed)
+        views = federation.views
+        if self.abar_rows is None and any(v.cross_edges != "known" for v in views):
+            raise ConfigError("fedstruct needs cross_edges = 'known' (clients know their edges)")
+        protocol = federation.stack.protocol
+        if protocol.output_role is Role.CLIENT and cfg.client_fraction < 1:
+            raise ConfigError(
+                f"{protocol.name} delivers the aggregate only to the clients of the round: "
+                "use client_fraction = 1 with it"
+            )
+        ids = [client_id(v) for v in views]
+        num_features, num_classes = views[0].num_features, views[0].num_classes
+        n = views[0].num_global_nodes
+        with torch.random.fork_rng():
+            torch.manual_seed(federation.seed)
+            theta = get_flat(build_fedstruct_model(st, num_features, num_classes))
+        nsf_dim = st.nsf_dim if st.structure_mlp else num_classes
+        self.dim = theta.size + (n * nsf_dim if st.learnable_nsf else 0)  # θ ‖ vec(S)
+        self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
+        self.clients = {
+            cid: FedStructClient(v, st, self.agg_parties.clients[cid], cfg, federation.seed)
+            for cid, v in zip(ids, views, strict=True)
+        }
+        holds = protocol.output_role is Role.SERVER
+        self.server = FedStructServer(
+            theta, self.agg_parties.server, holds, st, cfg.server_optimizer, n, ids
+        )
+        others = {pid: _ProtocolHost(p) for pid, p in self.agg_parties.others.items()}
+        self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
+        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
+        federation.channel.round = -1  # one-off setup: Ā, NSFs, protocol keys, initial model
+        self._build_abar(ids)
+        self._share_nsf(ids)
+        setup_parties(protocol, self.agg_parties, federation.channel.transmit, self.executor.invoke)
+        self._broadcast(-1)
+
+    def _build_abar(self, ids: list[str]) -> None:
+        st, ex = self.settings, self.executor
+        views = self.federation.views
+        if self.abar_rows is None and st.abar == "federated":
+            self.abar_report = adjacency.build_abar(
+                ids,
+                self.federation.channel,
+                ex,
+                st.structure_hops,
+                st.hop_weights,
+                None if st.prune == "none" else st.prune,  # type: ignore[arg-type]
+                st.prune_p,
+                _hop_sum(st, f"securefgl/fedstruct/abar|seed={self.federation.seed}"),
+                SERVER if st.abar_relay or st.abar_sum != "plain" else None,
+            )
+            ex.map(ids, "adopt_abar")
+            return
+        rows = self.abar_rows if self.abar_rows is not None else oracle_abar_rows(views, st)
+        ex.call([(client_id(v), "set_abar", (rows[v.client_id],)) for v in views])
+
+    def _share_nsf(self, ids: list[str]) -> None:
+        channel, ex = self.federation.channel, self.executor
+        sent = [env for batch in ex.map(ids, "share_nsf") for env in batch]
+        inbox = [env for env in channel.transmit(sent) if env.receiver == SERVER]
+        back = ex.call([(SERVER, "assemble_nsf", (inbox, ids))])[0]
+        boxes: dict[str, list[Envelope]] = {c: [] for c in ids}
+        for env in channel.transmit(back):
+            boxes[env.receiver].append(env)
+        ex.call([(c, "receive_nsf", (boxes[c],)) for c in ids if boxes[c]])
+
+
+def _register() -> None:
+    """Self-registration in ``ALGORITHMS``: ``securefgl.algorithms`` can then import this
+    module at its end without an import cycle (this module imports that package)."""
+    from securefgl.algorithms import ALGORITHMS
+
+    ALGORITHMS.setdefault(FedStruct.name, FedStruct)
+
+
+_register()

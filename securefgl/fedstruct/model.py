@@ -1,0 +1,144 @@
+"""The FedStruct predictor (Aliakbari et al., ICLR 2025, Eqs. 6-10 and 15).
+
+For a node ``v`` of client ``i``::
+
+    ŷ_v = softmax( f_θf(v) + Σ_u Ā_vu g_θs(s_u) )                      (Eq. 10)
+
+* NFE ``f_θf`` (Eq. 7): a *local decoupled GCN* ``Â_loc^L · MLP_θf(X_i)`` with
+  ``Â_loc = D_loc^{-1}(A_loc + I)`` from the client's internal edges only (the paper leaves
+  the architecture open; this is the official code's, seed_fedstruct.md §8.11).
+* NSE ``z_v = Σ_u Ā_vu g_θs(s_u)`` (Eqs. 8-9): the client's rows ``Ā^[i]`` (columns = opaque
+  global ids) times the structure MLP applied to the NSFs ``S`` of all nodes.
+* Pure Hop2Vec (Eq. 15, ``structure_mlp=False``): ``g`` is the identity and ``S ∈ R^{n×c}``.
+
+MLPs follow the official code: ``LayerNorm(input) → Linear → ReLU → Dropout → … → Linear``
+(no final activation; the softmax sits in the loss). Both branches output ``c`` logits and
+are summed before the softmax.
+
+Sparsity: ``g`` acts row by row, so only the NSF rows in the column support of the Ā rows
+in use are pushed through it (:class:`AbarRows`). For the training loss these are the
+labelled rows, so the S-gradient is non-zero exactly on that support (Prop. 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+__all__ = [
+    "AbarRows",
+    "FedStructModel",
+    "local_propagation",
+    "mlp",
+    "torch_sparse",
+]
+
+
+def mlp(dims: Sequence[int], dropout: float, layer_norm: bool = True) -> nn.Sequential:
+    """``[LayerNorm(d0)] → Linear → ReLU → Dropout → … → Linear`` over ``dims``."""
+    if len(dims) < 2:
+        raise ValueError(f"an MLP needs at least input and output sizes, got {list(dims)}")
+    layers: list[nn.Module] = [nn.LayerNorm(dims[0])] if layer_norm else []
+    for k, (i, o) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
+        layers.append(nn.Linear(i, o))
+        if k < len(dims) - 2:
+            layers += [nn.ReLU(), nn.Dropout(dropout)]
+    return nn.Sequential(*layers)
+
+
+def torch_sparse(m: sp.spmatrix) -> torch.Tensor:
+    """A scipy sparse matrix as a coalesced float32 torch COO tensor."""
+    coo = sp.coo_matrix(m)
+    idx = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
+    val = torch.from_numpy(coo.data.astype(np.float32))
+    return torch.sparse_coo_tensor(idx, val, coo.shape, check_invariants=True).coalesce()
+
+
+def local_propagation(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """``Â_loc = D_loc^{-1}(A_loc + I)`` (row-stochastic, local degrees) as torch COO."""
+    ei = edge_index.numpy()
+    a = sp.csr_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(num_nodes, num_nodes))
+    a.data[:] = 1.0
+    a = a + sp.identity(num_nodes, format="csr")
+    deg = np.asarray(a.sum(axis=1)).ravel()
+    return torch_sparse(sp.diags(1.0 / deg) @ a)
+
+
+@dataclass(frozen=True)
+class AbarRows:
+    """Some rows of ``Ā^[i]``, restricted to the columns where they are non-zero.
+
+    ``matrix`` is ``[len(rows), len(cols)]`` (torch COO); ``cols`` are opaque global ids,
+    i.e. rows of ``S``.
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    matrix: torch.Tensor
+
+    @classmethod
+    def of(cls, abar: sp.spmatrix, rows: np.ndarray) -> AbarRows:
+        sub = sp.csr_matrix(abar)[rows]
+        sub.eliminate_zeros()
+        cols = np.unique(sub.indices)
+        return cls(np.asarray(rows), cols, torch_sparse(sub[:, cols]))
+
+
+class FedStructModel(nn.Module):
+    """θ = (θ_f ‖ θ_s): the feature MLP and (unless pure Hop2Vec) the structure MLP."""
+
+    def __init__(
+        self,
+        num_features: int,
+        num_classes: int,
+        nsf_dim: int,
+        feature_hidden: Sequence[int] = (64,),
+        structure_hidden: Sequence[int] = (256,),
+        feature_hops: int = 2,
+        dropout: float = 0.5,
+        structure_mlp: bool = True,
+    ) -> None:
+        super().__init__()
+        if feature_hops < 0:
+            raise ValueError(f"feature_hops must be >= 0, got {feature_hops}")
+        if not structure_mlp and nsf_dim != num_classes:
+            raise ValueError(
+                f"pure Hop2Vec (no structure MLP) needs nsf_dim = num_classes = {num_classes}"
+            )
+        self.feature_hops = feature_hops
+        self.feature_mlp = mlp([num_features, *feature_hidden, num_classes], dropout)
+        self.structure_mlp = (
+            mlp([nsf_dim, *structure_hidden, num_classes], dropout) if structure_mlp else None
+        )
+
+    def feature_logits(self, x: torch.Tensor, a_local: torch.Tensor) -> torch.Tensor:
+        """NFE ``Â_loc^L MLP_θf(X_i)`` for all own nodes (Eq. 7)."""
+        h = self.feature_mlp(x)
+        for _ in range(self.feature_hops):
+            h = torch.sparse.mm(a_local, h)
+        return h
+
+    def structure_logits(self, abar: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        """NSE ``Ā g_θs(S)`` (Eq. 9); ``s`` holds the NSF rows of ``abar``'s columns."""
+        g = self.structure_mlp(s) if self.structure_mlp is not None else s
+        return torch.sparse.mm(abar, g)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        a_local: torch.Tensor,
+        abar: AbarRows,
+        s: torch.Tensor,
+    ) -> torch.Tensor:
+        """Logits (Eq. 10, before the softmax) of the own nodes ``abar.rows``.
+
+        ``s`` is the full NSF matrix ``S`` (rows = opaque ids); only ``s[abar.cols]`` is used.
+        """
+        f = self.feature_logits(x, a_local)[torch.from_numpy(abar.rows)]
+        z = self.structure_logits(abar.matrix, s[torch.from_numpy(abar.cols)])
+        return f + z
