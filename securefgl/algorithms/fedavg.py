@@ -15,6 +15,8 @@ per round degenerates to sign-SGD and trains poorly, so local steps are SGD.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 from torch_geometric.data import Data
@@ -43,7 +45,31 @@ def client_id(view: ClientGraph) -> str:
     return f"client-{view.client_id}"
 
 
-class FedAvgClient:
+class ClientHeldModel:
+    """For protocols that give the aggregate to the clients (CKKS): each client applies the
+    same server-optimizer step to the decrypted mean, so all copies stay identical.
+
+    Needs ``agg``, ``params``, ``global_opt`` and :meth:`optimizer_settings`.
+    """
+
+    agg: AggregationClient
+    params: np.ndarray | None
+    global_opt: GlobalOptimizer | None
+
+    def optimizer_settings(self) -> tuple[str, float, float]:
+        """(kind, lr, weight decay) of the global optimizer."""
+        raise NotImplementedError
+
+    def apply_result(self, round_idx: int) -> None:
+        result = self.agg.result()
+        if result is None or self.params is None:
+            return
+        if self.global_opt is None:
+            self.global_opt = GlobalOptimizer(self.params, *self.optimizer_settings())
+        self.params = self.global_opt.step(result.mean)
+
+
+class FedAvgClient(ClientHeldModel):
     """A client party: its own subgraph, its model and its side of the protocol."""
 
     def __init__(
@@ -84,16 +110,9 @@ class FedAvgClient:
     def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
         return getattr(self.agg, method)(inbox)
 
-    def apply_result(self, round_idx: int) -> None:
-        result = self.agg.result()
-        if result is None or self.params is None:
-            return
-        if self.global_opt is None:
-            cfg = self.config
-            self.global_opt = GlobalOptimizer(
-                self.params, cfg.server_optimizer, cfg.lr, cfg.weight_decay
-            )
-        self.params = self.global_opt.step(result.mean)
+    def optimizer_settings(self) -> tuple[str, float, float]:
+        cfg = self.config
+        return cfg.server_optimizer, cfg.lr, cfg.weight_decay
 
     def predict(self) -> SplitPredictions:
         if self.params is None:
@@ -104,6 +123,8 @@ class FedAvgClient:
 
 class FedAvgServer:
     """Holds the global model when the protocol lets it see the aggregate."""
+
+    model_tag: ClassVar[str] = MODEL_TAG
 
     def __init__(
         self,
@@ -124,7 +145,7 @@ class FedAvgServer:
         payload = Payload({"params": self.params}, {"round": round_idx})
         if not self.holds_model:
             self.params = None  # sent once (random init); from now on clients hold the model
-        return [Envelope(SERVER, r, MODEL_TAG, payload) for r in receivers]
+        return [Envelope(self.party_id, r, self.model_tag, payload) for r in receivers]
 
     def begin_aggregation(self, round_idx: int, participants: list[str]) -> None:
         self.agg.begin_round(round_idx, participants)

@@ -70,7 +70,14 @@ from torch_geometric.data import Data
 from protocols.base import AggregationClient, AggregationServer, Envelope, Role, setup_parties
 from protocols.wire import Payload
 from securefgl.algorithms.base import Federation, SplitPredictions
-from securefgl.algorithms.fedavg import SERVER, FedAvg, FedAvgServer, _ProtocolHost, client_id
+from securefgl.algorithms.fedavg import (
+    SERVER,
+    ClientHeldModel,
+    FedAvg,
+    FedAvgServer,
+    _ProtocolHost,
+    client_id,
+)
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.training import SPLITS
 from securefgl.config import ConfigError, ExperimentConfig
@@ -116,7 +123,7 @@ def build_fedstruct_model(
     )
 
 
-class FedStructClient:
+class FedStructClient(ClientHeldModel):
     """Client ``i``: its view, Ā^[i], the replica of S, the model and its protocol side.
 
     Before training it also hosts its side of Algorithm 3: the methods of its
@@ -256,17 +263,8 @@ class FedStructClient:
     def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
         return getattr(self.agg, method)(inbox)
 
-    def apply_result(self, round_idx: int) -> None:
-        """When the protocol gives the clients the aggregate (ckks): the Adam step here."""
-        result = self.agg.result()
-        if result is None or self.params is None:
-            return
-        if self.global_opt is None:
-            st = self.settings
-            self.global_opt = GlobalOptimizer(
-                self.params, self.config.server_optimizer, st.lr, st.weight_decay
-            )
-        self.params = self.global_opt.step(result.mean)
+    def optimizer_settings(self) -> tuple[str, float, float]:
+        return self.config.server_optimizer, self.settings.lr, self.settings.weight_decay
 
     @torch.no_grad()
     def predict(self) -> SplitPredictions:
@@ -285,6 +283,8 @@ class FedStructClient:
 class FedStructServer(FedAvgServer):
     """Holds (θ ‖ S) when the protocol lets it see the aggregate; relays NSFs (and, with
     ``abar_relay``, the Ā blocks)."""
+
+    model_tag = MODEL_TAG
 
     def __init__(
         self,
@@ -339,14 +339,6 @@ class FedStructServer(FedAvgServer):
             return []
         payload = Payload({"nsf": s})  # one payload: encoded once for all receivers
         return [Envelope(self.party_id, r, NSF_ALL_TAG, payload) for r in receivers]
-
-    def broadcast(self, round_idx: int, receivers: list[str]) -> list[Envelope]:
-        if self.params is None:
-            return []
-        payload = Payload({"params": self.params}, {"round": round_idx})
-        if not self.holds_model:
-            self.params = None  # sent once (initial model); from now on clients hold it
-        return [Envelope(self.party_id, r, MODEL_TAG, payload) for r in receivers]
 
 
 # -- simulator-side helpers (not federated) ------------------------------------------------
