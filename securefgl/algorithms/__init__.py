@@ -11,4 +11,5 @@ __all__ = ["ALGORITHMS", "Algorithm", "Federation", "SplitPredictions"]
 
 # FedStruct subclasses FedAvg and registers itself into ALGORITHMS when its module loads;
 # importing it here (last) avoids a circular import.
+import securefgl.algorithms.fedgcn  # noqa: E402, F401  (FedGCN registers itself likewise)
 import securefgl.fedstruct.algorithm  # noqa: E402, F401

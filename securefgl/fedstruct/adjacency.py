@@ -14,7 +14,8 @@ of the paper's experiments), so ``Ā = Â^{L_s}``.
   ``i`` it shares an edge with, ``B_ik = Ã^[i]_k [Â^[k]]^{ℓ-1}`` (all column clients
   ``j`` at once), and ``i`` forms ``[Â^[i]]^ℓ = (D̃^[i])^{-1} (B_ii + Σ_{k≠i} B_ik)``.
   The "senders contribute, receiver gets the sum" step is a :class:`HopSum` strategy;
-  :class:`PlainHopSum` (the paper's scheme) sends every ``B_ik`` in the clear.
+  :class:`PlainHopSum` (the paper's scheme) sends every ``B_ik`` in the clear; the secure
+  strategies (masked / CKKS sums) live in :mod:`securefgl.fedstruct.adjacency_secure`.
 
 Deviations from the paper (and why):
 

@@ -198,8 +198,8 @@ class SecureHopClient:
                 raise ProtocolError(f"{self.party_id}: the union support must be a pattern")
         if senders:
             self.sum_party.expect_sum(SumRequest(senders, (n, n), support, sparse_result=True))
-        if len(senders) == 1:
-            logger.warning(
+        if len(senders) == 1:  # the orchestrator warns once per hop for all such receivers
+            logger.info(
                 "%s: one neighbouring client (%s): its secure 'sum' at hop %d is that "
                 "client's block B_ik itself (hidden from the server only)",
                 self.party_id, senders[0], hop,

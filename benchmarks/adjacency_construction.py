@@ -1,0 +1,832 @@
+"""Cost of FedStruct's federated Ā (Algorithm 3) per hop-sum mode vs the central computation.
+
+For every (dataset, K clients, L_s hops) with a random partition this builds Ā^[i] for all
+clients through the channel (``securefgl.fedstruct.build_abar``) with
+
+* ``plain``: the paper's scheme (every ``B_ik`` in the clear, relayed by the server);
+* ``masked`` / ``ckks`` (``securefgl.fedstruct.adjacency_secure``) on the ``rows`` support
+  (dense ``|R_i| x n`` per sender: hides every individual support) or the ``union`` support
+  (``O(|U_i|)``; the server sees each sender's support),
+
+unpruned and receiver-pruned (``p`` = 30), and times :func:`~securefgl.fedstruct.central_abar`
+(scipy.sparse on the global graph, simulator side) with the same pruning setting (its rule
+is the repository's global top-``p·n``; the federated one is per client top-``p·n_i``).
+
+Many cells are infeasible on 2 cores / 24 GiB (dense rows on Photo or 10^5 nodes are
+``|R_i|·n`` values per sender and hop; CKKS adds ~2 ms per 2048 values). Before each cell a
+cost model (structure of the partition + sampled row fill-in of ``Â^ℓ``) estimates time and
+peak memory; a cell over ``--cell-budget`` seconds or ``--mem-limit-gib`` is written as a
+``skipped`` row with the reason. While a cell runs, a guard projects the remaining hops from
+the measured ones and aborts it (``skipped``: "aborted ...") past the budget. Cells run in
+priority order (Cora first) until ``--total-budget`` is spent.
+
+Rows (JSON list): ``dataset, clients, hops, mode, seconds, bytes, central_seconds`` plus
+``pruned, support, ratio (= seconds / central_seconds), skipped`` and diagnostics. Writes
+``<out>.json``, ``<out>.md`` (tables and findings) and ``<out>.png`` (ratio vs L_s on Cora).
+
+    python benchmarks/adjacency_construction.py            # default grid (~30 min)
+    python benchmarks/adjacency_construction.py --quick    # Cora, K 5/10, L_s 1/3
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("SECUREFGL_DATA", "/work/shared/datasets")
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+from securefgl.data import (  # noqa: E402
+    build_client_views,
+    csbm,
+    load_dataset,
+    opaque_id_permutation,
+    partition_graph,
+    random_split,
+)
+from securefgl.federation import Channel, LocalExecutor  # noqa: E402
+from securefgl.federation.transcript import Transcript  # noqa: E402
+from securefgl.fedstruct import (  # noqa: E402
+    AdjacencyClient,
+    AdjacencyRelay,
+    HopContext,
+    HopSum,
+    build_abar,
+    central_abar,
+    normalized_adjacency,
+)
+from securefgl.fedstruct.adjacency_secure import hop_sum_for  # noqa: E402
+
+log = logging.getLogger("adjacency_bench")
+
+DATASETS = ("cora", "chameleon", "photo", "csbm100k")
+VARIANTS = (  # (mode, support, pruned), in the order they run within a (dataset, K, L_s)
+    ("plain", None, False),
+    ("plain", None, True),
+    ("masked", "union", True),
+    ("masked", "union", False),
+    ("masked", "rows", False),
+    ("masked", "rows", True),
+    ("ckks", "union", True),
+    ("ckks", "union", False),
+    ("ckks", "rows", False),
+    ("ckks", "rows", True),
+)
+GIB = 2**30
+SLACK = 1.25  # the in-run guard aborts past SLACK x the cell budget
+
+# cost model constants, measured on the 2-vCPU box (single run; see est_* vs measured)
+PLAIN_S_PER_ENTRY = 80e-9  # serialise + relay + sum, per B_ik entry
+PLAIN_S_PER_MESSAGE = 0.4e-3  # per relayed block (two messages per client pair and hop)
+MASKED_S_PER_VALUE = 45e-9  # gather, encode, serialise, add, unmask: per encoded value
+MASKED_S_PER_MASK = 9e-9  # one ChaCha20 mask word (|S_i| masks per value)
+UNION_S_PER_ENTRY = 120e-9  # patterns, union, support decoding (per pattern entry)
+JOB_S = 4e-3  # per (receiver, sender) pair and hop in a secure sum: seeds, messages
+CKKS_S_PER_CT = 4.0e-3  # encrypt + serialise + server load/add, per 2048-value ciphertext
+CKKS_S_PER_SUM_CT = 2.5e-3  # receiver load + decrypt + round, per delivered ciphertext
+CKKS_CT_BYTES = 65_700
+CENTRAL_S_PER_FLOP = 12e-9
+
+
+# ------------------------------------------------------------------------------------- data
+
+
+def load(name: str, seed: int) -> Any:
+    if name == "csbm100k":
+        d = csbm(num_nodes=100_000, num_classes=5, num_features=8, avg_degree=8.0, seed=seed)
+        d.name = "csbm100k"
+    else:
+        d = load_dataset(name)
+    d.train_mask, d.val_mask, d.test_mask = random_split(d.num_nodes, seed=seed)
+    return d
+
+
+def row_fill(a_hat: sp.csr_matrix, hops: int, sample: int, seed: int) -> list[float]:
+    """Mean nnz per row of ``Â^ℓ``, ℓ = 0..hops, from ``sample`` random rows."""
+    n = a_hat.shape[0]
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(n, size=min(sample, n), replace=False)
+    x = sp.csr_matrix((np.ones(rows.size), (np.arange(rows.size), rows)), shape=(rows.size, n))
+    out = [1.0]
+    for _ in range(hops):
+        if out[-1] >= n:
+            out.append(float(n))
+            continue
+        x = sp.csr_matrix(x @ a_hat)
+        out.append(x.nnz / rows.size)
+    return out
+
+
+@dataclass
+class Structure:
+    """Simulator-side sizes of one partition (for the cost model only)."""
+
+    n: int
+    sizes: np.ndarray  # n_i
+    boundary: np.ndarray  # |R_i|
+    senders: list[list[int]]  # neighbouring clients of i
+    rows_ik: dict[tuple[int, int], int]  # |R_ik|: i's nodes adjacent to k
+    edges_ik: dict[tuple[int, int], int]  # cross edges (u in i, v in k)
+
+    @classmethod
+    def of(cls, edge_index: np.ndarray, assignment: np.ndarray, K: int) -> Structure:
+        n = assignment.size
+        a = sp.csr_matrix(normalized_adjacency(edge_index, n) > 0)
+        coo = a.tocoo()
+        cross = assignment[coo.row] != assignment[coo.col]
+        u, v = coo.row[cross], coo.col[cross]
+        ci, ck = assignment[u], assignment[v]
+        sizes = np.bincount(assignment, minlength=K)
+        boundary = np.bincount(assignment[np.unique(u)], minlength=K)
+        pair = ci * K + ck
+        edges = np.bincount(pair, minlength=K * K)
+        rows = np.bincount(np.unique(pair * n + u) // n, minlength=K * K)
+        senders = [[k for k in range(K) if edges[i * K + k]] for i in range(K)]
+        e_ik = {(i, k): int(edges[i * K + k]) for i in range(K) for k in senders[i]}
+        r_ik = {(i, k): int(rows[i * K + k]) for i in range(K) for k in senders[i]}
+        return cls(n, sizes, boundary, senders, r_ik, e_ik)
+
+
+@dataclass
+class Estimate:
+    seconds: float
+    bytes: float
+    peak_bytes: float
+    per_hop: list[float]  # estimated seconds of hops 2..L
+
+
+def estimate(
+    st: Structure, fill: list[float], hops: int, mode: str, support: str | None, p: float | None
+) -> Estimate:
+    """Rough time, bytes and peak memory of one federated build (model in the module doc)."""
+    n, K = st.n, len(st.sizes)
+    fill_p = [min(f, p) if p is not None else f for f in fill]  # pruned rows keep ~p entries
+    total_s, total_b, peak, per_hop = 0.0, 0.0, 0.0, []
+    if mode != "plain" and hops > 1:  # key setup
+        total_b += K * K * (120_000 if mode == "ckks" else 40)
+        total_s += K * (0.02 if mode == "ckks" else 0.001)
+    for hop in range(2, hops + 1):
+        nnz_b = {
+            key: min(r * n, r * fill[hop], st.edges_ik[key] * fill_p[hop - 1])
+            for key, r in st.rows_ik.items()
+        }
+        ent = sum(nnz_b.values())
+        state = sum(st.sizes) * fill_p[hop] * 12 * 3  # P and Ā at the clients
+        s = b = mem = 0.0
+        if mode == "plain":
+            s = ent * PLAIN_S_PER_ENTRY + 2 * len(nnz_b) * PLAIN_S_PER_MESSAGE
+            b, mem = 2 * 16 * ent, 6 * 16 * ent
+        else:
+            for i in range(K):
+                senders = st.senders[i]
+                if not senders:
+                    continue
+                dense = st.boundary[i] * n
+                if support == "rows":
+                    length = dense
+                else:
+                    length = min(
+                        dense, st.boundary[i] * fill[hop], sum(nnz_b[i, k] for k in senders)
+                    )
+                    pat = sum(nnz_b[i, k] for k in senders)
+                    sup = min(8 * length, n * n / 8)
+                    s += pat * UNION_S_PER_ENTRY + length * UNION_S_PER_ENTRY * (len(senders) + 1)
+                    b += 8 * pat + sup * (len(senders) + 2)
+                    mem += 16 * pat + sup * (len(senders) + 2)
+                v = length * len(senders)
+                s += JOB_S * len(senders)
+                if mode == "masked":
+                    s += v * (MASKED_S_PER_VALUE + MASKED_S_PER_MASK * len(senders))
+                    b += 8 * (v + length)
+                    mem += 40 * v + 8 * length * 3
+                else:
+                    cts = math.ceil(length / 2048)
+                    s += cts * (len(senders) * CKKS_S_PER_CT + CKKS_S_PER_SUM_CT)
+                    b += CKKS_CT_BYTES * cts * (len(senders) + 1)
+                    mem += 3 * CKKS_CT_BYTES * cts * len(senders) + 8 * length * 4
+        per_hop.append(s)
+        total_s += s
+        total_b += b
+        peak = max(peak, mem + state)
+    return Estimate(total_s, total_b, peak, per_hop)
+
+
+def central_estimate(n: int, fill: list[float], hops: int, p: float | None, deg: float) -> tuple:
+    """(seconds, peak bytes) of ``central_abar``: sparse products Â·P, ``n·fill`` entries."""
+    fp = [min(f, p) if p is not None else f for f in fill]
+    flops = sum(n * fp[h - 1] * deg for h in range(1, hops + 1))
+    peak = max(n * min(fill[h], fp[h - 1] * deg) for h in range(1, hops + 1)) * 12 * 4
+    return flops * CENTRAL_S_PER_FLOP, peak
+
+
+# ------------------------------------------------------------------------------------ cells
+
+
+class OverBudgetError(RuntimeError):
+    pass
+
+
+class Guarded(HopSum):
+    """Runs ``inner`` but aborts between hops once the projected total exceeds
+    ``SLACK x budget`` (projection: the model's estimates of the remaining hops, scaled by
+    measured / estimated time of the hops done). A safety net for runaway cells: the
+    pre-run estimate already kept cells over the budget out."""
+
+    name = "guarded"
+
+    def __init__(self, inner: HopSum, budget: float, est_per_hop: list[float], mem: float):
+        self.inner, self.budget, self.est, self.mem = inner, budget, est_per_hop, mem
+        self.t0 = time.perf_counter()
+        self.done: list[tuple[int, float]] = []
+
+    def run_hop(self, hop: int, ctx: HopContext) -> None:
+        now = time.perf_counter()
+        if self.done:
+            est_done = sum(self.est[h - 2] for h, _ in self.done)
+            factor = sum(t for _, t in self.done) / max(est_done, 1e-6)
+            projected = now - self.t0 + factor * sum(self.est[hop - 2 :])
+            if projected > SLACK * self.budget:
+                raise OverBudgetError(
+                    f"aborted before hop {hop}: {now - self.t0:.0f}s spent, projected "
+                    f"{projected:.0f}s > {SLACK} x budget {self.budget:.0f}s"
+                )
+        if rss_bytes() > self.mem:
+            raise OverBudgetError(f"aborted before hop {hop}: RSS {rss_bytes() / GIB:.1f} GiB")
+        t = time.perf_counter()
+        self.inner.run_hop(hop, ctx)
+        self.done.append((hop, time.perf_counter() - t))
+
+    def hop_notes(self, hop: int) -> dict[str, int]:
+        return self.inner.hop_notes(hop)
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def federated_build(views: list, hops: int, hop_sum: HopSum, pruned: bool, p: float) -> tuple:
+    clients = {f"client-{v.client_id}": AdjacencyClient(v) for v in views}
+    ex = LocalExecutor({**clients, "server": AdjacencyRelay("server", list(clients))})
+    channel = Channel(Transcript(store_payloads=False))
+    t = time.perf_counter()
+    report = build_abar(
+        clients, channel, ex, hops, prune="receiver" if pruned else None, p=p, hop_sum=hop_sum
+    )
+    return time.perf_counter() - t, report, clients
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    best, out = math.inf, None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def max_abs_err(clients: dict, ref: sp.csr_matrix, perm_inv: np.ndarray) -> float:
+    err = 0.0
+    for c in clients.values():
+        if c.num_nodes:
+            mine = ref[perm_inv[c.row_ids]][:, perm_inv]  # global ids -> the client's opaque
+            err = max(err, float(abs(c.abar - mine).max()))
+    return err
+
+
+@dataclass
+class World:
+    """One dataset: graph, fill-in profile, central timings (and refs for the error)."""
+
+    name: str
+    n: int
+    edge_index: np.ndarray
+    fill: list[float]
+    central: dict[tuple[int, bool], tuple[float | None, str | None, Any]]
+    perm_inv: np.ndarray
+    data: Any
+
+
+def prepare_world(name: str, args: argparse.Namespace, mem_limit: float) -> World:
+    d = load(name, args.seed)
+    n = d.num_nodes
+    ei = np.asarray(d.edge_index)
+    a_hat = normalized_adjacency(ei, n)
+    deg = a_hat.nnz / n
+    fill = row_fill(a_hat, max(args.hops), 256, args.seed)
+    log.info("%s: n=%d, mean row fill of Â^ℓ: %s", name, n, [round(f) for f in fill])
+    central: dict[tuple[int, bool], tuple[float | None, str | None, Any]] = {}
+    for hops in args.hops:
+        for pruned in (False, True):
+            p = args.p if pruned else None
+            est_s, est_mem = central_estimate(n, fill, hops, p, deg)
+            if est_mem > mem_limit or est_s > args.cell_budget:
+                why = f"central estimate {est_s:.0f}s / {est_mem / GIB:.1f} GiB over limits"
+                central[hops, pruned] = (None, why, None)
+                log.info("%s central L_s=%d pruned=%s skipped: %s", name, hops, pruned, why)
+                continue
+            repeat = 3 if est_s < 2 else 1
+
+            def job(h: int = hops, q: float | None = p) -> sp.csr_matrix:
+                return central_abar(ei, n, h, prune=q)
+
+            secs, abar = timed(job, repeat)
+            keep = abar if not pruned and abar.nnz * 12 < 800e6 else None  # for max |error|
+            central[hops, pruned] = (secs, None, keep)
+            log.info(
+                "%s central L_s=%d pruned=%s: %.3fs nnz %d", name, hops, pruned, secs, abar.nnz
+            )
+            del abar
+    perm_inv = np.argsort(opaque_id_permutation(n, args.seed))
+    return World(name, n, ei, fill, central, perm_inv, d)
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    """All cells: estimate each, then run them cheapest tier first (so a spent total budget
+    skips the expensive tail, not whole datasets); rows come back in grid order."""
+    start = time.perf_counter()
+    mem_limit = args.mem_limit_gib * GIB
+    worlds = {name: prepare_world(name, args, mem_limit) for name in args.datasets}
+    cells: list[tuple[dict, Estimate, Any]] = []
+    for name, w in worlds.items():
+        for K in args.clients:
+            part = partition_graph(w.data, K, "random", seed=args.seed)
+            assignment = np.asarray(part.assignment)
+            views = build_client_views(w.data, part, cross_edges="known", seed=args.seed)
+            st = Structure.of(w.edge_index, assignment, K)
+            for hops in args.hops:
+                for mode, support, pruned in VARIANTS:
+                    if mode not in args.modes or (support and support not in args.supports):
+                        continue
+                    if pruned not in args.pruning:
+                        continue
+                    c_secs, c_why, _ = w.central[hops, pruned]
+                    row: dict[str, Any] = {
+                        "dataset": name,
+                        "clients": K,
+                        "hops": hops,
+                        "mode": mode,
+                        "seconds": None,
+                        "bytes": None,
+                        "central_seconds": c_secs,
+                        "pruned": pruned,
+                        "support": support,
+                        "ratio": None,
+                        "skipped": None,
+                        "p": args.p if pruned else None,
+                        "num_nodes": w.n,
+                        "central_skipped": c_why,
+                        "central_unpruned_seconds": w.central[hops, False][0],
+                    }
+                    est = estimate(st, w.fill, hops, mode, support, args.p if pruned else None)
+                    row.update(
+                        est_seconds=round(est.seconds, 3),
+                        est_bytes=int(est.bytes),
+                        est_peak_gib=round(est.peak_bytes / GIB, 3),
+                    )
+                    if support == "rows" and pruned and name not in args.rows_pruned_datasets:
+                        row["skipped"] = (
+                            "trimmed: rows support encodes the same dense |R_i|·n values with or "
+                            "without pruning (same cost as the unpruned rows cell); run on "
+                            f"{', '.join(args.rows_pruned_datasets)} only"
+                        )
+                    elif est.peak_bytes > mem_limit:
+                        row["skipped"] = (
+                            f"estimated peak memory {est.peak_bytes / GIB:.1f} GiB > "
+                            f"{args.mem_limit_gib} GiB"
+                            + (" (dense |R_i|·n per sender)" if support == "rows" else "")
+                        )
+                    elif est.seconds > args.cell_budget:
+                        row["skipped"] = (
+                            f"estimated {est.seconds:.0f}s > cell budget {args.cell_budget:.0f}s"
+                        )
+                    cells.append((row, est, views))
+    order = sorted(
+        range(len(cells)),
+        key=lambda j: (0 if cells[j][1].seconds <= 5 else 1 if cells[j][1].seconds <= 30 else 2, j),
+    )
+    for j in order:
+        row, est, views = cells[j]
+        if row["skipped"]:
+            log.info("skip %s: %s", _label(row), row["skipped"])
+            continue
+        left = args.total_budget - (time.perf_counter() - start)
+        if est.seconds > left:
+            row["skipped"] = f"estimated {est.seconds:.0f}s > remaining total budget {left:.0f}s"
+            log.info("skip %s: %s", _label(row), row["skipped"])
+            continue
+        run_cell(row, est, views, worlds[row["dataset"]], args, min(args.cell_budget, left))
+    return [row for row, _, _ in cells]
+
+
+def run_cell(
+    row: dict, est: Estimate, views: list, w: World, args: argparse.Namespace, budget: float
+) -> None:
+    mode, support, pruned, hops = row["mode"], row["support"], row["pruned"], row["hops"]
+    K = row["clients"]
+    if mode == "plain":
+        hop_sum = hop_sum_for("plain")
+    else:
+        hop_sum = hop_sum_for(mode, f"bench/{w.name}/{K}/{hops}", support=support)
+    guard = Guarded(hop_sum, budget, est.per_hop, 1.5 * args.mem_limit_gib * GIB)
+    gc.collect()
+    reset_peak_rss()
+    try:
+        secs, report, clients = federated_build(views, hops, guard, pruned, args.p)
+    except OverBudgetError as err:
+        row["skipped"] = str(err)
+        row["partial_hop_seconds"] = [round(t, 3) for _, t in guard.done]
+        log.info("skip %s: %s", _label(row), row["skipped"])
+        gc.collect()
+        return
+    peak = peak_rss_bytes()
+    notes = [h.notes for h in report.hops[1:]]
+    c_secs, c_unpruned = row["central_seconds"], row["central_unpruned_seconds"]
+    ref = w.central[hops, False][2]
+    row.update(
+        seconds=round(secs, 4),
+        bytes=report.bytes,
+        ratio=round(secs / c_secs, 2) if c_secs else None,
+        ratio_vs_unpruned_central=round(secs / c_unpruned, 2) if c_unpruned else None,
+        messages=report.messages,
+        abar_nnz=report.abar_nnz,
+        setup_bytes=sum(x.get("setup_bytes", 0) for x in notes),
+        single_sender_receivers=sum(x.get("single_sender_receivers", 0) for x in notes),
+        hop_seconds=[round(h.seconds, 3) for h in report.hops],
+        peak_rss_gib=round(peak / GIB, 2),
+        loadavg=[round(x, 2) for x in os.getloadavg()],
+        max_abs_err=(
+            max_abs_err(clients, ref, w.perm_inv) if ref is not None and not pruned else None
+        ),
+    )
+    log.info(
+        "%s: %.2fs (est %.1fs), %.1f MB (est %.1f), peak %.1f GiB (est %.1f), ratio %s, load %s",
+        _label(row), secs, est.seconds, report.bytes / 1e6, est.bytes / 1e6, peak / GIB,
+        est.peak_bytes / GIB, row["ratio"], row["loadavg"],
+    )  # fmt: skip
+    del clients, report
+    gc.collect()
+
+
+def reset_peak_rss() -> None:
+    """Reset VmHWM (Linux ``clear_refs`` 5) so each cell's peak is its own."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _label(row: dict) -> str:
+    sup = f"/{row['support']}" if row["support"] else ""
+    pr = "/p" if row["pruned"] else ""
+    return f"{row['dataset']} K={row['clients']} L={row['hops']} {row['mode']}{sup}{pr}"
+
+
+# ------------------------------------------------------------------------------------ report
+
+
+def variant(row: dict) -> str:
+    sup = f"-{row['support']}" if row["support"] else ""
+    return f"{row['mode']}{sup}{' (pruned)' if row['pruned'] else ''}"
+
+
+def _fmt_s(x: float | None) -> str:
+    return "—" if x is None else (f"{x:.3f}" if x < 10 else f"{x:.1f}")
+
+
+def _fmt_b(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x / 1e6:.1f} MB" if x < 1e9 else f"{x / 1e9:.2f} GB"
+
+
+def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) -> None:
+    lines = [
+        "# Federated Ā construction: plain vs masked vs CKKS hop sums vs central",
+        "",
+        meta["header"],
+        "",
+        "One run per cell (timings are noisy: the 2 cores are shared with other jobs; "
+        "each row of the JSON has the load average after it). Random partition, opaque "
+        "ids, server relay, transcript "
+        "without payload storage. `ratio` = federated / central seconds with the same "
+        "pruning setting (central: global top-p·n per hop; federated receiver pruning: "
+        "per client top-p·n_i). Bytes = everything on the transcript (setup included).",
+        "",
+    ]
+    grids = [
+        (name, k)
+        for name in sorted({r["dataset"] for r in rows}, key=lambda x: (x != "cora", x))
+        for k in sorted(
+            {r["clients"] for r in rows if r["dataset"] == name},
+            key=lambda x: (x != headline_k, x),
+        )
+    ]
+    for j, (name, k) in enumerate(grids):
+        lines += [f"## {name}, K = {k} (seconds, bytes, ×ratio)", ""]
+        lines += [*pivot(rows, name, k), ""]
+        if j == 0:
+            lines += ["## Findings", "", *meta["findings"], ""]
+    lines += ["## All cells that ran (with the cost model's estimates)", ""]
+    lines += [
+        "| dataset | K | L_s | variant | seconds (est) | bytes (est) | peak RSS GiB (est "
+        "extra) | central s | ratio | max err |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["skipped"]:
+            continue
+        err = r.get("max_abs_err")
+        lines.append(
+            f"| {r['dataset']} | {r['clients']} | {r['hops']} | {variant(r)} | "
+            f"{_fmt_s(r['seconds'])} ({_fmt_s(r['est_seconds'])}) | {_fmt_b(r['bytes'])} "
+            f"({_fmt_b(r['est_bytes'])}) | {r.get('peak_rss_gib')} ({r['est_peak_gib']}) | "
+            f"{_fmt_s(r['central_seconds'])} | {r['ratio']} | "
+            f"{'—' if err is None else f'{err:.1e}'} |"
+        )
+    lines += ["", "## Skipped cells", ""]
+    lines += ["| dataset | K | L_s | variant | reason |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r["skipped"]:
+            lines.append(
+                f"| {r['dataset']} | {r['clients']} | {r['hops']} | {variant(r)} | {r['skipped']} |"
+            )
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _cell(r: dict | None) -> str:
+    if r is None:
+        return "—"
+    if r["skipped"]:
+        return "skipped"
+    return f"{_fmt_s(r['seconds'])} s, {_fmt_b(r['bytes'])}, ×{r['ratio']}"
+
+
+def pivot(rows: list[dict], dataset: str, k: int) -> list[str]:
+    """One line per L_s, one column per variant (seconds, bytes, ratio)."""
+    cells = [r for r in rows if r["dataset"] == dataset and r["clients"] == k]
+    names = [variant({"mode": m, "support": s, "pruned": p}) for m, s, p in VARIANTS]
+    names = [x for x in names if any(variant(r) == x for r in cells)]
+    out = [
+        "| L_s | central s (unpruned / pruned) | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 2) + "|",
+    ]
+    for hops in sorted({r["hops"] for r in cells}):
+        at = {variant(r): r for r in cells if r["hops"] == hops}
+        c0 = next((r["central_seconds"] for r in at.values() if not r["pruned"]), None)
+        c1 = next((r["central_seconds"] for r in at.values() if r["pruned"]), None)
+        out.append(
+            f"| {hops} | {_fmt_s(c0)} / {_fmt_s(c1)} | "
+            + " | ".join(_cell(at.get(x)) for x in names)
+            + " |"
+        )
+    return out
+
+
+def findings(rows: list[dict], headline_k: int) -> list[str]:
+    out = []
+    ran = [r for r in rows if not r["skipped"]]
+    exchanged = [r for r in ran if r["hops"] > 1]
+    masked = [r for r in exchanged if r["dataset"] == "cora" and r["mode"] == "masked"]
+    out.append(
+        "- L_s = 1 needs no exchange (Ā = Â, local rows): every mode costs the same local "
+        "set-up (a few ms, 0 bytes); the ratios there only measure per-client overhead."
+    )
+    if masked:
+        best = min(masked, key=lambda r: r["ratio"] or math.inf)
+        vs_same = [r for r in masked if r["ratio"] is not None and r["ratio"] <= 20]
+        vs_full = [
+            r
+            for r in masked
+            if r.get("ratio_vs_unpruned_central") is not None
+            and r["ratio_vs_unpruned_central"] <= 20
+        ]
+
+        def names(rs: list[dict]) -> str:
+            return ", ".join(
+                f"K={r['clients']} L_s={r['hops']} {variant(r)} "
+                f"({_fmt_s(r['seconds'])} s, ×{r['ratio']} / ×{r['ratio_vs_unpruned_central']})"
+                for r in rs
+            )
+
+        out.append(
+            "- Target `masked` ≤ 20× central on Cora (L_s > 1): against the central "
+            "computation with the SAME pruning setting it is met in "
+            f"{len(vs_same)}/{len(masked)} cells{(': ' + names(vs_same)) if vs_same else ''}; "
+            f"the best is {variant(best)} at K={best['clients']}, L_s={best['hops']} "
+            f"(×{best['ratio']}). The central sparse products take 2-20 ms at L_s = 3 on Cora "
+            "(~0.9 s unpruned at L_s = 10), while every secure hop costs ~0.3-1 s even on "
+            "pruned blocks (key agreement and PRG per sender pair, serialisation of every "
+            "message, support handling). Comparing a pruned federated build with the UNPRUNED "
+            "central Ā (which the repository computes before pruning; a different output, so "
+            f"only a cost yardstick) the target is met in {len(vs_full)}/{len(masked)} cells"
+            f"{(': ' + names(vs_full)) if vs_full else ''}. (×a / ×b = vs same-pruning / vs "
+            "unpruned central.)"
+        )
+    for name in sorted({r["dataset"] for r in exchanged} - {"cora"}):
+        cells = [r for r in exchanged if r["dataset"] == name]
+        parts = []
+        for var in ("plain (pruned)", "masked-union (pruned)", "ckks-union (pruned)"):
+            sel = [r for r in cells if variant(r) == var]
+            if sel:
+                top = max(sel, key=lambda r: (r["hops"], r["clients"]))
+                parts.append(
+                    f"{var} up to K={top['clients']}, L_s={top['hops']}: "
+                    f"{_fmt_s(top['seconds'])} s, {_fmt_b(top['bytes'])}, ×{top['ratio']}"
+                )
+        ran_rows = [r for r in cells if r["support"] == "rows"]
+        out.append(
+            f"- {name}: "
+            + ("; ".join(parts) or "no exchanged cell ran")
+            + f"; rows-support cells run: {len(ran_rows)}."
+        )
+    by_mode: dict[str, float] = {}
+    for r in ran:
+        if r.get("max_abs_err") is not None:
+            by_mode[r["mode"]] = max(by_mode.get(r["mode"], 0.0), r["max_abs_err"])
+    if by_mode:
+        out.append(
+            "- Unpruned federated Ā^[i] vs central Ā, max |error| over all cells: "
+            + ", ".join(f"{m} {e:.1e}" for m, e in sorted(by_mode.items()))
+            + " (masked: fixed point 2^-32; CKKS: encryption noise + rounding to 2^-24)."
+        )
+    skipped = [r for r in rows if r["skipped"]]
+    kinds: dict[str, int] = {}
+    for r in skipped:
+        why = r["skipped"]
+        key = next(
+            (k for k in ("memory", "aborted", "trimmed", "total budget") if k in why), "time"
+        )
+        kinds[key] = kinds.get(key, 0) + 1
+    out.append(
+        f"- {len(skipped)} of {len(rows)} cells skipped ("
+        + ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items()))
+        + "). Dense `rows` support costs |R_i|·n values per sender and hop (masked 8 B, "
+        "CKKS ~32 B and ~2 ms per 2048 values) whatever the pruning; `union` support scales "
+        "with the summed support and keeps pruning's savings, but shows each sender's support "
+        "to the server."
+    )
+    single = sum(r.get("single_sender_receivers") or 0 for r in ran)
+    out.append(
+        f"- Receivers with a single neighbouring client (their secure sum is that block): "
+        f"{single} receiver-hops over all cells that ran (random partitions connect every "
+        "pair of clients)."
+    )
+    out.append(
+        "- Where the masked time goes (cProfile, Cora K=10, L_s=5, union, receiver-pruned): "
+        "~30 % in `protocols.secure_sum` re-sorting already validated support indices "
+        "(`Support.from_fields` -> `np.unique`), ~10 % canonicalising each sparse block to COO "
+        "twice (check + gather), ~8 % X25519 agreements (one per derived seed); the hop-sum "
+        "glue itself is small."
+    )
+    return out
+
+
+def plot(rows: list[dict], path: Path, headline_k: int) -> None:
+    """Ratio (left) and absolute seconds (right) vs L_s on Cora at ``headline_k`` clients."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cora = [r for r in rows if r["dataset"] == "cora" and r["clients"] == headline_k]
+    colour = {"plain": "black", "masked": "tab:blue", "ckks": "tab:red"}
+    style = {None: "-", "union": "-", "rows": "--"}
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.8))
+    for mode, support, pruned in VARIANTS:
+        sel = [
+            r
+            for r in cora
+            if (r["mode"], r["support"], r["pruned"]) == (mode, support, pruned) and r["ratio"]
+        ]
+        if not sel:
+            continue
+        sel.sort(key=lambda r: r["hops"])
+        kw = {
+            "color": colour[mode],
+            "ls": style[support],
+            "marker": "s" if pruned else "o",
+            "mfc": "white" if pruned else colour[mode],
+            "label": variant(sel[0]),
+        }
+        ax.plot([r["hops"] for r in sel], [r["ratio"] for r in sel], **kw)
+        bx.plot([r["hops"] for r in sel], [r["seconds"] for r in sel], **kw)
+    for pruned, ls in ((False, ":"), (True, "-.")):
+        pts = sorted(
+            {(r["hops"], r["central_seconds"]) for r in cora if r["pruned"] == pruned}
+            - {(h, None) for h in range(100)}
+        )
+        if pts:
+            bx.plot(*zip(*pts, strict=True), color="green", ls=ls, lw=2,
+                    label=f"central{' (pruned)' if pruned else ''}")  # fmt: skip
+    ax.axhline(20, color="grey", ls="--", lw=1, label="20× (target)")
+    for a, ylabel in ((ax, "federated / central seconds (same pruning)"), (bx, "seconds")):
+        a.set_yscale("log")
+        a.set_xlabel("L_s (hops)")
+        a.set_ylabel(ylabel)
+        a.set_xticks(sorted({r["hops"] for r in cora}))
+        a.grid(alpha=0.3, which="both")
+    ax.set_title(f"Cora, K = {headline_k}: federated Ā cost relative to central")
+    bx.set_title("wall time (one run; shared 2-core box)")
+    bx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    ap.add_argument("--clients", nargs="+", type=int, default=[10, 5, 20])
+    ap.add_argument("--hops", nargs="+", type=int, default=[1, 3, 10])
+    ap.add_argument("--modes", nargs="+", default=["plain", "masked", "ckks"])
+    ap.add_argument("--supports", nargs="+", default=["rows", "union"])
+    ap.add_argument("--pruning", nargs="+", default=["none", "receiver"])
+    ap.add_argument("--p", type=float, default=30)
+    ap.add_argument("--cell-budget", type=float, default=120, help="seconds per cell")
+    ap.add_argument("--total-budget", type=float, default=1500, help="seconds for all cells")
+    ap.add_argument("--mem-limit-gib", type=float, default=6.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--rows-pruned-datasets",
+        nargs="+",
+        default=["cora"],
+        help="datasets on which the rows-support + receiver-pruned cells run (same cost as rows)",
+    )
+    ap.add_argument("--quick", action="store_true", help="Cora, K 5/10, L_s 1/3, 30 s cells")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "adjacency"))
+    ap.add_argument(
+        "--report-only", action="store_true", help="rewrite .md/.png from an existing .json"
+    )
+    args = ap.parse_args()
+    out = Path(args.out)
+    headline_k = 10 if 10 in args.clients else args.clients[0]
+    if args.report_only:
+        rows = json.loads(out.with_suffix(".json").read_text())
+        old = (
+            out.with_suffix(".md").read_text().splitlines()
+            if out.with_suffix(".md").exists()
+            else []
+        )
+        header = old[2].split(" One run per cell")[0] if len(old) > 2 else ""
+        meta = {"header": header, "findings": findings(rows, headline_k)}
+        write_markdown(rows, out.with_suffix(".md"), meta, headline_k)
+        plot(rows, out.with_suffix(".png"), headline_k)
+        return
+    if args.quick:
+        args.datasets, args.clients, args.hops = ["cora"], [10, 5], [1, 3]
+        args.cell_budget, args.total_budget = 30, 300
+    args.pruning = [p == "receiver" for p in args.pruning]
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("securefgl").setLevel(logging.ERROR)  # per-hop info / warnings
+    t0, load0 = time.perf_counter(), [round(x, 2) for x in os.getloadavg()]
+    rows = run(args)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    wall = time.perf_counter() - t0
+    meta = {
+        "header": (
+            f"Generated by `benchmarks/adjacency_construction.py` "
+            f"({' '.join(sys.argv[1:]) or 'defaults'}); {machine}, load average at start "
+            f"{load0}, {wall:.0f} s total."
+        ),
+        "findings": findings(rows, headline_k),
+    }
+    write_markdown(rows, out.with_suffix(".md"), meta, headline_k)
+    plot(rows, out.with_suffix(".png"), headline_k)
+    log.info("wrote %s.{json,md,png} in %.0fs", out, wall)
+
+
+if __name__ == "__main__":
+    main()
