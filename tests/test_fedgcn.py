@@ -113,14 +113,20 @@ def test_two_hop_paths_through_third_clients_are_included():
     assert report.hops == 2 and report.bytes > 0
 
 
-def test_augmented_view_holds_only_own_nodes():
-    """'Isolated external neighbours removal': no external node becomes a row of a client."""
+@pytest.mark.parametrize(("features", "blocks"), [("last", 1), ("hops", 2), ("all", 3)])
+def test_augmented_view_holds_only_own_nodes(features, blocks):
+    """'Isolated external neighbours removal': no external node becomes a row of a client;
+    the model input is the requested stack of hop features."""
     _, views = make_world()
-    parties, *_ = precompute(views, FedGCNSettings(hops=2))
+    parties, *_ = precompute(views, FedGCNSettings(hops=2, features=features))
     for v in views:
-        aug = parties[client_id(v)].augmented_view()
-        assert aug.x.shape == (v.num_nodes, 3 * v.num_features)
-        assert np.array_equal(aug.x[:, : v.num_features].numpy(), v.x.numpy())
+        p = parties[client_id(v)]
+        aug = p.augmented_view()
+        d = v.num_features
+        assert aug.x.shape == (v.num_nodes, blocks * d)
+        np.testing.assert_allclose(aug.x[:, -d:].numpy(), p.hop_feats[2], rtol=1e-6, atol=1e-6)
+        if features == "all":
+            assert np.array_equal(aug.x[:, :d].numpy(), v.x.numpy())
         assert np.array_equal(aug.node_ids.numpy(), v.node_ids.numpy())
         assert np.array_equal(aug.edge_index.numpy(), v.edge_index.numpy())
 
@@ -191,15 +197,19 @@ def test_plain_receiver_sees_every_contribution():
 
 def test_settings_from_config_and_registry():
     assert ALGORITHMS["fedgcn"] is FedGCN and ALGORITHMS["fedgcn-1hop"] is FedGCN1Hop
-    cfg = SimpleNamespace(fedgcn_sum="masked", fedgcn_norm="rw", fedgcn_hops=1)
+    cfg = SimpleNamespace(
+        fedgcn_sum="masked", fedgcn_norm="rw", fedgcn_hops=1, fedgcn_features="all"
+    )
     st = FedGCNSettings.from_config(cfg)
-    assert (st.sum_mode, st.norm, st.hops) == ("masked", "rw", 1)
+    assert (st.sum_mode, st.norm, st.hops, st.features) == ("masked", "rw", 1, "all")
     assert FedGCNSettings.from_config(cfg, hops=2).hops == 2
     assert FedGCNSettings.from_config(ExperimentConfig()) == FedGCNSettings()
     with pytest.raises(ValueError):
         FedGCNSettings(hops=3)
     with pytest.raises(ValueError):
         FedGCNSettings(sum_mode="fhe")
+    with pytest.raises(ValueError):
+        FedGCNSettings(features="x")
 
 
 def _config(**kw):
