@@ -613,6 +613,17 @@ def pivot(rows: list[dict], dataset: str, k: int) -> list[str]:
     return out
 
 
+def central_note(rows: list[dict]) -> str:
+    """``"x s at L_s = h (unpruned) / y s (pruned), ..."`` for Cora's central timings."""
+    parts = []
+    for hops in sorted({r["hops"] for r in rows if r["dataset"] == "cora" and r["hops"] > 1}):
+        at = [r for r in rows if r["dataset"] == "cora" and r["hops"] == hops]
+        c0 = next((r["central_seconds"] for r in at if not r["pruned"]), None)
+        c1 = next((r["central_seconds"] for r in at if r["pruned"]), None)
+        parts.append(f"{_fmt_s(c0)} s / {_fmt_s(c1)} s at L_s = {hops}")
+    return "(unpruned / pruned) " + ", ".join(parts)
+
+
 def findings(rows: list[dict], headline_k: int) -> list[str]:
     out = []
     ran = [r for r in rows if not r["skipped"]]
@@ -644,8 +655,8 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
             "computation with the SAME pruning setting it is met in "
             f"{len(vs_same)}/{len(masked)} cells{(': ' + names(vs_same)) if vs_same else ''}; "
             f"the best is {variant(best)} at K={best['clients']}, L_s={best['hops']} "
-            f"(×{best['ratio']}). The central sparse products take 2-20 ms at L_s = 3 on Cora "
-            "(~0.9 s unpruned at L_s = 10), while every secure hop costs ~0.3-1 s even on "
+            f"(×{best['ratio']}). The central sparse products take {central_note(rows)} on "
+            "Cora, while every secure hop costs ~0.3-1 s even on "
             "pruned blocks (key agreement and PRG per sender pair, serialisation of every "
             "message, support handling). Comparing a pruned federated build with the UNPRUNED "
             "central Ā (which the repository computes before pruning; a different output, so "
