@@ -168,13 +168,15 @@ class CKKSParams:
         ``n_clients`` of them exceeds half the headroom ``2^(data_bits - 1 - scale_bits)``."""
         return 2.0 ** (self.data_bits - 2 - self.scale_bits) / max(n_clients, 1)
 
-    def make_context(self) -> ts.Context:
-        """A fresh private (secret-key) context, symmetric encryption, one thread."""
+    def make_context(self, asymmetric: bool = False) -> ts.Context:
+        """A fresh private (secret-key) context, one thread; with ``asymmetric`` it also
+        has a public key, so parties without the secret key can encrypt."""
+        kind = ts.ENCRYPTION_TYPE.ASYMMETRIC if asymmetric else ts.ENCRYPTION_TYPE.SYMMETRIC
         ctx = ts.context(
             ts.SCHEME_TYPE.CKKS,
             self.poly_modulus_degree,
             coeff_mod_bit_sizes=list(self.coeff_mod_bit_sizes),
-            encryption_type=ts.ENCRYPTION_TYPE.SYMMETRIC,
+            encryption_type=kind,
             n_threads=1,  # SEAL objects are not thread-safe (PySyft #5404, SEAL #364)
         )
         ctx.global_scale = self.scale

@@ -72,15 +72,7 @@ DEFAULT_PARAMS = CKKSParams(
 
 def make_keypair_context(params: CKKSParams) -> ts.Context:
     """A fresh private context with a public key (asymmetric encryption), one thread."""
-    ctx = ts.context(
-        ts.SCHEME_TYPE.CKKS,
-        params.poly_modulus_degree,
-        coeff_mod_bit_sizes=list(params.coeff_mod_bit_sizes),
-        encryption_type=ts.ENCRYPTION_TYPE.ASYMMETRIC,
-        n_threads=1,  # SEAL objects are not thread-safe (PySyft #5404, SEAL #364)
-    )
-    ctx.global_scale = params.scale
-    return ctx
+    return params.make_context(asymmetric=True)
 
 
 def serialize_public_key_context(ctx: ts.Context) -> bytes:
