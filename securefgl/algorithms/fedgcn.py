@@ -74,6 +74,13 @@ Who learns what:
   edge), the job shape ``(n, d)``, the support ``R_i`` (opaque ids of ``i``'s boundary
   nodes) and message sizes. ``masked``/``ckks`` cost ``|R_i|·d`` values per sender.
 * Training rounds leak what FedAvg's rounds leak (see ``fedavg.py`` and the stack).
+
+Parties: pre-training runs between :class:`NeighbourSumClient` parties (one per client,
+holding only its view) and a :class:`NeighbourSumRelay` server in their own executor, over
+the federation's channel; each client's FedAvg party is then built from its own
+pre-training party's output (:meth:`NeighbourSumClient.augmented_view`) and nothing else.
+Reproduction numbers (Cora / CiteSeer / Chameleon vs FedStruct Tables 2 and 6):
+``benchmarks/results/fedstruct.md``.
 """
 
 from __future__ import annotations
