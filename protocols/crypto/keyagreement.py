@@ -34,11 +34,16 @@ def derive_key(secret: bytes, context: bytes, length: int = 32) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=context).derive(secret)
 
 
-def agree(own: KeyPair, peer_public: bytes, context: bytes, length: int = 32) -> bytes:
-    """Shared key between ``own`` and the holder of ``peer_public``, bound to ``context``."""
+def shared_secret(own: KeyPair, peer_public: bytes) -> bytes:
+    """The raw X25519 secret of ``own`` and ``peer_public``: never use it as a key directly;
+    :func:`derive_key` it per context (callers may cache it to derive many keys)."""
     if len(peer_public) != PUBLIC_KEY_BYTES:
         raise ValueError(
             f"an X25519 public key has {PUBLIC_KEY_BYTES} bytes, got {len(peer_public)}"
         )
-    shared = own.private.exchange(X25519PublicKey.from_public_bytes(peer_public))
-    return derive_key(shared, context, length)
+    return own.private.exchange(X25519PublicKey.from_public_bytes(peer_public))
+
+
+def agree(own: KeyPair, peer_public: bytes, context: bytes, length: int = 32) -> bytes:
+    """Shared key between ``own`` and the holder of ``peer_public``, bound to ``context``."""
+    return derive_key(shared_secret(own, peer_public), context, length)

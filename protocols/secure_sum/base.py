@@ -99,7 +99,9 @@ def _index_array(values: Any, bound: int, what: str) -> np.ndarray:
         values = np.fromiter(values, dtype=np.int64)
     if values.size and values.dtype.kind not in "iu":
         raise ValueError(f"{what} indices must be integers, got {values.dtype}")
-    arr = np.unique(values.astype(np.int64).reshape(-1))
+    arr = values.astype(np.int64, copy=False).reshape(-1)
+    if arr.size > 1 and not np.all(arr[1:] > arr[:-1]):  # sort only what is not yet sorted
+        arr = np.unique(arr)
     if arr.size and (arr[0] < 0 or arr[-1] >= bound):
         raise ValueError(f"{what} out of range [0, {bound})")
     return arr
@@ -336,7 +338,21 @@ def is_sparse(block: Any) -> bool:
 
 
 def canonical_coo(block: Block) -> sp.coo_array:
-    coo = sp.coo_array(block, dtype=np.float64)
+    """``block`` as a float64 COO without duplicates or explicit zeros (no copy if it is one)."""
+    if (
+        isinstance(block, sp.coo_array)
+        and block.dtype == np.float64
+        and block.has_canonical_format
+        and np.all(block.data != 0)
+    ):
+        return block
+    if sp.issparse(block) and block.format == "csr":
+        csr = sp.csr_array(block, dtype=np.float64, copy=True)
+        csr.sum_duplicates()  # per-row sort: much cheaper than COO's global lexsort
+        coo = csr.tocoo()
+        coo.has_canonical_format = True  # sorted unique CSR indices are row-major order
+    else:
+        coo = sp.coo_array(block, dtype=np.float64)
     coo.sum_duplicates()
     coo.eliminate_zeros()
     return coo
@@ -504,6 +520,8 @@ class SecureSumClient(ProtocolParty):
             raise ValueError(f"{who}: cannot contribute to {receiver!r}")
         if receiver in self._outgoing:
             raise ValueError(f"{who}: a second block for {receiver!r} in one round")
+        if is_sparse(block) and block.ndim == 2:
+            block = canonical_coo(block)  # once: checks, support and gather reuse it
         _, peak = check_block(block, who)
         self._check_peak(peak, receiver)
         self._outgoing[receiver] = block
@@ -544,6 +562,7 @@ class SecureSumClient(ProtocolParty):
         if missing:
             raise ProtocolError(f"{who}: receivers {missing} expect a block this client lacks")
         self._require_ready()
+        self._start_encoding(requests)
         out = []
         for receiver, request in requests.items():
             if len(request.senders) < self.min_senders:
@@ -562,6 +581,9 @@ class SecureSumClient(ProtocolParty):
             out.append(Envelope(who, self.server_id, TAG_CONTRIBUTION, payload))
         self._outgoing = {}
         return out
+
+    def _start_encoding(self, requests: dict[str, SumRequest]) -> None:
+        """Hook before this round's :meth:`_encode` calls (all of them see ``requests``)."""
 
     def finish(self, inbox: Inbox) -> list[Envelope]:
         request = self._request

@@ -8,9 +8,12 @@ positions in fixed point (``FixedPointCodec``, Z_2^64, overflow-checked) and sen
 
     y_k = enc(B_k) + sum_{v in S, v != k} (+/-) PRG(s_kv) + PRG(s_kr)    (mod 2^64)
 
-``s_kv`` = HKDF(X25519(k, v), [experiment, round, "pair-mask", r, min(k,v), max(k,v)]),
-+ for the smaller id; ``s_kr`` = HKDF(X25519(k, r), [experiment, round, "receiver-mask", r,
-k]); PRG = the ChaCha20 keystream (``protocols.crypto.prg``). The server adds the y_k of a
++ for the smaller id. PRG(s_kv) is job r's segment of ONE stream per pair and round, seeded
+HKDF(X25519(k, v), [experiment, round, "pair-stream", "", min(k,v), max(k,v)]) and cut into
+the jobs both k and v contribute to (sorted by receiver; their lengths are public), so each
+segment masks one job once; ``s_kr`` = HKDF(X25519(k, r), [experiment, round,
+"receiver-mask", r, k]); PRG = the ChaCha20 keystream (``protocols.crypto.prg``); each
+X25519 exchange runs once per peer and is cached. The server adds the y_k of a
 job and forwards that ONE vector; the pairwise masks cancel and r removes its own masks
 ``sum_k PRG(s_kr)`` and decodes. The receiver masks are what keep the server from summing
 the relayed vectors itself (pairwise masks alone would hand it the sum).
@@ -20,7 +23,8 @@ Positions: with no support every entry of the block is encoded (hides everything
 only its entries are (blocks must be zero outside it, else :class:`SupportViolationError`).
 
 Threat model (honest-but-curious parties, long-term X25519 keys from setup, every derived
-seed bound to (experiment, round, receiver, pair) and used once: ``round_idx`` may not repeat).
+seed bound to (experiment, round, receiver or pair) and each keystream word used once:
+``round_idx`` may not repeat).
 * Server: sees only masked vectors, each uniform on Z_2^64 and their sum still masked by the
   receiver's masks: it learns nothing about any value, the sum included.
 * Receiver: learns ``sum_k B_k`` on the encoded positions (to 2^-frac_bits) and nothing
@@ -45,8 +49,8 @@ from typing import ClassVar
 import numpy as np
 
 from protocols.base import Envelope, Inbox, ProtocolError
-from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, agree
-from protocols.crypto.prg import add_mask
+from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, derive_key, shared_secret
+from protocols.crypto.prg import add_mask, mask_uint64
 from protocols.fixedpoint import FixedPointCodec
 from protocols.secure_sum.base import (
     SETUP_PHASES,
@@ -88,11 +92,13 @@ class MaskedSumClient(SecureSumClient):
         self.codec = codec
         self._keys: KeyPair | None = None
         self._peer_keys: dict[str, bytes] = {}
+        self._shared: dict[str, bytes] = {}  # peer -> raw X25519 secret (derived per seed)
+        self._pair_masks: dict[tuple[str, str], tuple[np.ndarray, bool]] = {}
 
     # -- setup
     def setup_publish(self, inbox: Inbox) -> list[Envelope]:
         self._expect_empty(inbox)
-        self._keys, self._peer_keys = KeyPair.generate(), {}
+        self._keys, self._peer_keys, self._shared = KeyPair.generate(), {}, {}
         payload = Payload({"x25519_public": self._keys.public}, {"experiment": self.experiment_id})
         return [Envelope(self.party_id, self.server_id, TAG_KEY, payload)]
 
@@ -111,6 +117,7 @@ class MaskedSumClient(SecureSumClient):
         ):
             raise ProtocolError(f"{who}: garbled key list (must hold every other client's key)")
         self._peer_keys = {v: keys[i].tobytes() for i, v in enumerate(peers)}
+        self._shared = {}
         return []
 
     def _require_ready(self) -> None:
@@ -119,20 +126,46 @@ class MaskedSumClient(SecureSumClient):
 
     def _seed(self, peer: str, purpose: str, receiver: str, *pair: str) -> bytes:
         assert self._keys is not None
+        if peer not in self._shared:  # one X25519 exchange per peer, one HKDF per seed
+            self._shared[peer] = shared_secret(self._keys, self._peer_keys[peer])
         ctx = _context(self.experiment_id, self._r, purpose, receiver, *pair)
-        return agree(self._keys, self._peer_keys[peer], ctx)
+        return derive_key(self._shared[peer], ctx)
 
     # -- round
     def _check_peak(self, peak: float, receiver: str) -> None:
         self.codec.check_peak(peak)  # FixedPointOverflowError before anything is sent
+
+    def _start_encoding(self, requests: dict[str, SumRequest]) -> None:
+        """One pair mask stream per peer and round, cut into the jobs both contribute to.
+
+        The jobs a pair shares (receivers whose public request lists both, in sorted order)
+        and their lengths are public, so both ends cut the same stream at the same offsets;
+        every segment masks one job, once. One seed and one cipher per peer instead of one
+        per (peer, job).
+        """
+        who, lengths = self.party_id, {}
+        for receiver in sorted(requests):
+            for v in requests[receiver].senders:
+                if v != who:
+                    lengths.setdefault(v, []).append((receiver, requests[receiver].length))
+        self._pair_masks = {}
+        for v, jobs in lengths.items():
+            a, b = sorted((who, v))
+            stream = mask_uint64(
+                self._seed(v, "pair-stream", "", a, b), sum(n for _, n in jobs)
+            )
+            start = 0
+            for receiver, n in jobs:
+                self._pair_masks[v, receiver] = (stream[start : start + n], who == a)
+                start += n
 
     def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
         who = self.party_id
         y = self.codec.encode(gather(block, request, who))
         for v in request.senders:
             if v != who:
-                a, b = sorted((who, v))
-                add_mask(y, self._seed(v, "pair-mask", receiver, a, b), +1 if who == a else -1)
+                mask, add = self._pair_masks.pop((v, receiver))
+                (np.add if add else np.subtract)(y, mask, out=y)  # mod 2^64
         add_mask(y, self._seed(receiver, "receiver-mask", receiver, who), +1)
         return Payload({"y": y}, {})
 

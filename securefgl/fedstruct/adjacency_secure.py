@@ -381,7 +381,7 @@ def _invoke(executor: Executor) -> Any:
     """``run_phases``' invoke hook: the phase runs on the party's hosted secure-sum state."""
 
     def invoke(party_id: str, method: str, inbox: Inbox) -> list[Envelope]:
-        return executor.call([(party_id, "secure_hop", ("phase", method, inbox))])[0]
+        return executor.invoke(party_id, method, inbox, entry=("secure_hop", "phase"))
 
     return invoke
 
