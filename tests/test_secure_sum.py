@@ -295,6 +295,29 @@ def test_masked_server_cannot_sum_the_relayed_vectors() -> None:
     assert len(np.unique(np.concatenate(ys))) == 45
 
 
+def test_masked_pair_stream_masks_each_shared_job_with_its_own_segment() -> None:
+    """One pair stream per round is cut into the jobs both senders share: the two ends cut
+    it identically (opposite signs) and no keystream word masks two jobs."""
+    n = 4
+    _, parties = _parties("masked", n)
+    a, b = _ids(n)[2], _ids(n)[3]
+    requests = {r: SumRequest((a, b), (2, 3 + i)) for i, r in enumerate(_ids(n)[:2])}
+    for party in (parties.clients[a], parties.clients[b]):
+        party.begin_round(7)
+        party._start_encoding(requests)
+    seg = {
+        (who, r): parties.clients[who]._pair_masks[peer, r]
+        for who, peer in ((a, b), (b, a))
+        for r in requests
+    }
+    for r in requests:
+        (mask_a, add_a), (mask_b, add_b) = seg[a, r], seg[b, r]
+        assert np.array_equal(mask_a, mask_b) and add_a != add_b
+        assert mask_a.size == requests[r].length
+    words = np.concatenate([seg[a, r][0] for r in requests])
+    assert np.unique(words).size == words.size == 6 + 8
+
+
 def test_plain_sparse_blocks_travel_as_coo() -> None:
     jobs = _simple_jobs(3, shape=(50, 80), seed=5, sparse=True)
     rec = Recorder()
