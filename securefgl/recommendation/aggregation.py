@@ -1,0 +1,200 @@
+"""Server-side aggregation of the users' uploads, in the clear or under secure aggregation.
+
+Aggregate (``FeSoG/server.py::aggregator``, also used for FedGNN with weight 1): for item
+rows, Σ_u w_u g_{u,i} / #{u returning i}; for user rows, Σ_u w_u g_{u,v} / Σ_{u returning v}
+w_u; for model parameters Σ_u w_u g_u / Σ_u w_u; then SGD with weight decay on the touched
+rows and the parameters (:func:`server_update`).
+
+Backends (what the server sees):
+
+* ``plain`` — every user's sparse upload (row ids + gradients): the interaction-inference
+  attack's view (:class:`ServerView` with ``per_user``).
+* ``ckks`` / ``secagg`` / ``secagg+`` — the real protocols of :mod:`protocols` run once per
+  round over the sampled users, each user a protocol client: the user scatters its weighted
+  rows into a dense vector over the round's **support** (the union of rows uploaded by the
+  round's users), appends indicator counts and weighted model gradients, and the protocol
+  returns only the sum (CKKS: the server adds ciphertexts and holds no key; the clients
+  decrypt the sum and hand it back; SecAgg+: pairwise ChaCha20 masks). The server learns
+  the sum and the support. Leakage beyond the sum: the support (which rows *somebody* in
+  the cohort uploaded) and per-row counts; here the simulator computes the union, a
+  deployment would need a private union (e.g. a secure sum of item indicator vectors, which
+  reveals the same per-item counts) — not implemented.
+* ``ideal`` — the ideal functionality of secure aggregation for long training runs: the
+  simulator computes the same sums in one tensor program and the server's view is the sum
+  only. It is numerically the protocols' output (up to CKKS's 2^-20 rounding), which a test
+  checks on a small round; its cost is not that of the crypto (timed separately with
+  ``ckks`` in the benchmark).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+
+from protocols.base import aggregate, setup_parties
+from securefgl.federation.channel import Channel
+from securefgl.federation.transcript import Transcript
+from securefgl.recommendation.uploads import Uploads
+
+Backend = Literal["plain", "ideal", "ckks", "secagg", "secagg+"]
+BACKENDS: tuple[str, ...] = ("plain", "ideal", "ckks", "secagg", "secagg+")
+
+
+@dataclass
+class AggregateSums:
+    item_idx: torch.Tensor
+    item_sum: torch.Tensor
+    item_count: torch.Tensor
+    user_idx: torch.Tensor
+    user_sum: torch.Tensor
+    user_count: torch.Tensor
+    model_sum: dict[str, torch.Tensor]
+    weight_sum: float
+
+
+@dataclass
+class ServerView:
+    """What the server received in one round."""
+
+    round: int
+    backend: str
+    users: np.ndarray  # the round's participants (the server always knows them)
+    per_user: Uploads | None = None  # plain: each user's upload (item_pseudo is not sent)
+    sums: AggregateSums | None = None
+    bytes_up: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _row_sums(
+    slot: torch.Tensor, idx: torch.Tensor, grad: torch.Tensor, w: torch.Tensor, count_w: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    uniq, inv = torch.unique(idx, return_inverse=True)
+    s = grad.new_zeros(uniq.numel(), grad.shape[1]).index_add(0, inv, grad * w[slot].unsqueeze(1))
+    c = grad.new_zeros(uniq.numel()).index_add(0, inv, w[slot] if count_w else torch.ones_like(
+        inv, dtype=grad.dtype))
+    return uniq, s, c
+
+
+def plain_sums(up: Uploads) -> AggregateSums:
+    """The aggregate computed from plaintext uploads (reference for every backend)."""
+    w = up.weight.float()
+    ii, isum, icnt = _row_sums(up.item_slot, up.item_idx, up.item_grad, w, count_w=False)
+    if up.user_grad.numel():
+        ui, usum, ucnt = _row_sums(up.user_slot, up.user_idx, up.user_grad, w, count_w=True)
+    else:
+        ui, usum, ucnt = torch.zeros(0, dtype=torch.long), torch.zeros(0, 0), torch.zeros(0)
+    model = {k: (v * w.view(-1, *([1] * (v.dim() - 1)))).sum(0) for k, v in up.model.items()}
+    return AggregateSums(ii, isum, icnt, ui, usum, ucnt, model, float(w.sum()))
+
+
+def _dense_vectors(up: Uploads, sums: AggregateSums) -> np.ndarray:
+    """Each user's weighted upload scattered over the public support: [B, D]."""
+    b = up.n
+    d = up.item_grad.shape[1]
+    w = up.weight.double()
+    ni, nu = sums.item_idx.numel(), sums.user_idx.numel()
+    mdim = sum(v[0].numel() for v in up.model.values())
+    D = ni * (d + 1) + nu * (d + 1) + mdim + 1
+    X = torch.zeros(b, D, dtype=torch.float64)
+    pos = torch.searchsorted(sums.item_idx, up.item_idx)
+    cols = pos.unsqueeze(1) * d + torch.arange(d)
+    X[up.item_slot.unsqueeze(1).expand_as(cols), cols] = (
+        up.item_grad.double() * w[up.item_slot].unsqueeze(1)
+    )
+    X[up.item_slot, ni * d + pos] = 1.0
+    off = ni * (d + 1)
+    if nu:
+        pos = torch.searchsorted(sums.user_idx, up.user_idx)
+        cols = off + pos.unsqueeze(1) * d + torch.arange(d)
+        X[up.user_slot.unsqueeze(1).expand_as(cols), cols] = (
+            up.user_grad.double() * w[up.user_slot].unsqueeze(1)
+        )
+        X[up.user_slot, off + nu * d + pos] = w[up.user_slot]
+    off += nu * (d + 1)
+    flat = torch.cat([v.reshape(b, -1).double() for v in up.model.values()], 1) * w.unsqueeze(1)
+    X[:, off:off + mdim] = flat
+    X[:, -1] = w
+    return X.numpy()
+
+
+def _parse_dense(total: np.ndarray, up: Uploads, support: AggregateSums) -> AggregateSums:
+    d = up.item_grad.shape[1]
+    t = torch.from_numpy(total).float()
+    ni, nu = support.item_idx.numel(), support.user_idx.numel()
+    isum = t[: ni * d].view(ni, d)
+    icnt = t[ni * d: ni * (d + 1)]
+    off = ni * (d + 1)
+    usum = t[off: off + nu * d].view(nu, d)
+    ucnt = t[off + nu * d: off + nu * (d + 1)]
+    off += nu * (d + 1)
+    model = {}
+    for k, v in up.model.items():
+        n = v[0].numel()
+        model[k] = t[off: off + n].view(v.shape[1:])
+        off += n
+    return AggregateSums(support.item_idx, isum, icnt.round(), support.user_idx,
+                         usum if nu else torch.zeros(0, 0), ucnt, model, float(t[-1]))
+
+
+def _protocol(name: str, experiment_id: str):  # noqa: ANN202 - protocol factory
+    if name == "ckks":
+        from protocols.ckks import CKKSAggregation
+
+        return CKKSAggregation(experiment_id=experiment_id)
+    from protocols.secagg import SecAggPlus, SecAggregation
+
+    return SecAggPlus(experiment_id) if name == "secagg+" else SecAggregation(experiment_id)
+
+
+def secure_sums(up: Uploads, backend: str, round_idx: int) -> tuple[AggregateSums, int]:
+    """Run the real protocol over the batch; returns the sums and the bytes on the wire."""
+    support = plain_sums(up)  # only its index sets (the public support) are used
+    X = _dense_vectors(up, support)
+    ids = [f"user{u}" for u in up.users]
+    proto = _protocol(backend, f"rec-{secrets.token_hex(4)}")
+    channel = Channel(Transcript(store_payloads=False))
+    parties = proto.create_parties("server", ids, X.shape[1])
+    setup_parties(proto, parties, channel.transmit)
+    channel.round = round_idx
+    res = aggregate(
+        proto, parties, round_idx, {c: (X[j], 1.0) for j, c in enumerate(ids)}, channel.transmit
+    )
+    total = np.asarray(res.mean) * res.total_weight
+    return _parse_dense(total, up, support), channel.transcript.total_bytes()
+
+
+def aggregate_uploads(
+    up: Uploads, backend: str, round_idx: int
+) -> tuple[AggregateSums, ServerView]:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown aggregation backend {backend!r}; expected one of {BACKENDS}")
+    if backend in ("plain", "ideal"):
+        sums = plain_sums(up)
+        per_user = up if backend == "plain" else None
+        return sums, ServerView(
+            round_idx, backend, up.users, per_user, sums, int(up.nbytes_per_user().sum())
+        )
+    sums, nbytes = secure_sums(up, backend, round_idx)
+    return sums, ServerView(round_idx, backend, up.users, None, sums, nbytes)
+
+
+def server_update(
+    state: dict[str, torch.Tensor], sums: AggregateSums, lr: float, weight_decay: float,
+    user_key: str | None = "user_emb",
+) -> None:
+    """SGD step of ``FeSoG/server.py::train`` on touched rows and all model parameters."""
+    with torch.no_grad():
+        if sums.item_idx.numel():
+            E = state["item_emb"]
+            g = sums.item_sum / sums.item_count.clamp_min(1).unsqueeze(1)
+            E[sums.item_idx] -= lr * g + weight_decay * E[sums.item_idx]
+        if user_key is not None and sums.user_idx.numel():
+            U = state[user_key]
+            g = sums.user_sum / sums.user_count.clamp_min(1e-12).unsqueeze(1)
+            U[sums.user_idx] -= lr * g + weight_decay * U[sums.user_idx]
+        for k, s in sums.model_sum.items():
+            state[k] -= lr * s / max(sums.weight_sum, 1e-12) + weight_decay * state[k]

@@ -1,0 +1,163 @@
+"""Rating + trust datasets for federated recommendation, read offline from the data root.
+
+Layouts (``/work/shared/datasets/README.md``), under the root resolved exactly like the node
+datasets (:func:`securefgl.data.datasets.data_root`: argument, else ``$SECUREFGL_DATA``):
+
+* ``SocialRec/FilmTrust/{ratings.txt, trust.txt}`` (Guo et al. 2013; ratings 0.5–4.0),
+* ``SocialRec/{Ciao,Epinions}/{rating.mat, trustnetwork.mat}`` (Tang et al. 2012; column 3 is
+  the 1–5 rating; Ciao's few 0 ratings are dropped),
+* ``MovieLens100K/raw/u.data`` (Harper & Konstan 2015; no trust links).
+
+The files are small enough to parse directly, read-only; nothing is written into the root,
+so unlike the PyG node datasets no cache copy is needed. Ids are remapped to contiguous
+``0..n-1``; duplicate (user, item) ratings keep the last one; trust links are kept only
+between kept users, without self-loops. ``max_users`` keeps a seeded random subset of users
+(used for Epinions in the benchmark) and drops items nobody in the subset rated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from securefgl.data.datasets import ENV_DATA, DatasetNotAvailableError, data_root
+
+RATING_DATASETS: dict[str, tuple[str, ...]] = {
+    "FilmTrust": ("SocialRec/FilmTrust/ratings.txt", "SocialRec/FilmTrust/trust.txt"),
+    "Ciao": ("SocialRec/Ciao/rating.mat", "SocialRec/Ciao/trustnetwork.mat"),
+    "Epinions": ("SocialRec/Epinions/rating.mat", "SocialRec/Epinions/trustnetwork.mat"),
+    "MovieLens100K": ("MovieLens100K/raw/u.data",),
+}
+_ALIASES = {k.lower(): k for k in RATING_DATASETS} | {"ml100k": "MovieLens100K"}
+
+
+@dataclass(frozen=True)
+class RatingData:
+    """All ratings and trust links of a dataset (simulator-only: no client holds this)."""
+
+    name: str
+    n_users: int
+    n_items: int
+    user: np.ndarray  # int64 [R]
+    item: np.ndarray  # int64 [R]
+    rating: np.ndarray  # float32 [R]
+    trust: np.ndarray  # int64 [2, E], directed trustor -> trustee
+    rating_min: float
+    rating_max: float
+
+    @property
+    def n_ratings(self) -> int:
+        return int(self.user.size)
+
+    def summary(self) -> dict[str, float | int | str]:
+        return {
+            "dataset": self.name,
+            "users": self.n_users,
+            "items": self.n_items,
+            "ratings": self.n_ratings,
+            "trust_links": int(self.trust.shape[1]),
+            "rating_min": self.rating_min,
+            "rating_max": self.rating_max,
+        }
+
+
+def resolve_rating_name(name: str) -> str:
+    key = name.lower().replace("-", "").replace("_", "")
+    if key not in _ALIASES:
+        raise ValueError(f"unknown rating dataset {name!r}; known: {', '.join(RATING_DATASETS)}")
+    return _ALIASES[key]
+
+
+def _read_raw(name: str, root: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    files = [root / f for f in RATING_DATASETS[name]]
+    if name == "FilmTrust":
+        r = np.loadtxt(files[0], dtype=np.float64, ndmin=2)
+        t = np.loadtxt(files[1], dtype=np.int64, ndmin=2)
+        return r[:, 0].astype(np.int64), r[:, 1].astype(np.int64), r[:, 2], t[:, :2].T
+    if name == "MovieLens100K":
+        r = np.loadtxt(files[0], dtype=np.int64, ndmin=2)
+        return r[:, 0], r[:, 1], r[:, 2].astype(np.float64), np.zeros((2, 0), np.int64)
+    from scipy.io import loadmat
+
+    r = loadmat(files[0])["rating"].astype(np.int64)
+    t = loadmat(files[1])["trustnetwork"].astype(np.int64)
+    return r[:, 0], r[:, 1], r[:, 3].astype(np.float64), t[:, :2].T
+
+
+def load_ratings(
+    name: str,
+    root: str | Path | None = None,
+    *,
+    max_users: int | None = None,
+    min_ratings: int = 1,
+    seed: int = 0,
+) -> RatingData:
+    """Load a rating dataset by name (FilmTrust, Ciao, Epinions, MovieLens100K)."""
+    name = resolve_rating_name(name)
+    base = data_root(root)
+    if base is None or not all((base / f).is_file() for f in RATING_DATASETS[name]):
+        where = base if base is not None else f"no root (pass root= or set {ENV_DATA})"
+        raise DatasetNotAvailableError(
+            f"{name}: files {RATING_DATASETS[name]} not found under {where}"
+        )
+    u, i, r, t = _read_raw(name, base)
+    keep = r > 0
+    u, i, r = u[keep], i[keep], r[keep]
+    # dedupe (user, item): keep the last occurrence
+    key = u * (int(i.max()) + 1) + i
+    _, last = np.unique(key[::-1], return_index=True)
+    sel = np.sort(u.size - 1 - last)
+    u, i, r = u[sel], i[sel], r[sel]
+    users, counts = np.unique(u, return_counts=True)
+    users = users[counts >= min_ratings]
+    if max_users is not None and users.size > max_users:
+        rng = np.random.default_rng([seed, 7])
+        users = np.sort(rng.choice(users, size=max_users, replace=False))
+    mask = np.isin(u, users)
+    u, i, r = u[mask], i[mask], r[mask]
+    uid = np.searchsorted(users, u)
+    items = np.unique(i)
+    iid = np.searchsorted(items, i)
+    # trust between kept users, remapped, no self-loops, deduplicated
+    tm = np.isin(t[0], users) & np.isin(t[1], users) & (t[0] != t[1])
+    tt = np.searchsorted(users, t[:, tm])
+    if tt.size:
+        tt = np.unique(tt, axis=1)
+    return RatingData(
+        name=name,
+        n_users=int(users.size),
+        n_items=int(items.size),
+        user=uid.astype(np.int64),
+        item=iid.astype(np.int64),
+        rating=r.astype(np.float32),
+        trust=tt.astype(np.int64).reshape(2, -1),
+        rating_min=float(r.min()),
+        rating_max=float(r.max()),
+    )
+
+
+def synthetic_ratings(
+    n_users: int = 200,
+    n_items: int = 150,
+    per_user: int = 12,
+    dim: int = 4,
+    n_trust: int = 400,
+    seed: int = 0,
+) -> RatingData:
+    """A small low-rank rating dataset with trust links among similar users (tests)."""
+    rng = np.random.default_rng(seed)
+    U = rng.normal(size=(n_users, dim))
+    V = rng.normal(size=(n_items, dim))
+    user = np.repeat(np.arange(n_users), per_user)
+    item = np.concatenate([rng.choice(n_items, per_user, replace=False) for _ in range(n_users)])
+    score = (U[user] * V[item]).sum(1)
+    rating = np.clip(np.round(3.0 + score / np.sqrt(dim) * 1.2), 1, 5)
+    a = rng.integers(0, n_users, n_trust)
+    b = (a + rng.integers(1, 5, n_trust)) % n_users
+    t = np.unique(np.stack([a, b]), axis=1)
+    return RatingData(
+        "synthetic", n_users, n_items, user.astype(np.int64), item.astype(np.int64),
+        rating.astype(np.float32), t.astype(np.int64), 1.0, 5.0,
+    )

@@ -1,0 +1,58 @@
+"""What a batch of users uploads in one round, stored flat (one row per user per entry).
+
+Row ``j`` of ``item_grad`` is the gradient of item ``item_idx[j]``'s embedding computed by
+user ``users[item_slot[j]]`` from its own data; likewise for ``user_grad`` (FeSoG uploads
+gradients of its own and its social neighbours' embeddings) and ``model`` (per-user copies
+of every model-parameter gradient, leading dimension = batch slot). ``item_pseudo`` marks
+pseudo items: it is the client's private knowledge, never part of what is sent, and is kept
+only as the ground truth for the interaction-inference attack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Uploads:
+    users: np.ndarray  # int64 [B]
+    weight: torch.Tensor  # [B] aggregation weight (FeSoG: #returned items; FedGNN: 1)
+    model: dict[str, torch.Tensor]  # name -> [B, *shape]
+    item_slot: torch.Tensor  # int64 [K]
+    item_idx: torch.Tensor  # int64 [K]
+    item_grad: torch.Tensor  # [K, d]
+    item_pseudo: torch.Tensor  # bool [K]  (private; attack ground truth only)
+    user_slot: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    user_idx: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    user_grad: torch.Tensor = field(default_factory=lambda: torch.zeros(0, 0))
+    loss: torch.Tensor | None = None  # [B] local training loss (diagnostics, not sent)
+
+    @property
+    def n(self) -> int:
+        return int(self.users.size)
+
+    def dims(self) -> np.ndarray:
+        """Number of uploaded coordinates per user (for LDP accounting)."""
+        d = self.item_grad.shape[1] if self.item_grad.numel() else 0
+        b = self.n
+        model_dim = sum(int(np.prod(v.shape[1:])) for v in self.model.values())
+        rows = torch.bincount(self.item_slot, minlength=b).numpy() * d
+        if self.user_grad.numel():
+            rows = rows + torch.bincount(self.user_slot, minlength=b).numpy() * d
+        return rows + model_dim
+
+    def with_grads(self, **kw: object) -> Uploads:
+        return replace(self, **kw)
+
+    def nbytes_per_user(self) -> np.ndarray:
+        """Plaintext upload size per user: float32 values + int64 row ids."""
+        d = self.item_grad.shape[1] if self.item_grad.numel() else 0
+        b = self.n
+        rows = torch.bincount(self.item_slot, minlength=b).numpy()
+        if self.user_grad.numel():
+            rows = rows + torch.bincount(self.user_slot, minlength=b).numpy()
+        model_dim = sum(int(np.prod(v.shape[1:])) for v in self.model.values())
+        return rows * (4 * d + 8) + 4 * model_dim

@@ -1,0 +1,231 @@
+"""Per-user gradients, LDP, pseudo items, graph expansion and the interaction-inference attack."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attacks.interaction_inference import (
+    auc_from_scores,
+    frequency_attack,
+    interaction_inference,
+    token_dictionary_attack,
+)
+from protocols.dp.ldp import LaplaceLDP
+from securefgl.federation.channel import Channel
+from securefgl.recommendation import fedgnn, fesog
+from securefgl.recommendation.aggregation import aggregate_uploads
+from securefgl.recommendation.data import synthetic_ratings
+from securefgl.recommendation.expansion import ThirdParty, expand, item_tokens, new_token_key
+from securefgl.recommendation.ldp import LDPConfig, UserLedger, apply_ldp
+from securefgl.recommendation.pseudo import gaussian_pseudo_gradients, sample_non_interacted
+from securefgl.recommendation.uploads import Uploads
+from securefgl.recommendation.views import ClientViews
+
+
+@pytest.fixture(scope="module")
+def views() -> ClientViews:
+    return ClientViews.from_data(synthetic_ratings(n_users=120, n_items=200, per_user=12))
+
+
+def _rows(up: Uploads, j: int) -> dict[int, torch.Tensor]:
+    m = up.item_slot == j
+    return dict(zip(up.item_idx[m].tolist(), up.item_grad[m], strict=True))
+
+
+@pytest.mark.parametrize("method", ["fesog", "fedgnn"])
+def test_batched_gradients_equal_single_user_runs(views: ClientViews, method: str) -> None:
+    """Each user's gradient in the batched program is the one it computes alone."""
+    gen = torch.Generator().manual_seed(0)
+    users = np.array([2, 9, 40, 77])
+    rng = np.random.default_rng(0)
+    if method == "fesog":
+        state = fesog.init_fesog(views.n_users, views.n_items, 8, gen)
+
+        def run(us: np.ndarray) -> Uploads:
+            return fesog.local_gradients(state, views, us, fesog.FeSoGConfig(8, 0), rng)
+    else:
+        state = fedgnn.init_fedgnn(views.n_users, views.n_items, 8, gen)
+
+        def run(us: np.ndarray) -> Uploads:
+            return fedgnn.local_gradients(
+                state, views, us, fedgnn.FedGNNConfig(8, 0), None, rng)[0]
+    batch = run(users)
+    for j, u in enumerate(users):
+        alone = run(np.array([u]))
+        rb, ra = _rows(batch, j), _rows(alone, 0)
+        assert rb.keys() == ra.keys() == set(views.view(int(u)).train_items.tolist())
+        for i in ra:
+            torch.testing.assert_close(rb[i], ra[i], rtol=1e-4, atol=1e-6)
+        for k in batch.model:
+            torch.testing.assert_close(batch.model[k][j], alone.model[k][0], rtol=1e-4, atol=1e-6)
+
+
+def test_laplace_noise_scale_per_coordinate() -> None:
+    b, n_rows, d = 2, 4000, 8
+    slot = torch.arange(b).repeat_interleave(n_rows)
+    grad = torch.zeros(b * n_rows, d)
+    grad[:n_rows] = 5.0  # user 0: far above the clip bound
+    up = Uploads(np.arange(b), torch.ones(b), {"w": torch.zeros(b, 3)}, slot,
+                 torch.arange(b * n_rows), grad, torch.zeros(b * n_rows, dtype=torch.bool))
+    cfg = LDPConfig("laplace", clip=0.1, lam=0.2)
+    noisy, eps = apply_ldp(up, cfg, torch.Generator().manual_seed(1))
+    g = noisy.item_grad
+    # clipped to δ first, then Laplace(0, λ) per coordinate: E|noise| = λ, var = 2λ²
+    assert g[:n_rows].mean().item() == pytest.approx(0.1, abs=0.01)
+    assert (g[n_rows:]).abs().mean().item() == pytest.approx(0.2, rel=0.03)
+    assert (g[n_rows:]).var().item() == pytest.approx(2 * 0.2**2, rel=0.05)
+    # independent draws per coordinate (not one scalar per tensor as in the reference code)
+    assert torch.unique(g[n_rows:, 0]).numel() == n_rows
+    # ε per release = coordinates × 2δ/λ, composed per user by the accountant
+    mech = LaplaceLDP(clip=0.1, epsilon=2 * 0.1 / 0.2, per="coordinate")
+    dims = n_rows * d + 3
+    assert eps == pytest.approx([mech.epsilon_per_release(dims)] * b)
+    assert cfg.paper_epsilon == pytest.approx(1.0)
+    ledger = UserLedger(3)
+    for _ in range(3):
+        ledger.record(np.array([0, 1]), eps)
+    assert ledger.accountant(0).epsilon() == pytest.approx(3 * dims * 1.0)
+    assert ledger.accountant(2).epsilon() == 0.0
+
+
+def test_heuristic_noise_scale_follows_mean_of_each_users_tensor() -> None:
+    b, n = 2, 20000
+    slot = torch.arange(b).repeat_interleave(n)
+    grad = torch.cat([torch.full((n, 1), 0.05), torch.full((n, 1), -2.0)])
+    up = Uploads(np.arange(b), torch.ones(b), {}, slot, torch.arange(b * n), grad,
+                 torch.zeros(b * n, dtype=torch.bool))
+    noisy, eps = apply_ldp(up, LDPConfig("heuristic", clip=0.3, lam=0.5),
+                           torch.Generator().manual_seed(2))
+    assert eps is None  # no DP guarantee
+    dev0 = (noisy.item_grad[:n] - 0.05).abs().mean().item()
+    dev1 = (noisy.item_grad[n:] + 0.3).abs().mean().item()  # clipped to −δ, then noised
+    assert dev0 == pytest.approx(0.5 * 0.05, rel=0.05)
+    assert dev1 == pytest.approx(0.5 * 2.0, rel=0.05)
+
+
+def test_pseudo_sampling_avoids_rated_items() -> None:
+    rng = np.random.default_rng(0)
+    slot = np.repeat(np.arange(3), 5)
+    item = np.concatenate([np.arange(5), np.arange(5, 10), np.arange(0, 10, 2)])
+    ps, pi = sample_non_interacted(slot, item, 3, 20, 8, rng)
+    for j in range(3):
+        got = pi[ps == j]
+        assert got.size == 8 and np.unique(got).size == 8
+        assert not set(got.tolist()) & set(item[slot == j].tolist())
+
+
+def test_gaussian_pseudo_gradients_match_moments() -> None:
+    gen = torch.Generator().manual_seed(0)
+    cov = torch.tensor([[1.0, 0.6], [0.6, 0.5]])
+    shift = torch.tensor([1.0, -1.0])
+    real = torch.randn(500, 2, generator=gen) @ torch.linalg.cholesky(cov).T + shift
+    slot = torch.zeros(500, dtype=torch.long)
+    fake = gaussian_pseudo_gradients(real, slot, torch.zeros(20000, dtype=torch.long), 1, gen)
+    torch.testing.assert_close(fake.mean(0), real.mean(0), atol=0.03, rtol=0)
+    torch.testing.assert_close(torch.cov(fake.T), torch.cov(real.T), atol=0.05, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["fesog", "fedgnn"])
+def test_pseudo_items_hide_true_items_from_nonzero_row_attack(
+    views: ClientViews, method: str
+) -> None:
+    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
+
+    def attack(q: int):
+        tr = FedRecTrainer(views, RecConfig(method=method, pseudo_items=q,
+                                            users_per_round=60, keep_views=1))
+        return interaction_inference(tr.round(0), views, score="rows", k=8)
+
+    bare, hidden = attack(0), attack(24)
+    assert bare.auc == pytest.approx(1.0) and bare.precision_at_k == pytest.approx(1.0)
+    # with q pseudo rows the uploaded rows are all alike to this attack: chance among them
+    assert hidden.auc_uploaded == pytest.approx(0.5)
+    # precision@8 ≈ share of real rows among uploaded (8 train items of 8 + 24 rows)
+    assert hidden.precision_at_k < 0.5
+
+
+def test_fedgnn_gaussian_pseudo_rows_resist_magnitude_attack(views: ClientViews) -> None:
+    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
+
+    tr = FedRecTrainer(views, RecConfig(method="fedgnn", pseudo_items=12, users_per_round=100))
+    res = interaction_inference(tr.round(0), views, score="magnitude")
+    assert 0.35 < res.auc_uploaded < 0.65
+
+
+def test_secure_view_has_no_per_user_uploads(views: ClientViews) -> None:
+    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
+
+    tr = FedRecTrainer(views, RecConfig(method="fesog", backend="ideal", users_per_round=60))
+    view = tr.round(0)
+    assert view.per_user is None and view.sums is not None
+    res = interaction_inference(view, views)
+    assert res.view == "aggregate only" and np.isnan(res.auc_uploaded)
+
+
+def test_auc_helper() -> None:
+    assert auc_from_scores(np.array([0.1, 0.9, 0.5]), np.array([False, True, False])) == 1.0
+    assert auc_from_scores(np.ones(4), np.array([True, False, True, False])) == 0.5
+
+
+def _hand_made():
+    # user: items   0: {1, 2}   1: {2, 3}   2: {3}   3: {4}
+    users = np.arange(4)
+    slot = np.array([0, 0, 1, 1, 2, 3])
+    items = np.array([1, 2, 2, 3, 3, 4])
+    emb = np.arange(4 * 2, dtype=np.float32).reshape(4, 2) + 100.0
+    return users, slot, items, emb
+
+
+def test_graph_expansion_hand_made_example() -> None:
+    users, slot, items, emb = _hand_made()
+    channel, key = Channel(), new_token_key()
+    res = expand(users, slot, items, np.arange(6), 6, emb, key, ThirdParty(5), channel,
+                 np.random.default_rng(0))
+    got = {p: sorted(map(tuple, res.embedding[res.ptr[p]:res.ptr[p + 1]].tolist()))
+           for p in range(6)}
+    e = {u: tuple(emb[u].tolist()) for u in users}
+    assert got == {0: [], 1: [e[1]], 2: [e[0]], 3: [e[2]], 4: [e[1]], 5: []}
+    # the third party's view: opaque tokens, random pseudonyms, embeddings; no item ids
+    (upload,) = list(channel.transcript.view("third_party").messages())
+    p = upload.payload
+    assert set(p.fields) == {"entry_handle", "tokens", "handles", "embeddings"}
+    assert p.array("tokens").dtype == np.uint8 and p.array("tokens").shape == (6, 16)
+    assert not set(p.array("entry_handle").tolist()) & set(users.tolist())
+    for name in ("entry_handle", "handles"):
+        assert not np.isin(p.array(name), items).any()
+    # tokens do not reveal ids without the key ...
+    assert (token_dictionary_attack(p, new_token_key(), 10) == -1).all()
+    # ... but a third party colluding with any key holder recovers every item
+    assert token_dictionary_attack(p, key, 10).tolist() == items.tolist()
+    assert not np.array_equal(item_tokens(key, items), item_tokens(new_token_key(), items))
+
+
+def test_frequency_attack_with_server_popularity() -> None:
+    users, slot, items, emb = _hand_made()
+    channel, key = Channel(), new_token_key()
+    expand(users, slot, items, np.arange(6), 6, emb, key, ThirdParty(5), channel,
+           np.random.default_rng(0))
+    (upload,) = list(channel.transcript.view("third_party").messages())
+    popularity = np.bincount(items, minlength=10)
+    guess = frequency_attack(upload.payload, popularity)
+    # tokens of the two items rated twice map to the two most popular items
+    assert set(guess[np.isin(items, [2, 3])].tolist()) <= {2, 3}
+
+
+@pytest.mark.parametrize("backend", ["ckks", "secagg+"])
+def test_secure_backends_match_plain_sums(views: ClientViews, backend: str) -> None:
+    gen = torch.Generator().manual_seed(0)
+    state = fesog.init_fesog(views.n_users, views.n_items, 8, gen)
+    up = fesog.local_gradients(state, views, np.array([1, 5, 8, 11]), fesog.FeSoGConfig(8, 2),
+                               np.random.default_rng(0))
+    plain, _ = aggregate_uploads(up, "plain", 0)
+    enc, view = aggregate_uploads(up, backend, 0)
+    assert view.per_user is None and view.bytes_up > 0
+    torch.testing.assert_close(enc.item_sum, plain.item_sum, atol=1e-4, rtol=0)
+    torch.testing.assert_close(enc.item_count, plain.item_count)
+    torch.testing.assert_close(enc.user_sum, plain.user_sum, atol=1e-4, rtol=0)
+    for k in plain.model_sum:
+        torch.testing.assert_close(enc.model_sum[k], plain.model_sum[k], atol=1e-4, rtol=0)
+    assert enc.weight_sum == pytest.approx(plain.weight_sum, abs=1e-4)
