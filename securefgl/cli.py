@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.config import ALIASES, ConfigError, ExperimentConfig
 
 _LISTS = {
     "algorithms": str,
@@ -31,9 +31,12 @@ def _csv(kind: type) -> Any:
 
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     """One ``--flag`` per ExperimentConfig field; unset flags keep the TOML/default value."""
+    aliases = {name: alias for alias, name in ALIASES.items()}
     for f in dataclasses.fields(ExperimentConfig):
         flag = "--" + f.name.replace("_", "-")
-        if f.name in _LISTS:
+        if f.name in aliases:
+            parser.add_argument(flag, "--" + aliases[f.name], dest=f.name, default=None)
+        elif f.name in _LISTS:
             parser.add_argument(
                 flag, type=_csv(_LISTS[f.name]), default=None, help=f"comma-separated {f.name}"
             )

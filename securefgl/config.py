@@ -38,7 +38,7 @@ class ExperimentConfig:
     # federation
     clients: int = 10
     partition: str = "louvain"
-    cross_edges: str = "hidden"
+    cross_edges: str | None = None  # hidden | known; None: known iff an algorithm needs it
     client_fraction: float = 1.0
     algorithms: list[str] = field(default_factory=lambda: ["fedavg", "local", "central"])
     protocol: list[str] = field(default_factory=list)  # aggregation stack; [] = plaintext
@@ -86,6 +86,13 @@ class ExperimentConfig:
     name: str | None = None
     store_payloads: bool = False
 
+    @property
+    def cross_edge_mode(self) -> str:
+        """``cross_edges``, or when unset: ``known`` iff an algorithm needs it."""
+        if self.cross_edges is not None:
+            return self.cross_edges
+        return "known" if {"fedstruct", "fedgcn"} & set(self.algorithms) else "hidden"
+
     def validate(self, known_algorithms: set[str] | None = None) -> ExperimentConfig:
         from securefgl.data.datasets import resolve_name  # local: keeps config import light
 
@@ -94,7 +101,7 @@ class ExperimentConfig:
         except ValueError as err:
             raise ConfigError(str(err)) from None
         _choice("partition", self.partition, PARTITIONS)
-        _choice("cross_edges", self.cross_edges, CROSS_EDGES)
+        _choice("cross_edges", self.cross_edge_mode, CROSS_EDGES)
         _choice("model", self.model, MODEL_NAMES)
         _choice("server_optimizer", self.server_optimizer, ("adam", "sgd"))
         _choice("dp_mode", self.dp_mode, ("auto", "central", "distributed"))
@@ -148,7 +155,7 @@ class ExperimentConfig:
         if "fedstruct" in self.algorithms:
             from securefgl.fedstruct.presets import FedStructSettings
 
-            if self.cross_edges != "known":
+            if self.cross_edge_mode != "known":
                 raise ConfigError(
                     "fedstruct needs cross_edges = 'known' (its clients know "
                     "their edges to other clients' nodes)"
@@ -175,6 +182,12 @@ class ExperimentConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ExperimentConfig:
         names = {f.name for f in dataclasses.fields(cls)}
+        values = dict(values)
+        for alias, name in ALIASES.items():
+            if alias in values:
+                if name in values:
+                    raise ConfigError(f"give {alias!r} or {name!r}, not both")
+                values[name] = values.pop(alias)
         unknown = sorted(set(values) - names)
         if unknown:
             raise ConfigError(f"unknown config keys {unknown}; known keys: {sorted(names)}")
@@ -191,6 +204,10 @@ class ExperimentConfig:
             raise ConfigError(f"config file {path} is not valid TOML: {err}") from err
         values = values.get("experiment", values)
         return cls.from_dict(values)
+
+
+#: Alternative config keys (and ``--flags``): ``adjacency`` = how Ā's hop sums run.
+ALIASES = {"adjacency": "abar_sum"}
 
 
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -59,3 +59,22 @@ def test_toml_round_trip_and_unknown_keys(tmp_path):
         ExperimentConfig.from_toml(broken)
     with pytest.raises(ConfigError, match="does not exist"):
         ExperimentConfig.from_toml(tmp_path / "missing.toml")
+
+
+def test_adjacency_alias_and_cross_edges_follow_the_algorithms(tmp_path):
+    from securefgl.cli import build_parser, config_from_args
+
+    args = build_parser().parse_args(
+        ["run", "--algorithms", "fedstruct", "--adjacency", "masked", "--nsf", "hop2vec"]
+    )
+    cfg = config_from_args(args).validate(set(ALGORITHMS))
+    assert (cfg.abar_sum, cfg.cross_edge_mode) == ("masked", "known")
+    toml = tmp_path / "fs.toml"
+    toml.write_text('algorithms = ["fedstruct"]\nnsf = "hop2vec"\nadjacency = "ckks"\n')
+    assert ExperimentConfig.from_toml(toml).abar_sum == "ckks"
+    assert ExperimentConfig(algorithms=["fedavg"]).cross_edge_mode == "hidden"
+    with pytest.raises(ConfigError, match="not both"):
+        ExperimentConfig.from_dict({"adjacency": "plain", "abar_sum": "masked"})
+    explicit = ExperimentConfig(algorithms=["fedstruct"], nsf="hop2vec", cross_edges="hidden")
+    with pytest.raises(ConfigError, match="needs cross_edges"):
+        explicit.validate(set(ALGORITHMS))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,15 +20,37 @@ import torch
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
-from securefgl.algorithms import ALGORITHMS, Federation
+from securefgl.algorithms import ALGORITHMS, Algorithm, Federation
 from securefgl.config import ConfigError, ExperimentConfig
-from securefgl.data import build_client_views, load_dataset, partition_graph, random_split
+from securefgl.data import (
+    ClientGraph,
+    build_client_views,
+    load_dataset,
+    partition_graph,
+    random_split,
+)
 from securefgl.data.synthetic import csbm
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.stack import build_stack
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class SimulationState:
+    """The simulator's side of one run, kept for attacks and audits (``keep_state``).
+
+    ``graph`` (with the split masks) and ``assignment`` are GROUND TRUTH: an attack may use
+    them only to score itself, never as input. ``views`` are the clients' own data (after
+    ``views_hook``) and ``algorithm`` holds every party's final state.
+    """
+
+    graph: Data
+    assignment: np.ndarray
+    views: list[ClientGraph]
+    algorithm: Algorithm
+    view_seed: int  # seed of the opaque-id permutation (``opaque_id_permutation``)
 
 
 @dataclass
@@ -41,6 +64,7 @@ class RunResult:
     setup_bytes: int
     privacy: dict[str, Any] = field(default_factory=dict)  # ε, δ from the accountant (DP only)
     transcript: Transcript | None = field(default=None, repr=False)
+    state: SimulationState | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,9 +127,19 @@ def derive_seeds(seed: int, count: int) -> list[int]:
 
 
 def run_single(
-    config: ExperimentConfig, algorithm: str, seed: int, data: Data, progress: bool = True
+    config: ExperimentConfig,
+    algorithm: str,
+    seed: int,
+    data: Data,
+    progress: bool = True,
+    keep_state: bool = False,
+    views_hook: Callable[[list[ClientGraph]], list[ClientGraph]] | None = None,
 ) -> RunResult:
-    """Train ``algorithm`` once with ``seed`` (which also draws the split and partition)."""
+    """Train ``algorithm`` once with ``seed`` (which also draws the split and partition).
+
+    ``keep_state`` attaches a :class:`SimulationState` (attacks); ``views_hook`` maps the
+    client views before the algorithm sees them (e.g. each client perturbing its own edges).
+    """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose from {sorted(ALGORITHMS)}")
     if config.clients > data.num_nodes:
@@ -122,7 +156,9 @@ def run_single(
         graph.num_nodes, *config.split, seed=split_seed
     )
     part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
-    views = build_client_views(graph, part.assignment, config.cross_edges, seed=view_seed)
+    views = build_client_views(graph, part.assignment, config.cross_edge_mode, seed=view_seed)
+    if views_hook is not None:
+        views = views_hook(views)
     channel = Channel(Transcript(store_payloads=config.store_payloads))
     per_round = max(1, round(config.client_fraction * config.clients))
     stack = build_stack(config, per_round, experiment_id=f"{config.name or 'run'}|seed={seed}")
@@ -166,6 +202,9 @@ def run_single(
         setup_bytes,
         stack.privacy(),
         transcript if config.store_payloads else None,
+        SimulationState(graph, np.asarray(part.assignment), views, algo, view_seed)
+        if keep_state
+        else None,
     )
 
 
