@@ -1,0 +1,114 @@
+"""LinkTeller: Wu, Long, Zhang, Li, "LinkTeller: Recovering Private Edges from Graph Neural
+Networks via Influence Analysis", IEEE S&P 2022 (arXiv 2108.06504; official code
+``AI-secure/LinkTeller``, ``attacker.py``).
+
+Adversary: the model holder in the vertical setting — it holds the node features of a
+deployment (Bob) and queries the model, which the graph owner (Alice: the client with
+its private edges, or ``central``) evaluates on her graph. For every target node v it
+scales ``x_v ← x_v (1 + Δ)``, queries the posteriors of all targets and takes the
+influence ``I_v = (f(X') - f(X)) / Δ``; ``score(u, v) = ‖I_v[u]‖₂`` (symmetrised by the
+mean of both directions). Under an L-layer GCN the influence is non-zero only within L
+hops and largest for direct neighbours. Metrics: ROC AUC over all target pairs, and
+precision / recall of the top-k̂ pairs with k̂ = the true number of edges among the
+targets (the paper's "known density" setting).
+
+Deviations: queries run in float64 on a copy of the model (the paper's API is float32);
+influence rows of a batch of targets are computed in one forward over a block-diagonal
+batch of graph copies. Large deployments (``central``) are audited on a random sample of
+``max_targets`` nodes, as the paper samples target nodes.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from attacks.base import MODEL_HOLDER, AttackResult, not_applicable
+from attacks.deployment import Deployment, applicability, deployments
+from attacks.metrics import precision_recall_at_k, roc_auc
+from attacks.simulation import AuditRun
+
+NAME = "linkteller"
+
+
+def influence_matrix(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    edge_index: torch.Tensor,
+    targets: np.ndarray,
+    delta: float = 1e-4,
+    budget: int = 20_000_000,
+) -> np.ndarray:
+    """``M[a, b] = ‖∂posterior_{targets[b]} / ∂(scale of x_{targets[a]})‖₂`` (finite diff.).
+
+    ``budget`` caps the floats of one batched forward (chunks of graph copies).
+    """
+    model = copy.deepcopy(model).double().eval()
+    x = x.double()
+    n, d = x.shape
+    t = torch.as_tensor(targets, dtype=torch.long)
+    with torch.no_grad():
+        base = torch.softmax(model(x, edge_index), dim=-1)[t]
+    chunk = max(1, budget // max(n * d, 1))
+    out = np.zeros((len(targets), len(targets)))
+    e = edge_index.size(1)
+    for start in range(0, len(targets), chunk):
+        batch = t[start : start + chunk]
+        b = len(batch)
+        xb = x.repeat(b, 1)
+        rows = torch.arange(b) * n + batch
+        xb[rows] = x[batch] * (1.0 + delta)
+        offsets = (torch.arange(b) * n).repeat_interleave(e)
+        eb = edge_index.repeat(1, b) + offsets
+        with torch.no_grad():
+            post = torch.softmax(model(xb, eb), dim=-1).view(b, n, -1)[:, t]
+        out[start : start + b] = ((post - base) / delta).norm(dim=-1).numpy()
+    return out
+
+
+def attack_deployment(
+    dep: Deployment, truth: np.ndarray, targets: np.ndarray, delta: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and labels of all target pairs (u < v) of one deployment."""
+    infl = influence_matrix(dep.model, dep.data.x, dep.data.edge_index, targets, delta)
+    sym = 0.5 * (infl + infl.T)
+    iu, ju = np.triu_indices(len(targets), k=1)
+    labels = np.asarray(truth[targets[iu], targets[ju]]).ravel() > 0
+    return sym[iu, ju], labels
+
+
+def linkteller(
+    run: AuditRun, delta: float = 1e-4, max_targets: int = 400, seed: int = 0
+) -> AttackResult:
+    """Influence analysis on every deployment; AUC and precision/recall at true density."""
+    reason = applicability(run)
+    if reason is not None:
+        return not_applicable(NAME, MODEL_HOLDER, reason)
+    rng = np.random.default_rng(seed)
+    scores, labels = [], []
+    for dep in deployments(run):
+        truth = (
+            run.truth_adjacency if dep.client is None else run.truth_local_adjacency(dep.client)
+        ).tocsr()
+        n = dep.data.num_nodes
+        targets = np.sort(rng.choice(n, size=min(n, max_targets), replace=False))
+        if len(targets) < 2:
+            continue
+        s, y = attack_deployment(dep, truth, targets, delta)
+        scores.append(s)
+        labels.append(y)
+    y = np.concatenate(labels) if labels else np.zeros(0, bool)
+    if not y.any():
+        return not_applicable(NAME, MODEL_HOLDER, "no true edge among the target nodes")
+    s = np.concatenate(scores)
+    k = int(y.sum())
+    precision, recall = precision_recall_at_k(s, y, k)
+    return AttackResult(
+        NAME,
+        MODEL_HOLDER,
+        {"auc": roc_auc(s, y), "precision": precision, "recall": recall},
+        primary="auc",
+        details={"pairs": int(y.size), "true_edges": k, "delta": delta},
+    )

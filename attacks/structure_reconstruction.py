@@ -1,0 +1,195 @@
+"""Structure reconstruction from FedStruct's Ā-construction messages (client i).
+
+FedStruct (Aliakbari et al., ICLR 2025) App. D / Algorithm 3: at hop 2 client ``k`` sends
+client ``i`` ``B_ik = Ã^[i]_k Â^[k]`` (rows: i's nodes adjacent to k). Row ``v`` is
+``Σ_{u ∈ N(v) ∩ V_k} Â[u, :]`` and ``Â[u, :]`` is non-zero exactly on ``N(u) ∪ {u}``: a
+node of ``i`` with one neighbour ``u`` in ``k`` shows u's whole neighbourhood (k's
+internal edges of u and u's edges to third clients; seed_fedstruct.md §7.3). Client ``i``
+knows which external nodes its rows are adjacent to (``known`` cross edges), so it scores
+a candidate edge ``(u, w)`` by ``Σ_{v ~ u} B[v, w] / |N_blk(v)|``.
+
+Views per mode (the build runs here through the real channel and hop-sum code,
+``fedstruct.adjacency.build_abar`` with L_s = 2):
+
+* ``plain``: i's transcript view holds every ``B_ik`` separately (per sender).
+* ``masked`` / ``ckks``: i learns only ``Σ_{k≠i} B_ik``; it recovers it from its own
+  output ``Ā^[i] = D̃^{-1}(B_ii + Σ_k B_ik)`` (it knows ``D̃`` and ``B_ii``) and scores
+  with all of v's external neighbours mixed in one row.
+* edge-DP (``edge_dp=("edgerand" | "lapgraph", ε)``): every client perturbs its internal
+  edges before the build (:mod:`attacks.defences`); the attack is scored against the
+  TRUE graph and the utility cost is the relative Frobenius error of Ā.
+
+Metrics (pooled over every client as adversary): ROC AUC over the true edges of the
+external nodes ``u`` adjacent to i (to nodes outside ``V_i``) vs as many sampled
+non-edges, and precision / recall of the predicted support (score > 0).
+
+Deviation: only the hop-2 exchange is attacked (the first one; deeper hops mix more).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from attacks.base import AttackResult
+from attacks.defences import perturb_view
+from attacks.metrics import roc_auc
+from attacks.simulation import World
+from securefgl.data import ClientGraph
+from securefgl.federation import Channel, LocalExecutor
+from securefgl.fedstruct.adjacency import BLOCK_TAG, AdjacencyClient, AdjacencyRelay, SparseRows
+from securefgl.fedstruct.adjacency import build_abar as run_build
+from securefgl.fedstruct.adjacency_secure import hop_sum_for
+
+NAME = "structure_reconstruction"
+MODES = ("plain", "masked", "ckks")
+
+
+def build(views: list[ClientGraph], mode: str, hops: int = 2) -> tuple[dict, Channel]:
+    """Algorithm 3 through a fresh channel; returns the client parties and the channel."""
+    clients = {f"client-{v.client_id}": AdjacencyClient(v) for v in views}
+    parties: dict[str, object] = dict(clients)
+    parties["server"] = AdjacencyRelay("server", list(clients))
+    channel = Channel()
+    hop_sum = hop_sum_for(mode, "securefgl/audit")
+    run_build(clients, channel, LocalExecutor(parties), hops, hop_sum=hop_sum, server_id="server")
+    return clients, channel
+
+
+def own_rows(view: ClientGraph) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+    """What client i knows: ``Ã^[i]`` (rows: own nodes, cols: opaque ids), ``Ã^[i]_i``
+    (local, with self-loops) and the degrees ``d̃``."""
+    n, ni = view.num_global_nodes, view.num_nodes
+    ids = view.node_ids.numpy()
+    src, dst = view.edge_index.numpy()
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    ext_v, ext_u = view.external_edges.numpy()
+    rows = np.r_[src, np.arange(ni), ext_v]
+    cols = np.r_[ids[dst], ids, ext_u]
+    a_rows = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(ni, n))
+    a_rows.data[:] = 1.0
+    deg = np.asarray(a_rows.sum(axis=1)).ravel()
+    a_own = sp.csr_matrix(
+        (np.ones(src.size + ni), (np.r_[src, np.arange(ni)], np.r_[dst, np.arange(ni)])),
+        shape=(ni, ni),
+    )
+    a_own.data[:] = 1.0
+    return a_rows, a_own, deg
+
+
+def received_sum(view: ClientGraph, abar: sp.csr_matrix) -> sp.csr_matrix:
+    """``Σ_{k≠i} B_ik`` from client i's own hop-2 output (local rows)."""
+    a_rows, a_own, deg = own_rows(view)
+    p1 = sp.diags(1.0 / deg) @ a_rows
+    return sp.csr_matrix(sp.diags(deg) @ abar - a_own @ p1)
+
+
+def blocks_seen(view: ClientGraph, party: object, channel: Channel, mode: str) -> list:
+    """``(rows: local indices, block [r, n], owner filter)`` the adversary can read."""
+    ids = view.node_ids.numpy()
+    if mode == "plain":
+        out = []
+        for env in channel.transcript.view(f"client-{view.client_id}").messages(BLOCK_TAG):
+            if env.payload.meta.get("hop") != 2:
+                continue
+            blk = SparseRows.from_payload(env.payload, view.num_global_nodes)
+            owner = int(str(env.payload.meta["from"]).split("-")[-1])
+            out.append((np.searchsorted(ids, blk.row_ids), blk.matrix, owner))
+        return out
+    total = received_sum(view, party.abar)  # type: ignore[attr-defined]
+    return [(np.arange(view.num_nodes), total, None)]
+
+
+def score_client(
+    view: ClientGraph, blocks: list, truth: sp.csr_matrix, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """Pair scores / labels for one adversary, plus support TP, predicted and true counts."""
+    n = view.num_global_nodes
+    own = np.zeros(n, bool)
+    own[view.node_ids.numpy()] = True
+    ext_v, ext_u = view.external_edges.numpy()
+    owners = view.external_owner.numpy()
+    scores, labels = [], []
+    tp = pred = true_total = 0
+    for rows, block, owner in blocks:
+        sel = np.ones(ext_v.size, bool) if owner is None else owners == owner
+        v, u = ext_v[sel], ext_u[sel]
+        targets, u_idx = np.unique(u, return_inverse=True)
+        row_of = np.full(view.num_nodes, -1)
+        row_of[rows] = np.arange(rows.size)
+        r = row_of[v]
+        ok = r >= 0
+        cnt = np.bincount(r[ok], minlength=rows.size).astype(float)
+        m = sp.csr_matrix(
+            (1.0 / cnt[r[ok]], (u_idx[ok], r[ok])), shape=(targets.size, rows.size)
+        )
+        s = sp.csr_matrix(m @ block)
+        # candidates: (u, w) with w outside V_i and w != u
+        t = truth[targets].tocsr()
+        t = t.multiply(~own[None, :]).tocsr()
+        t.eliminate_zeros()  # multiply() keeps explicit zeros
+        coo = sp.coo_matrix(s)
+        cand = (~own[coo.col]) & (coo.col != targets[coo.row]) & (coo.data > 0)
+        pred += int(cand.sum())
+        tp += int(np.asarray(t[coo.row[cand], coo.col[cand]]).ravel().sum())
+        pos = sp.coo_matrix(t)
+        true_total += pos.nnz
+        neg_u = rng.integers(0, targets.size, size=3 * pos.nnz + 8)
+        neg_w = rng.integers(0, n, size=neg_u.size)
+        keep = (~own[neg_w]) & (neg_w != targets[neg_u])
+        keep &= np.asarray(t[neg_u, neg_w]).ravel() == 0
+        neg_u, neg_w = neg_u[keep][: pos.nnz], neg_w[keep][: pos.nnz]
+        pu, pw = np.r_[pos.row, neg_u], np.r_[pos.col, neg_w]
+        if pu.size:
+            scores.append(np.asarray(s[pu, pw]).ravel())
+            labels.append(np.r_[np.ones(pos.nnz, bool), np.zeros(neg_u.size, bool)])
+    sc = np.concatenate(scores) if scores else np.zeros(0)
+    lb = np.concatenate(labels) if labels else np.zeros(0, bool)
+    return sc, lb, tp, pred, true_total
+
+
+def structure_reconstruction(
+    world: World,
+    mode: str = "plain",
+    edge_dp: tuple[str, float] | None = None,
+    seed: int = 0,
+) -> AttackResult:
+    """Every client attacks its neighbours' edges from what the hop-2 exchange gave it."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
+    views = world.views
+    if any(v.cross_edges != "known" for v in views):
+        raise ValueError("FedStruct's Ā needs cross_edges='known' views")
+    details: dict = {"mode": mode, "hops": 2}
+    if edge_dp is not None:
+        mech, eps = edge_dp
+        views = [perturb_view(v, mech, eps, seed) for v in views]
+        details.update(edge_dp=mech, edge_dp_epsilon=eps)
+    clients, channel = build(views, mode)
+    truth = world.truth_opaque_adjacency
+    rng = np.random.default_rng(seed)
+    scores, labels = [], []
+    tp = pred = true_total = 0
+    for view in views:
+        party = clients[f"client-{view.client_id}"]
+        blocks = blocks_seen(view, party, channel, mode)
+        s, y, a, b, c = score_client(view, blocks, truth, rng)
+        scores.append(s)
+        labels.append(y)
+        tp, pred, true_total = tp + a, pred + b, true_total + c
+    y = np.concatenate(labels)
+    metrics = {
+        "auc": roc_auc(np.concatenate(scores), y),
+        "precision": tp / max(pred, 1),
+        "recall": tp / max(true_total, 1),
+    }
+    if edge_dp is not None:
+        exact, _ = build(world.views, "plain")
+        num = sum(
+            sp.linalg.norm(clients[k].abar - exact[k].abar) ** 2 for k in clients
+        )
+        den = sum(sp.linalg.norm(exact[k].abar) ** 2 for k in clients)
+        details["abar_relative_error"] = float(np.sqrt(num / den))
+    details["pairs"] = int(y.size)
+    return AttackResult(NAME, "client i (each in turn)", metrics, primary="auc", details=details)
