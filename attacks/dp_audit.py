@@ -109,8 +109,6 @@ def dp_audit(
             "noise_multiplier": noise_multiplier,
             "clip": clip,
             "delta": delta,
-            "max_lower_bound_for_these_guesses": epsilon_lower_bound(
-                2 * k, 2 * k, canaries, delta
-            ),
+            "max_lower_bound_for_these_guesses": epsilon_lower_bound(2 * k, 2 * k, canaries, delta),
         },
     )

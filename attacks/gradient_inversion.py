@@ -201,4 +201,6 @@ def gradient_inversion(
             rows_f1 = row_support_f1(rec[r] > 0.5, x[train][col] > 0)
             metrics["row_support_f1"] = float(rows_f1.mean())
         details.update(dlg_rows=int(batch), dlg_steps=steps)
-    return AttackResult(NAME, SERVER, metrics, primary="support_auc", details=details)
+    # the support attack needs sparse features; with dense ones report the DLG cosine
+    primary = "support_auc" if not true_support.all() else "cosine"
+    return AttackResult(NAME, SERVER, metrics, primary=primary, details=details)

@@ -53,8 +53,9 @@ def auc_from_scores(scores: np.ndarray, positive: np.ndarray) -> float:
     return float((ranks[positive].sum() - pos * (pos + 1) / 2.0) / (pos * (n - pos)))
 
 
-def precision_at_k(scores: np.ndarray, positive: np.ndarray, k: int, rng: np.random.Generator
-                   ) -> float:
+def precision_at_k(
+    scores: np.ndarray, positive: np.ndarray, k: int, rng: np.random.Generator
+) -> float:
     """Precision of the top-k scores (ties broken at random)."""
     k = min(k, scores.size)
     jitter = rng.random(scores.size) * 1e-12
@@ -72,23 +73,31 @@ class InferenceResult:
     view: str
 
     def as_dict(self) -> dict[str, float | int | str]:
-        return {"auc": self.auc, "auc_uploaded": self.auc_uploaded,
-                "precision_at_k": self.precision_at_k, "k": self.k, "users": self.users,
-                "view": self.view}
+        return {
+            "auc": self.auc,
+            "auc_uploaded": self.auc_uploaded,
+            "precision_at_k": self.precision_at_k,
+            "k": self.k,
+            "users": self.users,
+            "view": self.view,
+        }
 
 
 def _user_scores(view: ServerView, score: Score, n_items: int) -> list[np.ndarray]:
     up = view.per_user
     out = []
     if up is not None:
-        norms = up.item_grad.norm(dim=1).numpy() if score == "magnitude" else np.ones(
-            up.item_idx.numel())
+        norms = (
+            up.item_grad.norm(dim=1).numpy()
+            if score == "magnitude"
+            else np.ones(up.item_idx.numel())
+        )
         slot = up.item_slot.numpy()
         idx = up.item_idx.numpy()
         order = np.argsort(slot, kind="stable")
         bounds = np.searchsorted(slot[order], np.arange(up.n + 1))
         for j in range(up.n):
-            sel = order[bounds[j]:bounds[j + 1]]
+            sel = order[bounds[j] : bounds[j + 1]]
             s = np.zeros(n_items)
             s[idx[sel]] = norms[sel] + (1.0 if score == "magnitude" else 0.0)
             out.append(s)
@@ -96,13 +105,16 @@ def _user_scores(view: ServerView, score: Score, n_items: int) -> list[np.ndarra
     sums = view.sums
     s = np.zeros(n_items)
     if sums is not None and sums.item_idx.numel():
-        agg = (sums.item_sum.norm(dim=1) if score == "magnitude" else sums.item_count)
+        agg = sums.item_sum.norm(dim=1) if score == "magnitude" else sums.item_count
         s[sums.item_idx.numpy()] = torch.as_tensor(agg).double().numpy() + 1.0
     return [s] * len(view.users)
 
 
 def interaction_inference(
-    view: ServerView, views: ClientViews, score: Score = "magnitude", k: int = 10,
+    view: ServerView,
+    views: ClientViews,
+    score: Score = "magnitude",
+    k: int = 10,
     seed: int = 0,
 ) -> InferenceResult:
     """Average per-user AUC / precision@k of the server's guess of each user's items."""
@@ -134,8 +146,7 @@ def token_dictionary_attack(upload: Payload, key: bytes, n_items: int) -> np.nda
     """Third party colluding with a key holder: item id of every uploaded token (−1 if none)."""
     table = item_tokens(key, np.arange(n_items))
     tv = np.ascontiguousarray(table).view(np.dtype((np.void, TOKEN_BYTES))).ravel()
-    uv = np.ascontiguousarray(upload.array("tokens")).view(
-        np.dtype((np.void, TOKEN_BYTES))).ravel()
+    uv = np.ascontiguousarray(upload.array("tokens")).view(np.dtype((np.void, TOKEN_BYTES))).ravel()
     order = np.argsort(tv)
     pos = np.searchsorted(tv[order], uv)
     pos = np.minimum(pos, n_items - 1)
@@ -146,8 +157,9 @@ def token_dictionary_attack(upload: Payload, key: bytes, n_items: int) -> np.nda
 def frequency_attack(upload: Payload, item_popularity: np.ndarray) -> np.ndarray:
     """Third party + server without the key: map the i-th most frequent token to the i-th
     most popular item (popularity as the server learns it from aggregated row counts)."""
-    tok = np.ascontiguousarray(upload.array("tokens")).view(
-        np.dtype((np.void, TOKEN_BYTES))).ravel()
+    tok = (
+        np.ascontiguousarray(upload.array("tokens")).view(np.dtype((np.void, TOKEN_BYTES))).ravel()
+    )
     uniq, inv, cnt = np.unique(tok, return_inverse=True, return_counts=True)
     tok_rank = np.empty(uniq.size, np.int64)
     tok_rank[np.argsort(-cnt, kind="stable")] = np.arange(uniq.size)

@@ -83,9 +83,7 @@ def link_stealing(run: AuditRun, max_pairs: int = 10_000, seed: int = 0) -> Atta
     scores: dict[str, list[np.ndarray]] = {m: [] for m in METRICS}
     labels: list[np.ndarray] = []
     for dep in deps:
-        truth = (
-            run.truth_adjacency if dep.client is None else run.truth_local_adjacency(dep.client)
-        )
+        truth = run.truth_adjacency if dep.client is None else run.truth_local_adjacency(dep.client)
         pairs, lab = sample_pairs(truth, per_dep, rng)
         if not len(pairs):
             continue

@@ -131,7 +131,7 @@ def make_world(config: ExperimentConfig, seed: int, data: Data) -> World:
         graph.num_nodes, *config.split, seed=split_seed
     )
     part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
-    views = build_client_views(graph, part.assignment, config.cross_edges, seed=view_seed)
+    views = build_client_views(graph, part.assignment, config.cross_edge_mode, seed=view_seed)
     return World(graph, np.asarray(part.assignment), views, view_seed)
 
 

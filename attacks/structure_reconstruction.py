@@ -121,9 +121,7 @@ def score_client(
         r = row_of[v]
         ok = r >= 0
         cnt = np.bincount(r[ok], minlength=rows.size).astype(float)
-        m = sp.csr_matrix(
-            (1.0 / cnt[r[ok]], (u_idx[ok], r[ok])), shape=(targets.size, rows.size)
-        )
+        m = sp.csr_matrix((1.0 / cnt[r[ok]], (u_idx[ok], r[ok])), shape=(targets.size, rows.size))
         s = sp.csr_matrix(m @ block)
         # candidates: (u, w) with w outside V_i and w != u
         t = truth[targets].tocsr()
@@ -186,9 +184,7 @@ def structure_reconstruction(
     }
     if edge_dp is not None:
         exact, _ = build(world.views, "plain")
-        num = sum(
-            sp.linalg.norm(clients[k].abar - exact[k].abar) ** 2 for k in clients
-        )
+        num = sum(sp.linalg.norm(clients[k].abar - exact[k].abar) ** 2 for k in clients)
         den = sum(sp.linalg.norm(exact[k].abar) ** 2 for k in clients)
         details["abar_relative_error"] = float(np.sqrt(num / den))
     details["pairs"] = int(y.size)

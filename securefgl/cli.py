@@ -1,4 +1,4 @@
-"""Command line: ``securefgl run`` and ``securefgl datasets``."""
+"""Command line: ``securefgl run``, ``securefgl audit`` and ``securefgl datasets``."""
 
 from __future__ import annotations
 
@@ -68,6 +68,21 @@ def build_parser() -> argparse.ArgumentParser:
         "dataset (explicit flags still win)",
     )
     _add_config_flags(run)
+    audit = sub.add_parser(
+        "audit",
+        help="leakage audit: algorithm × protocol stack × attack; saves JSON + Markdown + plot",
+    )
+    audit.add_argument("--config", help="TOML file for the base experiment settings")
+    audit.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    audit.add_argument(
+        "--protocols",
+        default=None,
+        help="semicolon-separated stacks, e.g. 'plain;secagg;ckks;secagg,clip_noise;edgerand:1'",
+    )
+    audit.add_argument("--attacks", type=_csv(str), default=None, help="comma-separated attacks")
+    audit.add_argument("--central-rounds", type=int, default=None)
+    audit.add_argument("--list-attacks", action="store_true", help="list attacks and exit")
+    _add_config_flags(audit)
     ds = sub.add_parser("datasets", help="which datasets are available offline")
     ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
     return parser
@@ -75,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
     config = ExperimentConfig.from_toml(args.config) if args.config else ExperimentConfig()
-    if args.preset:
+    if getattr(args, "preset", False):
         from securefgl.fedstruct.presets import apply_preset
 
         config = apply_preset(config, getattr(args, "dataset", None) or config.dataset)
@@ -132,6 +147,37 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from attacks.audit import DEFAULT_PROTOCOLS, AuditConfig, audit_settings, run_audit, save_audit
+    from attacks.registry import describe
+
+    if args.list_attacks:
+        for row in describe():
+            print(f"{row['attack']:<28} targets {', '.join(row['targets'])}")
+        return 0
+    base = config_from_args(args)
+    protocols = [p for p in args.protocols.split(";") if p.strip()] if args.protocols else None
+    audit = AuditConfig(
+        base=base,
+        algorithms=list(base.algorithms) if args.algorithms else ["central", "fedavg"],
+        protocols=protocols or list(DEFAULT_PROTOCOLS),
+        attacks=args.attacks or [],
+        seeds=list(base.seeds),
+        central_rounds=args.central_rounds,
+    )
+    try:
+        rows = run_audit(audit, progress=not args.no_progress)
+    except ValueError as err:
+        raise ConfigError(str(err)) from err
+    name = base.name or f"audit_{base.dataset}"
+    out = save_audit(rows, base.output_dir, name, audit_settings(audit))
+    from attacks.audit import markdown_table
+
+    print(markdown_table(rows))
+    print("results: " + ", ".join(str(p) for p in out.values()))
+    return 0
+
+
 def _cmd_datasets(args: argparse.Namespace) -> int:
     from securefgl.data import available_datasets
 
@@ -148,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return {"run": _cmd_run, "datasets": _cmd_datasets}[args.command](args)
+        commands = {"run": _cmd_run, "audit": _cmd_audit, "datasets": _cmd_datasets}
+        return commands[args.command](args)
     except ConfigError as err:
         print(f"securefgl: configuration error: {err}", file=sys.stderr)
         return 2

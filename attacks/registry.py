@@ -1,0 +1,112 @@
+"""Which attack targets which algorithm, and how the audit grid calls it.
+
+``needs="run"``: the attack reads a trained :class:`~attacks.simulation.AuditRun`;
+``needs="world"``: it attacks a pre-training protocol it runs itself on the seed's
+client views (FedStruct's Ā construction, FedGCN's neighbour sums), in the secure-sum
+mode the protocol stack maps to (``plain`` → plain, ``secagg``/``secagg+`` → masked,
+``ckks`` → ckks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from attacks.base import AttackResult, not_applicable
+from attacks.dp_audit import dp_audit
+from attacks.gradient_inversion import gradient_inversion
+from attacks.hop2vec_leakage import hop2vec_leakage
+from attacks.link_stealing import link_stealing
+from attacks.linkteller import linkteller
+from attacks.membership import membership_inference
+from attacks.neighbour_features import neighbour_features
+from attacks.simulation import AuditRun, World
+from attacks.structure_reconstruction import structure_reconstruction
+from securefgl.federation.stack import parse_stack
+
+SUM_MODE = {"plain": "plain", "secagg": "masked", "secagg+": "masked", "ckks": "ckks"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What one grid cell hands an attack."""
+
+    run: AuditRun
+    world: World  # the seed's UNPERTURBED views (same streams as the run)
+    stack: tuple[str, ...]
+    edge_dp: tuple[str, float] | None
+
+    @property
+    def sum_mode(self) -> str:
+        return SUM_MODE[parse_stack(self.stack)[0]]
+
+    @property
+    def mechanism(self) -> str | None:
+        return parse_stack(self.stack)[1]
+
+
+@dataclass(frozen=True)
+class AttackSpec:
+    name: str
+    targets: tuple[str, ...]
+    call: Callable[[Cell], AttackResult]
+    metric: str = "auc"  # the headline metric (named on "not applicable" rows)
+
+
+def _dp_audit(cell: Cell) -> AttackResult:
+    cfg = cell.run.config
+    if cell.mechanism != "clip_noise":
+        reason = "no client-level DP mechanism (clip_noise) in the stack: nothing to audit"
+        return not_applicable("dp_audit", "server", reason)
+    return dp_audit(
+        cfg.dp_clip, cfg.dp_noise, cfg.rounds, cfg.dp_delta, accountant=cfg.dp_accountant
+    )
+
+
+ATTACKS: dict[str, AttackSpec] = {
+    spec.name: spec
+    for spec in (
+        AttackSpec(
+            "link_stealing", ("central", "fedavg", "fedprox"), lambda c: link_stealing(c.run)
+        ),
+        AttackSpec("linkteller", ("central", "fedavg", "fedprox"), lambda c: linkteller(c.run)),
+        AttackSpec(
+            "membership_inference",
+            ("central", "fedavg", "fedprox"),
+            lambda c: membership_inference(c.run),
+        ),
+        AttackSpec(
+            "gradient_inversion",
+            ("fedavg", "fedprox"),
+            lambda c: gradient_inversion(c.run),
+            "support_auc",
+        ),
+        AttackSpec("hop2vec_leakage", ("fedstruct",), lambda c: hop2vec_leakage(c.run)),
+        AttackSpec(
+            "structure_reconstruction",
+            ("fedstruct",),
+            lambda c: structure_reconstruction(c.world, c.sum_mode, c.edge_dp),
+        ),
+        AttackSpec(
+            "neighbour_feature_inference",
+            ("fedgcn",),
+            lambda c: neighbour_features(c.run.world, c.sum_mode),
+            "cosine",
+        ),
+        AttackSpec("dp_audit", ("fedavg", "fedprox"), _dp_audit, "epsilon_lower_bound"),
+    )
+}
+
+
+def attacks_for(algorithm: str, names: list[str] | None = None) -> list[AttackSpec]:
+    """The requested attacks (default: all) that target ``algorithm``."""
+    chosen = names if names else list(ATTACKS)
+    unknown = [n for n in chosen if n not in ATTACKS]
+    if unknown:
+        raise ValueError(f"unknown attack(s) {unknown}; choose from {sorted(ATTACKS)}")
+    return [ATTACKS[n] for n in chosen if algorithm in ATTACKS[n].targets]
+
+
+def describe() -> list[dict[str, Any]]:
+    return [{"attack": s.name, "targets": list(s.targets)} for s in ATTACKS.values()]
