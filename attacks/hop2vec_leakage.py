@@ -9,6 +9,9 @@ node ``u`` by the row norm ``‖∇_S L_i[u]‖₂``. Metrics (pooled over clien
 against the true reach set, precision / recall of "row ≠ 0", and the Jaccard index of
 the predicted and true reach sets.
 
+With the structure MLP ("H2V+MLP") a row can also vanish where ``J_g(s_u)`` is zero (all
+hidden ReLUs dead), so recall may fall below 1; pure H2V rows vanish only off the support.
+
 Under secagg / secagg+ / ckks the individual upload is hidden: not applicable (the
 aggregate still reveals the union of the reach sets to the server and the clients).
 """

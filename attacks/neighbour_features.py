@@ -60,8 +60,11 @@ def residual_blocks(party: NeighbourSumClient, channel: Channel, mode: str) -> l
     return [(party.hop_feats[1] / party.r[:, None] - own, None)]
 
 
-def neighbour_features(world: World, mode: str = "plain") -> AttackResult:
-    """Every client infers its external neighbours' features from the hop-1 sums."""
+def neighbour_features(
+    world: World, mode: str = "plain", adversaries: list[int] | None = None
+) -> AttackResult:
+    """Every client (or those in ``adversaries``) infers its external neighbours' features
+    from the hop-1 sums."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
     settings = FedGCNSettings(hops=1, sum_mode=mode)
@@ -74,7 +77,8 @@ def neighbour_features(world: World, mode: str = "plain") -> AttackResult:
     run_neighbour_sums(ids, LocalExecutor(parties), channel, settings, "securefgl/audit")
     x_true = world.graph.x.numpy().astype(np.float64)
     est_all, true_all, exact_all = [], [], []
-    for view in world.views:
+    chosen = world.views if adversaries is None else [world.views[a] for a in adversaries]
+    for view in chosen:
         party = parties[f"client-{view.client_id}"]
         assert isinstance(party, NeighbourSumClient)
         ext_v, ext_u = view.external_edges.numpy()

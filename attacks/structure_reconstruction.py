@@ -152,8 +152,10 @@ def structure_reconstruction(
     mode: str = "plain",
     edge_dp: tuple[str, float] | None = None,
     seed: int = 0,
+    adversaries: list[int] | None = None,
 ) -> AttackResult:
-    """Every client attacks its neighbours' edges from what the hop-2 exchange gave it."""
+    """Every client (or those in ``adversaries``) attacks its neighbours' edges from what
+    the hop-2 exchange gave it."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
     views = world.views
@@ -169,7 +171,7 @@ def structure_reconstruction(
     rng = np.random.default_rng(seed)
     scores, labels = [], []
     tp = pred = true_total = 0
-    for view in views:
+    for view in views if adversaries is None else [views[a] for a in adversaries]:
         party = clients[f"client-{view.client_id}"]
         blocks = blocks_seen(view, party, channel, mode)
         s, y, a, b, c = score_client(view, blocks, truth, rng)

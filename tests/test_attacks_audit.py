@@ -1,0 +1,77 @@
+"""One-run DP audit and the ``securefgl audit`` grid."""
+
+import json
+
+import numpy as np
+import pytest
+
+from attacks.audit import AuditConfig, parse_protocol, run_audit, save_audit
+from attacks.dp_audit import _p_value, dp_audit, epsilon_lower_bound
+from securefgl.cli import main
+from securefgl.config import ExperimentConfig
+
+
+@pytest.mark.parametrize(("r", "v"), [(100, 100), (100, 80), (500, 400)])
+def test_lower_bound_is_the_largest_eps_with_p_below_beta(r, v):
+    eps = epsilon_lower_bound(r, v, 1000, delta=1e-5)
+    assert eps > 0
+    assert _p_value(eps, r, v, 1000, 1e-5) < 0.05 <= _p_value(eps + 1e-3, r, v, 1000, 1e-5)
+    assert epsilon_lower_bound(r, v - 5, 1000, 1e-5) < eps  # fewer correct: weaker bound
+
+
+def test_audit_without_noise_gets_every_guess_right():
+    r = dp_audit(clip=1.0, noise_multiplier=0.0, rounds=1, canaries=200, guesses=40)
+    assert r.details["correct"] == r.details["guesses"]
+    assert r.value == r.details["max_lower_bound_for_these_guesses"]
+    assert r.metrics["accountant_epsilon"] == float("inf")
+
+
+@pytest.mark.parametrize(("sigma", "rounds"), [(0.8, 1), (3.0, 5)])
+def test_audit_bound_stays_below_the_accountant(sigma, rounds):
+    r = dp_audit(clip=1.0, noise_multiplier=sigma, rounds=rounds, canaries=400, guesses=100)
+    assert r.value <= r.metrics["accountant_epsilon"]
+
+
+def test_parse_protocol():
+    assert parse_protocol("plain") == ([], None)
+    assert parse_protocol("secagg,edgerand:2") == (["secagg"], ("edgerand", 2.0))
+    with pytest.raises(ValueError):
+        parse_protocol("secagg,ckks")
+
+
+def test_audit_grid_rows_and_outputs(tmp_path):
+    base = ExperimentConfig(
+        dataset="csbm",
+        csbm={"num_nodes": 120, "feature_signal": 0.5, "homophily": 0.8},
+        clients=3,
+        partition="random",
+        rounds=2,
+        hidden=8,
+        dp_noise=2.0,
+    )
+    audit = AuditConfig(
+        base=base,
+        algorithms=["central", "fedavg"],
+        protocols=["plain", "secagg,clip_noise"],
+        attacks=["link_stealing", "gradient_inversion", "dp_audit"],
+    )
+    rows = run_audit(audit, progress=False)
+    keys = {"dataset", "algorithm", "protocol", "attack", "adversary", "metric", "value"}
+    assert all(keys | {"accuracy", "epsilon"} <= set(r) for r in rows)
+    cells = {(r["algorithm"], r["protocol"]) for r in rows}
+    assert cells == {("central", "plain"), ("fedavg", "plain"), ("fedavg", "secagg,clip_noise")}
+    na = [r for r in rows if r["value"] is None and r.get("reason")]
+    assert {(r["attack"], r["protocol"]) for r in na} == {
+        ("gradient_inversion", "secagg,clip_noise"),  # the server sees a masked sum
+        ("dp_audit", "plain"),  # nothing to audit
+    }
+    dp = [r for r in rows if r["attack"] == "dp_audit" and r["value"] is not None]
+    assert dp and all(np.isfinite(r["epsilon"]) for r in dp)
+    out = save_audit(rows, tmp_path, "grid")
+    assert json.loads(out["json"].read_text())["rows"] == json.loads(json.dumps(rows))
+    assert "n/a [1]" in out["md"].read_text() and out["png"].stat().st_size > 0
+
+
+def test_cli_lists_attacks(capsys):
+    assert main(["audit", "--list-attacks"]) == 0
+    assert "linkteller" in capsys.readouterr().out

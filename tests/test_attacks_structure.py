@@ -1,0 +1,95 @@
+"""Structure and feature leakage of pre-training protocols: FedStruct's Ā exchange,
+Hop2Vec S-gradients, FedGCN neighbour sums."""
+
+import numpy as np
+import pytest
+from attack_graphs import graph, world
+
+from attacks.hop2vec_leakage import hop2vec_leakage
+from attacks.neighbour_features import neighbour_features
+from attacks.simulation import make_world, simulate
+from attacks.structure_reconstruction import structure_reconstruction
+from securefgl.config import ExperimentConfig
+from securefgl.data.synthetic import csbm
+
+# client 0 = {0, 1}, client 1 = {2, 3, 4}, client 2 = {5, 6}. Node 0 has ONE neighbour in
+# client 1 (node 2) and one in client 2 (node 5); node 1 one in client 2 (node 6).
+EDGES = [(0, 1), (0, 2), (0, 5), (2, 3), (2, 4), (3, 4), (5, 6), (1, 6)]
+ASSIGN = [0, 0, 1, 1, 1, 2, 2]
+
+
+def small():
+    x = np.eye(7, 12, dtype=np.float32) + np.eye(7, 12, k=5, dtype=np.float32)  # distinct
+    return graph(EDGES, x, np.arange(7) % 2)
+
+
+def test_plain_blocks_reveal_a_single_neighbours_edges_exactly():
+    r = structure_reconstruction(world(small(), ASSIGN), "plain", adversaries=[0])
+    # every edge of nodes 2, 5, 6 outside client 0 is found, and nothing else
+    assert r.metrics["precision"] == 1.0 and r.metrics["recall"] == 1.0
+
+
+def test_secure_sum_mixes_rows_but_still_leaks():
+    w = world(small(), ASSIGN)
+    plain = structure_reconstruction(w, "plain", adversaries=[0])
+    masked = structure_reconstruction(w, "masked", adversaries=[0])
+    assert masked.metrics["recall"] == 1.0  # the sum still covers every neighbourhood
+    assert masked.metrics["precision"] < plain.metrics["precision"]
+
+
+@pytest.fixture(scope="module")
+def csbm_world():
+    data = csbm(num_nodes=150, num_features=8, avg_degree=6.0, seed=2)
+    cfg = ExperimentConfig(clients=3, partition="random", cross_edges="known")
+    return make_world(cfg, 0, data)
+
+
+def test_edge_dp_lowers_structure_auc(csbm_world):
+    plain = structure_reconstruction(csbm_world, "plain")
+    dp = structure_reconstruction(csbm_world, "plain", edge_dp=("edgerand", 0.5))
+    assert plain.value > 0.9
+    assert dp.value < plain.value - 0.1
+    assert dp.details["abar_relative_error"] > 0
+
+
+def test_single_external_neighbour_features_are_recovered_exactly():
+    w = world(small(), ASSIGN)
+    plain = neighbour_features(w, "plain", adversaries=[0])
+    masked = neighbour_features(w, "masked", adversaries=[0])
+    # plain: every external neighbour of client 0 is alone in its sender's block
+    assert plain.metrics["exact_fraction"] == 1.0
+    assert np.isclose(plain.metrics["cosine"], 1.0)
+    # masked: node 0's two external neighbours (2 and 5) arrive summed
+    assert masked.metrics["exact_fraction"] < 1.0
+    assert masked.metrics["cosine"] < plain.metrics["cosine"]
+
+
+H2V = ExperimentConfig(
+    clients=3,
+    partition="random",
+    cross_edges="known",
+    nsf="hop2vec",
+    structure_mlp=False,  # pure H2V (Prop. 2): rows are Σ_v Ā_vu (ŷ_v - y_v), no dead ReLUs
+    structure_hops=2,
+    rounds=1,
+    feature_hidden=[8],
+    structure_hidden=[8],
+)
+
+
+@pytest.fixture(scope="module")
+def h2v_data():
+    return csbm(num_nodes=90, num_features=8, avg_degree=3.0, seed=4)
+
+
+def test_hop2vec_gradients_reveal_each_clients_reach(h2v_data):
+    run = simulate(H2V, "fedstruct", 0, h2v_data)
+    r = hop2vec_leakage(run)
+    assert r.applicable
+    assert r.metrics["precision"] == 1.0 and r.metrics["recall"] == 1.0
+
+
+def test_hop2vec_leakage_not_applicable_under_secagg(h2v_data):
+    run = simulate(H2V.replace(protocol=["secagg"]), "fedstruct", 0, h2v_data)
+    r = hop2vec_leakage(run)
+    assert not r.applicable and "SecAgg" in r.reason
