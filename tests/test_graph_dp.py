@@ -183,3 +183,12 @@ def test_invalid_budgets_raise() -> None:
         edge_rand(A, 0.0)
     with pytest.raises(ValueError):
         lap_graph(A, 1.0, count_fraction=1.0)
+
+
+@pytest.mark.parametrize("epsilon", [40.0, 200.0])
+def test_edge_rand_with_a_huge_budget_returns_the_graph(epsilon: float) -> None:
+    """Flip probabilities far below 2^-63 (geometric gaps overflowing int64) keep the graph."""
+    for preserve in (False, True):
+        out = edge_rand(A, epsilon, preserve_sparsity=preserve, rng=1)
+        assert_valid_symmetric(out, 400)
+        assert overlap(out, A) == n_edges(out) == M

@@ -127,7 +127,10 @@ def _bernoulli_ranks(count: int, p: float, rng: np.random.Generator) -> np.ndarr
     parts: list[np.ndarray] = []
     last = -1
     while True:
-        pos = last + np.cumsum(rng.geometric(p, size=chunk).astype(np.int64))
+        gaps = rng.geometric(p, size=chunk).astype(np.int64)
+        # tiny p: draws can exceed int64 (wrapping negative); any gap > count ends the run
+        gaps = np.where((gaps <= 0) | (gaps > count), count + 1, gaps)
+        pos = last + np.cumsum(gaps)
         inside = pos[pos < count]
         parts.append(inside)
         if inside.size < pos.size:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from torch_geometric.data import Data
@@ -53,6 +53,11 @@ class Algorithm(ABC):
     @abstractmethod
     def train_round(self, round_idx: int) -> float:
         """One round; returns the mean training loss."""
+
+    def privacy(self) -> dict[str, Any]:
+        """Guarantees the algorithm adds beyond its protocol stack (e.g. FedStruct's edge DP
+        on Ā's inputs: ``{"edge_dp": ..., "edge_epsilon": ...}``)."""
+        return {}
 
     @abstractmethod
     def predict(self) -> list[SplitPredictions]:

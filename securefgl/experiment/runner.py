@@ -200,7 +200,7 @@ def run_single(
         history,
         part.report(graph).to_dict(),
         setup_bytes,
-        stack.privacy(),
+        {**stack.privacy(), **algo.privacy()},
         transcript if config.store_payloads else None,
         SimulationState(graph, np.asarray(part.assignment), views, algo, view_seed)
         if keep_state

@@ -82,7 +82,7 @@ from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.training import SPLITS
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.fedstruct import adjacency
+from securefgl.fedstruct import adjacency, edge_dp
 from securefgl.fedstruct.model import AbarRows, FedStructModel, local_propagation
 from securefgl.fedstruct.nsf import node_structure_features
 from securefgl.fedstruct.presets import FedStructSettings
@@ -141,6 +141,8 @@ class FedStructClient(ClientHeldModel):
     ) -> None:
         self.party_id = client_id(view)
         self.view = view
+        self.structure_view = view  # what Ā and the NSFs are built from (edge DP: perturbed)
+        self._perturber: edge_dp.EdgePerturber | None = None
         self.settings = settings
         self.config = config
         self.agg = agg
@@ -194,11 +196,29 @@ class FedStructClient(ClientHeldModel):
         self.adjacency = None  # the per-hop state is no longer needed
         return int(self.abar.nnz) if self.abar is not None else 0
 
+    def edge_dp(self, method: str, *args: Any) -> Any:
+        """Edge DP on Ā's input blocks (:mod:`securefgl.fedstruct.edge_dp`): ``"host"``
+        starts this client's perturbation, ``"adopt"`` switches Ā and the NSFs to the
+        perturbed view; any other public ``method`` runs on the perturber."""
+        if method == "host":
+            dp, seed = args
+            rng = np.random.default_rng([seed, 0xED6E, self.view.client_id])
+            self._perturber = edge_dp.EdgePerturber(self.view, self.party_id, dp, rng)
+            return None
+        if self._perturber is None or method.startswith("_"):
+            raise RuntimeError(f"{self.party_id}: no edge perturbation hosted (or {method!r})")
+        if method == "adopt":
+            self.structure_view = self._perturber.result(*args)
+            self.adjacency = adjacency.AdjacencyClient(self.structure_view, self.party_id)
+            self._perturber = None
+            return self.structure_view.num_edges // 2 + self.structure_view.num_external_edges
+        return getattr(self._perturber, method)(*args)
+
     def share_nsf(self) -> list[Envelope]:
         """``(own opaque ids, S_i)`` to the server (Alg. 1/2 "share S_i")."""
         st = self.settings
         rows = node_structure_features(
-            self.view, st.nsf, self.model_nsf_dim, self.seed, st.rw_steps, st.init_std
+            self.structure_view, st.nsf, self.model_nsf_dim, self.seed, st.rw_steps, st.init_std
         )
         ids = self.view.node_ids.numpy().astype(np.int64)
         with torch.no_grad():
@@ -449,9 +469,28 @@ class FedStruct(FedAvg):
         setup_parties(protocol, self.agg_parties, federation.channel.transmit, self.executor.invoke)
         self._broadcast(-1)
 
+    def _perturb_edges(self, ids: list[str]) -> None:
+        """Edge DP on every block before Algorithm 3 (``settings.edge_dp``)."""
+        dp, ex = self.settings.edge_dp, self.executor
+        if dp is None:
+            return
+        if self.abar_rows is not None or self.settings.abar != "federated":
+            raise ConfigError("edge DP perturbs the federated Ā build: use abar = 'federated'")
+        views = self.federation.views
+        ex.call([(c, "edge_dp", ("host", dp, self.federation.seed)) for c in ids])
+        ctx = adjacency.HopContext(ids, ex, self.federation.channel, SERVER)
+        pairs = [(v.client_id, c) for v, c in zip(views, ids, strict=True)]
+        edge_dp.perturb_views(pairs, ctx, entry="edge_dp")
+        ex.call([(c, "edge_dp", ("adopt", len(ids))) for c in ids])
+
+    def privacy(self) -> dict[str, Any]:
+        dp = self.settings.edge_dp
+        return {} if dp is None else {"edge_dp": dp.mechanism, "edge_epsilon": dp.epsilon}
+
     def _build_abar(self, ids: list[str]) -> None:
         st, ex = self.settings, self.executor
         views = self.federation.views
+        self._perturb_edges(ids)
         if self.abar_rows is None and st.abar == "federated":
             self.abar_report = adjacency.build_abar(
                 ids,

@@ -30,6 +30,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from securefgl.fedstruct.edge_dp import EdgeDP
 from securefgl.fedstruct.nsf import NSF_KINDS
 
 __all__ = [
@@ -71,6 +72,7 @@ class FedStructSettings:
     abar_sum: str = "plain"  # per-hop sum of the Ā build: plain (the paper's) | masked | ckks
     abar_support: str = "rows"  # secure sums' public coordinates: rows | union
     abar_relay: bool = False  # plain Ā blocks via the server (True) or client to client
+    edge_dp: EdgeDP | None = None  # ε-edge DP on Ā's input blocks (fedstruct.edge_dp)
 
     def __post_init__(self) -> None:
         if self.nsf not in NSF_KINDS:
@@ -127,6 +129,11 @@ class FedStructSettings:
         for name in ("lr", "weight_decay", "dropout"):
             if (value := getattr(config, name, None)) is not None:
                 changes[name] = value
+        mechanism, eps = getattr(config, "edge_dp", None), getattr(config, "edge_epsilon", None)
+        if (mechanism is None) != (eps is None):
+            raise ValueError("edge DP needs both edge_dp (edgerand | lapgraph) and edge_epsilon")
+        if mechanism is not None:
+            changes["edge_dp"] = EdgeDP(mechanism, float(eps))
         return base.replace(**changes)
 
 

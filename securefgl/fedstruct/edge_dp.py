@@ -1,0 +1,196 @@
+"""Edge-level DP on the input blocks of FedStruct's Ā (issue: Ā construction, optional DP).
+
+Before Algorithm 3 every edge of the federation is perturbed exactly once, by a party that
+already knows it, with EdgeRand or LapGraph (``protocols.dp.graph_dp``, LinkTeller, Wu et
+al. S&P'22):
+
+* internal block ``A[V_k, V_k]``: client ``k`` perturbs it locally (symmetric, ε);
+* cross block ``A[V_i, V_k]`` of every pair ``i < k`` (all pairs, not only neighbouring
+  ones: whether two clients share an edge is itself edge information): ``k`` sends ``i``
+  the opaque ids of its nodes, ``i`` perturbs the rectangular block (directed entries, ε)
+  and sends ``k`` the noisy edges; both then hold the same noisy block.
+
+Each entry of the global adjacency belongs to exactly one block, so by parallel composition
+the perturbed graph is **ε-edge-DP** against everyone who does not know the edge already
+(the server, other clients, whoever sees Ā, the NSFs or the trained model), by
+post-processing. Both endpoint owners of a cross edge know it by construction of the
+``known`` setting. Not protected: node membership (client ``i`` learns which opaque ids
+belong to ``k``; the relaying server too), node-level privacy (a node's deg edges change
+together: deg·ε), features and labels.
+
+FedStruct then runs unchanged on the perturbed views: Ā (any hop-sum mode), the structural
+NSFs (degree, FedStar) and nothing else; the local NFE ``f_θf`` keeps the true internal
+edges (a client's own model on its own data: what its gradients leak is the training
+protocol's business). Deviation from the paper: FedStruct has no edge DP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from protocols.base import Envelope
+from protocols.dp.graph_dp import edge_rand, lap_graph
+from protocols.wire import Payload, WireFormatError
+from securefgl.data.views import ClientGraph
+from securefgl.fedstruct.adjacency import HopContext, _address, _origin
+
+EDGE_DP_MECHANISMS = ("edgerand", "lapgraph")
+IDS_TAG = "edge-dp/ids"
+BLOCK_TAG = "edge-dp/block"
+
+
+@dataclass(frozen=True)
+class EdgeDP:
+    """Mechanism and budget: ``edgerand`` (randomised response, sparsity preserved) or
+    ``lapgraph``; ``epsilon`` per edge (the whole graph is ε-edge-DP)."""
+
+    mechanism: str
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in EDGE_DP_MECHANISMS:
+            raise ValueError(
+                f"edge DP mechanism must be one of {EDGE_DP_MECHANISMS}, got {self.mechanism!r}"
+            )
+        if not self.epsilon > 0:
+            raise ValueError(f"edge DP epsilon must be > 0, got {self.epsilon}")
+
+    def perturb(
+        self, block: sp.csr_matrix, symmetric: bool, rng: np.random.Generator
+    ) -> sp.csr_matrix:
+        if self.mechanism == "lapgraph":
+            return lap_graph(block, self.epsilon, symmetric=symmetric, rng=rng)
+        return edge_rand(block, self.epsilon, symmetric=symmetric, preserve_sparsity=True, rng=rng)
+
+
+class EdgePerturber:
+    """Client ``k``'s side: holds its view, returns the perturbed one (:meth:`result`)."""
+
+    def __init__(
+        self, view: ClientGraph, party_id: str, dp: EdgeDP, rng: np.random.Generator
+    ) -> None:
+        if view.cross_edges != "known":
+            raise ValueError("edge DP on Ā's blocks needs the 'known' cross-edge setting")
+        self.view, self.party_id, self.dp, self.rng = view, party_id, dp, rng
+        n_i = view.num_nodes
+        ei = view.edge_index.numpy()
+        own = sp.csr_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n_i, n_i))
+        self._internal = dp.perturb(own, True, rng)
+        ext = view.external_edges.numpy()
+        self._ext = {
+            int(o): ext[:, view.external_owner.numpy() == o]
+            for o in np.unique(view.external_owner.numpy())
+        }  # owner -> true (local row, opaque id) edges, replaced pair by pair
+        self._noisy: dict[int, np.ndarray] = {}
+
+    def announce_ids(self, lower: Sequence[tuple[int, str]], via: str | None) -> list[Envelope]:
+        """My nodes' opaque ids to every client with a smaller id (it perturbs our block)."""
+        ids, me = self.view.node_ids.numpy().astype(np.int64), self.view.client_id
+        return [
+            _address(self.party_id, pid, via, IDS_TAG, Payload({"ids": ids}, {"client": me}))
+            for _, pid in lower
+        ]
+
+    def perturb_cross(self, inbox: list[Envelope], via: str | None) -> list[Envelope]:
+        """For each higher client's id list: perturb ``A[V_me, V_k]``, keep it, send it."""
+        out = []
+        rows_ids = self.view.node_ids.numpy().astype(np.int64)
+        for env in inbox:
+            k, cols = self._read(env, IDS_TAG, "ids")
+            true = self._ext.get(k, np.zeros((2, 0), np.int64))
+            col_of = {int(c): j for j, c in enumerate(cols)}
+            try:
+                cj = np.fromiter((col_of[int(c)] for c in true[1]), np.int64, true.shape[1])
+            except KeyError as err:
+                raise ValueError(f"{self.party_id}: client {k} omitted node {err}") from None
+            block = sp.csr_matrix(
+                (np.ones(true.shape[1]), (true[0], cj)), shape=(self.view.num_nodes, cols.size)
+            )
+            noisy = self.dp.perturb(block, False, self.rng).tocoo()
+            self._noisy[k] = np.vstack([noisy.row, cols[noisy.col]]).astype(np.int64)
+            pairs = np.vstack([cols[noisy.col], rows_ids[noisy.row]]).astype(np.int64)
+            out.append(
+                _address(
+                    self.party_id,
+                    _origin(env),
+                    via,
+                    BLOCK_TAG,
+                    Payload({"edges": pairs}, {"client": self.view.client_id}),
+                )
+            )
+        return out
+
+    def receive_cross(self, inbox: list[Envelope]) -> None:
+        """Noisy blocks from lower clients: (my opaque id, their opaque id) pairs."""
+        ids = self.view.node_ids.numpy().astype(np.int64)
+        order = np.argsort(ids)
+        for env in inbox:
+            k, pairs = self._read(env, BLOCK_TAG, "edges")
+            if pairs.ndim != 2 or pairs.shape[0] != 2:
+                raise ValueError(f"{self.party_id}: malformed noisy block from client {k}")
+            pos = np.searchsorted(ids, pairs[0], sorter=order)
+            local = order[np.minimum(pos, max(ids.size - 1, 0))]
+            if pairs.shape[1] and not np.array_equal(ids[local], pairs[0]):
+                raise ValueError(f"{self.party_id}: noisy block from {k} names foreign rows")
+            self._noisy[k] = np.vstack([local, pairs[1]]).astype(np.int64)
+
+    def result(self, num_clients: int) -> ClientGraph:
+        """The perturbed view (every other client's block must have been perturbed)."""
+        missing = sorted(set(range(num_clients)) - {self.view.client_id} - set(self._noisy))
+        if missing:
+            raise RuntimeError(f"{self.party_id}: no perturbed block with clients {missing}")
+        internal = self._internal.tocoo()
+        owners = sorted(self._noisy)
+        ext = np.hstack([np.zeros((2, 0), np.int64), *(self._noisy[o] for o in owners)])
+        owner = np.concatenate(
+            [np.zeros(0, np.int64), *(np.full(self._noisy[o].shape[1], o) for o in owners)]
+        )
+        v = self.view
+        return ClientGraph(
+            client_id=v.client_id, x=v.x, y=v.y, train_mask=v.train_mask,
+            val_mask=v.val_mask, test_mask=v.test_mask,
+            edge_index=torch.from_numpy(np.vstack([internal.row, internal.col]).astype(np.int64)),
+            node_ids=v.node_ids, cross_edges="known",
+            external_edges=torch.from_numpy(ext), external_owner=torch.from_numpy(owner),
+            num_classes=v.num_classes, num_global_nodes=v.num_global_nodes,
+        )  # fmt: skip
+
+    def _read(self, env: Envelope, tag: str, field: str) -> tuple[int, np.ndarray]:
+        k = env.payload.meta.get("client")
+        if env.tag != tag or not isinstance(k, int) or isinstance(k, bool):
+            raise ValueError(f"{self.party_id}: unexpected message {env.tag} from {env.sender}")
+        try:
+            arr = env.payload.array(field)
+        except (KeyError, WireFormatError) as err:
+            raise ValueError(f"{self.party_id}: malformed {tag} from client {k}") from err
+        if arr.dtype != np.int64:
+            raise ValueError(f"{self.party_id}: {tag} from client {k} is not int64")
+        return k, arr
+
+
+def perturb_views(
+    clients: Sequence[tuple[int, str]], ctx: HopContext, entry: str | None = None
+) -> None:
+    """Run the exchange: ids to lower clients, noisy cross blocks back (see module doc).
+
+    ``clients``: (client id, party id). Parties are :class:`EdgePerturber` s, or host one
+    behind ``entry`` (``party.entry(method, *args)``). Afterwards each perturber's
+    :meth:`~EdgePerturber.result` is its perturbed view.
+    """
+    ex, via = ctx.executor, ctx.server_id
+
+    def calls(method: str, args: dict[str, tuple]) -> list[list[Envelope] | None]:
+        if entry is None:
+            return ex.call([(pid, method, a) for pid, a in args.items()])
+        return ex.call([(pid, entry, (method, *a)) for pid, a in args.items()])
+
+    lower = {pid: ([c for c in clients if c[0] < cid], via) for cid, pid in clients}
+    inbox = ctx.deliver([e for batch in calls("announce_ids", lower) for e in batch or []])
+    sent = calls("perturb_cross", {pid: (inbox[pid], via) for _, pid in clients})
+    inbox = ctx.deliver([e for batch in sent for e in batch or []])
+    calls("receive_cross", {pid: (inbox[pid],) for _, pid in clients})
