@@ -1,4 +1,5 @@
-"""Command line: ``securefgl run``, ``securefgl audit`` and ``securefgl datasets``."""
+"""Command line: ``securefgl run``, ``securefgl audit``, ``securefgl datasets`` and
+``securefgl recommend``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from securefgl.config import ALIASES, ConfigError, ExperimentConfig
+from securefgl.recommendation.cli import add_recommend_parser, cmd_recommend
 
 _LISTS = {
     "algorithms": str,
@@ -85,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_flags(audit)
     ds = sub.add_parser("datasets", help="which datasets are available offline")
     ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
+    add_recommend_parser(sub)
     return parser
 
 
@@ -194,7 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
-        commands = {"run": _cmd_run, "audit": _cmd_audit, "datasets": _cmd_datasets}
+        commands = {"run": _cmd_run, "audit": _cmd_audit, "datasets": _cmd_datasets,
+                    "recommend": cmd_recommend}
         return commands[args.command](args)
     except ConfigError as err:
         print(f"securefgl: configuration error: {err}", file=sys.stderr)

@@ -95,3 +95,13 @@ def test_other_loaders(name: str) -> None:
     assert data.user.max() < 300 and data.item.max() < data.n_items
     if name == "MovieLens100K":
         assert data.trust.size == 0
+
+
+@pytest.mark.datasets
+def test_filmtrust_fesog_variant_matches_reference_preprocessing() -> None:
+    _needs("FilmTrust")
+    data = load_ratings("FilmTrust", variant="fesog")
+    # FeSoG's filmtrust_FedMF.pkl: 1957 items, 18,662 ratings in 0..7 (874 users incl.
+    # 134 trust-only users without ratings, who are not clients here)
+    assert (data.n_items, data.n_ratings, data.n_users) == (1957, 18662, 740)
+    assert data.rating_min == 0.0 and data.rating_max == 7.0

@@ -47,3 +47,22 @@ def test_fedgnn_expansion_refreshes(views: ClientViews) -> None:
 def test_central_reference_trains(views: ClientViews) -> None:
     res = train_central(views, epochs=15, batch_users=50, lr=0.05)
     assert np.isfinite(res.test_rmse) and res.test_rmse < 1.5
+
+
+@pytest.mark.datasets
+def test_cli_recommend_on_filmtrust(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import os
+    from pathlib import Path
+
+    from securefgl.cli import main
+
+    root = os.environ.get("SECUREFGL_DATA")
+    if not root or not (Path(root) / "SocialRec/FilmTrust/ratings.txt").is_file():
+        pytest.skip("FilmTrust not under SECUREFGL_DATA")
+    code = main(["recommend", "--method", "fesog", "--dataset", "FilmTrust", "--rounds", "40",
+                 "--users-per-round", "128", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["method"] == "fesog" and out["rounds"] == 40
+    assert out["dataset"]["users"] == 740 and np.isfinite(out["test_rmse"])
+    assert out["attack"]["view"] == "per-user uploads" and out["privacy"]["mode"] == "heuristic"

@@ -12,14 +12,23 @@ graph expansion), :mod:`.aggregation` (uploads and secure sums), :mod:`.trainer`
 :mod:`.central` (the non-federated upper reference).
 """
 
-from securefgl.recommendation.data import RATING_DATASETS, RatingData, load_ratings
-from securefgl.recommendation.views import ClientViews, UserView, split_per_user
+from typing import Any
 
-__all__ = [
-    "RATING_DATASETS",
-    "ClientViews",
-    "RatingData",
-    "UserView",
-    "load_ratings",
-    "split_per_user",
-]
+_EXPORTS = {
+    "RATING_DATASETS": "data",
+    "RatingData": "data",
+    "load_ratings": "data",
+    "ClientViews": "views",
+    "UserView": "views",
+    "split_per_user": "views",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy exports, so ``securefgl --help`` does not import torch_geometric."""
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -104,7 +104,9 @@ class FedRecTrainer:
         k = min(self.cfg.users_per_round, self.active.size)
         return np.sort(self.rng.choice(self.active, size=k, replace=False))
 
-    def local_step(self, users: np.ndarray):  # noqa: ANN201 - Uploads
+    def local_step(self, users: np.ndarray, update_local: bool = True):  # noqa: ANN201
+        """The sampled users' uploads (pre-LDP); FedGNN users also update their own
+        embedding locally unless ``update_local`` is False."""
         cfg = self.cfg
         if cfg.method == "fesog":
             return fesog.local_gradients(
@@ -116,6 +118,8 @@ class FedRecTrainer:
             fedgnn.FedGNNConfig(cfg.dim, cfg.pseudo_items, cfg.max_neighbors),
             self.expansion, self.rng, self.noise_gen,
         )
+        if not update_local:
+            return up
         with torch.no_grad():  # each client updates its own embedding locally
             U = self.state["local_user_emb"]
             idx = torch.as_tensor(users)
@@ -139,6 +143,16 @@ class FedRecTrainer:
         if len(self.server_views) < cfg.keep_views:
             self.server_views.append(view)
         return view
+
+    def observe(self, r: int, backend: str | None = None) -> ServerView:
+        """What the server would receive in round ``r`` (no update is applied, nothing is
+        charged to the ledger): the input of the interaction-inference attack."""
+        if self.cfg.method == "fedgnn" and self.expansion is None:
+            self.run_expansion()
+        users = self.sample_users()
+        up, _ = apply_ldp(self.local_step(users, update_local=False), self.cfg.ldp,
+                          self.noise_gen)
+        return aggregate_uploads(up, backend or self.cfg.backend, r)[1]
 
     # ------------------------------------------------------------------ evaluation
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
