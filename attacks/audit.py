@@ -213,6 +213,7 @@ def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:
     attacks = sorted({r["attack"] for r in head})
     if not attacks:
         return None
+    colors = {ds: f"C{i}" for i, ds in enumerate(dict.fromkeys(r["dataset"] for r in rows))}
     panels = len(attacks) + 1
     cols = min(3, panels)
     nrows = math.ceil(panels / cols)
@@ -223,7 +224,7 @@ def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:
             marker = {"central": "s", "fedavg": "o", "fedstruct": "^", "fedgcn": "D"}.get(
                 r["algorithm"], "x"
             )
-            ax.scatter(100 * r["accuracy"], r["value"], marker=marker)
+            ax.scatter(100 * r["accuracy"], r["value"], marker=marker, c=colors[r["dataset"]])
             ax.annotate(
                 f"{r['dataset']}/{r['algorithm']}/{r['protocol']}",
                 (100 * r["accuracy"], r["value"]),
@@ -239,7 +240,7 @@ def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:
         if r["epsilon"] is not None and r.get("primary", True)
     }
     for (ds, algo, proto), r in dp.items():
-        ax.scatter(r["epsilon"], 100 * r["accuracy"])
+        ax.scatter(r["epsilon"], 100 * r["accuracy"], c=colors[ds])
         ax.annotate(f"{ds}/{algo}/{proto}", (r["epsilon"], 100 * r["accuracy"]), fontsize=6)
     if dp:
         ax.set_xscale("log")

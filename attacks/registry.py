@@ -86,7 +86,7 @@ ATTACKS: dict[str, AttackSpec] = {
         AttackSpec(
             "structure_reconstruction",
             ("fedstruct",),
-            lambda c: structure_reconstruction(c.world, c.sum_mode, c.edge_dp),
+            lambda c: structure_reconstruction(c.world, c.sum_mode, c.edge_dp, c.run.result.seed),
         ),
         AttackSpec(
             "neighbour_feature_inference",

@@ -142,10 +142,22 @@ def simulate(
     data: Data,
     progress: bool = False,
     views_hook: Callable[[list[ClientGraph]], list[ClientGraph]] | None = None,
+    payload_rounds: int | None = 0,
 ) -> AuditRun:
-    """Train ``algorithm`` with payloads stored and the simulator state kept."""
+    """Train ``algorithm`` with the simulator state kept and the payloads of the set-up and
+    rounds ``≤ payload_rounds`` stored (``None``: all rounds; sizes are always counted).
+    The round-0 attacks need no more, and a CKKS run's full transcript would not fit in
+    memory."""
     config = config.replace(store_payloads=True)
+    transcript = Transcript(store_payloads=True, payload_rounds=payload_rounds)
     result = run_single(
-        config, algorithm, seed, data, progress, keep_state=True, views_hook=views_hook
+        config,
+        algorithm,
+        seed,
+        data,
+        progress,
+        keep_state=True,
+        views_hook=views_hook,
+        transcript=transcript,
     )
     return AuditRun(config, result)

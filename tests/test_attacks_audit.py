@@ -75,3 +75,15 @@ def test_audit_grid_rows_and_outputs(tmp_path):
 def test_cli_lists_attacks(capsys):
     assert main(["audit", "--list-attacks"]) == 0
     assert "linkteller" in capsys.readouterr().out
+
+
+def test_simulate_keeps_payloads_only_up_to_the_attacked_round():
+    from attacks.simulation import simulate
+    from securefgl.data.synthetic import csbm
+
+    cfg = ExperimentConfig(clients=2, partition="random", rounds=3, hidden=8)
+    run = simulate(cfg, "fedavg", 0, csbm(num_nodes=60, num_features=8, seed=1))
+    kept = {e.round for e in run.transcript.entries if e.data is not None}
+    dropped = {e.round for e in run.transcript.entries if e.data is None}
+    assert kept == {-1, 0} and dropped == {1, 2}
+    assert all(e.nbytes > 0 for e in run.transcript.entries)  # sizes are always counted

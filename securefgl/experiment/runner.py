@@ -134,11 +134,13 @@ def run_single(
     progress: bool = True,
     keep_state: bool = False,
     views_hook: Callable[[list[ClientGraph]], list[ClientGraph]] | None = None,
+    transcript: Transcript | None = None,
 ) -> RunResult:
     """Train ``algorithm`` once with ``seed`` (which also draws the split and partition).
 
     ``keep_state`` attaches a :class:`SimulationState` (attacks); ``views_hook`` maps the
-    client views before the algorithm sees them (e.g. each client perturbing its own edges).
+    client views before the algorithm sees them (e.g. each client perturbing its own edges);
+    ``transcript`` replaces the one built from ``config.store_payloads``.
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose from {sorted(ALGORITHMS)}")
@@ -159,7 +161,9 @@ def run_single(
     views = build_client_views(graph, part.assignment, config.cross_edge_mode, seed=view_seed)
     if views_hook is not None:
         views = views_hook(views)
-    channel = Channel(Transcript(store_payloads=config.store_payloads))
+    if transcript is None:
+        transcript = Transcript(store_payloads=config.store_payloads)
+    channel = Channel(transcript)
     per_round = max(1, round(config.client_fraction * config.clients))
     stack = build_stack(config, per_round, experiment_id=f"{config.name or 'run'}|seed={seed}")
     algo = ALGORITHMS[algorithm](config)
@@ -201,7 +205,7 @@ def run_single(
         part.report(graph).to_dict(),
         setup_bytes,
         {**stack.privacy(), **algo.privacy()},
-        transcript if config.store_payloads else None,
+        transcript if transcript.store_payloads else None,
         SimulationState(graph, np.asarray(part.assignment), views, algo, view_seed)
         if keep_state
         else None,

@@ -53,8 +53,9 @@ class PartyView:
 class Transcript:
     """Append-only log of every message that crossed the channel."""
 
-    def __init__(self, store_payloads: bool = True) -> None:
+    def __init__(self, store_payloads: bool = True, payload_rounds: int | None = None) -> None:
         self.store_payloads = store_payloads
+        self.payload_rounds = payload_rounds  # keep payloads only up to this round (None: all)
         self.entries: list[TranscriptEntry] = []
 
     def record(self, round: int, envelope: Envelope, data: bytes) -> TranscriptEntry:
@@ -64,10 +65,13 @@ class Transcript:
             envelope.receiver,
             envelope.tag,
             len(data),
-            data if self.store_payloads else None,
+            data if self._keeps(round) else None,
         )
         self.entries.append(entry)
         return entry
+
+    def _keeps(self, round: int) -> bool:
+        return self.store_payloads and (self.payload_rounds is None or round <= self.payload_rounds)
 
     def view(self, party: str) -> PartyView:
         return PartyView(party, tuple(e for e in self.entries if e.receiver == party))
