@@ -105,7 +105,26 @@ def dlg(
     seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Optimise dummy features (edgeless graph) so their gradient matches ``target``."""
-    torch.set_flush_denormal(True)  # saturated sigmoids make denormals: 30x slower
+    # saturated sigmoids make denormals (30x slower): flush them, for this call only (the
+    # flag is process-wide CPU state)
+    torch.set_flush_denormal(True)
+    try:
+        return _dlg(model, target, batch, in_dim, support, steps, lr, binary, seed)
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def _dlg(
+    model: nn.Module,
+    target: list[torch.Tensor],
+    batch: int,
+    in_dim: int,
+    support: np.ndarray,
+    steps: int,
+    lr: float,
+    binary: bool,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
     gen = torch.Generator().manual_seed(seed)
     counts = label_counts(last_bias_gradient(model, target).numpy(), batch)
     labels = torch.as_tensor(np.repeat(np.arange(counts.size), counts), dtype=torch.long)
