@@ -109,7 +109,7 @@ def _rows(
         "epsilon_unit": run.epsilon_unit,
     }
     if not result.applicable:
-        primary = result.primary or "value"
+        primary = result.primary or metric
         return [
             {**base, "metric": primary, "value": None, "primary": True, "reason": result.reason}
         ]

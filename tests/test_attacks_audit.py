@@ -7,6 +7,7 @@ import pytest
 
 from attacks.audit import AuditConfig, parse_protocol, run_audit, save_audit
 from attacks.dp_audit import _p_value, dp_audit, epsilon_lower_bound
+from attacks.registry import ATTACKS
 from securefgl.cli import main
 from securefgl.config import ExperimentConfig
 
@@ -65,6 +66,7 @@ def test_audit_grid_rows_and_outputs(tmp_path):
         ("gradient_inversion", "secagg,clip_noise"),  # the server sees a masked sum
         ("dp_audit", "plain"),  # nothing to audit
     }
+    assert all(r["metric"] == ATTACKS[r["attack"]].metric for r in na)
     dp = [r for r in rows if r["attack"] == "dp_audit" and r["value"] is not None]
     assert dp and all(np.isfinite(r["epsilon"]) for r in dp)
     out = save_audit(rows, tmp_path, "grid")
