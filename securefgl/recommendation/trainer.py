@@ -59,6 +59,15 @@ def rmse_mae(pred: np.ndarray, label: np.ndarray) -> tuple[float, float]:
     return float(np.sqrt(np.mean(err**2))), float(np.mean(np.abs(err)))
 
 
+def rmse_detail(pred: np.ndarray, label: np.ndarray, warm: np.ndarray) -> dict[str, float]:
+    """RMSE / MAE overall and split by warm items (≥ 1 training rating) vs cold items."""
+    rmse, mae = rmse_mae(pred, label)
+    out = {"rmse": rmse, "mae": mae, "cold_share": float(1.0 - warm.mean())}
+    for name, m in (("warm", warm), ("cold", ~warm)):
+        out[f"rmse_{name}"] = rmse_mae(pred[m], label[m])[0] if m.any() else float("nan")
+    return out
+
+
 @dataclass
 class RecResult:
     config: dict
@@ -70,6 +79,7 @@ class RecResult:
     seconds_per_round: float
     privacy: dict
     history: list[dict]
+    detail: dict = field(default_factory=dict)  # test metrics split by warm / cold items
 
 
 class FedRecTrainer:
@@ -164,10 +174,14 @@ class FedRecTrainer:
         u, i, r = self.views.eval_pairs(part)
         return rmse_mae(self.predict(u, i), r)
 
+    def evaluate_detail(self, part: str) -> dict[str, float]:
+        u, i, r = self.views.eval_pairs(part)
+        return rmse_detail(self.predict(u, i), r, self.views.warm_items()[i])
+
     def run(self) -> RecResult:
         cfg = self.cfg
         t0 = time.perf_counter()
-        best, best_test, bad, history = np.inf, (np.nan, np.nan), 0, []
+        best, detail, bad, history = np.inf, {}, 0, []
         r = 0
         for r in range(cfg.rounds):
             t = time.perf_counter()
@@ -177,7 +191,7 @@ class FedRecTrainer:
                 val = self.evaluate("val")
                 if val[0] < best:
                     best, bad = val[0], 0
-                    best_test = self.evaluate("test")
+                    detail = self.evaluate_detail("test")
                 else:
                     bad += 1
                 history.append({"round": r + 1, "val_rmse": val[0], "val_mae": val[1],
@@ -190,9 +204,9 @@ class FedRecTrainer:
                     break
         if not np.isfinite(best):
             best = self.evaluate("val")[0]
-            best_test = self.evaluate("test")
+            detail = self.evaluate_detail("test")
         secs = time.perf_counter() - t0
         privacy = {"mode": cfg.ldp.mode, "clip": cfg.ldp.clip, "lam": cfg.ldp.lam,
                    "paper_epsilon_per_coordinate": cfg.ldp.paper_epsilon, **self.ledger.summary()}
-        return RecResult(cfg.to_dict(), best_test[0], best_test[1], float(best), r + 1, secs,
-                         float(np.mean(self.round_seconds)), privacy, history)
+        return RecResult(cfg.to_dict(), detail["rmse"], detail["mae"], float(best), r + 1, secs,
+                         float(np.mean(self.round_seconds)), privacy, history, detail)

@@ -140,6 +140,10 @@ class ClientViews:
         slot, nbr, _ = self.social.gather(np.asarray(users, np.int64))
         return slot, nbr
 
+    def warm_items(self) -> np.ndarray:
+        """Items with at least one training rating (metrics only: cold-item breakdown)."""
+        return np.bincount(self.train.col, minlength=self.n_items) > 0
+
     def eval_pairs(self, part: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(user, item, rating) of all ratings in ``part`` (for metrics)."""
         csr = self.split[part]
