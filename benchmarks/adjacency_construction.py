@@ -287,25 +287,28 @@ def rss_bytes() -> int:
 
 
 def federated_build(views: list, hops: int, hop_sum: HopSum, pruned: bool, p: float) -> tuple:
-    """(sequential seconds, parallel critical-path estimate, report, clients)."""
+    """(wall seconds, CPU seconds, parallel CPU critical path, report, clients)."""
     clients = {f"client-{v.client_id}": AdjacencyClient(v) for v in views}
-    ex = LocalExecutor({**clients, "server": AdjacencyRelay("server", list(clients))})
+    parties = {**clients, "server": AdjacencyRelay("server", list(clients))}
+    ex = LocalExecutor(parties, clock=time.process_time)
     channel = Channel(Transcript(store_payloads=False))
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     report = build_abar(
         clients, channel, ex, hops, prune="receiver" if pruned else None, p=p, hop_sum=hop_sum
     )
-    secs = time.perf_counter() - t
-    return secs, secs - ex.overlap_seconds, report, clients
+    cpu = time.process_time() - c
+    return time.perf_counter() - t, cpu, cpu - ex.overlap_seconds, report, clients
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = math.inf, None
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    """Best-of-``repeat`` wall and CPU seconds, and the result."""
+    best, best_cpu, out = math.inf, math.inf, None
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
+        best_cpu = min(best_cpu, time.process_time() - c)
         best = min(best, time.perf_counter() - t)
-    return best, out
+    return best, best_cpu, out
 
 
 def max_abs_err(clients: dict, ref: sp.csr_matrix, perm_inv: np.ndarray) -> float:
@@ -325,7 +328,7 @@ class World:
     n: int
     edge_index: np.ndarray
     fill: list[float]
-    central: dict[tuple[int, bool], tuple[float | None, str | None, Any]]
+    central: dict[tuple[int, bool], tuple[float | None, float | None, str | None, Any]]
     perm_inv: np.ndarray
     data: Any
 
@@ -338,14 +341,14 @@ def prepare_world(name: str, args: argparse.Namespace, mem_limit: float) -> Worl
     deg = a_hat.nnz / n
     fill = row_fill(a_hat, max(args.hops), 256, args.seed)
     log.info("%s: n=%d, mean row fill of Â^ℓ: %s", name, n, [round(f) for f in fill])
-    central: dict[tuple[int, bool], tuple[float | None, str | None, Any]] = {}
+    central: dict[tuple[int, bool], tuple[float | None, float | None, str | None, Any]] = {}
     for hops in args.hops:
         for pruned in (False, True):
             p = args.p if pruned else None
             est_s, est_mem = central_estimate(n, fill, hops, p, deg)
             if est_mem > mem_limit or est_s > args.cell_budget:
                 why = f"central estimate {est_s:.0f}s / {est_mem / GIB:.1f} GiB over limits"
-                central[hops, pruned] = (None, why, None)
+                central[hops, pruned] = (None, None, why, None)
                 log.info("%s central L_s=%d pruned=%s skipped: %s", name, hops, pruned, why)
                 continue
             repeat = 3 if est_s < 2 else 1
@@ -353,9 +356,9 @@ def prepare_world(name: str, args: argparse.Namespace, mem_limit: float) -> Worl
             def job(h: int = hops, q: float | None = p) -> sp.csr_matrix:
                 return central_abar(ei, n, h, prune=q)
 
-            secs, abar = timed(job, repeat)
+            secs, cpu, abar = timed(job, repeat)
             keep = abar if not pruned and abar.nnz * 12 < 800e6 else None  # for max |error|
-            central[hops, pruned] = (secs, None, keep)
+            central[hops, pruned] = (secs, cpu, None, keep)
             log.info(
                 "%s central L_s=%d pruned=%s: %.3fs nnz %d", name, hops, pruned, secs, abar.nnz
             )
@@ -383,7 +386,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                         continue
                     if pruned not in args.pruning:
                         continue
-                    c_secs, c_why, _ = w.central[hops, pruned]
+                    c_secs, c_cpu, c_why, _ = w.central[hops, pruned]
                     row: dict[str, Any] = {
                         "dataset": name,
                         "clients": K,
@@ -400,6 +403,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                         "num_nodes": w.n,
                         "central_skipped": c_why,
                         "central_unpruned_seconds": w.central[hops, False][0],
+                        "central_cpu_seconds": c_cpu,
                     }
                     est = estimate(st, w.fill, hops, mode, support, args.p if pruned else None)
                     row.update(
@@ -455,7 +459,7 @@ def run_cell(
     gc.collect()
     reset_peak_rss()
     try:
-        secs, par_secs, report, clients = federated_build(views, hops, guard, pruned, args.p)
+        secs, cpu, par_cpu, report, clients = federated_build(views, hops, guard, pruned, args.p)
     except OverBudgetError as err:
         row["skipped"] = str(err)
         row["partial_hop_seconds"] = [round(t, 3) for _, t in guard.done]
@@ -464,15 +468,16 @@ def run_cell(
         return
     peak = peak_rss_bytes()
     notes = [h.notes for h in report.hops[1:]]
-    c_secs, c_unpruned = row["central_seconds"], row["central_unpruned_seconds"]
-    ref = w.central[hops, False][2]
+    c_secs, c_cpu = row["central_seconds"], row["central_cpu_seconds"]
+    ref = w.central[hops, False][3]
     row.update(
         seconds=round(secs, 4),
-        parallel_seconds=round(par_secs, 4),
+        cpu_seconds=round(cpu, 4),
+        parallel_cpu_seconds=round(par_cpu, 4),
         bytes=report.bytes,
-        ratio=round(secs / c_secs, 2) if c_secs else None,
-        parallel_ratio=round(par_secs / c_secs, 2) if c_secs else None,
-        ratio_vs_unpruned_central=round(secs / c_unpruned, 2) if c_unpruned else None,
+        wall_ratio=round(secs / c_secs, 2) if c_secs else None,
+        ratio=round(cpu / c_cpu, 2) if c_cpu else None,
+        parallel_ratio=round(par_cpu / c_cpu, 2) if c_cpu else None,
         messages=report.messages,
         abar_nnz=report.abar_nnz,
         setup_bytes=sum(x.get("setup_bytes", 0) for x in notes),
@@ -510,6 +515,17 @@ def peak_rss_bytes() -> int:
     return 0
 
 
+def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
+    """``old`` with every cell that ``new`` also has replaced (same grid order)."""
+
+    def key(r: dict) -> tuple:
+        return (r["dataset"], r["clients"], r["hops"], r["mode"], r["support"], r["pruned"])
+
+    fresh = {key(r): r for r in new}
+    merged = [fresh.pop(key(r), r) for r in old]
+    return merged + list(fresh.values())
+
+
 def _label(row: dict) -> str:
     sup = f"/{row['support']}" if row["support"] else ""
     pr = "/p" if row["pruned"] else ""
@@ -543,9 +559,11 @@ def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) ->
         "One run per cell (timings are noisy: the 2 cores are shared with other jobs; "
         "each row of the JSON has the load average after it). Random partition, opaque "
         "ids, server relay, transcript "
-        "without payload storage. `ratio` = federated / central seconds with the same "
-        "pruning setting (central: global top-p·n per hop; federated receiver pruning: "
-        "per client top-p·n_i). `∥×` = the same for the parallel critical path: the "
+        "without payload storage. Seconds are CPU seconds of the (single-threaded) process, "
+        "so that other jobs on the shared cores do not distort them (wall seconds are in "
+        "the JSON, `seconds`); `×ratio` = federated / central CPU seconds with the same "
+        "pruning setting (central: global top-p·n per hop, best of 3; federated receiver "
+        "pruning: per client top-p·n_i). `∥×` = the same for the parallel critical path: the "
         "simulation runs all K clients (and the server) one after another in one process; "
         "subtracting, per step and protocol phase, the time that parties on separate machines "
         "would overlap (sum − max of their call times, `LocalExecutor.overlap_seconds`) "
@@ -562,7 +580,7 @@ def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) ->
         )
     ]
     for j, (name, k) in enumerate(grids):
-        lines += [f"## {name}, K = {k} (seconds, bytes, ×ratio)", ""]
+        lines += [f"## {name}, K = {k} (CPU seconds, bytes, ×ratio)", ""]
         lines += [*pivot(rows, name, k), ""]
         if j == 0:
             lines += ["## Findings", "", *meta["findings"], ""]
@@ -599,7 +617,8 @@ def _cell(r: dict | None) -> str:
     if r["skipped"]:
         return "skipped"
     par = f" (∥×{r['parallel_ratio']})" if r.get("parallel_ratio") is not None else ""
-    return f"{_fmt_s(r['seconds'])} s, {_fmt_b(r['bytes'])}, ×{r['ratio']}{par}"
+    cpu = _fmt_s(r.get("cpu_seconds", r["seconds"]))
+    return f"{cpu} s, {_fmt_b(r['bytes'])}, ×{r['ratio']}{par}"
 
 
 def pivot(rows: list[dict], dataset: str, k: int) -> list[str]:
@@ -799,6 +818,9 @@ def main() -> None:
         help="datasets on which the rows-support + receiver-pruned cells run (same cost as rows)",
     )
     ap.add_argument("--quick", action="store_true", help="Cora, K 5/10, L_s 1/3, 30 s cells")
+    ap.add_argument(
+        "--merge", action="store_true", help="replace only these cells in the existing JSON"
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "adjacency"))
     ap.add_argument(
         "--report-only", action="store_true", help="rewrite .md/.png from an existing .json"
@@ -827,6 +849,8 @@ def main() -> None:
     t0, load0 = time.perf_counter(), [round(x, 2) for x in os.getloadavg()]
     rows = run(args)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.merge and out.with_suffix(".json").exists():
+        rows = merge_rows(json.loads(out.with_suffix(".json").read_text()), rows)
     out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
     wall = time.perf_counter() - t0
