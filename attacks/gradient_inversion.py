@@ -13,9 +13,12 @@
 
 Adversary: the server, from its transcript view: the client's update in round ``r``
 (``-client_lr·∇`` for one local SGD step: FedSGD) and the model it broadcast before.
-Metrics: support precision / recall / F1, and for the DLG rows the mean cosine
-similarity and MSE to the true training-node features after optimal matching
-(Hungarian), plus the per-row support F1 at threshold 0.5.
+Metrics: ``support_auc`` (headline for sparse features: column-norm score against the
+true vocabulary of the training nodes' receptive field), support precision / recall / F1
+of "column ≠ 0" (``details["support_f1_predict_all"]`` is the trivial baseline), and for
+the DLG rows the mean cosine similarity and MSE to the true training-node features after
+optimal matching (Hungarian), plus the per-row support F1 at threshold 0.5 (headline
+``cosine`` when features are dense).
 
 Deviations: the server does not know the client's edges, so DLG models the client graph
 as edgeless (``Â = I``); the client trains with dropout, the server's replay does not.
