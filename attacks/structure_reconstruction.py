@@ -101,6 +101,13 @@ def blocks_seen(view: ClientGraph, party: object, channel: Channel, mode: str) -
     return [(np.arange(view.num_nodes), total, None)]
 
 
+def entries(m: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``m[rows[i], cols[i]]`` as a flat float array (empty input → empty array)."""
+    if rows.size == 0:
+        return np.zeros(0)
+    return np.asarray(m[rows, cols], dtype=np.float64).ravel()
+
+
 def score_client(
     view: ClientGraph, blocks: list, truth: sp.csr_matrix, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, int, int, int]:
@@ -130,17 +137,17 @@ def score_client(
         coo = sp.coo_matrix(s)
         cand = (~own[coo.col]) & (coo.col != targets[coo.row]) & (coo.data > 0)
         pred += int(cand.sum())
-        tp += int(np.asarray(t[coo.row[cand], coo.col[cand]]).ravel().sum())
+        tp += int(entries(t, coo.row[cand], coo.col[cand]).sum())
         pos = sp.coo_matrix(t)
         true_total += pos.nnz
         neg_u = rng.integers(0, targets.size, size=3 * pos.nnz + 8)
         neg_w = rng.integers(0, n, size=neg_u.size)
         keep = (~own[neg_w]) & (neg_w != targets[neg_u])
-        keep &= np.asarray(t[neg_u, neg_w]).ravel() == 0
+        keep &= entries(t, neg_u, neg_w) == 0
         neg_u, neg_w = neg_u[keep][: pos.nnz], neg_w[keep][: pos.nnz]
         pu, pw = np.r_[pos.row, neg_u], np.r_[pos.col, neg_w]
         if pu.size:
-            scores.append(np.asarray(s[pu, pw]).ravel())
+            scores.append(entries(s, pu, pw))
             labels.append(np.r_[np.ones(pos.nnz, bool), np.zeros(neg_u.size, bool)])
     sc = np.concatenate(scores) if scores else np.zeros(0)
     lb = np.concatenate(labels) if labels else np.zeros(0, bool)

@@ -93,3 +93,19 @@ def test_hop2vec_leakage_not_applicable_under_secagg(h2v_data):
     run = simulate(H2V.replace(protocol=["secagg"]), "fedstruct", 0, h2v_data)
     r = hop2vec_leakage(run)
     assert not r.applicable and "SecAgg" in r.reason
+
+
+def test_an_adversary_without_candidates_scores_nothing():
+    import scipy.sparse as sp
+
+    from attacks.structure_reconstruction import score_client
+
+    w = world(small(), ASSIGN)
+    view = w.views[0]
+    empty = sp.csr_matrix((view.num_nodes, view.num_global_nodes))
+    s, y, tp, pred, true_total = score_client(
+        view, [(np.arange(view.num_nodes), empty, None)], w.truth_opaque_adjacency,
+        np.random.default_rng(0),
+    )  # fmt: skip
+    assert tp == pred == 0 and true_total > 0
+    assert (s[y] == 0).all()
