@@ -105,7 +105,8 @@ def fed_row(views: ClientViews, cfg: RecConfig, experiment: str, attack_backends
             "paper_rmse": p[0], "paper_mae": p[1], "clip": cfg.ldp.clip, "lam": cfg.ldp.lam,
             "ldp": cfg.ldp.mode, "pseudo_items": cfg.pseudo_items, "backend": be,
             "val_rmse": res.val_rmse, "rounds": res.rounds, "seconds": round(res.seconds, 1),
-            "sec_per_round": res.seconds_per_round, "lr": cfg.lr,
+            "sec_per_round": res.seconds_per_round, "lr": cfg.lr, "eval_every": cfg.eval_every,
+            "budget_s": cfg.time_budget_s,
             **{k: res.detail.get(k) for k in ("rmse_warm", "rmse_cold", "cold_share")},
             "epsilon_per_coordinate": cfg.ldp.paper_epsilon,
             "epsilon_worst_user": res.privacy.get("epsilon_max_user"),
@@ -148,14 +149,14 @@ def upsert(rows: list[dict], new: list[dict]) -> list[dict]:
 
 def run_table(
     datasets: list[str], budget: float, rows: list[dict],
-    methods: tuple[str, ...] = ("central", "fesog", "fedgnn"),
+    methods: tuple[str, ...] = ("central", "fesog", "fedgnn"), eval_every: int = 20,
 ) -> list[dict]:
     for name in datasets:
         views = load_views(name)
         if "central" in methods:
             rows = upsert(rows, [central_row(views, budget)])
             save(rows)
-        base = RecConfig(rounds=5000, time_budget_s=budget)
+        base = RecConfig(rounds=20000, time_budget_s=budget, eval_every=eval_every)
         for method, ldp in (("fesog", FESOG_LDP), ("fedgnn", FEDGNN_LDP)):
             if method in methods:
                 cfg = replace(base, method=method, ldp=ldp, pseudo_items=10, lr=LR[method])
@@ -334,6 +335,7 @@ def main() -> None:
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--sweep-dataset", default="FilmTrust")
     parser.add_argument("--methods", default="central,fesog,fedgnn", help="table methods")
+    parser.add_argument("--eval-every", type=int, default=20, help="table: rounds per eval")
     parser.add_argument("--budget", type=float, default=420.0, help="seconds per table run")
     parser.add_argument("--sweep-budget", type=float, default=150.0, help="seconds per sweep run")
     parser.add_argument("--render-only", action="store_true")
@@ -347,7 +349,7 @@ def main() -> None:
     if not args.render_only:
         if "table" in parts:
             rows = run_table(args.datasets.split(","), args.budget, rows,
-                             tuple(args.methods.split(",")))
+                             tuple(args.methods.split(",")), args.eval_every)
         if "sweeps" in parts:
             rows = run_sweeps(args.sweep_dataset, args.sweep_budget, rows)
         if "timing" in parts:
