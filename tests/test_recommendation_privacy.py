@@ -229,3 +229,16 @@ def test_secure_backends_match_plain_sums(views: ClientViews, backend: str) -> N
     for k in plain.model_sum:
         torch.testing.assert_close(enc.model_sum[k], plain.model_sum[k], atol=1e-4, rtol=0)
     assert enc.weight_sum == pytest.approx(plain.weight_sum, abs=1e-4)
+
+
+def test_laplace_whole_vector_budget() -> None:
+    b, n_rows, d = 2, 500, 4
+    slot = torch.arange(b).repeat_interleave(n_rows)
+    up = Uploads(np.arange(b), torch.ones(b), {}, slot, torch.arange(b * n_rows),
+                 torch.zeros(b * n_rows, d), torch.zeros(b * n_rows, dtype=torch.bool))
+    cfg = LDPConfig("laplace", clip=0.1, lam=0.2, per="vector")  # ε = 1 for the whole upload
+    noisy, eps = apply_ldp(up, cfg, torch.Generator().manual_seed(3))
+    dims = n_rows * d
+    assert eps == pytest.approx([1.0, 1.0])
+    expected = LaplaceLDP(clip=0.1, epsilon=1.0, per="vector").scale(dims)  # 2δD/ε
+    assert noisy.item_grad.abs().mean().item() == pytest.approx(expected, rel=0.05)

@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from protocols.base import aggregate, setup_parties
+from protocols.base import AggregationProtocol, aggregate, setup_parties
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
 from securefgl.recommendation.uploads import Uploads
@@ -140,7 +140,7 @@ def _parse_dense(total: np.ndarray, up: Uploads, support: AggregateSums) -> Aggr
                          usum if nu else torch.zeros(0, 0), ucnt, model, float(t[-1]))
 
 
-def _protocol(name: str, experiment_id: str):  # noqa: ANN202 - protocol factory
+def _protocol(name: str, experiment_id: str) -> AggregationProtocol:
     if name == "ckks":
         from protocols.ckks import CKKSAggregation
 

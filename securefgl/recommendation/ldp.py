@@ -91,9 +91,10 @@ def apply_ldp(
     if cfg.mode != "laplace":
         raise ValueError(f"unknown LDP mode {cfg.mode!r}")
     mech = cfg.mechanism()
-    dims = up.dims()
+    dims = up.dims().astype(np.float64)
+    # LaplaceLDP.scale(D): 2δ/ε per coordinate, or 2δ·D/ε for a whole-vector budget
     scale_u = torch.as_tensor(
-        [mech.scale(1)] * b if cfg.per == "coordinate" else [mech.scale(int(x)) for x in dims],
+        np.full(b, mech.scale(1)) if cfg.per == "coordinate" else mech.scale(1) * dims,
         dtype=torch.float64,
     )
 
@@ -109,7 +110,8 @@ def apply_ldp(
     user = noisy(up.user_grad, scale_u[up.user_slot].unsqueeze(1)) if up.user_grad.numel() else (
         up.user_grad
     )
-    eps = np.array([mech.epsilon_per_release(int(x)) for x in dims])
+    # LaplaceLDP.epsilon_per_release(D): D·ε per coordinate, ε per vector
+    eps = mech.epsilon * (dims if cfg.per == "coordinate" else np.ones(b))
     return up.with_grads(model=model, item_grad=item, user_grad=user), eps
 
 

@@ -25,6 +25,7 @@ from securefgl.recommendation.expansion import (
     new_token_key,
 )
 from securefgl.recommendation.ldp import LDPConfig, UserLedger, apply_ldp
+from securefgl.recommendation.uploads import Uploads
 from securefgl.recommendation.views import ClientViews
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ class FedRecTrainer:
         k = min(self.cfg.users_per_round, self.active.size)
         return np.sort(self.rng.choice(self.active, size=k, replace=False))
 
-    def local_step(self, users: np.ndarray, update_local: bool = True):  # noqa: ANN201
+    def local_step(self, users: np.ndarray, update_local: bool = True) -> Uploads:
         """The sampled users' uploads (pre-LDP); FedGNN users also update their own
         embedding locally unless ``update_local`` is False."""
         cfg = self.cfg
