@@ -74,6 +74,17 @@ def item_tokens(key: bytes, items: np.ndarray) -> np.ndarray:
     return table[inv] if items.size else np.zeros((0, TOKEN_BYTES), np.uint8)
 
 
+def fresh_pseudonyms(n: int) -> np.ndarray:
+    """n distinct unpredictable 63-bit pseudonyms from the OS CSPRNG (one per user)."""
+    out = np.zeros(0, np.int64)
+    while out.size < n:  # a collision among 63-bit values is vanishingly rare
+        raw = np.frombuffer(secrets.token_bytes(8 * (n - out.size)), dtype=np.int64)
+        out = np.unique(np.concatenate([out, raw & np.int64(2**63 - 1)]))
+    # np.unique sorted them: shuffle, or the order would reveal the users' id order
+    return np.random.default_rng(int.from_bytes(secrets.token_bytes(16), "little")).permutation(
+        out)
+
+
 @dataclass
 class ThirdParty:
     """Matches equal tokens and returns co-holders' embeddings; never holds the key."""
@@ -143,10 +154,7 @@ def expand(
     the uploads travel as one frame of per-user messages (``entry_handle`` says which
     pseudonym sent each token), as does the reply (``entry`` indexes the frame).
     """
-    handles = np.unique(rng.integers(0, 2**63 - 1, size=users.size, dtype=np.int64))
-    while handles.size < users.size:  # vanishingly rare collision
-        handles = np.unique(np.concatenate([handles, rng.integers(0, 2**63 - 1, 1)]))
-    handles = rng.permutation(handles)
+    handles = fresh_pseudonyms(users.size)
     order = np.argsort(handles)
     upload = Payload({
         "entry_handle": handles[slot],
