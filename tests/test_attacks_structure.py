@@ -89,10 +89,11 @@ def test_hop2vec_gradients_reveal_each_clients_reach(h2v_data):
     assert r.metrics["precision"] == 1.0 and r.metrics["recall"] == 1.0
 
 
-def test_hop2vec_leakage_not_applicable_under_secagg(h2v_data):
-    run = simulate(H2V.replace(protocol=["secagg"]), "fedstruct", 0, h2v_data)
+@pytest.mark.parametrize(("stack", "word"), [(["secagg"], "SecAgg"), (["ckks"], "CKKS")])
+def test_hop2vec_leakage_not_applicable_to_an_aggregate_view(h2v_data, stack, word):
+    run = simulate(H2V.replace(protocol=stack), "fedstruct", 0, h2v_data)
     r = hop2vec_leakage(run)
-    assert not r.applicable and "SecAgg" in r.reason
+    assert not r.applicable and r.value is None and word in r.reason
 
 
 def test_an_adversary_without_candidates_scores_nothing():
