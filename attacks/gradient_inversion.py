@@ -172,7 +172,12 @@ def receptive_field(edge_index: torch.Tensor, n: int, seeds: np.ndarray, hops: i
 
 
 def gradient_inversion(
-    run: AuditRun, client: int = 0, round_idx: int = 0, steps: int = 300, seed: int = 0
+    run: AuditRun,
+    client: int = 0,
+    round_idx: int = 0,
+    steps: int = 300,
+    seed: int = 0,
+    batch_guess: int = 32,
 ) -> AttackResult:
     """The server inverts client ``client``'s update of ``round_idx``."""
     if run.result.algorithm not in ("fedavg", "fedprox"):
@@ -211,8 +216,11 @@ def gradient_inversion(
         "local_epochs": cfg.local_epochs,
         "support_f1_predict_all": support_scores(np.ones(d, bool), true_support)["f1"],
     }
-    batch = int(round(weight)) if weight >= 1.5 else max(len(train), 1)
-    binary = bool(np.isin(x, (0.0, 1.0)).all())
+    # FedAvg weights by training nodes, so the weight is the batch; DP's uniform weight
+    # (1) hides it and the server guesses ``batch_guess`` rows
+    batch = int(round(weight)) if weight >= 1.5 else batch_guess
+    details["batch_known"] = weight >= 1.5
+    binary = bool(np.isin(x, (0.0, 1.0)).all())  # the feature domain is public (bag of words)
     if support.any() and len(train):
         rec, _ = dlg(model, grads, batch, d, support, steps=steps, binary=binary, seed=seed)
         r, col = match_rows(rec, x[train])
