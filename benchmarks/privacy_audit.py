@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -59,6 +60,14 @@ CELLS: list[tuple[str, str, dict[str, Any], str]] = [
     ("fedgcn", "secagg", {}, ""),
     ("fedgcn", "ckks", {}, ""),
 ]
+#: cells repeated with ``--extra-seeds`` (seed spread of the headline numbers)
+SEED_CELLS = {
+    ("central", "plain"),
+    ("fedavg", "plain"),
+    ("fedavg", "edgerand:1"),
+    ("fedstruct", "plain"),
+    ("fedgcn", "plain"),
+}
 QUICK = {("central", "plain"), ("fedavg", "plain"), ("fedavg", "secagg"), ("fedstruct", "plain")}
 
 #: published ballparks (anchors_privacy.md §4, [R] = recalled, verify against the PDFs)
@@ -113,14 +122,19 @@ def save(payload: dict[str, Any], path: Path) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     path = OUT / f"{NAME}.json"
     payload = {"settings": {}, "rows": []} if args.fresh else load(path)
-    done = {(r["dataset"], r["algorithm"], r["protocol"]) for r in payload["rows"]}
+    done = {
+        (r["dataset"], r["algorithm"], r["protocol"], r.get("seed", args.seed))
+        for r in payload["rows"]
+    }
     cells = [
-        (ds, algo, proto, over, suffix)
+        (ds, algo, proto, over, suffix, seed)
+        for seed in [args.seed, *args.extra_seeds]
         for ds in args.datasets
         for algo, proto, over, suffix in CELLS
-        if not args.quick or (algo, proto) in QUICK
+        if (not args.quick or (algo, proto) in QUICK)
+        and (seed == args.seed or (algo, proto + suffix) in SEED_CELLS)
     ]
-    todo = [c for c in cells if (c[0], c[1], c[2] + c[4]) not in done]
+    todo = [c for c in cells if (c[0], c[1], c[2] + c[4], c[5]) not in done]
     payload["settings"] = {
         "clients": args.clients,
         "partition": args.partition,
@@ -131,14 +145,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": "2 shared CPUs, torch threads 1",
     }
     bar = tqdm(todo, desc="privacy audit")
-    for ds, algo, proto, over, suffix in bar:
-        bar.set_postfix_str(f"{ds} · {algo} · {proto}{suffix}")
+    for ds, algo, proto, over, suffix, seed in bar:
+        bar.set_postfix_str(f"{ds} · {algo} · {proto}{suffix} · seed {seed}")
         base = base_config(ds, args).replace(**over)
         audit = AuditConfig(
             base=base,
             algorithms=[algo],
             protocols=[proto],
-            seeds=[args.seed],
+            seeds=[seed],
             central_rounds=args.central_rounds,
         )
         t0 = time.time()
@@ -148,7 +162,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             r["cell_seconds"] = round(time.time() - t0, 1)
         payload["rows"].extend(rows)
         save(payload, path)  # resumable after every cell
-        logging.info("%s %s %s%s: %.0fs", ds, algo, proto, suffix, time.time() - t0)
+        logging.info("%s %s %s%s seed %d: %.0fs", ds, algo, proto, suffix, seed, time.time() - t0)
     return payload
 
 
@@ -199,11 +213,15 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def summary_tables(rows: list[dict[str, Any]]) -> str:
+def summary_tables(rows: list[dict[str, Any]], seed: int = 0) -> str:
     """Per dataset: one line per (algorithm, protocol) cell with its headline numbers."""
     out = []
     for ds in dict.fromkeys(r["dataset"] for r in rows):
-        head = [r for r in rows if r["dataset"] == ds and r.get("primary", True)]
+        head = [
+            r
+            for r in rows
+            if r["dataset"] == ds and r.get("primary", True) and r.get("seed", seed) == seed
+        ]
         attacks = list(dict.fromkeys(r["attack"] for r in head))
         out += [f"### {ds}", ""]
         cols = " | ".join(f"{a} ({next(r['metric'] for r in head if r['attack'] == a)})"
@@ -228,6 +246,33 @@ def summary_tables(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def spread_table(rows: list[dict[str, Any]]) -> str:
+    """Mean ± std over seeds of every headline value of cells run with several seeds."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("primary", True) and r["value"] is not None:
+            key = (r["dataset"], r["algorithm"], r["protocol"], r["attack"], r["metric"])
+            groups.setdefault(key, []).append(r)
+    multi = {k: v for k, v in groups.items() if len({r.get("seed") for r in v}) > 1}
+    if not multi:
+        return ""
+    lines = [
+        "### Seed spread (cells repeated with --extra-seeds)",
+        "",
+        "| dataset | algorithm | protocol | attack | metric | seeds | value mean ± std | "
+        "accuracy % mean ± std |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (ds, algo, proto, attack, metric), rs in multi.items():
+        v = np.array([r["value"] for r in rs])
+        a = 100 * np.array([r["accuracy"] for r in rs])
+        lines.append(
+            f"| {ds} | {algo} | {proto} | {attack} | {metric} | {len(rs)} | "
+            f"{v.mean():.3f} ± {v.std():.3f} | {a.mean():.1f} ± {a.std():.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def secondary_table(rows: list[dict[str, Any]]) -> str:
     """Every metric of every applicable attack (compact)."""
     lines = ["| dataset | algorithm | protocol | attack | metrics |", "|---|---|---|---|---|"]
@@ -246,8 +291,9 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
     if "dp_audit_sweep" not in payload:  # cheap (seconds): computed once, then stored
         payload["dp_audit_sweep"] = dp_sweep()
         save(payload, OUT / f"{NAME}.json")
-    rows = payload["rows"]
+    all_rows = payload["rows"]
     st = payload.get("settings", {})
+    rows = [r for r in all_rows if r.get("seed", st.get("seed", 0)) == st.get("seed", 0)]
     notes = notes_path.read_text() if notes_path and notes_path.exists() else ""
     md = [
         "# Privacy audit: attacks × protocol stacks",
@@ -264,7 +310,8 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
         "",
         "## Headline numbers",
         "",
-        summary_tables(rows),
+        summary_tables(rows, st.get("seed", 0)),
+        spread_table(all_rows),
         "## DP audit of the clip-and-noise mechanism (one run, Dirac canaries)",
         "",
         "The grid's `dp_audit` rows use 1000 canaries and 100 guesses, so their bound cannot "
@@ -298,7 +345,13 @@ def main() -> None:
     parser.add_argument("--partition", default="louvain")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--central-rounds", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the seed of the full grid")
+    parser.add_argument(
+        "--extra-seeds",
+        type=lambda t: [int(x) for x in t.split(",") if x],
+        default=[],
+        help="more seeds for the SEED_CELLS (seed spread table)",
+    )
     parser.add_argument("--quick", action="store_true", help="a 4-cell grid per dataset")
     parser.add_argument("--fresh", action="store_true", help="ignore the existing JSON")
     parser.add_argument("--render-only", action="store_true")
