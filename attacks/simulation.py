@@ -20,9 +20,9 @@ import torch
 from torch_geometric.data import Data
 
 from securefgl.config import ExperimentConfig
-from securefgl.data import ClientGraph, build_client_views, partition_graph, random_split
+from securefgl.data import ClientGraph
 from securefgl.data.views import opaque_id_permutation
-from securefgl.experiment.runner import RunResult, SimulationState, derive_seeds, run_single
+from securefgl.experiment.runner import RunResult, SimulationState, draw_world, run_single
 from securefgl.federation.transcript import PartyView, Transcript
 
 
@@ -125,13 +125,7 @@ def undirected_adjacency(edge_index: torch.Tensor | np.ndarray, n: int) -> sp.cs
 
 def make_world(config: ExperimentConfig, seed: int, data: Data) -> World:
     """The split, partition and views :func:`run_single` draws for ``seed`` (same streams)."""
-    split_seed, part_seed, view_seed = derive_seeds(seed, 3)
-    graph = data.clone()
-    graph.train_mask, graph.val_mask, graph.test_mask = random_split(
-        graph.num_nodes, *config.split, seed=split_seed
-    )
-    part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
-    views = build_client_views(graph, part.assignment, config.cross_edge_mode, seed=view_seed)
+    graph, part, views, view_seed = draw_world(config, seed, data)
     return World(graph, np.asarray(part.assignment), views, view_seed)
 
 

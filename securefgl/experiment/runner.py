@@ -24,6 +24,7 @@ from securefgl.algorithms import ALGORITHMS, Algorithm, Federation
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import (
     ClientGraph,
+    Partition,
     build_client_views,
     load_dataset,
     partition_graph,
@@ -126,6 +127,24 @@ def derive_seeds(seed: int, count: int) -> list[int]:
     return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(count)]
 
 
+def draw_world(
+    config: ExperimentConfig, seed: int, data: Data
+) -> tuple[Data, Partition, list[ClientGraph], int]:
+    """The split (on a copy of ``data``), partition, client views and view seed of ``seed``.
+
+    Independent streams: the same seed must not give the split and the partition the same
+    permutation (which would put every training node on one client).
+    """
+    split_seed, part_seed, view_seed = derive_seeds(seed, 3)
+    graph = data.clone()
+    graph.train_mask, graph.val_mask, graph.test_mask = random_split(
+        graph.num_nodes, *config.split, seed=split_seed
+    )
+    part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
+    views = build_client_views(graph, part.assignment, config.cross_edge_mode, seed=view_seed)
+    return graph, part, views, view_seed
+
+
 def run_single(
     config: ExperimentConfig,
     algorithm: str,
@@ -150,15 +169,7 @@ def run_single(
         )
     torch.manual_seed(seed)
     np.random.seed(seed)
-    # independent streams: the same seed must not give the split and the partition the
-    # same permutation (which would put every training node on one client)
-    split_seed, part_seed, view_seed = derive_seeds(seed, 3)
-    graph = data.clone()
-    graph.train_mask, graph.val_mask, graph.test_mask = random_split(
-        graph.num_nodes, *config.split, seed=split_seed
-    )
-    part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
-    views = build_client_views(graph, part.assignment, config.cross_edge_mode, seed=view_seed)
+    graph, part, views, view_seed = draw_world(config, seed, data)
     if views_hook is not None:
         views = views_hook(views)
     if transcript is None:
