@@ -27,13 +27,13 @@ import torch
 from tqdm.auto import tqdm
 
 from attacks.base import AttackResult
-from attacks.defences import MECHANISMS as EDGE_DP
 from attacks.defences import edge_dp_hook
 from attacks.registry import ATTACKS, Cell, attacks_for
 from attacks.simulation import make_world, simulate
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph
 from securefgl.federation.stack import parse_stack
+from securefgl.fedstruct.edge_dp import EDGE_DP_MECHANISMS as EDGE_DP
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +70,14 @@ def parse_protocol(spec: str) -> tuple[list[str], tuple[str, float] | None]:
     return stack, edge_dp
 
 
-def cell_config(audit: AuditConfig, algorithm: str, stack: list[str]) -> ExperimentConfig:
-    """The training configuration of one cell."""
+def cell_config(
+    audit: AuditConfig,
+    algorithm: str,
+    stack: list[str],
+    edge_dp: tuple[str, float] | None = None,
+) -> ExperimentConfig:
+    """The training configuration of one cell (FedStruct takes ``edge_dp`` on Ā's inputs,
+    internal and cross blocks: :mod:`securefgl.fedstruct.edge_dp`)."""
     cfg = audit.base.replace(protocol=list(stack), algorithms=[algorithm], eval_every=10**9)
     if algorithm == "central" and audit.central_rounds:
         cfg = cfg.replace(rounds=audit.central_rounds)
@@ -81,6 +87,8 @@ def cell_config(audit: AuditConfig, algorithm: str, stack: list[str]) -> Experim
         transport = parse_stack(stack)[0]
         mode = {"plain": "plain", "secagg": "masked", "secagg+": "masked", "ckks": "ckks"}
         cfg = cfg.replace(nsf=cfg.nsf or "hop2vec", abar_sum=mode[transport])
+        if edge_dp is not None:
+            cfg = cfg.replace(edge_dp=edge_dp[0], edge_epsilon=edge_dp[1])
         if audit.fedstruct_preset:
             from securefgl.fedstruct.presets import apply_preset
 
@@ -153,14 +161,19 @@ def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]
     for seed, algo, proto in bar:
         bar.set_postfix_str(f"{algo} · {proto}")
         stack, edge_dp = parse_protocol(proto)
-        cfg = cell_config(audit, algo, stack)
-        hook = edge_dp_hook(*edge_dp, seed=seed) if edge_dp and algo != "central" else None
+        cfg = cell_config(audit, algo, stack, edge_dp)
+        hook = (
+            edge_dp_hook(*edge_dp, seed=seed)
+            if edge_dp and algo not in ("central", "fedstruct")
+            else None
+        )
         t0 = time.perf_counter()
         run = simulate(cfg, algo, seed, data, progress=False, views_hook=hook)
         world = make_world(cfg, seed, data)
         eps, unit = run.epsilon, ("client-level (accountant)" if run.epsilon else None)
         if edge_dp is not None:
-            eps, unit = edge_dp[1], f"edge-level ({edge_dp[0]}, client's internal edges)"
+            scope = "internal + cross blocks of Ā" if algo == "fedstruct" else "internal edges"
+            eps, unit = edge_dp[1], f"edge-level ({edge_dp[0]}, {scope})"
         info = _RunInfo(run.accuracy, eps, unit)
         log.info("%s %s: acc %.4f (%.1fs)", algo, proto, run.accuracy, time.perf_counter() - t0)
         cell = Cell(run, world, tuple(stack), edge_dp)

@@ -4,6 +4,8 @@ Each client perturbs its internal adjacency with EdgeRand or LapGraph
 (:mod:`protocols.dp.graph_dp`, Wu et al. S&P'22) before training and serves its model on
 the perturbed graph. ε is edge-level for the client's internal edges only: cross-client
 edges (known to both owners) are left as they are, and node features are not protected.
+FedStruct's Ā inputs, cross blocks included, are perturbed by
+:mod:`securefgl.fedstruct.edge_dp` instead (the audit and the structure attack use it).
 Used by the audit as a ``views_hook`` (:func:`securefgl.experiment.runner.run_single`) and
 by the structure attacks.
 """
@@ -17,10 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from protocols.dp.graph_dp import edge_rand, lap_graph
 from securefgl.data import ClientGraph
-
-MECHANISMS = ("edgerand", "lapgraph")
+from securefgl.fedstruct.edge_dp import EdgeDP
 
 
 def perturb_view(view: ClientGraph, mechanism: str, epsilon: float, seed: int) -> ClientGraph:
@@ -29,12 +29,7 @@ def perturb_view(view: ClientGraph, mechanism: str, epsilon: float, seed: int) -
     src, dst = view.edge_index.numpy()
     adj = sp.csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
     rng = np.random.default_rng([seed, view.client_id])
-    if mechanism == "edgerand":
-        out = edge_rand(adj, epsilon, symmetric=True, preserve_sparsity=True, rng=rng)
-    elif mechanism == "lapgraph":
-        out = lap_graph(adj, epsilon, symmetric=True, rng=rng)
-    else:
-        raise ValueError(f"unknown edge-DP mechanism {mechanism!r}; choose from {MECHANISMS}")
+    out = EdgeDP(mechanism, epsilon).perturb(adj, symmetric=True, rng=rng)
     coo = sp.coo_matrix(out)
     edge_index = torch.as_tensor(np.stack([coo.row, coo.col]), dtype=torch.long)
     return dataclasses.replace(view, edge_index=edge_index)

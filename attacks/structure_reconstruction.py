@@ -15,9 +15,10 @@ Views per mode (the build runs here through the real channel and hop-sum code,
 * ``masked`` / ``ckks``: i learns only ``Σ_{k≠i} B_ik``; it recovers it from its own
   output ``Ā^[i] = D̃^{-1}(B_ii + Σ_k B_ik)`` (it knows ``D̃`` and ``B_ii``) and scores
   with all of v's external neighbours mixed in one row.
-* edge-DP (``edge_dp=("edgerand" | "lapgraph", ε)``): every client perturbs its internal
-  edges before the build (:mod:`attacks.defences`); the attack is scored against the
-  TRUE graph and the utility cost is the relative Frobenius error of Ā.
+* edge-DP (``edge_dp=("edgerand" | "lapgraph", ε)``): every edge is perturbed once before
+  the build, internal blocks by their owner and cross blocks by the lower-id client of the
+  pair (:mod:`securefgl.fedstruct.edge_dp`); the attack is scored against the TRUE graph
+  and the utility cost is the relative Frobenius error of Ā.
 
 Metrics (pooled over every client as adversary): ROC AUC over the true edges of the
 external nodes ``u`` adjacent to i (to nodes outside ``V_i``) vs as many sampled
@@ -32,7 +33,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from attacks.base import AttackResult
-from attacks.defences import perturb_view
 from attacks.metrics import roc_auc
 from attacks.simulation import World
 from securefgl.data import ClientGraph
@@ -40,6 +40,7 @@ from securefgl.federation import Channel, LocalExecutor
 from securefgl.fedstruct.adjacency import BLOCK_TAG, AdjacencyClient, AdjacencyRelay, SparseRows
 from securefgl.fedstruct.adjacency import build_abar as run_build
 from securefgl.fedstruct.adjacency_secure import hop_sum_for
+from securefgl.fedstruct.edge_dp import EdgeDP, perturb_federation
 
 NAME = "structure_reconstruction"
 MODES = ("plain", "masked", "ckks")
@@ -171,7 +172,7 @@ def structure_reconstruction(
     details: dict = {"mode": mode, "hops": 2}
     if edge_dp is not None:
         mech, eps = edge_dp
-        views = [perturb_view(v, mech, eps, seed) for v in views]
+        views = perturb_federation(views, EdgeDP(mech, eps), seed)
         details.update(edge_dp=mech, edge_dp_epsilon=eps)
     clients, channel = build(views, mode)
     truth = world.truth_opaque_adjacency

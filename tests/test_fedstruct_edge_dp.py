@@ -1,33 +1,17 @@
 """Edge DP on FedStruct's Ā inputs: every edge perturbed once, cross blocks consistent."""
 
-import numpy as np
 import pytest
 
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment import run_experiment
-from securefgl.federation import Channel, LocalExecutor
-from securefgl.fedstruct import AdjacencyRelay
-from securefgl.fedstruct.adjacency import HopContext
-from securefgl.fedstruct.edge_dp import IDS_TAG, EdgeDP, EdgePerturber, perturb_views
+from securefgl.federation import Channel
+from securefgl.fedstruct.edge_dp import IDS_TAG, EdgeDP, perturb_federation
 from tests.test_fedstruct_adjacency import make_world
 
 
 def perturbed(views, mechanism: str, epsilon: float, seed: int = 0):
-    dp = EdgeDP(mechanism, epsilon)
-    parties = {
-        f"client-{v.client_id}": EdgePerturber(
-            v, f"client-{v.client_id}", dp, np.random.default_rng([seed, v.client_id])
-        )
-        for v in views
-    }
-    ids = list(parties)
-    ex = LocalExecutor({**parties, "server": AdjacencyRelay("server", ids)})
     channel = Channel()
-    perturb_views(
-        [(v.client_id, f"client-{v.client_id}") for v in views],
-        HopContext(ids, ex, channel, "server"),
-    )
-    return [p.result(len(views)) for p in parties.values()], channel
+    return perturb_federation(views, EdgeDP(mechanism, epsilon), seed, channel), channel
 
 
 def edge_set(view) -> set[tuple[int, int]]:

@@ -37,7 +37,8 @@ from protocols.base import Envelope
 from protocols.dp.graph_dp import edge_rand, lap_graph
 from protocols.wire import Payload, WireFormatError
 from securefgl.data.views import ClientGraph
-from securefgl.fedstruct.adjacency import HopContext, _address, _origin
+from securefgl.federation import Channel, LocalExecutor
+from securefgl.fedstruct.adjacency import AdjacencyRelay, HopContext, _address, _origin
 
 EDGE_DP_MECHANISMS = ("edgerand", "lapgraph")
 IDS_TAG = "edge-dp/ids"
@@ -194,3 +195,21 @@ def perturb_views(
     sent = calls("perturb_cross", {pid: (inbox[pid], via) for _, pid in clients})
     inbox = ctx.deliver([e for batch in sent for e in batch or []])
     calls("receive_cross", {pid: (inbox[pid],) for _, pid in clients})
+
+
+def perturb_federation(
+    views: Sequence[ClientGraph], dp: EdgeDP, seed: int = 0, channel: Channel | None = None
+) -> list[ClientGraph]:
+    """Every client's perturbed view, by the exchange of :func:`perturb_views` run through
+    ``channel`` with a relaying server (a stand-alone simulation: attacks, tests)."""
+    parties = {
+        f"client-{v.client_id}": EdgePerturber(
+            v, f"client-{v.client_id}", dp, np.random.default_rng([seed, v.client_id])
+        )
+        for v in views
+    }
+    ids = list(parties)
+    executor = LocalExecutor({**parties, "server": AdjacencyRelay("server", ids)})
+    ctx = HopContext(ids, executor, channel if channel is not None else Channel(), "server")
+    perturb_views([(v.client_id, f"client-{v.client_id}") for v in views], ctx)
+    return [p.result(len(views)) for p in parties.values()]
