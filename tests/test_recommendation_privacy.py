@@ -14,8 +14,14 @@ from attacks.interaction_inference import (
 )
 from protocols.dp.ldp import LaplaceLDP
 from securefgl.federation.channel import Channel
-from securefgl.recommendation import fedgnn, fesog
-from securefgl.recommendation.aggregation import aggregate_uploads
+from securefgl.federation.transcript import Transcript
+from securefgl.recommendation import aggregation, fedgnn, fesog
+from securefgl.recommendation.aggregation import (
+    aggregate_uploads,
+    plain_sums,
+    secure_support,
+    support_indicators,
+)
 from securefgl.recommendation.data import synthetic_ratings
 from securefgl.recommendation.expansion import ThirdParty, expand, item_tokens, new_token_key
 from securefgl.recommendation.ldp import LDPConfig, UserLedger, apply_ldp
@@ -229,6 +235,101 @@ def test_secure_backends_match_plain_sums(views: ClientViews, backend: str) -> N
     for k in plain.model_sum:
         torch.testing.assert_close(enc.model_sum[k], plain.model_sum[k], atol=1e-4, rtol=0)
     assert enc.weight_sum == pytest.approx(plain.weight_sum, abs=1e-4)
+
+
+def _fesog_round(views: ClientViews) -> Uploads:
+    """Four FeSoG users with item, pseudo-item and social (user) rows."""
+    state = fesog.init_fesog(views.n_users, views.n_items, 8, torch.Generator().manual_seed(0))
+    up = fesog.local_gradients(state, views, np.array([1, 5, 8, 11]), fesog.FeSoGConfig(8, 2),
+                               np.random.default_rng(0))
+    assert up.user_idx.numel() and up.item_pseudo.any()
+    return up
+
+
+@pytest.mark.parametrize("backend", ["secagg", "ckks"])
+def test_private_support_gives_plain_sums(
+    views: ClientViews, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Support from the protocol (phase 1), then sums over it (phase 2) = the plain sums,
+    without the simulator ever computing the union in the clear."""
+    up = _fesog_round(views)
+    plain = plain_sums(up)
+
+    def no_clear_union(_: Uploads) -> None:
+        raise AssertionError("the secure path computed the union in the clear")
+
+    monkeypatch.setattr(aggregation, "plain_sums", no_clear_union)
+    enc, view = aggregate_uploads(up, backend, 0, views.n_items, views.n_users)
+    tol = {"rtol": 1e-3, "atol": 1e-3} if backend == "ckks" else {"rtol": 1e-6, "atol": 1e-5}
+    assert torch.equal(enc.item_idx, plain.item_idx) and torch.equal(enc.user_idx, plain.user_idx)
+    torch.testing.assert_close(enc.item_count, plain.item_count)
+    torch.testing.assert_close(enc.user_count, plain.user_count, **tol)
+    torch.testing.assert_close(enc.item_sum, plain.item_sum, **tol)
+    torch.testing.assert_close(enc.user_sum, plain.user_sum, **tol)
+    for k in plain.model_sum:
+        torch.testing.assert_close(enc.model_sum[k], plain.model_sum[k], **tol)
+    assert enc.weight_sum == pytest.approx(plain.weight_sum, rel=1e-4)
+    assert 0 < view.extra["support_bytes"] < view.bytes_up
+    # phase 1 alone: the per-row counts of plain_sums over exactly its rows
+    ii, ic, ui, uc = secure_support(up, backend, 1, views.n_items, views.n_users)
+    assert torch.equal(ii, plain.item_idx) and torch.equal(ui, plain.user_idx)
+    torch.testing.assert_close(ic, plain.item_count)
+    torch.testing.assert_close(uc, plain.user_count, **tol)
+
+
+def _indicator_leaks(transcript: Transcript, X: np.ndarray) -> bool:
+    """Does any array the server received show a user's indicator vector (its zero pattern,
+    or a coordinate of its SecAgg fixed-point encoding)?"""
+    from protocols.secagg import SecAggregation
+
+    codec = SecAggregation("view").config_for(X.shape[0]).codec
+    encoded = [codec.encode(np.append(x, 1.0)) for x in X]
+    for env in transcript.view("server").messages():
+        for v in env.payload.fields.values():
+            if not isinstance(v, np.ndarray) or v.size < X.shape[1]:
+                continue
+            for x, e in zip(X, encoded, strict=True):
+                if np.array_equal(v[: x.size] != 0, x != 0):
+                    return True
+                if v.dtype == np.uint64 and v.shape == e.shape and np.any(v == e):
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("backend", ["secagg", "ckks"])
+def test_support_phase_server_sees_no_indicator(
+    views: ClientViews, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    up = _fesog_round(views)
+    X = support_indicators(up, views.n_items, views.n_users)
+    assert X.shape == (4, views.n_items + views.n_users) and (X.sum(1) > 0).all()
+    channel = Channel(Transcript())
+    ii, *_ = secure_support(up, backend, 0, views.n_items, views.n_users, channel)
+    assert torch.equal(ii, torch.unique(up.item_idx))
+    received = list(channel.transcript.view("server").messages())
+    assert received and not _indicator_leaks(channel.transcript, X)
+    if backend == "ckks":
+        import tenseal as ts
+
+        from protocols.ckks import TAG_PUBLIC_CONTEXT, TAG_UPDATE
+
+        assert {e.tag for e in received} == {TAG_PUBLIC_CONTEXT, TAG_UPDATE}
+        (pub,) = [e for e in received if e.tag == TAG_PUBLIC_CONTEXT]
+        ctx = ts.context_from(pub.payload.blob("context"))
+        assert not ctx.is_private()
+        updates = [e for e in received if e.tag == TAG_UPDATE]
+        assert len(updates) == up.n
+        for env in updates:  # every field is a ciphertext the server cannot decrypt
+            for blob in env.payload.fields.values():
+                with pytest.raises(ValueError, match="secret"):
+                    ts.ckks_vector_from(ctx, blob).decrypt()
+    # control: the same check flags the indicators under a protocol that sends them as is
+    from protocols.plain import PlainAggregation
+
+    monkeypatch.setattr(aggregation, "_protocol", lambda name, eid: PlainAggregation())
+    control = Channel(Transcript())
+    secure_support(up, backend, 0, views.n_items, views.n_users, control)
+    assert _indicator_leaks(control.transcript, X)
 
 
 def test_laplace_whole_vector_budget() -> None:

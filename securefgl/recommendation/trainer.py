@@ -111,6 +111,11 @@ class FedRecTrainer:
         )
 
     # ------------------------------------------------------------------ one round
+    def table_sizes(self) -> tuple[int, int]:
+        """The server's item / user embedding rows (public; FedGNN keeps no user table)."""
+        user = self.state.get("user_emb")
+        return self.state["item_emb"].shape[0], 0 if user is None else user.shape[0]
+
     def sample_users(self) -> np.ndarray:
         k = min(self.cfg.users_per_round, self.active.size)
         return np.sort(self.rng.choice(self.active, size=k, replace=False))
@@ -145,7 +150,7 @@ class FedRecTrainer:
         up = self.local_step(users)
         up, eps = apply_ldp(up, cfg.ldp, self.noise_gen)
         self.ledger.record(users, eps)
-        sums, view = aggregate_uploads(up, cfg.backend, r)
+        sums, view = aggregate_uploads(up, cfg.backend, r, *self.table_sizes())
         server_update(
             self.state, sums, cfg.lr, cfg.weight_decay,
             "user_emb" if cfg.method == "fesog" else None,
@@ -163,7 +168,7 @@ class FedRecTrainer:
         users = self.sample_users()
         up, _ = apply_ldp(self.local_step(users, update_local=False), self.cfg.ldp,
                           self.noise_gen)
-        return aggregate_uploads(up, backend or self.cfg.backend, r)[1]
+        return aggregate_uploads(up, backend or self.cfg.backend, r, *self.table_sizes())[1]
 
     # ------------------------------------------------------------------ evaluation
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
