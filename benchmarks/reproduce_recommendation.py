@@ -40,11 +40,14 @@ DATASETS = ("FilmTrust", "Ciao", "Epinions")
 # FeSoG Table 4 (seed_survey.md §4.1): (RMSE, MAE); "central" = GraphRec, the GNN
 # recommender among the paper's non-federated baselines.
 PAPER = {
-    ("Ciao", "fesog"): (1.9136, 1.4937), ("Epinions", "fesog"): (1.7969, 1.3847),
+    ("Ciao", "fesog"): (1.9136, 1.4937),
+    ("Epinions", "fesog"): (1.7969, 1.3847),
     ("FilmTrust", "fesog"): (2.0942, 1.5855),
-    ("Ciao", "fedgnn"): (2.02, 1.58), ("Epinions", "fedgnn"): (1.8346, 1.4238),
+    ("Ciao", "fedgnn"): (2.02, 1.58),
+    ("Epinions", "fedgnn"): (1.8346, 1.4238),
     ("FilmTrust", "fedgnn"): (2.13, 1.65),
-    ("Ciao", "central"): (1.0040, 0.7591), ("Epinions", "central"): (1.0799, 0.8219),
+    ("Ciao", "central"): (1.0040, 0.7591),
+    ("Epinions", "central"): (1.0799, 0.8219),
     ("FilmTrust", "central"): (1.6775, 1.3194),
 }
 FESOG_LDP = LDPConfig("heuristic", clip=0.3, lam=0.1)  # FeSoG defaults
@@ -65,8 +68,9 @@ def privacy_label(cfg: RecConfig) -> str:
         ldp = f"Laplace LDP δ={l_.clip} λ={l_.lam} (ε={l_.paper_epsilon:g}/coord)"
     else:
         ldp = "no LDP"
-    agg = {"plain": "plain agg", "ideal": "secure agg", "ckks": "CKKS agg",
-           "secagg+": "SecAgg+"}[cfg.backend]
+    agg = {"plain": "plain agg", "ideal": "secure agg", "ckks": "CKKS agg", "secagg+": "SecAgg+"}[
+        cfg.backend
+    ]
     extra = " + expansion" if cfg.method == "fedgnn" else ""
     return f"{ldp} + {cfg.pseudo_items} pseudo{extra}; {agg}"
 
@@ -78,34 +82,59 @@ def load_views(name: str, seed: int = 0) -> ClientViews:
 
 def attack(tr: FedRecTrainer, backend: str, rounds: int = 3) -> dict:
     """Magnitude attack on the server's view of fresh rounds (no update applied)."""
-    res = [interaction_inference(tr.observe(10_000 + r, backend), tr.views, "magnitude",
-                                 k=10, seed=r) for r in range(rounds)]
+    res = [
+        interaction_inference(tr.observe(10_000 + r, backend), tr.views, "magnitude", k=10, seed=r)
+        for r in range(rounds)
+    ]
+
     def nanmean(v: list[float]) -> float:
         v = [x for x in v if np.isfinite(x)]
         return float(np.mean(v)) if v else float("nan")
 
-    mean = {k: nanmean([getattr(x, k) for x in res])
-            for k in ("auc", "auc_uploaded", "precision_at_k")}
-    return {"attack_auc": mean["auc"], "attack_auc_uploaded": mean["auc_uploaded"],
-            "attack_precision_at_10": mean["precision_at_k"], "attack_view": res[0].view}
+    mean = {
+        k: nanmean([getattr(x, k) for x in res]) for k in ("auc", "auc_uploaded", "precision_at_k")
+    }
+    return {
+        "attack_auc": mean["auc"],
+        "attack_auc_uploaded": mean["auc_uploaded"],
+        "attack_precision_at_10": mean["precision_at_k"],
+        "attack_view": res[0].view,
+    }
 
 
-def fed_row(views: ClientViews, cfg: RecConfig, experiment: str, attack_backends=("plain",)
-            ) -> list[dict]:
+def fed_row(
+    views: ClientViews, cfg: RecConfig, experiment: str, attack_backends=("plain",)
+) -> list[dict]:
     tr = FedRecTrainer(views, cfg)
     res = tr.run()
     rows = []
     for be in attack_backends:
         shown = replace(cfg, backend=be)
-        p = PAPER.get((views.name, cfg.method), (None, None)) if experiment == "table" else (
-            None, None)
+        p = (
+            PAPER.get((views.name, cfg.method), (None, None))
+            if experiment == "table"
+            else (None, None)
+        )
         row = {
-            "experiment": experiment, "dataset": views.name, "method": cfg.method,
-            "privacy": privacy_label(shown), "rmse": res.test_rmse, "mae": res.test_mae,
-            "paper_rmse": p[0], "paper_mae": p[1], "clip": cfg.ldp.clip, "lam": cfg.ldp.lam,
-            "ldp": cfg.ldp.mode, "pseudo_items": cfg.pseudo_items, "backend": be,
-            "val_rmse": res.val_rmse, "rounds": res.rounds, "seconds": round(res.seconds, 1),
-            "sec_per_round": res.seconds_per_round, "lr": cfg.lr, "eval_every": cfg.eval_every,
+            "experiment": experiment,
+            "dataset": views.name,
+            "method": cfg.method,
+            "privacy": privacy_label(shown),
+            "rmse": res.test_rmse,
+            "mae": res.test_mae,
+            "paper_rmse": p[0],
+            "paper_mae": p[1],
+            "clip": cfg.ldp.clip,
+            "lam": cfg.ldp.lam,
+            "ldp": cfg.ldp.mode,
+            "pseudo_items": cfg.pseudo_items,
+            "backend": be,
+            "val_rmse": res.val_rmse,
+            "rounds": res.rounds,
+            "seconds": round(res.seconds, 1),
+            "sec_per_round": res.seconds_per_round,
+            "lr": cfg.lr,
+            "eval_every": cfg.eval_every,
             "budget_s": cfg.time_budget_s,
             **{k: res.detail.get(k) for k in ("rmse_warm", "rmse_cold", "cold_share")},
             "epsilon_per_coordinate": cfg.ldp.paper_epsilon,
@@ -114,12 +143,22 @@ def fed_row(views: ClientViews, cfg: RecConfig, experiment: str, attack_backends
             **attack(tr, "ideal" if be != "plain" else "plain"),
         }
         if be != "plain":
-            row["note"] = ("same training run as the plain row: secure aggregation returns "
-                           "the same sums (ideal functionality; CKKS/SecAgg+ equality is "
-                           "tested), only the server's view changes")
+            row["note"] = (
+                "same training run as the plain row: secure aggregation returns "
+                "the same sums (ideal functionality; CKKS/SecAgg+ equality is "
+                "tested), only the server's view changes"
+            )
         rows.append(row)
-        log.info("%s %s %s rmse %.4f mae %.4f auc %.3f (%ds)", views.name, cfg.method,
-                 row["privacy"], row["rmse"], row["mae"], row["attack_auc"], res.seconds)
+        log.info(
+            "%s %s %s rmse %.4f mae %.4f auc %.3f (%ds)",
+            views.name,
+            cfg.method,
+            row["privacy"],
+            row["rmse"],
+            row["mae"],
+            row["attack_auc"],
+            res.seconds,
+        )
     return rows
 
 
@@ -127,13 +166,23 @@ def central_row(views: ClientViews, budget: float) -> dict:
     res = train_central(views, epochs=200, lr=0.01, time_budget_s=budget)
     p = PAPER.get((views.name, "central"), (None, None))
     log.info("%s central rmse %.4f mae %.4f", views.name, res.test_rmse, res.test_mae)
-    return {"experiment": "table", "dataset": views.name, "method": "central",
-            "privacy": "none (centralised, not federated)", "rmse": res.test_rmse,
-            "mae": res.test_mae, "paper_rmse": p[0], "paper_mae": p[1], "attack_auc": None,
-            "val_rmse": res.val_rmse, "rounds": res.rounds, "seconds": round(res.seconds, 1),
-            **{k: res.detail.get(k) for k in ("rmse_warm", "rmse_cold", "cold_share")},
-            "note": "FeSoG architecture trained centrally with Adam, plus the mean training "
-                    "rating as offset; paper column = GraphRec"}
+    return {
+        "experiment": "table",
+        "dataset": views.name,
+        "method": "central",
+        "privacy": "none (centralised, not federated)",
+        "rmse": res.test_rmse,
+        "mae": res.test_mae,
+        "paper_rmse": p[0],
+        "paper_mae": p[1],
+        "attack_auc": None,
+        "val_rmse": res.val_rmse,
+        "rounds": res.rounds,
+        "seconds": round(res.seconds, 1),
+        **{k: res.detail.get(k) for k in ("rmse_warm", "rmse_cold", "cold_share")},
+        "note": "FeSoG architecture trained centrally with Adam, plus the mean training "
+        "rating as offset; paper column = GraphRec",
+    }
 
 
 def save(rows: list[dict]) -> None:
@@ -148,8 +197,11 @@ def upsert(rows: list[dict], new: list[dict]) -> list[dict]:
 
 
 def run_table(
-    datasets: list[str], budget: float, rows: list[dict],
-    methods: tuple[str, ...] = ("central", "fesog", "fedgnn"), eval_every: int = 20,
+    datasets: list[str],
+    budget: float,
+    rows: list[dict],
+    methods: tuple[str, ...] = ("central", "fesog", "fedgnn"),
+    eval_every: int = 20,
 ) -> list[dict]:
     for name in datasets:
         views = load_views(name)
@@ -172,8 +224,7 @@ def run_sweeps(name: str, budget: float, rows: list[dict]) -> list[dict]:
         base = replace(base, lr=LR[method])
         for clip in (0.1, 0.3, 0.5):
             for lam in (0.1, 0.3, 1.0):
-                cfg = replace(base, method=method, ldp=LDPConfig(mode, clip, lam),
-                              pseudo_items=10)
+                cfg = replace(base, method=method, ldp=LDPConfig(mode, clip, lam), pseudo_items=10)
                 rows = upsert(rows, fed_row(views, cfg, "sweep_ldp"))
                 save(rows)
         default = FESOG_LDP if method == "fesog" else FEDGNN_LDP
@@ -198,8 +249,9 @@ def run_timing(out: list[dict]) -> list[dict]:
             for be in backends:
                 for b in sizes:
                     ldp = FESOG_LDP if method == "fesog" else FEDGNN_LDP
-                    tr = FedRecTrainer(views, RecConfig(method=method, users_per_round=b,
-                                                        ldp=ldp, backend=be))
+                    tr = FedRecTrainer(
+                        views, RecConfig(method=method, users_per_round=b, ldp=ldp, backend=be)
+                    )
                     tr.round(0)
                     secs, nbytes = [], []
                     for r in range(1, 4 if be in ("plain", "ideal") else 2):
@@ -207,12 +259,21 @@ def run_timing(out: list[dict]) -> list[dict]:
                         view = tr.round(r)
                         secs.append(time.perf_counter() - t)
                         nbytes.append(view.bytes_up)
-                    row = {"dataset": name, "method": method, "backend": be, "users": b,
-                           "sec_per_round": float(np.mean(secs)),
-                           "mb_per_round": float(np.mean(nbytes)) / 1e6}
+                    row = {
+                        "dataset": name,
+                        "method": method,
+                        "backend": be,
+                        "users": b,
+                        "sec_per_round": float(np.mean(secs)),
+                        "mb_per_round": float(np.mean(nbytes)) / 1e6,
+                    }
                     log.info("timing %s", row)
-                    out = [r for r in out if (r["dataset"], r["method"], r["backend"],
-                                              r["users"]) != (name, method, be, b)] + [row]
+                    out = [
+                        r
+                        for r in out
+                        if (r["dataset"], r["method"], r["backend"], r["users"])
+                        != (name, method, be, b)
+                    ] + [row]
                     TIMING.write_text(json.dumps(out, indent=1) + "\n")
     return out
 
@@ -225,51 +286,77 @@ def _f(x: object, nd: int = 4) -> str:
 
 
 def render(rows: list[dict], timing: list[dict]) -> None:
-    lines = ["# Federated graph recommendation (FeSoG, FedGNN)", "",
-             "Generated by `benchmarks/reproduce_recommendation.py`. Paper numbers: FeSoG "
-             "Table 4 (seed_survey.md §4.1). Attack: the server's interaction-inference "
-             "AUC over all items from one round's uploads (gradient-row magnitudes; "
-             "0.5 = chance); `AUC upl.` = AUC among the uploaded rows only (real vs "
-             "pseudo items).", "",
-             "## Main table", "",
-             "| dataset | method | privacy | RMSE | MAE | paper RMSE | paper MAE | attack AUC "
-             "| AUC upl. | P@10 | ε worst user | rounds |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Federated graph recommendation (FeSoG, FedGNN)",
+        "",
+        "Generated by `benchmarks/reproduce_recommendation.py`. Paper numbers: FeSoG "
+        "Table 4 (seed_survey.md §4.1). Attack: the server's interaction-inference "
+        "AUC over all items from one round's uploads (gradient-row magnitudes; "
+        "0.5 = chance); `AUC upl.` = AUC among the uploaded rows only (real vs "
+        "pseudo items).",
+        "",
+        "## Main table",
+        "",
+        "| dataset | method | privacy | RMSE | MAE | paper RMSE | paper MAE | attack AUC "
+        "| AUC upl. | P@10 | ε worst user | rounds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in [r for r in rows if r["experiment"] == "table"]:
         lines.append(
             f"| {r['dataset']} | {r['method']} | {r['privacy']} | {_f(r['rmse'])} | "
             f"{_f(r['mae'])} | {_f(r['paper_rmse'])} | {_f(r['paper_mae'])} | "
             f"{_f(r.get('attack_auc'), 3)} | {_f(r.get('attack_auc_uploaded'), 3)} | "
             f"{_f(r.get('attack_precision_at_10'), 2)} | "
-            f"{_f(r.get('epsilon_worst_user'), 0)} | {r.get('rounds', '–')} |")
-    for exp, title in (("sweep_ldp", "RMSE/MAE vs (δ, λ)"),
-                       ("sweep_pseudo", "RMSE/MAE vs number of pseudo items")):
+            f"{_f(r.get('epsilon_worst_user'), 0)} | {r.get('rounds', '–')} |"
+        )
+    for exp, title in (
+        ("sweep_ldp", "RMSE/MAE vs (δ, λ)"),
+        ("sweep_pseudo", "RMSE/MAE vs number of pseudo items"),
+    ):
         sel = [r for r in rows if r["experiment"] == exp]
         if not sel:
             continue
-        lines += ["", f"## {title} ({sel[0]['dataset']})", "",
-                  "| method | LDP | δ | λ | pseudo | RMSE | MAE | attack AUC | AUC upl. | "
-                  "P@10 | ε/coord |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## {title} ({sel[0]['dataset']})",
+            "",
+            "| method | LDP | δ | λ | pseudo | RMSE | MAE | attack AUC | AUC upl. | "
+            "P@10 | ε/coord |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in sel:
             lines.append(
                 f"| {r['method']} | {r['ldp']} | {r['clip']} | {r['lam']} | "
                 f"{r['pseudo_items']} | {_f(r['rmse'])} | {_f(r['mae'])} | "
                 f"{_f(r['attack_auc'], 3)} | {_f(r['attack_auc_uploaded'], 3)} | "
                 f"{_f(r['attack_precision_at_10'], 2)} | "
-                f"{_f(r.get('epsilon_per_coordinate'), 2)} |")
+                f"{_f(r.get('epsilon_per_coordinate'), 2)} |"
+            )
     if timing:
-        lines += ["", "## Wall time per round vs sampled users", "",
-                  "| dataset | method | aggregation | users/round | s/round | MB/round |",
-                  "|---|---|---|---|---|---|"]
-        for t in sorted(timing, key=lambda t: (t["dataset"], t["method"], t["backend"],
-                                                t["users"])):
-            lines.append(f"| {t['dataset']} | {t['method']} | {t['backend']} | {t['users']} "
-                         f"| {t['sec_per_round']:.3f} | {t['mb_per_round']:.1f} |")
+        lines += [
+            "",
+            "## Wall time per round vs sampled users",
+            "",
+            "| dataset | method | aggregation | users/round | s/round | MB/round |",
+            "|---|---|---|---|---|---|",
+        ]
+        for t in sorted(
+            timing, key=lambda t: (t["dataset"], t["method"], t["backend"], t["users"])
+        ):
+            lines.append(
+                f"| {t['dataset']} | {t['method']} | {t['backend']} | {t['users']} "
+                f"| {t['sec_per_round']:.3f} | {t['mb_per_round']:.1f} |"
+            )
     notes = OUT / "recommendation_notes.md"
     if notes.exists():
         lines += ["", notes.read_text().strip()]
-    lines += ["", "![sweeps](recommendation_sweeps.png)", "",
-              "![timing](recommendation_timing.png)", ""]
+    lines += [
+        "",
+        "![sweeps](recommendation_sweeps.png)",
+        "",
+        "![timing](recommendation_timing.png)",
+        "",
+    ]
     (OUT / "recommendation.md").write_text("\n".join(lines))
     plot(rows, timing)
 
@@ -288,41 +375,73 @@ def plot(rows: list[dict], timing: list[dict]) -> None:
             pts = sorted([r for r in sel if r["clip"] == clip], key=lambda r: r["lam"])
             ax.plot([r["lam"] for r in pts], [r["rmse"] for r in pts], "o-", label=f"δ={clip}")
             for r in pts:
-                ax.annotate(f"{r['attack_auc']:.2f}", (r["lam"], r["rmse"]), fontsize=7,
-                            xytext=(3, 3), textcoords="offset points")
+                ax.annotate(
+                    f"{r['attack_auc']:.2f}",
+                    (r["lam"], r["rmse"]),
+                    fontsize=7,
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                )
         ax.set_xscale("log")
-        ax.set(xlabel="λ", ylabel="test RMSE",
-               title=f"{method}: RMSE vs (δ, λ) (labels: attack AUC)")
+        ax.set(
+            xlabel="λ", ylabel="test RMSE", title=f"{method}: RMSE vs (δ, λ) (labels: attack AUC)"
+        )
         if sel:
             ax.legend()
         ax = axes[1, col]
-        sel = sorted([r for r in rows if r["experiment"] == "sweep_pseudo"
-                      and r["method"] == method and r["ldp"] != "none"],
-                     key=lambda r: r["pseudo_items"])
+        sel = sorted(
+            [
+                r
+                for r in rows
+                if r["experiment"] == "sweep_pseudo"
+                and r["method"] == method
+                and r["ldp"] != "none"
+            ],
+            key=lambda r: r["pseudo_items"],
+        )
         if sel:
             x = [max(r["pseudo_items"], 0.5) for r in sel]
             ax.plot(x, [r["rmse"] for r in sel], "o-", label="RMSE")
             ax2 = ax.twinx()
             ax2.plot(x, [r["attack_auc"] for r in sel], "s--", color="C3", label="AUC (all)")
-            ax2.plot(x, [r["attack_auc_uploaded"] for r in sel], "^--", color="C2",
-                     label="AUC among uploaded")
+            ax2.plot(
+                x,
+                [r["attack_auc_uploaded"] for r in sel],
+                "^--",
+                color="C2",
+                label="AUC among uploaded",
+            )
             ax2.set_ylabel("attack AUC")
             ax2.legend(loc="lower right", fontsize=8)
             ax.set_xscale("log")
-            ax.set(xlabel="pseudo items per user (0 plotted at 0.5)", ylabel="test RMSE",
-                   title=f"{method}: RMSE and attack AUC vs pseudo items")
+            ax.set(
+                xlabel="pseudo items per user (0 plotted at 0.5)",
+                ylabel="test RMSE",
+                title=f"{method}: RMSE and attack AUC vs pseudo items",
+            )
     fig.tight_layout()
     fig.savefig(OUT / "recommendation_sweeps.png", dpi=110)
     plt.close(fig)
     if timing:
         fig, ax = plt.subplots(figsize=(7, 5))
         for key in sorted({(t["dataset"], t["method"], t["backend"]) for t in timing}):
-            pts = sorted([t for t in timing if (t["dataset"], t["method"], t["backend"]) == key],
-                         key=lambda t: t["users"])
-            ax.plot([t["users"] for t in pts], [t["sec_per_round"] for t in pts], "o-",
-                    label=" / ".join(key))
-        ax.set(xscale="log", yscale="log", xlabel="sampled users per round",
-               ylabel="seconds per round", title="Wall time per round (1 thread)")
+            pts = sorted(
+                [t for t in timing if (t["dataset"], t["method"], t["backend"]) == key],
+                key=lambda t: t["users"],
+            )
+            ax.plot(
+                [t["users"] for t in pts],
+                [t["sec_per_round"] for t in pts],
+                "o-",
+                label=" / ".join(key),
+            )
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="sampled users per round",
+            ylabel="seconds per round",
+            title="Wall time per round (1 thread)",
+        )
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(OUT / "recommendation_timing.png", dpi=110)
@@ -348,8 +467,13 @@ def main() -> None:
     parts = set(args.parts.split(","))
     if not args.render_only:
         if "table" in parts:
-            rows = run_table(args.datasets.split(","), args.budget, rows,
-                             tuple(args.methods.split(",")), args.eval_every)
+            rows = run_table(
+                args.datasets.split(","),
+                args.budget,
+                rows,
+                tuple(args.methods.split(",")),
+                args.eval_every,
+            )
         if "sweeps" in parts:
             rows = run_sweeps(args.sweep_dataset, args.sweep_budget, rows)
         if "timing" in parts:

@@ -197,8 +197,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
-        commands = {"run": _cmd_run, "audit": _cmd_audit, "datasets": _cmd_datasets,
-                    "recommend": cmd_recommend}
+        commands = {
+            "run": _cmd_run,
+            "audit": _cmd_audit,
+            "datasets": _cmd_datasets,
+            "recommend": cmd_recommend,
+        }
         return commands[args.command](args)
     except ConfigError as err:
         print(f"securefgl: configuration error: {err}", file=sys.stderr)

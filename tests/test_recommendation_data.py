@@ -40,8 +40,11 @@ def _check_views(data, views: ClientViews, users) -> None:
         mine = data.user == u
         own = dict(zip(data.item[mine].tolist(), data.rating[mine].tolist(), strict=True))
         got = {}
-        for items, ratings in ((v.train_items, v.train_ratings), (v.val_items, v.val_ratings),
-                               (v.test_items, v.test_ratings)):
+        for items, ratings in (
+            (v.train_items, v.train_ratings),
+            (v.val_items, v.val_ratings),
+            (v.test_items, v.test_ratings),
+        ):
             for i, r in zip(items.tolist(), ratings.tolist(), strict=True):
                 assert i not in got  # splits are disjoint
                 got[i] = r

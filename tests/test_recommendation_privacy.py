@@ -55,8 +55,8 @@ def test_batched_gradients_equal_single_user_runs(views: ClientViews, method: st
         state = fedgnn.init_fedgnn(views.n_users, views.n_items, 8, gen)
 
         def run(us: np.ndarray) -> Uploads:
-            return fedgnn.local_gradients(
-                state, views, us, fedgnn.FedGNNConfig(8, 0), None, rng)[0]
+            return fedgnn.local_gradients(state, views, us, fedgnn.FedGNNConfig(8, 0), None, rng)[0]
+
     batch = run(users)
     for j, u in enumerate(users):
         alone = run(np.array([u]))
@@ -73,8 +73,15 @@ def test_laplace_noise_scale_per_coordinate() -> None:
     slot = torch.arange(b).repeat_interleave(n_rows)
     grad = torch.zeros(b * n_rows, d)
     grad[:n_rows] = 5.0  # user 0: far above the clip bound
-    up = Uploads(np.arange(b), torch.ones(b), {"w": torch.zeros(b, 3)}, slot,
-                 torch.arange(b * n_rows), grad, torch.zeros(b * n_rows, dtype=torch.bool))
+    up = Uploads(
+        np.arange(b),
+        torch.ones(b),
+        {"w": torch.zeros(b, 3)},
+        slot,
+        torch.arange(b * n_rows),
+        grad,
+        torch.zeros(b * n_rows, dtype=torch.bool),
+    )
     cfg = LDPConfig("laplace", clip=0.1, lam=0.2)
     noisy, eps = apply_ldp(up, cfg, torch.Generator().manual_seed(1))
     g = noisy.item_grad
@@ -100,10 +107,18 @@ def test_heuristic_noise_scale_follows_mean_of_each_users_tensor() -> None:
     b, n = 2, 20000
     slot = torch.arange(b).repeat_interleave(n)
     grad = torch.cat([torch.full((n, 1), 0.05), torch.full((n, 1), -2.0)])
-    up = Uploads(np.arange(b), torch.ones(b), {}, slot, torch.arange(b * n), grad,
-                 torch.zeros(b * n, dtype=torch.bool))
-    noisy, eps = apply_ldp(up, LDPConfig("heuristic", clip=0.3, lam=0.5),
-                           torch.Generator().manual_seed(2))
+    up = Uploads(
+        np.arange(b),
+        torch.ones(b),
+        {},
+        slot,
+        torch.arange(b * n),
+        grad,
+        torch.zeros(b * n, dtype=torch.bool),
+    )
+    noisy, eps = apply_ldp(
+        up, LDPConfig("heuristic", clip=0.3, lam=0.5), torch.Generator().manual_seed(2)
+    )
     assert eps is None  # no DP guarantee
     dev0 = (noisy.item_grad[:n] - 0.05).abs().mean().item()
     dev1 = (noisy.item_grad[n:] + 0.3).abs().mean().item()  # clipped to −δ, then noised
@@ -140,8 +155,9 @@ def test_pseudo_items_hide_true_items_from_nonzero_row_attack(
     from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
 
     def attack(q: int):
-        tr = FedRecTrainer(views, RecConfig(method=method, pseudo_items=q,
-                                            users_per_round=60, keep_views=1))
+        tr = FedRecTrainer(
+            views, RecConfig(method=method, pseudo_items=q, users_per_round=60, keep_views=1)
+        )
         return interaction_inference(tr.round(0), views, score="rows", k=8)
 
     bare, hidden = attack(0), attack(24)
@@ -187,10 +203,21 @@ def _hand_made():
 def test_graph_expansion_hand_made_example() -> None:
     users, slot, items, emb = _hand_made()
     channel, key = Channel(), new_token_key()
-    res = expand(users, slot, items, np.arange(6), 6, emb, key, ThirdParty(5), channel,
-                 np.random.default_rng(0))
-    got = {p: sorted(map(tuple, res.embedding[res.ptr[p]:res.ptr[p + 1]].tolist()))
-           for p in range(6)}
+    res = expand(
+        users,
+        slot,
+        items,
+        np.arange(6),
+        6,
+        emb,
+        key,
+        ThirdParty(5),
+        channel,
+        np.random.default_rng(0),
+    )
+    got = {
+        p: sorted(map(tuple, res.embedding[res.ptr[p] : res.ptr[p + 1]].tolist())) for p in range(6)
+    }
     e = {u: tuple(emb[u].tolist()) for u in users}
     assert got == {0: [], 1: [e[1]], 2: [e[0]], 3: [e[2]], 4: [e[1]], 5: []}
     # the third party's view: opaque tokens, random pseudonyms, embeddings; no item ids
@@ -211,8 +238,18 @@ def test_graph_expansion_hand_made_example() -> None:
 def test_frequency_attack_with_server_popularity() -> None:
     users, slot, items, emb = _hand_made()
     channel, key = Channel(), new_token_key()
-    expand(users, slot, items, np.arange(6), 6, emb, key, ThirdParty(5), channel,
-           np.random.default_rng(0))
+    expand(
+        users,
+        slot,
+        items,
+        np.arange(6),
+        6,
+        emb,
+        key,
+        ThirdParty(5),
+        channel,
+        np.random.default_rng(0),
+    )
     (upload,) = list(channel.transcript.view("third_party").messages())
     popularity = np.bincount(items, minlength=10)
     guess = frequency_attack(upload.payload, popularity)
@@ -224,8 +261,9 @@ def test_frequency_attack_with_server_popularity() -> None:
 def test_secure_backends_match_plain_sums(views: ClientViews, backend: str) -> None:
     gen = torch.Generator().manual_seed(0)
     state = fesog.init_fesog(views.n_users, views.n_items, 8, gen)
-    up = fesog.local_gradients(state, views, np.array([1, 5, 8, 11]), fesog.FeSoGConfig(8, 2),
-                               np.random.default_rng(0))
+    up = fesog.local_gradients(
+        state, views, np.array([1, 5, 8, 11]), fesog.FeSoGConfig(8, 2), np.random.default_rng(0)
+    )
     plain, _ = aggregate_uploads(up, "plain", 0)
     enc, view = aggregate_uploads(up, backend, 0)
     assert view.per_user is None and view.bytes_up > 0
@@ -240,8 +278,9 @@ def test_secure_backends_match_plain_sums(views: ClientViews, backend: str) -> N
 def _fesog_round(views: ClientViews) -> Uploads:
     """Four FeSoG users with item, pseudo-item and social (user) rows."""
     state = fesog.init_fesog(views.n_users, views.n_items, 8, torch.Generator().manual_seed(0))
-    up = fesog.local_gradients(state, views, np.array([1, 5, 8, 11]), fesog.FeSoGConfig(8, 2),
-                               np.random.default_rng(0))
+    up = fesog.local_gradients(
+        state, views, np.array([1, 5, 8, 11]), fesog.FeSoGConfig(8, 2), np.random.default_rng(0)
+    )
     assert up.user_idx.numel() and up.item_pseudo.any()
     return up
 
@@ -335,8 +374,15 @@ def test_support_phase_server_sees_no_indicator(
 def test_laplace_whole_vector_budget() -> None:
     b, n_rows, d = 2, 500, 4
     slot = torch.arange(b).repeat_interleave(n_rows)
-    up = Uploads(np.arange(b), torch.ones(b), {}, slot, torch.arange(b * n_rows),
-                 torch.zeros(b * n_rows, d), torch.zeros(b * n_rows, dtype=torch.bool))
+    up = Uploads(
+        np.arange(b),
+        torch.ones(b),
+        {},
+        slot,
+        torch.arange(b * n_rows),
+        torch.zeros(b * n_rows, d),
+        torch.zeros(b * n_rows, dtype=torch.bool),
+    )
     cfg = LDPConfig("laplace", clip=0.1, lam=0.2, per="vector")  # ε = 1 for the whole upload
     noisy, eps = apply_ldp(up, cfg, torch.Generator().manual_seed(3))
     dims = n_rows * d

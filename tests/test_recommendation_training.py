@@ -22,8 +22,15 @@ def views() -> ClientViews:
     [("fesog", LDPConfig("heuristic", 0.3, 0.1)), ("fedgnn", LDPConfig("laplace", 0.3, 0.05))],
 )
 def test_federated_training_reduces_rmse(views: ClientViews, method: str, ldp: LDPConfig) -> None:
-    cfg = RecConfig(method=method, rounds=120, users_per_round=64, pseudo_items=5, ldp=ldp,
-                    eval_every=20, backend="ideal")
+    cfg = RecConfig(
+        method=method,
+        rounds=120,
+        users_per_round=64,
+        pseudo_items=5,
+        ldp=ldp,
+        eval_every=20,
+        backend="ideal",
+    )
     tr = FedRecTrainer(views, cfg)
     before = tr.evaluate("test")[0]
     res = tr.run()
@@ -60,8 +67,20 @@ def test_cli_recommend_on_filmtrust(capsys: pytest.CaptureFixture[str]) -> None:
     root = os.environ.get("SECUREFGL_DATA")
     if not root or not (Path(root) / "SocialRec/FilmTrust/ratings.txt").is_file():
         pytest.skip("FilmTrust not under SECUREFGL_DATA")
-    code = main(["recommend", "--method", "fesog", "--dataset", "FilmTrust", "--rounds", "40",
-                 "--users-per-round", "128", "--json"])
+    code = main(
+        [
+            "recommend",
+            "--method",
+            "fesog",
+            "--dataset",
+            "FilmTrust",
+            "--rounds",
+            "40",
+            "--users-per-round",
+            "128",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["method"] == "fesog" and out["rounds"] == 40
     assert out["dataset"]["users"] == 740 and np.isfinite(out["test_rmse"])

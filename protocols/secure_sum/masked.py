@@ -151,9 +151,7 @@ class MaskedSumClient(SecureSumClient):
         self._pair_masks = {}
         for v, jobs in lengths.items():
             a, b = sorted((who, v))
-            stream = mask_uint64(
-                self._seed(v, "pair-stream", "", a, b), sum(n for _, n in jobs)
-            )
+            stream = mask_uint64(self._seed(v, "pair-stream", "", a, b), sum(n for _, n in jobs))
             start = 0
             for receiver, n in jobs:
                 self._pair_masks[v, receiver] = (stream[start : start + n], who == a)

@@ -78,8 +78,9 @@ def _row_sums(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     uniq, inv = torch.unique(idx, return_inverse=True)
     s = grad.new_zeros(uniq.numel(), grad.shape[1]).index_add(0, inv, grad * w[slot].unsqueeze(1))
-    c = grad.new_zeros(uniq.numel()).index_add(0, inv, w[slot] if count_w else torch.ones_like(
-        inv, dtype=grad.dtype))
+    c = grad.new_zeros(uniq.numel()).index_add(
+        0, inv, w[slot] if count_w else torch.ones_like(inv, dtype=grad.dtype)
+    )
     return uniq, s, c
 
 
@@ -106,21 +107,21 @@ def _dense_vectors(up: Uploads, sums: AggregateSums) -> np.ndarray:
     X = torch.zeros(b, D, dtype=torch.float64)
     pos = torch.searchsorted(sums.item_idx, up.item_idx)
     cols = pos.unsqueeze(1) * d + torch.arange(d)
-    X[up.item_slot.unsqueeze(1).expand_as(cols), cols] = (
-        up.item_grad.double() * w[up.item_slot].unsqueeze(1)
-    )
+    X[up.item_slot.unsqueeze(1).expand_as(cols), cols] = up.item_grad.double() * w[
+        up.item_slot
+    ].unsqueeze(1)
     X[up.item_slot, ni * d + pos] = 1.0
     off = ni * (d + 1)
     if nu:
         pos = torch.searchsorted(sums.user_idx, up.user_idx)
         cols = off + pos.unsqueeze(1) * d + torch.arange(d)
-        X[up.user_slot.unsqueeze(1).expand_as(cols), cols] = (
-            up.user_grad.double() * w[up.user_slot].unsqueeze(1)
-        )
+        X[up.user_slot.unsqueeze(1).expand_as(cols), cols] = up.user_grad.double() * w[
+            up.user_slot
+        ].unsqueeze(1)
         X[up.user_slot, off + nu * d + pos] = w[up.user_slot]
     off += nu * (d + 1)
     flat = torch.cat([v.reshape(b, -1).double() for v in up.model.values()], 1) * w.unsqueeze(1)
-    X[:, off:off + mdim] = flat
+    X[:, off : off + mdim] = flat
     X[:, -1] = w
     return X.numpy()
 
@@ -130,18 +131,26 @@ def _parse_dense(total: np.ndarray, up: Uploads, support: AggregateSums) -> Aggr
     t = torch.from_numpy(total).float()
     ni, nu = support.item_idx.numel(), support.user_idx.numel()
     isum = t[: ni * d].view(ni, d)
-    icnt = t[ni * d: ni * (d + 1)]
+    icnt = t[ni * d : ni * (d + 1)]
     off = ni * (d + 1)
-    usum = t[off: off + nu * d].view(nu, d)
-    ucnt = t[off + nu * d: off + nu * (d + 1)]
+    usum = t[off : off + nu * d].view(nu, d)
+    ucnt = t[off + nu * d : off + nu * (d + 1)]
     off += nu * (d + 1)
     model = {}
     for k, v in up.model.items():
         n = v[0].numel()
-        model[k] = t[off: off + n].view(v.shape[1:])
+        model[k] = t[off : off + n].view(v.shape[1:])
         off += n
-    return AggregateSums(support.item_idx, isum, icnt.round(), support.user_idx,
-                         usum if nu else torch.zeros(0, 0), ucnt, model, float(t[-1]))
+    return AggregateSums(
+        support.item_idx,
+        isum,
+        icnt.round(),
+        support.user_idx,
+        usum if nu else torch.zeros(0, 0),
+        ucnt,
+        model,
+        float(t[-1]),
+    )
 
 
 def _protocol(name: str, experiment_id: str) -> AggregationProtocol:
@@ -184,7 +193,11 @@ def _run_protocol(
 
 
 def secure_support(
-    up: Uploads, backend: str, round_idx: int, n_items: int, n_users: int,
+    up: Uploads,
+    backend: str,
+    round_idx: int,
+    n_items: int,
+    n_users: int,
     channel: Channel | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Phase 1: the private union. The protocol sums :func:`support_indicators`; returns
@@ -196,8 +209,14 @@ def secure_support(
         raise ValueError("secure aggregation of uploads needs weights >= 1")
     channel = channel if channel is not None else Channel(Transcript(store_payloads=False))
     total = torch.from_numpy(
-        _run_protocol(support_indicators(up, n_items, n_users), up.users, backend, round_idx,
-                      channel, "support")
+        _run_protocol(
+            support_indicators(up, n_items, n_users),
+            up.users,
+            backend,
+            round_idx,
+            channel,
+            "support",
+        )
     )
     icnt, ucnt = total[:n_items], total[n_items:]
     ii, ui = torch.nonzero(icnt >= 0.5).flatten(), torch.nonzero(ucnt >= 0.5).flatten()
@@ -205,7 +224,11 @@ def secure_support(
 
 
 def _secure_sums(
-    up: Uploads, backend: str, round_idx: int, n_items: int | None, n_users: int | None,
+    up: Uploads,
+    backend: str,
+    round_idx: int,
+    n_items: int | None,
+    n_users: int | None,
     channel: Channel,
 ) -> tuple[AggregateSums, int, int]:
     """Both phases on ``channel``; returns the sums, phase 1's bytes and both phases'."""
@@ -218,15 +241,20 @@ def _secure_sums(
     support_bytes = channel.transcript.total_bytes() - start
     empty = torch.zeros(0)
     support = AggregateSums(ii, empty, empty, ui, empty, empty, {}, 0.0)
-    total = _run_protocol(_dense_vectors(up, support), up.users, backend, round_idx, channel,
-                          "sums")
+    total = _run_protocol(
+        _dense_vectors(up, support), up.users, backend, round_idx, channel, "sums"
+    )
     sums = _parse_dense(total, up, support)
     return sums, support_bytes, channel.transcript.total_bytes() - start
 
 
 def secure_sums(
-    up: Uploads, backend: str, round_idx: int, n_items: int | None = None,
-    n_users: int | None = None, channel: Channel | None = None,
+    up: Uploads,
+    backend: str,
+    round_idx: int,
+    n_items: int | None = None,
+    n_users: int | None = None,
+    channel: Channel | None = None,
 ) -> tuple[AggregateSums, int]:
     """Run the real protocol twice (support, then sums on it); returns the sums and the bytes
     on the wire of both phases. Phase 2 keeps its own count columns, so counts match the
@@ -240,7 +268,10 @@ def secure_sums(
 
 
 def aggregate_uploads(
-    up: Uploads, backend: str, round_idx: int, n_items: int | None = None,
+    up: Uploads,
+    backend: str,
+    round_idx: int,
+    n_items: int | None = None,
     n_users: int | None = None,
 ) -> tuple[AggregateSums, ServerView]:
     """``n_items`` / ``n_users``: the server's table sizes, over which the secure backends'
@@ -262,7 +293,10 @@ def aggregate_uploads(
 
 
 def server_update(
-    state: dict[str, torch.Tensor], sums: AggregateSums, lr: float, weight_decay: float,
+    state: dict[str, torch.Tensor],
+    sums: AggregateSums,
+    lr: float,
+    weight_decay: float,
     user_key: str | None = "user_emb",
 ) -> None:
     """SGD step of ``FeSoG/server.py::train`` on touched rows and all model parameters."""

@@ -57,14 +57,18 @@ def train_central(
     for ep in range(epochs):
         order = rng.permutation(active)
         for s in range(0, order.size, batch_users):
-            users = np.sort(order[s:s + batch_users])
+            users = np.sort(order[s : s + batch_users])
             slot, item, rating = (torch.from_numpy(x) for x in views.gather(users, "train"))
             s_slot, s_nbr = (torch.from_numpy(x) for x in views.gather_social(users))
             b = users.size
             P = expanded({k: params[k] for k in fesog.MODEL_KEYS}, b)
             h = fesog.user_representation(
-                P, params["user_emb"][torch.from_numpy(users)], s_slot,
-                params["user_emb"][s_nbr], slot, params["item_emb"][item],
+                P,
+                params["user_emb"][torch.from_numpy(users)],
+                s_slot,
+                params["user_emb"][s_nbr],
+                slot,
+                params["item_emb"][item],
             )
             pred = mu + (h[slot] * params["item_emb"][item]).sum(1)
             loss = segment_sum((pred - rating) ** 2, slot, b).sum() / max(slot.numel(), 1)
@@ -82,7 +86,24 @@ def train_central(
         if time_budget_s and time.perf_counter() - t0 > time_budget_s:
             break
     secs = time.perf_counter() - t0
-    cfg = {"method": "central", "dim": dim, "epochs": epochs, "batch_users": batch_users,
-           "lr": lr, "weight_decay": weight_decay, "seed": seed}
-    return RecResult(cfg, detail["rmse"], detail["mae"], float(best), ep + 1, secs,
-                     secs / max(ep + 1, 1), {"mode": "none (not federated)"}, history, detail)
+    cfg = {
+        "method": "central",
+        "dim": dim,
+        "epochs": epochs,
+        "batch_users": batch_users,
+        "lr": lr,
+        "weight_decay": weight_decay,
+        "seed": seed,
+    }
+    return RecResult(
+        cfg,
+        detail["rmse"],
+        detail["mae"],
+        float(best),
+        ep + 1,
+        secs,
+        secs / max(ep + 1, 1),
+        {"mode": "none (not federated)"},
+        history,
+        detail,
+    )

@@ -14,16 +14,25 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", choices=("fesog", "fedgnn", "central"), default="fesog")
     p.add_argument("--dataset", default="FilmTrust", help=", ".join(RATING_DATASETS))
     p.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
-    p.add_argument("--variant", choices=("raw", "fesog"), default="fesog",
-                   help="fesog: FeSoG's FilmTrust preprocessing (ratings 2r-1)")
+    p.add_argument(
+        "--variant",
+        choices=("raw", "fesog"),
+        default="fesog",
+        help="fesog: FeSoG's FilmTrust preprocessing (ratings 2r-1)",
+    )
     p.add_argument("--max-users", type=int, default=None, help="seeded user subsample")
-    p.add_argument("--ldp", choices=("none", "heuristic", "laplace"), default=None,
-                   help="default: heuristic for fesog, laplace for fedgnn")
+    p.add_argument(
+        "--ldp",
+        choices=("none", "heuristic", "laplace"),
+        default=None,
+        help="default: heuristic for fesog, laplace for fedgnn",
+    )
     p.add_argument("--clip", type=float, default=None, help="δ (default 0.3 / 0.1)")
     p.add_argument("--lam", type=float, default=0.1, help="λ")
     p.add_argument("--pseudo-items", type=int, default=10)
-    p.add_argument("--backend", default="plain",
-                   choices=("plain", "ideal", "ckks", "secagg", "secagg+"))
+    p.add_argument(
+        "--backend", default="plain", choices=("plain", "ideal", "ckks", "secagg", "secagg+")
+    )
     p.add_argument("--users-per-round", type=int, default=256)
     p.add_argument("--rounds", type=int, default=2000)
     p.add_argument("--lr", type=float, default=0.1)
@@ -43,8 +52,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from securefgl.recommendation.views import ClientViews
 
     torch.set_num_threads(1)
-    data = load_ratings(args.dataset, args.root, max_users=args.max_users, seed=args.seed,
-                        variant=args.variant)
+    data = load_ratings(
+        args.dataset, args.root, max_users=args.max_users, seed=args.seed, variant=args.variant
+    )
     views = ClientViews.from_data(data, seed=args.seed)
     out: dict = {"dataset": data.summary()}
     if args.method == "central":
@@ -52,26 +62,43 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     else:
         mode = args.ldp or ("heuristic" if args.method == "fesog" else "laplace")
         clip = args.clip if args.clip is not None else (0.3 if args.method == "fesog" else 0.1)
-        cfg = RecConfig(method=args.method, rounds=args.rounds, lr=args.lr,
-                        users_per_round=args.users_per_round, pseudo_items=args.pseudo_items,
-                        ldp=LDPConfig(mode, clip, args.lam), backend=args.backend,
-                        seed=args.seed, time_budget_s=args.budget)
+        cfg = RecConfig(
+            method=args.method,
+            rounds=args.rounds,
+            lr=args.lr,
+            users_per_round=args.users_per_round,
+            pseudo_items=args.pseudo_items,
+            ldp=LDPConfig(mode, clip, args.lam),
+            backend=args.backend,
+            seed=args.seed,
+            time_budget_s=args.budget,
+        )
         tr = FedRecTrainer(views, cfg)
         res = tr.run()
         view_backend = "plain" if args.backend == "plain" else "ideal"
         out["attack"] = interaction_inference(tr.observe(0, view_backend), views).as_dict()
-    out |= {"method": args.method, "test_rmse": res.test_rmse, "test_mae": res.test_mae,
-            "val_rmse": res.val_rmse, "rounds": res.rounds, "seconds": res.seconds,
-            "privacy": res.privacy}
+    out |= {
+        "method": args.method,
+        "test_rmse": res.test_rmse,
+        "test_mae": res.test_mae,
+        "val_rmse": res.val_rmse,
+        "rounds": res.rounds,
+        "seconds": res.seconds,
+        "privacy": res.privacy,
+    }
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     else:
-        print(f"{args.method} on {data.name}: test RMSE {res.test_rmse:.4f}  "
-              f"MAE {res.test_mae:.4f}  ({res.rounds} rounds, {res.seconds:.0f}s)")
+        print(
+            f"{args.method} on {data.name}: test RMSE {res.test_rmse:.4f}  "
+            f"MAE {res.test_mae:.4f}  ({res.rounds} rounds, {res.seconds:.0f}s)"
+        )
         print(f"privacy: {res.privacy}")
         if "attack" in out:
             a = out["attack"]
-            print(f"interaction inference ({a['view']}): AUC {a['auc']:.3f}, "
-                  f"AUC among uploaded rows {a['auc_uploaded']:.3f}, "
-                  f"P@{a['k']} {a['precision_at_k']:.3f}")
+            print(
+                f"interaction inference ({a['view']}): AUC {a['auc']:.3f}, "
+                f"AUC among uploaded rows {a['auc_uploaded']:.3f}, "
+                f"P@{a['k']} {a['precision_at_k']:.3f}"
+            )
     return 0

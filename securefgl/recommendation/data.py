@@ -170,6 +170,13 @@ def synthetic_ratings(
     b = (a + rng.integers(1, 5, n_trust)) % n_users
     t = np.unique(np.stack([a, b]), axis=1)
     return RatingData(
-        "synthetic", n_users, n_items, user.astype(np.int64), item.astype(np.int64),
-        rating.astype(np.float32), t.astype(np.int64), 1.0, 5.0,
+        "synthetic",
+        n_users,
+        n_items,
+        user.astype(np.int64),
+        item.astype(np.int64),
+        rating.astype(np.float32),
+        t.astype(np.int64),
+        1.0,
+        5.0,
     )

@@ -65,8 +65,12 @@ def item_tokens(key: bytes, items: np.ndarray) -> np.ndarray:
     uniq, inv = np.unique(items, return_inverse=True)
     table = np.frombuffer(
         b"".join(
-            hashlib.blake2b(int(i).to_bytes(8, "little"), key=key, digest_size=TOKEN_BYTES,
-                            person=b"securefgl-item").digest()
+            hashlib.blake2b(
+                int(i).to_bytes(8, "little"),
+                key=key,
+                digest_size=TOKEN_BYTES,
+                person=b"securefgl-item",
+            ).digest()
             for i in uniq
         ),
         dtype=np.uint8,
@@ -81,8 +85,7 @@ def fresh_pseudonyms(n: int) -> np.ndarray:
         raw = np.frombuffer(secrets.token_bytes(8 * (n - out.size)), dtype=np.int64)
         out = np.unique(np.concatenate([out, raw & np.int64(2**63 - 1)]))
     # np.unique sorted them: shuffle, or the order would reveal the users' id order
-    return np.random.default_rng(int.from_bytes(secrets.token_bytes(16), "little")).permutation(
-        out)
+    return np.random.default_rng(int.from_bytes(secrets.token_bytes(16), "little")).permutation(out)
 
 
 @dataclass
@@ -99,8 +102,12 @@ class ThirdParty:
         emb = upload.array("embeddings")
         n = entry_handle.size
         if n == 0:
-            return Payload({"entry": np.zeros(0, np.int64),
-                            "embedding": np.zeros((0, emb.shape[1]), np.float32)})
+            return Payload(
+                {
+                    "entry": np.zeros(0, np.int64),
+                    "embedding": np.zeros((0, emb.shape[1]), np.float32),
+                }
+            )
         tok = np.ascontiguousarray(tokens).view(np.dtype((np.void, TOKEN_BYTES))).ravel()
         _, group = np.unique(tok, return_inverse=True)
         order = np.lexsort((rng.random(n), group))  # random order within each token group
@@ -116,8 +123,9 @@ class ThirdParty:
         query_entry = order[q]
         nb_entry = order[nb_sorted]
         rows = np.searchsorted(handles, entry_handle[nb_entry])
-        return Payload({"entry": query_entry.astype(np.int64),
-                        "embedding": emb[rows].astype(np.float32)})
+        return Payload(
+            {"entry": query_entry.astype(np.int64), "embedding": emb[rows].astype(np.float32)}
+        )
 
 
 @dataclass
@@ -156,12 +164,14 @@ def expand(
     """
     handles = fresh_pseudonyms(users.size)
     order = np.argsort(handles)
-    upload = Payload({
-        "entry_handle": handles[slot],
-        "tokens": item_tokens(key, items),
-        "handles": handles[order],
-        "embeddings": np.asarray(user_emb, np.float32)[order],
-    })
+    upload = Payload(
+        {
+            "entry_handle": handles[slot],
+            "tokens": item_tokens(key, items),
+            "handles": handles[order],
+            "embeddings": np.asarray(user_emb, np.float32)[order],
+        }
+    )
     received = channel.send("users", third_party.party_id, TAG_UPLOAD, upload).payload
     reply = third_party.match(received, rng)
     back = channel.send(third_party.party_id, "users", TAG_REPLY, reply).payload

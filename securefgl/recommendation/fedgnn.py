@@ -67,8 +67,12 @@ def init_fedgnn(
 
 
 def _attend(
-    W: torch.Tensor, a: torch.Tensor, centre: torch.Tensor, members: torch.Tensor,
-    group: torch.Tensor, n: int,
+    W: torch.Tensor,
+    a: torch.Tensor,
+    centre: torch.Tensor,
+    members: torch.Tensor,
+    group: torch.Tensor,
+    n: int,
 ) -> torch.Tensor:
     """Σ α W x over each group's members; W, a given per member row."""
     d = centre.shape[1]
@@ -108,8 +112,13 @@ def _inputs(
         nb_occ, nb = np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
     else:
         nb_occ, nb = expansion.gather(pos)
-    return (torch.from_numpy(slot), torch.from_numpy(item), torch.from_numpy(rating),
-            torch.from_numpy(nb_occ), torch.from_numpy(np.asarray(nb, np.float32)))
+    return (
+        torch.from_numpy(slot),
+        torch.from_numpy(item),
+        torch.from_numpy(rating),
+        torch.from_numpy(nb_occ),
+        torch.from_numpy(np.asarray(nb, np.float32)),
+    )
 
 
 def _nb(e: torch.Tensor, d: int) -> torch.Tensor:
@@ -117,7 +126,9 @@ def _nb(e: torch.Tensor, d: int) -> torch.Tensor:
 
 
 def representations(
-    state: dict[str, torch.Tensor], views: ClientViews, users: np.ndarray,
+    state: dict[str, torch.Tensor],
+    views: ClientViews,
+    users: np.ndarray,
     expansion: ExpansionResult | None,
 ) -> torch.Tensor:
     slot, item, _, nb_occ, nb = _inputs(views, users, expansion)
@@ -125,8 +136,12 @@ def representations(
     P = {k: state[k].unsqueeze(0).expand(b, *state[k].shape) for k in MODEL_KEYS}
     with torch.no_grad():
         return user_representation(
-            P, state["local_user_emb"][torch.as_tensor(users)], slot, state["item_emb"][item],
-            nb_occ, _nb(nb, d),
+            P,
+            state["local_user_emb"][torch.as_tensor(users)],
+            slot,
+            state["item_emb"][item],
+            nb_occ,
+            _nb(nb, d),
         )
 
 
@@ -155,8 +170,11 @@ def local_gradients(
         slot.numpy(), item.numpy(), b, views.n_items, cfg.pseudo_items, rng
     )
     p_slot_t = torch.from_numpy(p_slot)
-    fake = (gaussian_pseudo_gradients(real, slot, p_slot_t, b, gen) if p_slot.size
-            else torch.zeros(0, d))
+    fake = (
+        gaussian_pseudo_gradients(real, slot, p_slot_t, b, gen)
+        if p_slot.size
+        else torch.zeros(0, d)
+    )
     up = Uploads(
         users=np.asarray(users),
         weight=torch.ones(b),
@@ -164,22 +182,29 @@ def local_gradients(
         item_slot=torch.cat([slot, p_slot_t]),
         item_idx=torch.cat([item, torch.from_numpy(p_item)]),
         item_grad=torch.cat([real, fake]),
-        item_pseudo=torch.cat([torch.zeros(slot.numel(), dtype=torch.bool),
-                               torch.ones(p_slot.size, dtype=torch.bool)]),
+        item_pseudo=torch.cat(
+            [torch.zeros(slot.numel(), dtype=torch.bool), torch.ones(p_slot.size, dtype=torch.bool)]
+        ),
         loss=loss_u.detach(),
     )
     return up, e_user.grad.detach()
 
 
 def predict(
-    state: dict[str, torch.Tensor], views: ClientViews, users: np.ndarray, items: np.ndarray,
-    expansion: ExpansionResult | None, chunk: int = 4096,
+    state: dict[str, torch.Tensor],
+    views: ClientViews,
+    users: np.ndarray,
+    items: np.ndarray,
+    expansion: ExpansionResult | None,
+    chunk: int = 4096,
 ) -> np.ndarray:
     uniq, inv = np.unique(users, return_inverse=True)
-    reps = torch.cat([
-        representations(state, views, uniq[s:s + chunk], expansion)
-        for s in range(0, uniq.size, chunk)
-    ])
+    reps = torch.cat(
+        [
+            representations(state, views, uniq[s : s + chunk], expansion)
+            for s in range(0, uniq.size, chunk)
+        ]
+    )
     with torch.no_grad():
         out = (reps[torch.from_numpy(inv)] * state["item_emb"][torch.from_numpy(items)]).sum(1)
     return out.numpy()

@@ -64,8 +64,12 @@ MODEL_KEYS = ("W_u", "a_u", "V_u", "W_i", "a_i", "V_i", "rel_u", "rel_i", "rel_s
 
 
 def _gat(
-    P: dict[str, torch.Tensor], r: str, e_self: torch.Tensor, slot: torch.Tensor,
-    e_nb: torch.Tensor, b: int,
+    P: dict[str, torch.Tensor],
+    r: str,
+    e_self: torch.Tensor,
+    slot: torch.Tensor,
+    e_nb: torch.Tensor,
+    b: int,
 ) -> torch.Tensor:
     d = e_self.shape[1]
     W, a, V = P[f"W_{r}"], P[f"a_{r}"], P[f"V_{r}"]
@@ -114,8 +118,11 @@ def _batch_inputs(
     slot, item, rating = views.gather(users, "train")
     s_slot, s_nbr = views.gather_social(users)
     return (
-        torch.from_numpy(slot), torch.from_numpy(item), torch.from_numpy(rating),
-        torch.from_numpy(s_slot), torch.from_numpy(s_nbr),
+        torch.from_numpy(slot),
+        torch.from_numpy(item),
+        torch.from_numpy(rating),
+        torch.from_numpy(s_slot),
+        torch.from_numpy(s_nbr),
     )
 
 
@@ -128,8 +135,12 @@ def representations(
     P = {k: state[k].unsqueeze(0).expand(b, *state[k].shape) for k in MODEL_KEYS}
     with torch.no_grad():
         return user_representation(
-            P, state["user_emb"][torch.as_tensor(users)], s_slot, state["user_emb"][s_nbr],
-            slot, state["item_emb"][item],
+            P,
+            state["user_emb"][torch.as_tensor(users)],
+            s_slot,
+            state["user_emb"][s_nbr],
+            slot,
+            state["item_emb"][item],
         )
 
 
@@ -178,8 +189,9 @@ def local_gradients(
         item_slot=all_slot,
         item_idx=all_item,
         item_grad=e_all.grad.detach(),
-        item_pseudo=torch.cat([torch.zeros(n_real, dtype=torch.bool),
-                               torch.ones(p_slot.size, dtype=torch.bool)]),
+        item_pseudo=torch.cat(
+            [torch.zeros(n_real, dtype=torch.bool), torch.ones(p_slot.size, dtype=torch.bool)]
+        ),
         user_slot=user_slot,
         user_idx=user_idx,
         user_grad=torch.cat([e_soc.grad.detach(), e_self.grad.detach()]),
@@ -188,14 +200,21 @@ def local_gradients(
 
 
 def predict(
-    state: dict[str, torch.Tensor], views: ClientViews, users: np.ndarray, items: np.ndarray,
+    state: dict[str, torch.Tensor],
+    views: ClientViews,
+    users: np.ndarray,
+    items: np.ndarray,
     chunk: int = 4096,
 ) -> np.ndarray:
     """r̂ for (user, item) pairs: each user's representation from its own local graph."""
     uniq, inv = np.unique(users, return_inverse=True)
-    reps = torch.cat([
-        representations(state, views, uniq[s:s + chunk]) for s in range(0, uniq.size, chunk)
-    ]) if uniq.size else torch.zeros(0, state["item_emb"].shape[1])
+    reps = (
+        torch.cat(
+            [representations(state, views, uniq[s : s + chunk]) for s in range(0, uniq.size, chunk)]
+        )
+        if uniq.size
+        else torch.zeros(0, state["item_emb"].shape[1])
+    )
     with torch.no_grad():
         out = (reps[torch.from_numpy(inv)] * state["item_emb"][torch.from_numpy(items)]).sum(1)
     return out.numpy()

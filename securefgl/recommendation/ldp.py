@@ -101,14 +101,16 @@ def apply_ldp(
     def noisy(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         return x.clamp(-cfg.clip, cfg.clip) + _laplace(x.shape, s, gen)
 
-    model = {
-        k: noisy(v, scale_u.view(-1, *([1] * (v.dim() - 1)))) for k, v in up.model.items()
-    }
-    item = noisy(up.item_grad, scale_u[up.item_slot].unsqueeze(1)) if up.item_grad.numel() else (
-        up.item_grad
+    model = {k: noisy(v, scale_u.view(-1, *([1] * (v.dim() - 1)))) for k, v in up.model.items()}
+    item = (
+        noisy(up.item_grad, scale_u[up.item_slot].unsqueeze(1))
+        if up.item_grad.numel()
+        else (up.item_grad)
     )
-    user = noisy(up.user_grad, scale_u[up.user_slot].unsqueeze(1)) if up.user_grad.numel() else (
-        up.user_grad
+    user = (
+        noisy(up.user_grad, scale_u[up.user_slot].unsqueeze(1))
+        if up.user_grad.numel()
+        else (up.user_grad)
     )
     # LaplaceLDP.epsilon_per_release(D): D·ε per coordinate, ε per vector
     eps = mech.epsilon * (dims if cfg.per == "coordinate" else np.ones(b))

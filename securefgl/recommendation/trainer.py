@@ -106,8 +106,16 @@ class FedRecTrainer:
         slot, pos = self.views.train.positions(users)
         emb = self.state["local_user_emb"][torch.as_tensor(users)].numpy()
         self.expansion = expand(
-            users, slot, self.views.train.col[pos], pos, self.views.train.col.size, emb,
-            self.token_key, self.third_party, self.channel, self.rng,
+            users,
+            slot,
+            self.views.train.col[pos],
+            pos,
+            self.views.train.col.size,
+            emb,
+            self.token_key,
+            self.third_party,
+            self.channel,
+            self.rng,
         )
 
     # ------------------------------------------------------------------ one round
@@ -126,13 +134,20 @@ class FedRecTrainer:
         cfg = self.cfg
         if cfg.method == "fesog":
             return fesog.local_gradients(
-                self.state, self.views, users,
-                fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items), self.rng,
+                self.state,
+                self.views,
+                users,
+                fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items),
+                self.rng,
             )
         up, g_self = fedgnn.local_gradients(
-            self.state, self.views, users,
+            self.state,
+            self.views,
+            users,
             fedgnn.FedGNNConfig(cfg.dim, cfg.pseudo_items, cfg.max_neighbors),
-            self.expansion, self.rng, self.noise_gen,
+            self.expansion,
+            self.rng,
+            self.noise_gen,
         )
         if not update_local:
             return up
@@ -152,7 +167,10 @@ class FedRecTrainer:
         self.ledger.record(users, eps)
         sums, view = aggregate_uploads(up, cfg.backend, r, *self.table_sizes())
         server_update(
-            self.state, sums, cfg.lr, cfg.weight_decay,
+            self.state,
+            sums,
+            cfg.lr,
+            cfg.weight_decay,
             "user_emb" if cfg.method == "fesog" else None,
         )
         view.extra["train_loss"] = float(up.loss.mean()) if up.loss is not None else float("nan")
@@ -166,8 +184,7 @@ class FedRecTrainer:
         if self.cfg.method == "fedgnn" and self.expansion is None:
             self.run_expansion()
         users = self.sample_users()
-        up, _ = apply_ldp(self.local_step(users, update_local=False), self.cfg.ldp,
-                          self.noise_gen)
+        up, _ = apply_ldp(self.local_step(users, update_local=False), self.cfg.ldp, self.noise_gen)
         return aggregate_uploads(up, backend or self.cfg.backend, r, *self.table_sizes())[1]
 
     # ------------------------------------------------------------------ evaluation
@@ -200,8 +217,14 @@ class FedRecTrainer:
                     detail = self.evaluate_detail("test")
                 else:
                     bad += 1
-                history.append({"round": r + 1, "val_rmse": val[0], "val_mae": val[1],
-                                "train_loss": view.extra["train_loss"]})
+                history.append(
+                    {
+                        "round": r + 1,
+                        "val_rmse": val[0],
+                        "val_mae": val[1],
+                        "train_loss": view.extra["train_loss"],
+                    }
+                )
                 logger.info("round %d val rmse %.4f mae %.4f", r + 1, *val)
                 if bad > cfg.patience:
                     break
@@ -212,7 +235,22 @@ class FedRecTrainer:
             best = self.evaluate("val")[0]
             detail = self.evaluate_detail("test")
         secs = time.perf_counter() - t0
-        privacy = {"mode": cfg.ldp.mode, "clip": cfg.ldp.clip, "lam": cfg.ldp.lam,
-                   "paper_epsilon_per_coordinate": cfg.ldp.paper_epsilon, **self.ledger.summary()}
-        return RecResult(cfg.to_dict(), detail["rmse"], detail["mae"], float(best), r + 1, secs,
-                         float(np.mean(self.round_seconds)), privacy, history, detail)
+        privacy = {
+            "mode": cfg.ldp.mode,
+            "clip": cfg.ldp.clip,
+            "lam": cfg.ldp.lam,
+            "paper_epsilon_per_coordinate": cfg.ldp.paper_epsilon,
+            **self.ledger.summary(),
+        }
+        return RecResult(
+            cfg.to_dict(),
+            detail["rmse"],
+            detail["mae"],
+            float(best),
+            r + 1,
+            secs,
+            float(np.mean(self.round_seconds)),
+            privacy,
+            history,
+            detail,
+        )

@@ -109,13 +109,19 @@ class ClientViews:
             )
         else:
             self.social = CSR.build(
-                np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32),
+                np.zeros(0, np.int64),
+                np.zeros(0, np.int64),
+                np.zeros(0, np.float32),
                 data.n_users,
             )
 
     @classmethod
     def from_data(
-        cls, data: RatingData, train: float = 0.6, val: float = 0.2, seed: int = 0,
+        cls,
+        data: RatingData,
+        train: float = 0.6,
+        val: float = 0.2,
+        seed: int = 0,
         social: bool = True,
     ) -> ClientViews:
         return cls(data, split_per_user(data, train, val, seed), social=social)
