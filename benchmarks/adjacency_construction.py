@@ -21,7 +21,8 @@ the measured ones and aborts it (``skipped``: "aborted ...") past the budget. Ce
 priority order (Cora first) until ``--total-budget`` is spent.
 
 Rows (JSON list): ``dataset, clients, hops, mode, seconds, bytes, central_seconds`` plus
-``pruned, support, ratio (= seconds / central_seconds), skipped`` and diagnostics. Writes
+``pruned, support, ratio (= cpu_seconds / central_cpu_seconds), skipped`` and diagnostics
+(``seconds`` are wall seconds). Writes
 ``<out>.json``, ``<out>.md`` (tables and findings) and ``<out>.png`` (ratio vs L_s on Cora).
 
     python benchmarks/adjacency_construction.py            # default grid (~30 min)
@@ -97,6 +98,7 @@ SLACK = 1.25  # the in-run guard aborts past SLACK x the cell budget
 PLAIN_S_PER_ENTRY = 80e-9  # serialise + relay + sum, per B_ik entry
 PLAIN_S_PER_MESSAGE = 0.4e-3  # per relayed block (two messages per client pair and hop)
 MASKED_S_PER_VALUE = 45e-9  # gather, encode, serialise, add, unmask: per encoded value
+FEDERATED_REPEAT_BELOW_S = 5.0  # cells estimated below this run 3 times (best of 3)
 MASKED_S_PER_MASK = 9e-9  # one ChaCha20 mask word (|S_i| masks per value)
 UNION_S_PER_ENTRY = 120e-9  # patterns, union, support decoding (per pattern entry)
 JOB_S = 4e-3  # per (receiver, sender) pair and hop in a secure sum: seeds, messages
@@ -451,21 +453,28 @@ def run_cell(
 ) -> None:
     mode, support, pruned, hops = row["mode"], row["support"], row["pruned"], row["hops"]
     K = row["clients"]
-    if mode == "plain":
-        hop_sum = hop_sum_for("plain")
-    else:
-        hop_sum = hop_sum_for(mode, f"bench/{w.name}/{K}/{hops}", support=support)
-    guard = Guarded(hop_sum, budget, est.per_hop, 1.5 * args.mem_limit_gib * GIB)
+
+    def fresh_hop_sum() -> HopSum:  # new keys per repeat
+        if mode == "plain":
+            return hop_sum_for("plain")
+        return hop_sum_for(mode, f"bench/{w.name}/{K}/{hops}", support=support)
+
+    repeat = 3 if est.seconds < FEDERATED_REPEAT_BELOW_S else 1  # best of 3, like central
     gc.collect()
     reset_peak_rss()
-    try:
-        secs, cpu, par_cpu, report, clients = federated_build(views, hops, guard, pruned, args.p)
-    except OverBudgetError as err:
-        row["skipped"] = str(err)
-        row["partial_hop_seconds"] = [round(t, 3) for _, t in guard.done]
-        log.info("skip %s: %s", _label(row), row["skipped"])
-        gc.collect()
-        return
+    secs = cpu = par_cpu = math.inf
+    for _ in range(repeat):
+        guard = Guarded(fresh_hop_sum(), budget, est.per_hop, 1.5 * args.mem_limit_gib * GIB)
+        try:
+            s, c, pc, report, clients = federated_build(views, hops, guard, pruned, args.p)
+        except OverBudgetError as err:
+            row["skipped"] = str(err)
+            row["partial_hop_seconds"] = [round(t, 3) for _, t in guard.done]
+            log.info("skip %s: %s", _label(row), row["skipped"])
+            gc.collect()
+            return
+        secs, cpu, par_cpu = min(secs, s), min(cpu, c), min(par_cpu, pc)
+    row["repeats"] = repeat
     peak = peak_rss_bytes()
     notes = [h.notes for h in report.hops[1:]]
     c_secs, c_cpu = row["central_seconds"], row["central_cpu_seconds"]
@@ -556,13 +565,14 @@ def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) ->
         "",
         meta["header"],
         "",
-        "One run per cell (timings are noisy: the 2 cores are shared with other jobs; "
-        "each row of the JSON has the load average after it). Random partition, opaque "
-        "ids, server relay, transcript "
+        "Cells estimated under 5 s (and the central references under 2 s) are the best of 3 "
+        "runs, others one run (timings are noisy: the 2 cores are shared with other jobs; "
+        "each row of the JSON has the load average after it and `repeats`). Random "
+        "partition, opaque ids, server relay, transcript "
         "without payload storage. Seconds are CPU seconds of the (single-threaded) process, "
         "so that other jobs on the shared cores do not distort them (wall seconds are in "
         "the JSON, `seconds`); `×ratio` = federated / central CPU seconds with the same "
-        "pruning setting (central: global top-p·n per hop, best of 3; federated receiver "
+        "pruning setting (central: global top-p·n per hop; federated receiver "
         "pruning: per client top-p·n_i). `∥×` = the same for the parallel critical path: the "
         "simulation runs all K clients (and the server) one after another in one process; "
         "subtracting, per step and protocol phase, the time that parties on separate machines "
@@ -586,8 +596,8 @@ def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) ->
             lines += ["## Findings", "", *meta["findings"], ""]
     lines += ["## All cells that ran (with the cost model's estimates)", ""]
     lines += [
-        "| dataset | K | L_s | variant | seconds (est) | bytes (est) | peak RSS GiB (est "
-        "extra) | central s | ratio | max err |",
+        "| dataset | K | L_s | variant | CPU s (est: wall) | bytes (est) | peak RSS GiB (est "
+        "extra) | central CPU s | ratio | max err |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -596,9 +606,9 @@ def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) ->
         err = r.get("max_abs_err")
         lines.append(
             f"| {r['dataset']} | {r['clients']} | {r['hops']} | {variant(r)} | "
-            f"{_fmt_s(r['seconds'])} ({_fmt_s(r['est_seconds'])}) | {_fmt_b(r['bytes'])} "
+            f"{_fmt_s(_cpu(r))} ({_fmt_s(r['est_seconds'])}) | {_fmt_b(r['bytes'])} "
             f"({_fmt_b(r['est_bytes'])}) | {r.get('peak_rss_gib')} ({r['est_peak_gib']}) | "
-            f"{_fmt_s(r['central_seconds'])} | {r['ratio']} | "
+            f"{_fmt_s(_cpu(r, 'central_'))} | {r['ratio']} | "
             f"{'—' if err is None else f'{err:.1e}'} |"
         )
     lines += ["", "## Skipped cells", ""]
@@ -611,13 +621,20 @@ def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) ->
     path.write_text("\n".join(lines) + "\n")
 
 
+def _cpu(r: dict, prefix: str = "") -> float | None:
+    """CPU seconds of a row (``prefix="central_"``: of its central reference); rows written
+    before CPU time was recorded fall back to wall seconds."""
+    cpu = r.get(f"{prefix}cpu_seconds")
+    return cpu if cpu is not None else r.get(f"{prefix}seconds")
+
+
 def _cell(r: dict | None) -> str:
     if r is None:
         return "—"
     if r["skipped"]:
         return "skipped"
     par = f" (∥×{r['parallel_ratio']})" if r.get("parallel_ratio") is not None else ""
-    cpu = _fmt_s(r.get("cpu_seconds", r["seconds"]))
+    cpu = _fmt_s(_cpu(r))
     return f"{cpu} s, {_fmt_b(r['bytes'])}, ×{r['ratio']}{par}"
 
 
@@ -632,8 +649,8 @@ def pivot(rows: list[dict], dataset: str, k: int) -> list[str]:
     ]
     for hops in sorted({r["hops"] for r in cells}):
         at = {variant(r): r for r in cells if r["hops"] == hops}
-        c0 = next((r["central_seconds"] for r in at.values() if not r["pruned"]), None)
-        c1 = next((r["central_seconds"] for r in at.values() if r["pruned"]), None)
+        c0 = next((_cpu(r, "central_") for r in at.values() if not r["pruned"]), None)
+        c1 = next((_cpu(r, "central_") for r in at.values() if r["pruned"]), None)
         out.append(
             f"| {hops} | {_fmt_s(c0)} / {_fmt_s(c1)} | "
             + " | ".join(_cell(at.get(x)) for x in names)
@@ -647,8 +664,8 @@ def central_note(rows: list[dict]) -> str:
     parts = []
     for hops in sorted({r["hops"] for r in rows if r["dataset"] == "cora" and r["hops"] > 1}):
         at = [r for r in rows if r["dataset"] == "cora" and r["hops"] == hops]
-        c0 = next((r["central_seconds"] for r in at if not r["pruned"]), None)
-        c1 = next((r["central_seconds"] for r in at if r["pruned"]), None)
+        c0 = next((_cpu(r, "central_") for r in at if not r["pruned"]), None)
+        c1 = next((_cpu(r, "central_") for r in at if r["pruned"]), None)
         parts.append(f"{_fmt_s(c0)} s / {_fmt_s(c1)} s at L_s = {hops}")
     return "(unpruned / pruned) " + ", ".join(parts)
 
@@ -671,7 +688,7 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
         def names(rs: list[dict]) -> str:
             return ", ".join(
                 f"K={r['clients']} L_s={r['hops']} {variant(r)} "
-                f"({_fmt_s(r['seconds'])} s, ×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
+                f"({_fmt_s(_cpu(r))} s, ×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
                 for r in rs
             )
 
@@ -694,7 +711,7 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
                 top = max(sel, key=lambda r: (r["hops"], r["clients"]))
                 parts.append(
                     f"{var} up to K={top['clients']}, L_s={top['hops']}: "
-                    f"{_fmt_s(top['seconds'])} s, {_fmt_b(top['bytes'])}, ×{top['ratio']}"
+                    f"{_fmt_s(_cpu(top))} s, {_fmt_b(top['bytes'])}, ×{top['ratio']}"
                 )
         ran_rows = [r for r in cells if r["support"] == "rows"]
         out.append(
@@ -735,13 +752,19 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
         "pair of clients)."
     )
     out.append(
-        "- Where the masked time goes (cProfile, Cora K=10, L_s=10, union, receiver-pruned, "
-        "sequential 1.2-1.3 s): ~16 % ChaCha20 keystream (one pair stream per peer and hop, "
-        "|support| words per job and co-sender: inherent to pairwise masking), ~25 % scipy "
-        "object construction and sparse products in the hop glue, ~15 % wire "
-        "serialisation, the rest gather/encode/aggregate. Before caching the X25519 "
-        "exchange, cutting one pair stream per round and skipping the re-sorting of sorted "
-        "supports and blocks, the same cell took 6.2 s (×174)."
+        "- Where the masked time goes (cProfile of Cora K=10, L_s=10, union, receiver-pruned "
+        "on a quiet machine, 2026-11-25: 3.0 s CPU unprofiled vs 0.048 s central): 810 "
+        "sender jobs (9 exchanged hops × 10 receivers × 9 senders) of ~3.7 ms each, against "
+        "~5 ms per central hop. Of the profile, ~13 % ChaCha20 keystream (one pair stream "
+        "per peer and hop, |support| words per job and co-sender: inherent to pairwise "
+        "masking), ~11 % converting each B_ik to canonical COO, ~17 % scipy object "
+        "construction and products in the hop glue, ~9 % wire (de)serialisation, ~16 % "
+        "gather/encode and mask adds. Jobs grow as K² and mask words as K²·nnz(Ā), so no "
+        "constant-factor tuning reaches 20× at K = 10: that needs a different protocol "
+        "(e.g. masks shared with the receiver only, one per sender, secure only while the "
+        "server and the receiver do not collude) or the parallel deployment. Before caching "
+        "the X25519 exchange, cutting one pair stream per round and skipping the re-sorting "
+        "of sorted supports and blocks, the same cell took 6.2 s (×174 under load)."
     )
     return out
 
@@ -774,17 +797,17 @@ def plot(rows: list[dict], path: Path, headline_k: int) -> None:
             "label": variant(sel[0]),
         }
         ax.plot([r["hops"] for r in sel], [r["ratio"] for r in sel], **kw)
-        bx.plot([r["hops"] for r in sel], [r["seconds"] for r in sel], **kw)
+        bx.plot([r["hops"] for r in sel], [_cpu(r) for r in sel], **kw)
     for pruned, ls in ((False, ":"), (True, "-.")):
         pts = sorted(
-            {(r["hops"], r["central_seconds"]) for r in cora if r["pruned"] == pruned}
+            {(r["hops"], _cpu(r, "central_")) for r in cora if r["pruned"] == pruned}
             - {(h, None) for h in range(100)}
         )
         if pts:
             bx.plot(*zip(*pts, strict=True), color="green", ls=ls, lw=2,
                     label=f"central{' (pruned)' if pruned else ''}")  # fmt: skip
     ax.axhline(20, color="grey", ls="--", lw=1, label="20× (target)")
-    for a, ylabel in ((ax, "federated / central seconds (same pruning)"), (bx, "seconds")):
+    for a, ylabel in ((ax, "federated / central seconds (same pruning)"), (bx, "CPU seconds")):
         a.set_yscale("log")
         a.set_xlabel("L_s (hops)")
         a.set_ylabel(ylabel)
@@ -805,7 +828,9 @@ def main() -> None:
     ap.add_argument("--hops", nargs="+", type=int, default=[1, 3, 10])
     ap.add_argument("--modes", nargs="+", default=["plain", "masked", "ckks"])
     ap.add_argument("--supports", nargs="+", default=["rows", "union"])
-    ap.add_argument("--pruning", nargs="+", default=["none", "receiver"])
+    ap.add_argument(
+        "--pruning", nargs="+", choices=["none", "receiver"], default=["none", "receiver"]
+    )
     ap.add_argument("--p", type=float, default=30)
     ap.add_argument("--cell-budget", type=float, default=120, help="seconds per cell")
     ap.add_argument("--total-budget", type=float, default=1500, help="seconds for all cells")
@@ -835,7 +860,7 @@ def main() -> None:
             if out.with_suffix(".md").exists()
             else []
         )
-        header = old[2].split(" One run per cell")[0] if len(old) > 2 else ""
+        header = old[2] if len(old) > 2 else ""
         meta = {"header": header, "findings": findings(rows, headline_k)}
         write_markdown(rows, out.with_suffix(".md"), meta, headline_k)
         plot(rows, out.with_suffix(".png"), headline_k)

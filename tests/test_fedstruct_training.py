@@ -154,25 +154,35 @@ def test_clients_receive_only_theta_and_s(small_views):
         assert NSF_TAG in server_tags
 
 
-def test_s_gradient_is_supported_on_the_clients_abar_rows(small_views):
+@pytest.mark.parametrize("structure_mlp", [False, True])
+def test_s_gradient_is_supported_on_the_clients_abar_rows(small_views, structure_mlp):
     """The documented leak: over plain aggregation the server reads each client's
-    S-gradient, whose non-zero rows are exactly the nodes within L_s (pruned) hops of the
-    client's labelled nodes, i.e. the support of Ā^[i]'s labelled rows (Prop. 2)."""
+    S-gradient, whose non-zero rows are the nodes within L_s (pruned) hops of the
+    client's labelled nodes, i.e. the support of Ā^[i]'s labelled rows (Prop. 2).
+
+    With pure Hop2Vec (Eq. 15) row u of the gradient is Σ_v Ā_vu (ŷ_v − y_v): non-zero
+    on exactly that support. Through the structure MLP a row can also vanish when
+    dropout and dead ReLUs zero every hidden unit for that node, so there the leak is a
+    subset of the support (and still most of it)."""
     g, views = small_views
-    settings = _settings(structure_hops=2, prune="receiver", prune_p=2)
+    settings = _settings(structure_hops=2, prune="receiver", prune_p=2, structure_mlp=structure_mlp)
     algo, transcript = _setup(views, settings)
     algo.train_round(0)
     theta_dim = next(iter(algo.clients.values())).theta_dim
-    n, d = g.num_nodes, settings.nsf_dim
+    n = g.num_nodes
     updates = [e for e in transcript.view("server").entries if e.tag == "plain/update"]
     assert len(updates) == len(views)
     for entry in updates:
         client = algo.clients[entry.sender]
         upload = entry.payload().array("weighted")
-        s_grad = upload[theta_dim:].reshape(n, d)
+        s_grad = upload[theta_dim:].reshape(n, -1)
         leaked = np.flatnonzero(np.abs(s_grad).sum(1))
         support = np.unique(client.abar[client.train_rows].indices)
-        np.testing.assert_array_equal(leaked, support)
+        if structure_mlp:
+            assert set(leaked) <= set(support)
+            assert leaked.size >= 0.8 * support.size
+        else:
+            np.testing.assert_array_equal(leaked, support)
         assert 0 < leaked.size < n
         assert np.any(upload[:theta_dim] != 0)
 
