@@ -9,8 +9,9 @@ own graph (``edgerand:1``, ``lapgraph:4``; :mod:`attacks.defences`). Each attack
 one row per metric (the headline first, ``primary: true``) with the cell's test accuracy
 and ε; an attack that does not apply yields ``value: null`` and a ``reason``.
 
-Outputs (:func:`save_audit`): ``<name>.json`` (rows + settings), ``<name>.md`` (headline
-rows) and ``<name>.png`` (accuracy vs attack value per attack; accuracy vs ε).
+Outputs (:func:`save_audit`): ``<name>.json`` (the rows), ``<name>_meta.json`` (settings),
+``<name>.md`` (headline rows) and ``<name>.png`` (accuracy vs attack value per attack;
+accuracy vs ε).
 """
 
 from __future__ import annotations
@@ -274,12 +275,17 @@ def save_audit(
     name: str = "audit",
     settings: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write ``<name>.json``, ``<name>.md`` and ``<name>.png`` into ``folder``."""
+    """Write ``<name>.json`` (the rows, a list), ``<name>_meta.json`` (settings),
+    ``<name>.md`` and ``<name>.png`` into ``folder``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    out = {"json": folder / f"{name}.json", "md": folder / f"{name}.md"}
-    payload = {"settings": settings or {}, "rows": rows}
-    out["json"].write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    out = {
+        "json": folder / f"{name}.json",
+        "meta": folder / f"{name}_meta.json",
+        "md": folder / f"{name}.md",
+    }
+    out["json"].write_text(json.dumps(rows, indent=1, default=str) + "\n")
+    out["meta"].write_text(json.dumps(settings or {}, indent=1, default=str) + "\n")
     out["md"].write_text(markdown_table(rows))
     png = plot_audit(rows, folder / f"{name}.png")
     if png is not None:

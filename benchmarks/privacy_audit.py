@@ -2,7 +2,8 @@
 
 Run: ``python benchmarks/privacy_audit.py [--datasets Cora,CiteSeer] [--quick]`` with
 SECUREFGL_DATA pointing at a PyG raw-layout folder. Resumable: cells already in
-``benchmarks/results/privacy_audit.json`` are skipped (``--fresh`` to start over);
+``benchmarks/results/privacy_audit.json`` (a list of rows; settings and the DP-audit sweep in
+``privacy_audit_meta.json``) are skipped (``--fresh`` to start over);
 ``--render-only`` rewrites the Markdown and plot from the JSON.
 
 Grid (one seed; every cell trains once and runs the attacks that target its algorithm,
@@ -109,14 +110,25 @@ def base_config(dataset: str, args: argparse.Namespace) -> ExperimentConfig:
     ).validate()
 
 
+def _meta_path(path: Path) -> Path:
+    return path.with_name(f"{path.stem}_meta.json")
+
+
 def load(path: Path) -> dict[str, Any]:
+    """``{"rows": [...], "settings": {...}, ("dp_audit_sweep": [...])}`` from the two files."""
+    payload: dict[str, Any] = {"settings": {}, "rows": []}
     if path.exists():
-        return json.loads(path.read_text())
-    return {"settings": {}, "rows": []}
+        payload["rows"] = json.loads(path.read_text())
+    if _meta_path(path).exists():
+        payload.update(json.loads(_meta_path(path).read_text()))
+    return payload
 
 
 def save(payload: dict[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    """The rows to ``path`` (a list, as the other result files); the rest to ``*_meta.json``."""
+    meta = {k: v for k, v in payload.items() if k != "rows"}
+    path.write_text(json.dumps(payload["rows"], indent=1, default=str) + "\n")
+    _meta_path(path).write_text(json.dumps(meta, indent=1, default=str) + "\n")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

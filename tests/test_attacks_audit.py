@@ -70,7 +70,8 @@ def test_audit_grid_rows_and_outputs(tmp_path):
     dp = [r for r in rows if r["attack"] == "dp_audit" and r["value"] is not None]
     assert dp and all(np.isfinite(r["epsilon"]) for r in dp)
     out = save_audit(rows, tmp_path, "grid")
-    assert json.loads(out["json"].read_text())["rows"] == json.loads(json.dumps(rows))
+    assert json.loads(out["json"].read_text()) == json.loads(json.dumps(rows))
+    assert json.loads(out["meta"].read_text()) == {}
     assert "n/a [1]" in out["md"].read_text() and out["png"].stat().st_size > 0
 
 
