@@ -385,7 +385,11 @@ def test_no_party_holds_other_clients_rows(prune):
         assert not [o for o in reachable(c) if sp.issparse(o) and o.shape[0] != c.num_nodes]
     build_abar(clients, channel, ex, 3, prune=prune, p=4, server_id=server)
     for pid, c in clients.items():
-        mats = [o for o in reachable(c) if sp.issparse(o)]
+        # its own external edges as incidences Ã^[i]_k (rows: i's nodes adjacent to it) are
+        # its own data; everything else it holds has its own rows
+        own = {id(inc) for _, inc in c._incidences().values()}
+        assert sum(inc.nnz for _, inc in c._incidences().values()) == c._ext_ids.size
+        mats = [o for o in reachable(c) if sp.issparse(o) and id(o) not in own]
         assert mats and all(m.shape[0] == c.num_nodes for m in mats), pid
         assert all(m.shape[1] in (c.num_nodes, n) for m in mats)
         assert c.abar.shape == (c.num_nodes, n)

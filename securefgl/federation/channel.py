@@ -7,6 +7,8 @@ Python object is ever shared between two parties.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from protocols.base import Envelope
 from protocols.wire import DEFAULT_MAX_MESSAGE_BYTES, Payload
 from securefgl.federation.transcript import Transcript
@@ -25,6 +27,7 @@ class Channel:
     def transmit(self, envelopes: list[Envelope]) -> list[Envelope]:
         """Send ``envelopes`` in the current round; returns what the receivers get."""
         encoded: dict[int, tuple[bytes, Payload]] = {}  # a broadcast payload is encoded once
+        uses = Counter(id(env.payload) for env in envelopes)
         delivered = []
         for env in envelopes:
             key = id(env.payload)
@@ -33,7 +36,9 @@ class Channel:
                 encoded[key] = (data, Payload.from_bytes(data, self.max_message_bytes))
             data, decoded = encoded[key]
             self.transcript.record(self.round, env, data)
-            delivered.append(Envelope(env.sender, env.receiver, env.tag, _copy(decoded)))
+            # a decoded payload is fresh; only a broadcast's receivers need copies of it
+            mine = _copy(decoded) if uses[key] > 1 else decoded
+            delivered.append(Envelope(env.sender, env.receiver, env.tag, mine))
         return delivered
 
     def send(self, sender: str, receiver: str, tag: str, payload: Payload) -> Envelope:

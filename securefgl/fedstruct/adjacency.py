@@ -233,13 +233,21 @@ class SparseRows:
             {**meta, "shape": [int(m.shape[0]), int(m.shape[1])]},
         )
 
-    def in_global_rows(self, num_rows: int) -> sp.csr_matrix:
+    def in_global_rows(self, num_rows: int) -> sp.coo_array:
         """The block as ``[num_rows, n]`` with row ``row_ids[r]`` = row ``r`` (other rows
-        empty): the common shape of one receiver's blocks in a secure sum."""
+        empty): the common shape of one receiver's blocks in a secure sum. A canonical COO
+        (row-major order, no duplicates or explicit zeros), so the secure sum's gather needs
+        no further sort; canonicalises :attr:`matrix` in place (same matrix) if needed."""
         m = self.matrix
-        counts = np.zeros(num_rows + 1, dtype=np.int64)
-        counts[np.asarray(self.row_ids) + 1] = np.diff(m.indptr)
-        return sp.csr_matrix((m.data, m.indices, np.cumsum(counts)), shape=(num_rows, m.shape[1]))
+        if not m.has_canonical_format:
+            m.sum_duplicates()  # per-row sort, in place
+        rows = np.repeat(np.asarray(self.row_ids, dtype=np.int64), np.diff(m.indptr))
+        nz = m.data != 0
+        out = sp.coo_array(
+            (m.data[nz], (rows[nz], m.indices[nz].astype(np.int64))), shape=(num_rows, m.shape[1])
+        )
+        out.has_canonical_format = True  # row ids increase, columns sorted within a row
+        return out
 
     @classmethod
     def from_payload(cls, payload: Payload, num_cols: int) -> SparseRows:
@@ -361,6 +369,7 @@ class AdjacencyClient:
         self._num_clients = 0
         self._peer_sizes: dict[str, int] = {}
         self._secure_hop: Any = None  # adjacency_secure.SecureHopClient, when hosted
+        self._incidence: dict[str, tuple[np.ndarray, sp.csr_matrix]] | None = None
 
     # -- public knowledge helpers ---------------------------------------------------
 
@@ -435,12 +444,7 @@ class AdjacencyClient:
         self._check_hop(hop)
         assert self._p is not None
         out: dict[str, SparseRows] = {}
-        for pid, pos in self._neighbours.items():
-            row_ids, row_of_edge = np.unique(self._ext_ids[pos], return_inverse=True)
-            inc = sp.csr_matrix(
-                (np.ones(pos.size), (row_of_edge, self._ext_local[pos])),
-                shape=(row_ids.size, self.num_nodes),
-            )
+        for pid, (row_ids, inc) in self._incidences().items():
             block = sp.csr_matrix(inc @ self._p)
             if self._prune == "sender":
                 if pid not in self._peer_sizes:
@@ -449,6 +453,20 @@ class AdjacencyClient:
                 block = keep_top_values(block, cap)
             out[pid] = SparseRows(row_ids, block)
         return out
+
+    def _incidences(self) -> dict[str, tuple[np.ndarray, sp.csr_matrix]]:
+        """Per neighbouring client ``i``: the opaque ids of ``i``'s nodes adjacent to me and
+        the incidence ``Ã^[i]_k`` (those rows × my local nodes); built once, reused per hop."""
+        if self._incidence is None:
+            self._incidence = {}
+            for pid, pos in self._neighbours.items():
+                row_ids, row_of_edge = np.unique(self._ext_ids[pos], return_inverse=True)
+                inc = sp.csr_matrix(
+                    (np.ones(pos.size), (row_of_edge, self._ext_local[pos])),
+                    shape=(row_ids.size, self.num_nodes),
+                )
+                self._incidence[pid] = (row_ids, inc)
+        return self._incidence
 
     def send_blocks(self, hop: int, via: str | None = None) -> list[Envelope]:
         """Plain exchange: one envelope per ``B_ik`` (to ``i``, or to ``via`` for relay)."""

@@ -162,13 +162,10 @@ class SecureHopClient:
         self._hop, self._round = hop, round_idx
         out = []
         for receiver, block in adj.contributions(hop).items():
-            total = block.in_global_rows(n)
+            total = block.in_global_rows(n)  # canonical COO: its flat indices are sorted
             self.sum_party.add_contribution(receiver, total)
             if self.support == "union":
-                total.sort_indices()  # csr rows ascending, columns sorted: flat is sorted
-                rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(total.indptr))
-                nz = total.data != 0
-                flat = rows[nz] * n + total.indices[nz].astype(np.int64)
+                flat = total.row * n + total.col
                 meta = {"hop": hop, "round": round_idx, "to": receiver, "n": n}
                 payload = Payload({"flat": flat}, meta)
                 out.append(Envelope(self.party_id, self.server_id, PATTERN_TAG, payload))
