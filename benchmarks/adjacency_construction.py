@@ -376,6 +376,9 @@ def run(args: argparse.Namespace) -> list[dict]:
     mem_limit = args.mem_limit_gib * GIB
     worlds = {name: prepare_world(name, args, mem_limit) for name in args.datasets}
     cells: list[tuple[dict, Estimate, Any]] = []
+    variants = [(*v, None) for v in VARIANTS] + [
+        ("masked", "union", True, t) for t in args.collusion_thresholds
+    ]
     for name, w in worlds.items():
         for K in args.clients:
             part = partition_graph(w.data, K, "random", seed=args.seed)
@@ -383,7 +386,7 @@ def run(args: argparse.Namespace) -> list[dict]:
             views = build_client_views(w.data, part, cross_edges="known", seed=args.seed)
             st = Structure.of(w.edge_index, assignment, K)
             for hops in args.hops:
-                for mode, support, pruned in VARIANTS:
+                for mode, support, pruned, t in variants:
                     if mode not in args.modes or (support and support not in args.supports):
                         continue
                     if pruned not in args.pruning:
@@ -399,6 +402,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                         "central_seconds": c_secs,
                         "pruned": pruned,
                         "support": support,
+                        "collusion_threshold": t,
                         "ratio": None,
                         "skipped": None,
                         "p": args.p if pruned else None,
@@ -457,7 +461,9 @@ def run_cell(
     def fresh_hop_sum() -> HopSum:  # new keys per repeat
         if mode == "plain":
             return hop_sum_for("plain")
-        return hop_sum_for(mode, f"bench/{w.name}/{K}/{hops}", support=support)
+        t = row.get("collusion_threshold")
+        options = {} if t is None else {"collusion_threshold": t}
+        return hop_sum_for(mode, f"bench/{w.name}/{K}/{hops}", support=support, **options)
 
     repeat = 3 if est.seconds < FEDERATED_REPEAT_BELOW_S else 1  # best of 3, like central
     gc.collect()
@@ -529,7 +535,10 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
     """``old`` with every cell that ``new`` also has replaced (same grid order)."""
 
     def key(r: dict) -> tuple:
-        return (r["dataset"], r["clients"], r["hops"], r["mode"], r["support"], r["pruned"])
+        return (
+            *(r[k] for k in ("dataset", "clients", "hops", "mode", "support", "pruned")),
+            r.get("collusion_threshold"),
+        )
 
     fresh = {key(r): r for r in new}
     merged = [fresh.pop(key(r), r) for r in old]
@@ -538,6 +547,7 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
 
 def _label(row: dict) -> str:
     sup = f"/{row['support']}" if row["support"] else ""
+    sup += f"/t{row['collusion_threshold']}" if row.get("collusion_threshold") else ""
     pr = "/p" if row["pruned"] else ""
     return f"{row['dataset']} K={row['clients']} L={row['hops']} {row['mode']}{sup}{pr}"
 
@@ -546,7 +556,9 @@ def _label(row: dict) -> str:
 
 
 def variant(row: dict) -> str:
+    """``mode[-support][-t<threshold>][ (pruned)]``; ``-tN``: masks tolerate N colluders."""
     sup = f"-{row['support']}" if row["support"] else ""
+    sup += f"-t{row['collusion_threshold']}" if row.get("collusion_threshold") else ""
     return f"{row['mode']}{sup}{' (pruned)' if row['pruned'] else ''}"
 
 
@@ -643,6 +655,7 @@ def pivot(rows: list[dict], dataset: str, k: int) -> list[str]:
     """One line per L_s, one column per variant (seconds, bytes, ratio)."""
     cells = [r for r in rows if r["dataset"] == dataset and r["clients"] == k]
     names = [variant({"mode": m, "support": s, "pruned": p}) for m, s, p in VARIANTS]
+    names += sorted({variant(r) for r in cells} - set(names))  # collusion-threshold variants
     names = [x for x in names if any(variant(r) == x for r in cells)]
     out = [
         "| L_s | central s (unpruned / pruned) | " + " | ".join(names) + " |",
@@ -675,7 +688,9 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
     out = []
     ran = [r for r in rows if not r["skipped"]]
     exchanged = [r for r in ran if r["hops"] > 1]
-    masked = [r for r in exchanged if r["dataset"] == "cora" and r["mode"] == "masked"]
+    cora_masked = [r for r in exchanged if r["dataset"] == "cora" and r["mode"] == "masked"]
+    masked = [r for r in cora_masked if not r.get("collusion_threshold")]
+    sparse_masks = [r for r in cora_masked if r.get("collusion_threshold")]
     out.append(
         "- L_s = 1 needs no exchange (Ā = Â, local rows): every mode costs the same local "
         "set-up (a few ms, 0 bytes); the ratios there only measure per-client overhead."
@@ -702,6 +717,19 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
             "configuration (union support, receiver pruning): "
             f"{names(pruned_union) or 'not run'}. The central sparse products take "
             f"{central_note(rows)} on Cora. (×a / ∥×b = sequential / parallel.)"
+        )
+    if sparse_masks:
+        seq = [r for r in sparse_masks if r["ratio"] is not None and r["ratio"] <= 20]
+        out.append(
+            "- Masked with a collusion threshold t (`-tN`: each sender masks with 2⌈(t+1)/2⌉ "
+            "co-senders on a circulant graph instead of all of them; tolerates t colluding "
+            "senders, not any number) on Cora: "
+            + ", ".join(
+                f"K={r['clients']} L_s={r['hops']} {variant(r)} ({_fmt_s(_cpu(r))} s, "
+                f"×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
+                for r in sparse_masks
+            )
+            + f"; ≤ 20× sequentially in {len(seq)}/{len(sparse_masks)} cells."
         )
     for name in sorted({r["dataset"] for r in exchanged} - {"cora"}):
         cells = [r for r in exchanged if r["dataset"] == name]
@@ -788,7 +816,9 @@ def plot(rows: list[dict], path: Path, headline_k: int) -> None:
         sel = [
             r
             for r in cora
-            if (r["mode"], r["support"], r["pruned"]) == (mode, support, pruned) and r["ratio"]
+            if (r["mode"], r["support"], r["pruned"]) == (mode, support, pruned)
+            and r["ratio"]
+            and not r.get("collusion_threshold")
         ]
         if not sel:
             continue
@@ -836,6 +866,13 @@ def main() -> None:
         "--pruning", nargs="+", choices=["none", "receiver"], default=["none", "receiver"]
     )
     ap.add_argument("--p", type=float, default=30)
+    ap.add_argument(
+        "--collusion-thresholds",
+        nargs="*",
+        type=int,
+        default=[],
+        help="extra masked-union (pruned) cells whose masks tolerate t colluding senders",
+    )
     ap.add_argument("--cell-budget", type=float, default=120, help="seconds per cell")
     ap.add_argument("--total-budget", type=float, default=1500, help="seconds for all cells")
     ap.add_argument("--mem-limit-gib", type=float, default=6.0)

@@ -79,6 +79,7 @@ class ExperimentConfig:
     abar_sum: str | None = None  # plain | masked | ckks: how client i gets Σ_k B_ik
     abar_support: str | None = None  # rows | union (public support of masked/ckks sums)
     abar_relay: bool | None = None  # Ā blocks relayed by the server (else client to client)
+    abar_collusion_threshold: int | None = None  # masked Ā sums: colluding senders tolerated
     edge_dp: str | None = None  # edgerand | lapgraph: ε-edge DP on Ā's input blocks
     edge_epsilon: float | None = None  # its ε (the whole graph is ε-edge-DP)
     # bookkeeping

@@ -97,6 +97,29 @@ def test_secure_abar_build_equals_the_plain_one(small_views, abar_sum):
     assert np.isfinite(algo.train_round(0))
 
 
+def test_masked_abar_with_a_collusion_threshold(small_views):
+    """``abar_collusion_threshold`` reaches the masked hop sums (same Ā); other sums refuse."""
+    _, views = small_views
+    settings = _settings(structure_hops=2, abar_sum="masked", abar_collusion_threshold=1)
+    algo, _ = _setup(views, settings, store=False)
+    oracle = oracle_abar_rows(views, settings)
+    for v in views:
+        got = algo.clients[f"client-{v.client_id}"].abar
+        np.testing.assert_allclose(got.toarray(), oracle[v.client_id].toarray(), atol=1e-6)
+    assert (
+        FedStructSettings.from_config(
+            _config(abar_sum="masked", abar_collusion_threshold=2)
+        ).abar_collusion_threshold
+        == 2
+    )
+    for bad in (
+        {"abar_sum": "ckks", "abar_collusion_threshold": 2},
+        {"abar_sum": "masked", "abar_collusion_threshold": 0},
+    ):
+        with pytest.raises(ConfigError, match="abar"):
+            _setup(views, _settings(structure_hops=2, **bad), store=False)
+
+
 def test_plain_and_secagg_give_the_same_losses(small_views):
     _, views = small_views
     losses = {}

@@ -6,6 +6,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocols.crypto.prg import SEED_BYTES, add_mask, mask_uint64, prg_throughput
 
@@ -97,6 +99,26 @@ def test_add_mask_streams_the_same_mask(n: int) -> None:
     np.testing.assert_array_equal(acc, base + mask_uint64(seed, n))  # wraps mod 2^64
     add_mask(acc, seed, -1)
     np.testing.assert_array_equal(acc, base)
+
+
+@settings(max_examples=40, deadline=None)
+@given(offset=st.integers(0, 5000), n=st.integers(0, 3000), sign=st.sampled_from([1, -1]))
+def test_offset_reads_the_same_stream_from_any_word(offset: int, n: int, sign: int) -> None:
+    """Seeking (block counter + skipped words) gives exactly the stream's words there."""
+    seed = b"\x0b" * 32
+    whole = mask_uint64(seed, offset + n)
+    assert np.array_equal(mask_uint64(seed, n, offset=offset), whole[offset:])
+    acc = np.arange(n, dtype=np.uint64)
+    add_mask(acc, seed, sign, offset=offset)
+    expected = np.arange(n, dtype=np.uint64) + np.uint64(sign % 2**64) * whole[offset:]
+    np.testing.assert_array_equal(acc, expected)  # wraps mod 2^64
+
+
+def test_offset_is_checked_against_the_stream_length() -> None:
+    with pytest.raises(ValueError, match="exceed"):
+        mask_uint64(bytes(32), 4, offset=-1)
+    with pytest.raises(ValueError, match="exceed"):
+        add_mask(np.zeros(4, np.uint64), bytes(32), 1, offset=2**35 - 3)
 
 
 def test_rejects_bad_arguments() -> None:

@@ -1,11 +1,13 @@
 """Cryptographic PRG for secure-aggregation masks: the ChaCha20 keystream as uint64 words.
 
 A mask is the first ``8n`` bytes of the ChaCha20 keystream under a 32-byte seed (key) and an
-all-zero nonce, read as little-endian uint64. This is the PRG of Bonawitz et al. 2017
-(SecAgg) and Bell et al. 2020 (SecAgg+): its output is indistinguishable from uniform in
-Z_2^64^n to anyone without the 256-bit seed. Flower's SecAgg+ instead seeds
-``numpy.random.RandomState`` with a 32-bit fold of the seed (32 bits of mask entropy, not a
-CSPRNG); we do not.
+all-zero nonce, read as little-endian uint64; ``offset`` reads words ``[offset, offset + n)``
+of that stream (the block counter seeks to it, so a long stream can be consumed in disjoint
+segments by different calls without generating what lies before). This is the PRG of
+Bonawitz et al. 2017 (SecAgg) and Bell et al. 2020 (SecAgg+): its output is
+indistinguishable from uniform in Z_2^64^n to anyone without the 256-bit seed. Flower's
+SecAgg+ instead seeds ``numpy.random.RandomState`` with a 32-bit fold of the seed (32 bits
+of mask entropy, not a CSPRNG); we do not.
 
 The zero nonce is safe because every seed is single-use: seeds are fresh random values
 (self masks) or HKDF outputs bound to (experiment, round, purpose, pair), so no (key, nonce)
@@ -44,8 +46,19 @@ def _check_seed(seed: bytes) -> None:
         raise ValueError(f"a PRG seed is {SEED_BYTES} bytes")
 
 
-def _keystream(seed: bytes) -> Any:
-    return Cipher(algorithms.ChaCha20(bytes(seed), _NONCE), mode=None).encryptor()
+def _keystream(seed: bytes, offset: int = 0) -> Any:
+    """A ChaCha20 encryptor positioned at keystream word ``offset``."""
+    block, skip = divmod(offset, 8)  # 8 words per 64-byte ChaCha20 block
+    nonce = block.to_bytes(4, "little") + _NONCE[4:]  # 32-bit block counter || zero nonce
+    encryptor = Cipher(algorithms.ChaCha20(bytes(seed), nonce), mode=None).encryptor()
+    if skip:
+        encryptor.update(_zero_view(8 * skip))
+    return encryptor
+
+
+def _check_range(offset: int, n: int) -> None:
+    if not 0 <= offset <= _MAX_WORDS - n:
+        raise ValueError(f"mask words [{offset}, {offset + n}) exceed the stream's {_MAX_WORDS}")
 
 
 def _fill(encryptor: Any, out: np.ndarray) -> None:
@@ -57,22 +70,27 @@ def _fill(encryptor: Any, out: np.ndarray) -> None:
         out.byteswap(inplace=True)
 
 
-def mask_uint64(seed: bytes, n: int, out: np.ndarray | None = None) -> np.ndarray:
-    """``n`` pseudorandom uint64 words from ``seed`` (32 bytes); writes into ``out`` if given."""
+def mask_uint64(
+    seed: bytes, n: int, out: np.ndarray | None = None, *, offset: int = 0
+) -> np.ndarray:
+    """``n`` pseudorandom uint64 words from ``seed`` (32 bytes), starting at stream word
+    ``offset``; writes into ``out`` if given."""
     _check_seed(seed)
     if not 0 <= n <= _MAX_WORDS:
         raise ValueError(f"mask length must be in [0, {_MAX_WORDS}], got {n}")
+    _check_range(offset, n)
     if out is None:
         out = np.empty(n, dtype=np.uint64)
     elif out.dtype != np.uint64 or out.shape != (n,) or not out.flags.c_contiguous:
         raise ValueError(f"out must be a contiguous uint64 array of shape ({n},)")
     if n:
-        _fill(_keystream(seed), out)
+        _fill(_keystream(seed, offset), out)
     return out
 
 
-def add_mask(acc: np.ndarray, seed: bytes, sign: int) -> None:
-    """``acc += sign * PRG(seed)`` modulo 2^64, in place (``sign`` is +1 or -1).
+def add_mask(acc: np.ndarray, seed: bytes, sign: int, *, offset: int = 0) -> None:
+    """``acc += sign * PRG(seed)[offset : offset + len(acc)]`` modulo 2^64, in place
+    (``sign`` is +1 or -1).
 
     Streams the keystream in cache-sized chunks through a small per-thread buffer, so a
     mask of any length costs one pass over ``acc`` and no allocation.
@@ -83,10 +101,9 @@ def add_mask(acc: np.ndarray, seed: bytes, sign: int) -> None:
     if sign not in (1, -1):
         raise ValueError(f"sign must be +1 or -1, got {sign}")
     n = acc.shape[0]
-    if n > _MAX_WORDS:
-        raise ValueError(f"mask length must be at most {_MAX_WORDS}, got {n}")
+    _check_range(offset, n)
     op = np.add if sign > 0 else np.subtract
-    encryptor = _keystream(seed)
+    encryptor = _keystream(seed, offset)
     buf = getattr(_local, "chunk", None)
     if buf is None:
         buf = _local.chunk = np.empty(_CHUNK_WORDS, dtype=np.uint64)

@@ -8,7 +8,8 @@ positions in fixed point (``FixedPointCodec``, Z_2^64, overflow-checked) and sen
 
     y_k = enc(B_k) + sum_{v in S, v != k} (+/-) PRG(s_kv) + PRG(s_kr)    (mod 2^64)
 
-+ for the smaller id. PRG(s_kv) is job r's segment of ONE stream per pair and round, seeded
++ for the smaller id (the sum runs over k's mask peers in S: all of S by default, see
+"Mask graph" below). PRG(s_kv) is job r's segment of ONE stream per pair and round, seeded
 HKDF(X25519(k, v), [experiment, round, "pair-stream", "", min(k,v), max(k,v)]) and cut into
 the jobs both k and v contribute to (sorted by receiver; their lengths are public), so each
 segment masks one job once; ``s_kr`` = HKDF(X25519(k, r), [experiment, round,
@@ -31,11 +32,23 @@ seed bound to (experiment, round, receiver or pair) and each keystream word used
   else about individual blocks, including which entries inside the support each one fills.
   With one sender the sum is that sender's block (set ``min_senders=2`` to refuse).
 * Coalitions: any set of the server, the receiver and some senders learns nothing beyond
-  the sum of the honest senders' blocks (and nothing at all without the receiver).
+  the sum of the honest senders' blocks (and nothing at all without the receiver). With a
+  ``collusion_threshold`` t (below) this holds for coalitions of at most t senders.
 * Public: sender sets, block shapes, the support, sizes, timing (see the package docstring).
 * Not protected: an active server (public keys are not authenticated: it could substitute
   its own and unmask; it can also alter masked values undetected, giving a wrong sum),
   senders lying about their blocks, what the sum itself reveals (not DP).
+* Mask graph: by default every pair of a job's senders shares a mask (the complete graph
+  of Bonawitz et al.): each sender generates ``|S| - 1`` mask streams per job, so a batch
+  costs ``O(|S|^2)`` keystream words per job entry. ``collusion_threshold=t`` instead masks
+  each sender with the ``2h`` nearest senders around the circle of the job's public sender
+  order, ``h = ceil((t + 1) / 2)`` (the circulant Harary graph ``C_m(1..h)``, which is
+  ``2h``-connected): removing any ``t <= 2h - 1`` corrupt senders leaves the honest ones
+  connected, and masks on a connected honest graph hide everything but the honest sum
+  (Bonawitz et al. 2017, Thm. 6.3; Bell et al. 2020 use random sparse graphs instead for a
+  probabilistic bound). A coalition of more than t senders with the server and the receiver
+  may learn partial sums of the honest blocks (over the components left). Cost:
+  ``2h + 1`` streams per sender and job, whatever ``|S|``.
 * Dropouts abort the batch (no Shamir recovery: the sums are a one-shot pre-training step
   that must be complete; see anchors_privacy.md §1.5).
 """
@@ -44,13 +57,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
 from protocols.base import Envelope, Inbox, ProtocolError
 from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, derive_key, shared_secret
-from protocols.crypto.prg import add_mask, mask_uint64
+from protocols.crypto.prg import add_mask
 from protocols.fixedpoint import FixedPointCodec
 from protocols.secure_sum.base import (
     SETUP_PHASES,
@@ -77,6 +90,28 @@ def _context(experiment_id: str, round_idx: int, purpose: str, *parts: str) -> b
     ).encode()
 
 
+def mask_peers(who: str, senders: Sequence[str], collusion_threshold: int | None) -> list[str]:
+    """The co-senders ``who`` shares a pairwise mask with in a job of ``senders`` (public
+    order): all of them, or its ``h = ceil((t + 1) / 2)`` neighbours on each side of the
+    circle (symmetric: ``v`` in ``mask_peers(u)`` iff ``u`` in ``mask_peers(v)``)."""
+    others = [v for v in senders if v != who]
+    if collusion_threshold is None:
+        return others
+    m, h = len(senders), (collusion_threshold + 2) // 2
+    if 2 * h >= m - 1:  # the circulant is the complete graph
+        return others
+    i = list(senders).index(who)
+    return [senders[(i + d) % m] for d in (*range(-h, 0), *range(1, h + 1))]
+
+
+class PairSegment(NamedTuple):
+    """Where job ``r``'s pairwise mask lies in a pair's stream, and its sign."""
+
+    seed: bytes
+    offset: int  # first keystream word of the segment
+    add: bool  # + for the smaller id of the pair, - for the larger
+
+
 class MaskedSumClient(SecureSumClient):
     def __init__(
         self,
@@ -86,14 +121,16 @@ class MaskedSumClient(SecureSumClient):
         min_senders: int,
         experiment_id: str,
         codec: FixedPointCodec,
+        collusion_threshold: int | None = None,
     ) -> None:
         super().__init__(party_id, server_id, client_ids, min_senders)
         self.experiment_id = experiment_id
         self.codec = codec
+        self.collusion_threshold = collusion_threshold
         self._keys: KeyPair | None = None
         self._peer_keys: dict[str, bytes] = {}
         self._shared: dict[str, bytes] = {}  # peer -> raw X25519 secret (derived per seed)
-        self._pair_masks: dict[tuple[str, str], tuple[np.ndarray, bool]] = {}
+        self._pair_masks: dict[tuple[str, str], PairSegment] = {}
 
     # -- setup
     def setup_publish(self, inbox: Inbox) -> list[Envelope]:
@@ -140,30 +177,29 @@ class MaskedSumClient(SecureSumClient):
 
         The jobs a pair shares (receivers whose public request lists both, in sorted order)
         and their lengths are public, so both ends cut the same stream at the same offsets;
-        every segment masks one job, once. One seed and one cipher per peer instead of one
-        per (peer, job).
+        every segment masks one job, once. One seed per peer and round; each job's segment
+        is generated where it is added (the keystream seeks to its offset), in cache-sized
+        chunks, so no stream is ever materialised.
         """
         who, lengths = self.party_id, {}
         for receiver in sorted(requests):
-            for v in requests[receiver].senders:
-                if v != who:
-                    lengths.setdefault(v, []).append((receiver, requests[receiver].length))
+            request = requests[receiver]
+            for v in mask_peers(who, request.senders, self.collusion_threshold):
+                lengths.setdefault(v, []).append((receiver, request.length))
         self._pair_masks = {}
         for v, jobs in lengths.items():
             a, b = sorted((who, v))
-            stream = mask_uint64(self._seed(v, "pair-stream", "", a, b), sum(n for _, n in jobs))
-            start = 0
+            seed, start = self._seed(v, "pair-stream", "", a, b), 0
             for receiver, n in jobs:
-                self._pair_masks[v, receiver] = (stream[start : start + n], who == a)
+                self._pair_masks[v, receiver] = PairSegment(seed, start, who == a)
                 start += n
 
     def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
         who = self.party_id
         y = self.codec.encode(gather(block, request, who))
-        for v in request.senders:
-            if v != who:
-                mask, add = self._pair_masks.pop((v, receiver))
-                (np.add if add else np.subtract)(y, mask, out=y)  # mod 2^64
+        for v in mask_peers(who, request.senders, self.collusion_threshold):
+            seg = self._pair_masks.pop((v, receiver))
+            add_mask(y, seg.seed, +1 if seg.add else -1, offset=seg.offset)  # mod 2^64
         add_mask(y, self._seed(receiver, "receiver-mask", receiver, who), +1)
         return Payload({"y": y}, {})
 
@@ -245,6 +281,9 @@ class MaskedSum(SecureSum):
     resolution 2^-frac_bits (default 32: ~2.3e-10). ``value_bound``: declared max ``|entry|``
     of a block (None: the largest the 63-bit headroom allows for the federation size, i.e.
     ``2^(63 - frac_bits) / n_clients``); checked by each sender before masking.
+    ``collusion_threshold``: None (default) masks every pair of senders (any coalition);
+    an int t >= 1 masks on a circulant graph that tolerates t colluding senders (module
+    docstring, "Mask graph").
     """
 
     name: ClassVar[str] = "masked"
@@ -257,13 +296,18 @@ class MaskedSum(SecureSum):
         frac_bits: int = 32,
         value_bound: float | None = None,
         min_senders: int = 1,
+        collusion_threshold: int | None = None,
     ) -> None:
         super().__init__(min_senders=min_senders)
         if not isinstance(experiment_id, str) or not experiment_id:
             raise ValueError("experiment_id must be a non-empty string (it binds every seed)")
+        t = collusion_threshold
+        if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 1):
+            raise ValueError(f"collusion_threshold must be None or an int >= 1, got {t!r}")
         self.experiment_id = experiment_id
         self.frac_bits = frac_bits
         self.value_bound = value_bound
+        self.collusion_threshold = t
 
     def codec_for(self, n_clients: int) -> FixedPointCodec:
         return FixedPointCodec(self.frac_bits, self.value_bound, max_summands=max(n_clients, 1))
@@ -274,5 +318,8 @@ class MaskedSum(SecureSum):
         m, exp = self.min_senders, self.experiment_id
         return SecureSumParties(
             server=MaskedSumServer(server_id, ids, m),
-            clients={c: MaskedSumClient(c, server_id, ids, m, exp, codec) for c in ids},
+            clients={
+                c: MaskedSumClient(c, server_id, ids, m, exp, codec, self.collusion_threshold)
+                for c in ids
+            },
         )

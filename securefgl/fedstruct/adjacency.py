@@ -215,6 +215,16 @@ def central_abar(
 
 
 @dataclass(frozen=True)
+class Incidence:
+    """A client's incidences ``Ã^[i]_k`` for all its neighbouring clients ``i``, stacked."""
+
+    pids: tuple[str, ...]  # the neighbouring clients, in row-block order
+    row_ids: np.ndarray  # int64: opaque ids of each block's rows (sorted within a block)
+    bounds: np.ndarray  # int64 [len(pids) + 1]: row range of block j = bounds[j]:bounds[j+1]
+    matrix: sp.csr_matrix  # [bounds[-1], n_k], one entry per external edge
+
+
+@dataclass(frozen=True)
 class SparseRows:
     """Some rows of an ``[*, n]`` matrix, named by opaque row id (CSR on the wire)."""
 
@@ -369,7 +379,7 @@ class AdjacencyClient:
         self._num_clients = 0
         self._peer_sizes: dict[str, int] = {}
         self._secure_hop: Any = None  # adjacency_secure.SecureHopClient, when hosted
-        self._incidence: dict[str, tuple[np.ndarray, sp.csr_matrix]] | None = None
+        self._incidence: Incidence | None = None
 
     # -- public knowledge helpers ---------------------------------------------------
 
@@ -439,33 +449,71 @@ class AdjacencyClient:
 
     def contributions(self, hop: int) -> dict[str, SparseRows]:
         """``B_ik = Ã^[i]_k [Â^[k]]^{hop-1}`` for every neighbouring client ``i``
-        (pruned to ``⌈p/K⌉·n_i`` values with ``prune="sender"``). One sparse product per
-        receiver; the blocks are held only until sent."""
-        self._check_hop(hop)
-        assert self._p is not None
+        (pruned to ``⌈p/K⌉·n_i`` values with ``prune="sender"``). The blocks are held only
+        until sent."""
+        inc, prod = self._stacked_product(hop)
         out: dict[str, SparseRows] = {}
-        for pid, (row_ids, inc) in self._incidences().items():
-            block = sp.csr_matrix(inc @ self._p)
+        for j, pid in enumerate(inc.pids):
+            lo, hi = inc.bounds[j], inc.bounds[j + 1]
+            block = prod[lo:hi]
             if self._prune == "sender":
                 if pid not in self._peer_sizes:
                     raise RuntimeError(f"{self.party_id}: no size announced by {pid}")
                 cap = math.ceil(self._p_param / self._num_clients) * self._peer_sizes[pid]
                 block = keep_top_values(block, cap)
-            out[pid] = SparseRows(row_ids, block)
+            out[pid] = SparseRows(inc.row_ids[lo:hi], block)
         return out
 
-    def _incidences(self) -> dict[str, tuple[np.ndarray, sp.csr_matrix]]:
-        """Per neighbouring client ``i``: the opaque ids of ``i``'s nodes adjacent to me and
-        the incidence ``Ã^[i]_k`` (those rows × my local nodes); built once, reused per hop."""
+    def global_contributions(self, hop: int) -> dict[str, sp.coo_array]:
+        """The blocks of :meth:`contributions` as :meth:`SparseRows.in_global_rows` gives
+        them (canonical ``[n, n]`` COO, rows = opaque ids), all cut from ONE product."""
+        if self._prune == "sender":
+            n = self.num_global_nodes
+            return {pid: b.in_global_rows(n) for pid, b in self.contributions(hop).items()}
+        inc, prod = self._stacked_product(hop)
+        rows = np.repeat(inc.row_ids, np.diff(prod.indptr))
+        cols, vals = prod.indices.astype(np.int64), prod.data
+        cut = prod.indptr[inc.bounds]  # entry range of each receiver's rows
+        nz = vals != 0
+        if not nz.all():
+            rows, cols, vals = rows[nz], cols[nz], vals[nz]
+            cut = np.concatenate(([0], np.cumsum(nz)))[cut]
+        shape = (self.num_global_nodes, self.num_global_nodes)
+        out = {}
+        for j, pid in enumerate(inc.pids):
+            part = slice(cut[j], cut[j + 1])
+            block = sp.coo_array((vals[part], (rows[part], cols[part])), shape=shape)
+            block.has_canonical_format = True  # ids increase, columns sorted within a row
+            out[pid] = block
+        return out
+
+    def _stacked_product(self, hop: int) -> tuple[Incidence, sp.csr_matrix]:
+        """``[Ã^[i]_k]_i [Â^[k]]^{hop-1}``: every receiver's rows in one canonical product."""
+        self._check_hop(hop)
+        assert self._p is not None
+        inc = self._incidences()
+        prod = sp.csr_matrix(inc.matrix @ self._p)
+        prod.sum_duplicates()  # per-row sort: the rows of each B_ik in canonical order
+        return inc, prod
+
+    def _incidences(self) -> Incidence:
+        """The incidences ``Ã^[i]_k`` of all neighbouring clients ``i``, stacked (rows = the
+        opaque ids of ``i``'s nodes adjacent to me, client by client; columns = my local
+        nodes): my own external edges, built once and reused per hop."""
         if self._incidence is None:
-            self._incidence = {}
+            pids, ids, rows, cols, bounds = [], [], [], [], [0]
             for pid, pos in self._neighbours.items():
                 row_ids, row_of_edge = np.unique(self._ext_ids[pos], return_inverse=True)
-                inc = sp.csr_matrix(
-                    (np.ones(pos.size), (row_of_edge, self._ext_local[pos])),
-                    shape=(row_ids.size, self.num_nodes),
-                )
-                self._incidence[pid] = (row_ids, inc)
+                pids.append(pid)
+                ids.append(row_ids)
+                rows.append(bounds[-1] + row_of_edge.reshape(-1))
+                cols.append(self._ext_local[pos])
+                bounds.append(bounds[-1] + row_ids.size)
+            empty = np.zeros(0, np.int64)
+            r, c = np.concatenate([empty, *rows]), np.concatenate([empty, *cols])
+            matrix = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(bounds[-1], self.num_nodes))
+            row_ids = np.concatenate([empty, *ids])
+            self._incidence = Incidence(tuple(pids), row_ids, np.asarray(bounds), matrix)
         return self._incidence
 
     def send_blocks(self, hop: int, via: str | None = None) -> list[Envelope]:

@@ -161,9 +161,8 @@ class SecureHopClient:
         self.sum_party.begin_round(round_idx)
         self._hop, self._round = hop, round_idx
         out = []
-        for receiver, block in adj.contributions(hop).items():
-            total = block.in_global_rows(n)  # canonical COO: its flat indices are sorted
-            self.sum_party.add_contribution(receiver, total)
+        for receiver, total in adj.global_contributions(hop).items():
+            self.sum_party.add_contribution(receiver, total)  # canonical: flat ids sorted
             if self.support == "union":
                 flat = total.row * n + total.col
                 meta = {"hop": hop, "round": round_idx, "to": receiver, "n": n}
@@ -385,7 +384,10 @@ def _invoke(executor: Executor) -> Any:
 
 class MaskedHopSum(SecureHopSum):
     """:class:`SecureHopSum` over :class:`~protocols.secure_sum.MaskedSum` (fixed point
-    ``2^-frac_bits``; exact up to that rounding)."""
+    ``2^-frac_bits``; exact up to that rounding). ``collusion_threshold``: None masks every
+    pair of a receiver's senders; t masks on a circulant graph that tolerates t colluding
+    senders (``protocols.secure_sum.masked``, "Mask graph"), ``O(t)`` instead of ``O(K)``
+    mask streams per sender and receiver."""
 
     name: ClassVar[str] = "masked"
 
@@ -396,8 +398,14 @@ class MaskedHopSum(SecureHopSum):
         *,
         frac_bits: int = 32,
         min_senders: int = 1,
+        collusion_threshold: int | None = None,
     ) -> None:
-        protocol = MaskedSum(experiment_id, frac_bits=frac_bits, min_senders=min_senders)
+        protocol = MaskedSum(
+            experiment_id,
+            frac_bits=frac_bits,
+            min_senders=min_senders,
+            collusion_threshold=collusion_threshold,
+        )
         super().__init__(protocol, support)
 
 
@@ -427,8 +435,8 @@ def hop_sum_for(
 
     ``plain``: :class:`~securefgl.fedstruct.adjacency.PlainHopSum` (the paper's scheme, no
     protection; ``support`` is ignored). ``masked``: :class:`MaskedHopSum` (``experiment_id``
-    is bound into every mask seed; ``frac_bits``, ``min_senders``). ``ckks``:
-    :class:`CKKSHopSum` (``params``, ``min_senders``).
+    is bound into every mask seed; ``frac_bits``, ``min_senders``,
+    ``collusion_threshold``). ``ckks``: :class:`CKKSHopSum` (``params``, ``min_senders``).
     """
     _check_support(support)
     if mode == "plain":

@@ -399,11 +399,16 @@ def _hop_sum(settings: FedStructSettings, experiment_id: str) -> adjacency.HopSu
         return adjacency.PlainHopSum()
     from securefgl.fedstruct import adjacency_secure
 
+    t = settings.abar_collusion_threshold
+    if t is not None and settings.abar_sum != "masked":
+        raise ConfigError("abar_collusion_threshold applies to abar_sum='masked' only")
+    options = {} if t is None else {"collusion_threshold": t}
     try:
         return adjacency_secure.hop_sum_for(
             settings.abar_sum,
             experiment_id,
             settings.abar_support,  # type: ignore[arg-type]
+            **options,
         )
     except ValueError as err:
         raise ConfigError(f"abar_sum: {err}") from None

@@ -72,6 +72,7 @@ class FedStructSettings:
     abar_sum: str = "plain"  # per-hop sum of the Ā build: plain (the paper's) | masked | ckks
     abar_support: str = "rows"  # secure sums' public coordinates: rows | union
     abar_relay: bool = False  # plain Ā blocks via the server (True) or client to client
+    abar_collusion_threshold: int | None = None  # masked: None = mask every sender pair
     edge_dp: EdgeDP | None = None  # ε-edge DP on Ā's input blocks (fedstruct.edge_dp)
 
     def __post_init__(self) -> None:
@@ -154,6 +155,7 @@ CONFIG_FIELDS: dict[str, str] = {
     "abar_sum": "abar_sum",
     "abar_support": "abar_support",
     "abar_relay": "abar_relay",
+    "abar_collusion_threshold": "abar_collusion_threshold",
 }
 
 GENERIC = FedStructSettings()
