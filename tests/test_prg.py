@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.crypto.prg import SEED_BYTES, add_mask, mask_uint64, prg_throughput
+from protocols.crypto.prg import (
+    SEED_BYTES,
+    MaskStream,
+    add_mask,
+    mask_uint64,
+    prg_throughput,
+)
 
 
 def _chacha20_block(key: bytes, counter: int, nonce: bytes) -> bytes:
@@ -112,6 +118,25 @@ def test_offset_reads_the_same_stream_from_any_word(offset: int, n: int, sign: i
     add_mask(acc, seed, sign, offset=offset)
     expected = np.arange(n, dtype=np.uint64) + np.uint64(sign % 2**64) * whole[offset:]
     np.testing.assert_array_equal(acc, expected)  # wraps mod 2^64
+
+
+@settings(max_examples=30, deadline=None)
+@given(cuts=st.lists(st.integers(0, 40_000), min_size=1, max_size=6), order=st.randoms())
+def test_mask_stream_segments_in_any_order_are_the_stream(cuts, order) -> None:
+    """A MaskStream read in consecutive segments (continuing its cipher) or out of order
+    (seeking) adds exactly the stream's words at each segment."""
+    seed = b"\x0c" * 32
+    bounds = np.cumsum([0, *cuts])
+    whole = mask_uint64(seed, int(bounds[-1]))
+    for shuffle in (False, True):
+        segments = list(range(len(cuts)))
+        if shuffle:
+            order.shuffle(segments)
+        stream = MaskStream(seed)
+        for j in segments:
+            acc = np.zeros(cuts[j], np.uint64)
+            stream.add_to(acc, +1, int(bounds[j]))
+            assert np.array_equal(acc, whole[bounds[j] : bounds[j + 1]])
 
 
 def test_offset_is_checked_against_the_stream_length() -> None:

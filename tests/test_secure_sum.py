@@ -311,7 +311,9 @@ def test_masked_pair_stream_masks_each_shared_job_with_its_own_segment() -> None
     for who, peer in ((a, b), (b, a)):
         for r in requests:
             s = parties.clients[who]._pair_masks[peer, r]
-            seg[who, r] = (mask_uint64(s.seed, requests[r].length, offset=s.offset), s.add)
+            words = np.zeros(requests[r].length, np.uint64)
+            s.stream.add_to(words, +1, s.offset)
+            seg[who, r] = (words, s.add)
     for r in requests:
         (mask_a, add_a), (mask_b, add_b) = seg[a, r], seg[b, r]
         assert np.array_equal(mask_a, mask_b) and add_a != add_b
@@ -319,7 +321,8 @@ def test_masked_pair_stream_masks_each_shared_job_with_its_own_segment() -> None
     words = np.concatenate([seg[a, r][0] for r in requests])
     assert np.unique(words).size == words.size == 6 + 8
     s0 = parties.clients[a]._pair_masks[b, _ids(n)[0]]  # the segments tile one stream
-    assert np.array_equal(words, mask_uint64(s0.seed, 14, offset=s0.offset))
+    assert s0.offset == 0
+    assert np.array_equal(words, mask_uint64(s0.stream._seed, 14))
 
 
 def test_plain_sparse_blocks_travel_as_coo() -> None:

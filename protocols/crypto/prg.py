@@ -95,23 +95,43 @@ def add_mask(acc: np.ndarray, seed: bytes, sign: int, *, offset: int = 0) -> Non
     Streams the keystream in cache-sized chunks through a small per-thread buffer, so a
     mask of any length costs one pass over ``acc`` and no allocation.
     """
-    _check_seed(seed)
-    if acc.dtype != np.uint64 or acc.ndim != 1 or not acc.flags.c_contiguous:
-        raise ValueError("the accumulator must be a contiguous 1-d uint64 array")
-    if sign not in (1, -1):
-        raise ValueError(f"sign must be +1 or -1, got {sign}")
-    n = acc.shape[0]
-    _check_range(offset, n)
-    op = np.add if sign > 0 else np.subtract
-    encryptor = _keystream(seed, offset)
-    buf = getattr(_local, "chunk", None)
-    if buf is None:
-        buf = _local.chunk = np.empty(_CHUNK_WORDS, dtype=np.uint64)
-    for start in range(0, n, _CHUNK_WORDS):
-        part = acc[start : start + _CHUNK_WORDS]
-        words = buf[: part.shape[0]]
-        _fill(encryptor, words)
-        op(part, words, out=part)
+    MaskStream(seed).add_to(acc, sign, offset)
+
+
+class MaskStream:
+    """One seed's keystream, added into accumulators segment by segment.
+
+    :meth:`add_to` with ``offset`` where the previous call ended continues the same cipher
+    (no new key setup); any other offset seeks. For consumers that walk one long stream in
+    order (a pair's mask stream cut into consecutive jobs).
+    """
+
+    def __init__(self, seed: bytes) -> None:
+        _check_seed(seed)
+        self._seed = bytes(seed)
+        self._encryptor: Any = None
+        self._position = -1
+
+    def add_to(self, acc: np.ndarray, sign: int, offset: int) -> None:
+        """``acc += sign * PRG(seed)[offset : offset + len(acc)]`` modulo 2^64, in place."""
+        if acc.dtype != np.uint64 or acc.ndim != 1 or not acc.flags.c_contiguous:
+            raise ValueError("the accumulator must be a contiguous 1-d uint64 array")
+        if sign not in (1, -1):
+            raise ValueError(f"sign must be +1 or -1, got {sign}")
+        n = acc.shape[0]
+        _check_range(offset, n)
+        if offset != self._position:
+            self._encryptor = _keystream(self._seed, offset)
+        self._position = offset + n
+        op = np.add if sign > 0 else np.subtract
+        buf = getattr(_local, "chunk", None)
+        if buf is None:
+            buf = _local.chunk = np.empty(_CHUNK_WORDS, dtype=np.uint64)
+        for start in range(0, n, _CHUNK_WORDS):
+            part = acc[start : start + _CHUNK_WORDS]
+            words = buf[: part.shape[0]]
+            _fill(self._encryptor, words)
+            op(part, words, out=part)
 
 
 def prg_throughput(n: int = 10**6, repeats: int = 5) -> float:

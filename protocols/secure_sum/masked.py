@@ -63,7 +63,7 @@ import numpy as np
 
 from protocols.base import Envelope, Inbox, ProtocolError
 from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, derive_key, shared_secret
-from protocols.crypto.prg import add_mask
+from protocols.crypto.prg import MaskStream, add_mask
 from protocols.fixedpoint import FixedPointCodec
 from protocols.secure_sum.base import (
     SETUP_PHASES,
@@ -107,7 +107,7 @@ def mask_peers(who: str, senders: Sequence[str], collusion_threshold: int | None
 class PairSegment(NamedTuple):
     """Where job ``r``'s pairwise mask lies in a pair's stream, and its sign."""
 
-    seed: bytes
+    stream: MaskStream  # the pair's stream (shared by its segments: read on in job order)
     offset: int  # first keystream word of the segment
     add: bool  # + for the smaller id of the pair, - for the larger
 
@@ -178,8 +178,8 @@ class MaskedSumClient(SecureSumClient):
         The jobs a pair shares (receivers whose public request lists both, in sorted order)
         and their lengths are public, so both ends cut the same stream at the same offsets;
         every segment masks one job, once. One seed per peer and round; each job's segment
-        is generated where it is added (the keystream seeks to its offset), in cache-sized
-        chunks, so no stream is ever materialised.
+        is generated where it is added, in cache-sized chunks (no stream is materialised),
+        continuing the pair's cipher when jobs are encoded in receiver order.
         """
         who, lengths = self.party_id, {}
         for receiver in sorted(requests):
@@ -189,9 +189,9 @@ class MaskedSumClient(SecureSumClient):
         self._pair_masks = {}
         for v, jobs in lengths.items():
             a, b = sorted((who, v))
-            seed, start = self._seed(v, "pair-stream", "", a, b), 0
+            stream, start = MaskStream(self._seed(v, "pair-stream", "", a, b)), 0
             for receiver, n in jobs:
-                self._pair_masks[v, receiver] = PairSegment(seed, start, who == a)
+                self._pair_masks[v, receiver] = PairSegment(stream, start, who == a)
                 start += n
 
     def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
@@ -199,7 +199,7 @@ class MaskedSumClient(SecureSumClient):
         y = self.codec.encode(gather(block, request, who))
         for v in mask_peers(who, request.senders, self.collusion_threshold):
             seg = self._pair_masks.pop((v, receiver))
-            add_mask(y, seg.seed, +1 if seg.add else -1, offset=seg.offset)  # mod 2^64
+            seg.stream.add_to(y, +1 if seg.add else -1, seg.offset)  # mod 2^64
         add_mask(y, self._seed(receiver, "receiver-mask", receiver, who), +1)
         return Payload({"y": y}, {})
 
