@@ -209,7 +209,9 @@ def test_union_support_leaks_exactly_the_individual_patterns_to_the_server():
     n = views[0].num_global_nodes
     entries = channel.transcript.entries
     patterns = {
-        (e.sender, e.payload().meta["to"], e.payload().meta["hop"]): e.payload().array("flat")
+        (e.sender, e.payload().meta["to"], e.payload().meta["hop"]): Support.from_fields(
+            (n, n), e.payload()
+        ).index
         for e in entries
         if e.tag == PATTERN_TAG
     }

@@ -486,6 +486,44 @@ def test_round_without_setup_fails() -> None:
 # ------------------------------------------------------------------------------- job specs
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 50), st.sampled_from([1, 7, 300, 70_000])),
+    data=st.data(),
+)
+def test_support_patterns_round_trip_in_their_smallest_encoding(shape, data) -> None:
+    """Any pattern survives the wire in whichever encoding is smallest (flat, bitmap or
+    row-wise), and the message is never larger than the flat int64 indices."""
+    total = shape[0] * shape[1]
+    flat = data.draw(st.lists(st.integers(0, total - 1), max_size=300, unique=True))
+    support = Support.pattern(shape, flat)
+    fields = support.to_fields()
+    assert sum(v.nbytes for v in fields.values()) <= 8 * len(flat)
+    back = Support.from_fields(shape, no_transport_payload(Payload(fields, {})))
+    assert back == support
+
+
+def test_row_wise_support_rejects_malformed_fields() -> None:
+    cols = np.arange(0, 69_000, 3_000)  # 23 columns in each of rows 1 and 2
+    support = Support.pattern((10, 70_000), np.concatenate([70_000 + cols, 140_000 + cols]))
+    good = support.to_fields()
+    assert set(good) == {"support_row_ids", "support_row_counts", "support_row_cols"}
+    assert good["support_row_cols"].dtype == np.uint32
+    wire_cols = good["support_row_cols"]
+    bad_cases = [
+        {"support_row_counts": np.array([22, 23], np.uint32)},  # counts != columns
+        {"support_row_counts": np.array([46, 0], np.uint32)},  # an empty row
+        {"support_row_ids": np.array([1, 10])},  # row out of range
+        {"support_row_ids": np.array([2, 1])},  # rows not increasing
+        {"support_row_cols": wire_cols[::-1].copy()},  # columns not increasing
+        {"support_row_cols": np.append(wire_cols[:-1], np.uint32(70_000))},  # out of range
+        {"support_row_cols": wire_cols.astype(np.uint16)},  # wrong width
+    ]
+    for change in bad_cases:
+        with pytest.raises(ProtocolError, match="malformed support"):
+            Support.from_fields((10, 70_000), Payload({**good, **change}, {}))
+
+
 def test_support_constructors_and_validation() -> None:
     s = Support.product((3, 4), rows=[2, 0])
     np.testing.assert_array_equal(s.index, [0, 1, 2, 3, 8, 9, 10, 11])
@@ -501,6 +539,11 @@ def test_support_constructors_and_validation() -> None:
         "support_bitmap" in u.to_fields()
         and "support_flat" in Support.pattern((30, 40), [5]).to_fields()
     )
+    wide = Support.pattern((300, 4000), np.arange(0, 40_000, 7) + 100_000)  # rows 25..35
+    assert set(wide.to_fields()) == {
+        "support_row_ids", "support_row_counts", "support_row_cols"
+    }  # fmt: skip
+    assert wide.to_fields()["support_row_cols"].dtype == np.uint16
     with pytest.raises(ValueError, match="out of range"):
         Support.pattern((3, 4), [12])
     with pytest.raises(ValueError, match="2-D"):

@@ -46,9 +46,9 @@ seed bound to (experiment, round, receiver or pair) and each keystream word used
   ``2h``-connected): removing any ``t <= 2h - 1`` corrupt senders leaves the honest ones
   connected, and pairwise masks along a connected honest graph hide everything but the
   honest sum (the argument of Bonawitz et al. 2017; Bell et al. 2020 use random sparse
-  graphs instead, for a probabilistic bound). A coalition of more than t senders with the server and the receiver
-  may learn partial sums of the honest blocks (over the components left). Cost:
-  ``2h + 1`` streams per sender and job, whatever ``|S|``.
+  graphs instead, for a probabilistic bound). A coalition of more than t senders with the
+  server and the receiver may learn partial sums of the honest blocks (over the components
+  left). Cost: ``2h + 1`` streams per sender and job, whatever ``|S|``.
 * Dropouts abort the batch (no Shamir recovery: the sums are a one-shot pre-training step
   that must be complete; see anchors_privacy.md §1.5).
 """

@@ -164,9 +164,9 @@ class SecureHopClient:
         for receiver, total in adj.global_contributions(hop).items():
             self.sum_party.add_contribution(receiver, total)  # canonical: flat ids sorted
             if self.support == "union":
-                flat = total.row * n + total.col
+                pattern = Support((n, n), flat=total.row * n + total.col)  # sorted, unique
                 meta = {"hop": hop, "round": round_idx, "to": receiver, "n": n}
-                payload = Payload({"flat": flat}, meta)
+                payload = Payload(pattern.to_fields(), meta)
                 out.append(Envelope(self.party_id, self.server_id, PATTERN_TAG, payload))
         return out
 
@@ -258,14 +258,15 @@ class SecureHopServer:
                 or not isinstance(n, int)
             ):
                 raise ProtocolError(f"{self.party_id}: unexpected {env.tag!r} from {k!r}")
-            flat = env.payload.fields.get("flat")
-            if not isinstance(flat, np.ndarray) or flat.dtype != np.int64 or flat.ndim != 1:
-                raise ProtocolError(f"{self.party_id}: malformed pattern from {k!r}")
-            if flat.size and (flat[0] < 0 or flat[-1] >= n * n or np.any(np.diff(flat) <= 0)):
-                raise ProtocolError(f"{self.party_id}: pattern from {k!r} is out of range")
+            try:
+                pattern = Support.from_fields((n, n), env.payload)
+            except ProtocolError as err:
+                raise ProtocolError(f"{self.party_id}: bad pattern from {k!r}: {err}") from err
+            if pattern is None or pattern.rows is not None:
+                raise ProtocolError(f"{self.party_id}: the pattern from {k!r} is not a pattern")
             if k in parts.setdefault(r, {}):
                 raise ProtocolError(f"{self.party_id}: two patterns from {k!r} for {r!r}")
-            parts[r][k] = flat
+            parts[r][k] = pattern.index
             sizes.add(n)
         if len(sizes) > 1:
             raise ProtocolError(f"{self.party_id}: senders disagree on n: {sorted(sizes)}")
