@@ -207,34 +207,17 @@ class Support:
         kind = "product" if self.rows is not None else "pattern"
         return f"Support({kind}, shape={self.shape}, size={self.size})"
 
-    # wire form: a product sends its rows and cols; a pattern the smallest of its flat
-    # indices (8 B each), a bitmap over all entries, or (2-D) its rows with a count each and
-    # the column of every entry in the narrowest unsigned type (2 B for < 65536 columns)
+    # wire form: a product sends its rows and cols; a pattern its flat indices or, when
+    # smaller (density > 1/64), a bitmap over all entries
     def to_fields(self) -> dict[str, np.ndarray]:
         if self.rows is not None and self.cols is not None:
             return {"support_rows": self.rows, "support_cols": self.cols}
-        flat = self.index
-        options = [(8 * flat.size, "flat")]
         total = math.prod(self.shape)
-        options.append(((total + 7) // 8, "bitmap"))
-        col_type = _col_dtype(self.shape)
-        if col_type is not None and flat.size:
-            rows, cols = np.divmod(flat, self.shape[1])
-            starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
-            options.append((12 * starts.size + col_type.itemsize * flat.size, "rowwise"))
-        kind = min(options)[1]
-        if kind == "flat":
-            return {"support_flat": flat}
-        if kind == "bitmap":
+        if (total + 7) // 8 < 8 * self.index.size:
             bits = np.zeros(total, dtype=bool)
-            bits[flat] = True
+            bits[self.index] = True
             return {"support_bitmap": np.packbits(bits)}
-        counts = np.diff(np.append(starts, flat.size)).astype(np.uint32)
-        return {
-            "support_row_ids": rows[starts],
-            "support_row_counts": counts,
-            "support_row_cols": cols.astype(col_type),
-        }
+        return {"support_flat": self.index}
 
     @classmethod
     def from_fields(cls, shape: tuple[int, ...], payload: Payload) -> Support | None:
@@ -247,48 +230,26 @@ class Support:
                     _wire_index(payload.array("support_cols")),
                 )
             if names == {"support_flat"}:
-                return cls.pattern(shape, _wire_index(payload.array("support_flat")))
+                return cls._checked(shape, _wire_index(payload.array("support_flat")))
             if names == {"support_bitmap"}:
                 packed = payload.array("support_bitmap")
                 total = math.prod(shape)
                 if packed.dtype != np.uint8 or packed.shape != ((total + 7) // 8,):
                     raise ValueError(f"a support bitmap for {shape} is {(total + 7) // 8} bytes")
                 return cls(shape, flat=np.flatnonzero(np.unpackbits(packed, count=total)))
-            if names == {"support_row_ids", "support_row_counts", "support_row_cols"}:
-                return cls.pattern(shape, _rowwise_flat(shape, payload))
         except (ValueError, WireFormatError) as err:
             raise ProtocolError(f"malformed support in a sum request: {err}") from err
         if names:
             raise ProtocolError(f"malformed support fields {sorted(names)} in a sum request")
         return None
 
-
-def _col_dtype(shape: tuple[int, ...]) -> np.dtype | None:
-    """The narrowest unsigned type for a 2-D shape's column ids (None: not 2-D or too wide)."""
-    if len(shape) != 2:
-        return None
-    for dtype in (np.uint16, np.uint32):
-        if shape[1] <= np.iinfo(dtype).max + 1:
-            return np.dtype(dtype)
-    return None
-
-
-def _rowwise_flat(shape: tuple[int, ...], payload: Payload) -> np.ndarray:
-    """Flat indices of a row-wise support (rows, a count per row, the entries' columns)."""
-    rows = _wire_index(payload.array("support_row_ids"))
-    counts = payload.array("support_row_counts")
-    cols = payload.array("support_row_cols")
-    if _col_dtype(shape) != cols.dtype or cols.ndim != 1:
-        raise ValueError(f"row-wise support columns for {shape} must be 1-d {_col_dtype(shape)}")
-    if counts.dtype != np.uint32 or counts.shape != rows.shape:
-        raise ValueError("row-wise support needs one uint32 count per row")
-    if rows.size and (rows[-1] >= shape[0] or counts.min() == 0):
-        raise ValueError("row-wise support: row out of range or empty row")
-    if int(counts.sum(dtype=np.int64)) != cols.size:
-        raise ValueError("row-wise support: counts and columns disagree")
-    if cols.size and int(cols.max()) >= shape[1]:
-        raise ValueError("row-wise support: column out of range")
-    return _wire_index(np.repeat(rows, counts) * shape[1] + cols.astype(np.int64))
+    @classmethod
+    def _checked(cls, shape: tuple[int, ...], flat: np.ndarray) -> Support:
+        """A pattern from strictly increasing int64 indices (checked by the caller): only
+        the range is left to check."""
+        if flat.size and (flat[0] < 0 or flat[-1] >= math.prod(shape)):
+            raise ValueError(f"flat index out of range [0, {math.prod(shape)})")
+        return cls(shape, flat=flat)
 
 
 def _wire_index(arr: np.ndarray) -> np.ndarray:
