@@ -568,7 +568,7 @@ def target_summary(rows: list[dict[str, Any]]) -> list[str]:
     line = (
         f"**FedStruct (H2V) vs the paper:** {len(h2v) - len(outside)} of {len(h2v)} cells "
         f"within 2 points (mean |gap| {np.mean(gaps):.2f}, seeds per cell "
-        f"{seeds[0]}–{seeds[-1]})"
+        f"{seeds[0] if seeds[0] == seeds[-1] else f'{seeds[0]}–{seeds[-1]}'})"
     )
     if outside:
         line += "; outside: " + ", ".join(
