@@ -117,7 +117,7 @@ from protocols.base import (
 from protocols.crypto import shamir
 from protocols.crypto.aead import open_sealed, seal
 from protocols.crypto.keyagreement import KeyPair, agree
-from protocols.crypto.prg import SEED_BYTES, add_mask, mask_uint64, prg_throughput
+from protocols.crypto.prg import SEED_BYTES, add_mask, mask_words, prg_throughput
 from protocols.plain import PlainAggregation
 from protocols.secagg import SecAggPlus, SecAggregation
 from protocols.wire import Payload
@@ -291,9 +291,9 @@ class Primitives:
         for d in p.dims:
             repeats = 7 if d <= 10**5 else 4
             p.prg_words_per_s[d] = prg_throughput(d, repeats=repeats)
-            words = mask_uint64(seed, d)
+            words = mask_words(seed, d)
             p.prg_cpu_words_per_s[d] = d / _best_cpu(
-                lambda w=words, d=d: mask_uint64(seed, d, out=w), repeats
+                lambda w=words, d=d: mask_words(seed, d, out=w), repeats
             )
             acc = np.zeros(d + 1, dtype=np.uint64)
             add_mask(acc, seed, 1)

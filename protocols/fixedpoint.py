@@ -1,13 +1,15 @@
-"""Fixed-point encoding of real vectors into Z_2^64 for masked sums, with a headroom check.
+"""Fixed-point encoding of real vectors into Z_2^w (w = 64 or 32) for masked sums, with a
+headroom check.
 
-``encode(x) = round(x * 2^frac_bits) mod 2^64`` (two's complement); numpy uint64 arithmetic
-wraps modulo 2^64, so masked sums need no explicit reduction. ``decode`` reads a sum back as
-a signed int64 and divides by ``2^frac_bits``. Round-to-nearest adds at most
-``2^-(frac_bits+1)`` of error per summand and coordinate.
+``encode(x) = round(x * 2^frac_bits) mod 2^w`` (two's complement) as uint64 or uint32 words;
+numpy's unsigned arithmetic wraps modulo 2^w, so masked sums need no explicit reduction.
+``decode`` reads a sum back as a signed integer and divides by ``2^frac_bits``.
+Round-to-nearest adds at most ``2^-(frac_bits+1)`` of error per summand and coordinate.
+32-bit words halve the masks, bytes and additions of a sum, at ``2^31`` of total range.
 
 The sum of ``max_summands`` encodings is exact (no wrap-around) when every encoded entry is
 bounded by ``bound``: the codec refuses at construction a ``bound`` with
-``max_summands * round(bound * 2^frac_bits) > 2^63 - 1`` and refuses on encode any entry
+``max_summands * round(bound * 2^frac_bits) > 2^(w-1) - 1`` and refuses on encode any entry
 with ``|x| > bound``. Without a declared bound it uses the largest one the headroom allows.
 This protects correctness for honest clients only: the masked sum hides inputs, so the
 server cannot check a malicious client's range (Flower merely warns on overflow).
@@ -22,41 +24,54 @@ import numpy as np
 
 from protocols.base import ProtocolError
 
-_INT64_MAX = (1 << 63) - 1
+WORD_BITS = (32, 64)
 
 
 class FixedPointOverflowError(ProtocolError, OverflowError):
     """A value or a sum would not fit the fixed-point range (raised before any wrap-around)."""
 
 
-def _per_summand_limit(max_summands: int) -> float:
-    """Largest float q with ``max_summands * q <= 2^63 - 1`` (exactly, as integers)."""
-    limit = _INT64_MAX // max_summands
+def _per_summand_limit(max_summands: int, word_bits: int) -> float:
+    """Largest float q with ``max_summands * q <= 2^(word_bits-1) - 1`` (exactly, as ints)."""
+    limit = ((1 << (word_bits - 1)) - 1) // max_summands
     q = float(limit)
     while int(q) > limit:
         q = math.nextafter(q, 0.0)
     return q
 
 
+def _check_finest_args(bound: float, word_bits: int) -> None:
+    if not (math.isfinite(bound) and bound > 0):
+        raise ValueError(f"bound must be a finite positive float, got {bound!r}")
+    if word_bits not in WORD_BITS:
+        raise ValueError(f"word_bits must be one of {WORD_BITS}, got {word_bits!r}")
+
+
 @dataclass(frozen=True)
 class FixedPointCodec:
-    """Encode floats as ``round(x * 2^frac_bits)`` in Z_2^64; sums of up to ``max_summands``.
+    """Encode floats as ``round(x * 2^frac_bits)`` in Z_2^word_bits; sums of up to
+    ``max_summands``.
 
     ``bound``: declared max ``|x|`` of any entry of one summand (for weighted averages that is
     max of ``|w_i x_i|`` and ``w_i``); ``None`` = the largest bound the headroom allows.
+    ``word_bits``: 64 (uint64 words) or 32 (uint32).
     """
 
     frac_bits: int = 24
     bound: float | None = None
     max_summands: int = 1
+    word_bits: int = 64
     _limit: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.frac_bits, int) or not 0 <= self.frac_bits <= 62:
-            raise ValueError(f"frac_bits must be an int in [0, 62], got {self.frac_bits!r}")
+        if self.word_bits not in WORD_BITS:
+            raise ValueError(f"word_bits must be one of {WORD_BITS}, got {self.word_bits!r}")
+        top = self.word_bits - 2
+        if not isinstance(self.frac_bits, int) or not 0 <= self.frac_bits <= top:
+            raise ValueError(f"frac_bits must be an int in [0, {top}], got {self.frac_bits!r}")
         if not isinstance(self.max_summands, int) or self.max_summands < 1:
             raise ValueError(f"max_summands must be a positive int, got {self.max_summands!r}")
-        q_max = _per_summand_limit(self.max_summands)
+        q_max = _per_summand_limit(self.max_summands, self.word_bits)
         if self.bound is None:
             limit = q_max / self.scale  # exact: scale is a power of two
         else:
@@ -65,11 +80,57 @@ class FixedPointCodec:
             if np.rint(self.bound * self.scale) > q_max:
                 raise FixedPointOverflowError(
                     f"fixed-point headroom exceeded: {self.max_summands} summands x bound "
-                    f"{self.bound:g} x 2^{self.frac_bits} does not fit below 2^63; lower "
-                    "frac_bits, the value bound or the number of clients"
+                    f"{self.bound:g} x 2^{self.frac_bits} does not fit below "
+                    f"2^{self.word_bits - 1}; lower frac_bits, the value bound or the number "
+                    "of clients"
                 )
             limit = float(self.bound)
         object.__setattr__(self, "_limit", limit)
+
+    @classmethod
+    def finest(cls, bound: float, max_summands: int, word_bits: int = 64) -> FixedPointCodec:
+        """The codec with the most fractional bits whose headroom holds ``max_summands``
+        entries of ``|x| <= bound`` (refuses if even ``frac_bits = 0`` does not fit)."""
+        _check_finest_args(bound, word_bits)
+        for frac_bits in range(word_bits - 2, -1, -1):
+            try:
+                return cls(frac_bits, bound, max_summands, word_bits)
+            except FixedPointOverflowError:
+                continue
+        return cls(0, bound, max_summands, word_bits)  # raises the headroom error
+
+    @classmethod
+    def for_sum_bound(
+        cls, sum_bound: float, max_summands: int, word_bits: int = 64
+    ) -> FixedPointCodec:
+        """The finest codec for sums the CALLER guarantees to stay within ``|sum| <=
+        sum_bound`` entrywise (e.g. a receiver that knows a bound on its own sum).
+
+        Partial sums may wrap modulo 2^w harmlessly; only the total must fit, so the
+        headroom is that of ONE summand plus the rounding of ``max_summands`` (each within
+        half a step), not ``max_summands`` times the bound. Each entry is still checked
+        against ``|x| <= sum_bound`` on encode. Nothing checks the guarantee itself.
+        """
+        _check_finest_args(sum_bound, word_bits)
+        if not isinstance(max_summands, int) or max_summands < 1:
+            raise ValueError(f"max_summands must be a positive int, got {max_summands!r}")
+        top = (1 << (word_bits - 1)) - 1 - max_summands
+        for frac_bits in range(word_bits - 2, -1, -1):
+            if np.rint(sum_bound * 2.0**frac_bits) <= top:
+                return cls(frac_bits, sum_bound, 1, word_bits)
+        raise FixedPointOverflowError(
+            f"fixed-point headroom exceeded: a sum bound of {sum_bound:g} does not fit "
+            f"below 2^{word_bits - 1} even without fractional bits"
+        )
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The unsigned word type of encodings (uint64 or uint32)."""
+        return np.dtype(np.uint64 if self.word_bits == 64 else np.uint32)
+
+    @property
+    def _signed(self) -> np.dtype:
+        return np.dtype(np.int64 if self.word_bits == 64 else np.int32)
 
     @property
     def scale(self) -> float:
@@ -92,14 +153,16 @@ class FixedPointCodec:
             raise FixedPointOverflowError(
                 f"input max |x| = {peak:g} exceeds the fixed-point bound {self._limit:g} "
                 f"({self.max_summands} summands, frac_bits={self.frac_bits}); a sum could "
-                "overflow 2^63: clip the input, raise the declared bound or lower frac_bits"
+                f"overflow 2^{self.word_bits - 1}: clip the input, raise the declared bound or "
+                "lower frac_bits"
             )
 
     def encode(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """``x`` (float) as uint64 words; raises before encoding anything out of range.
+        """``x`` (float) as words of :attr:`dtype`; raises before encoding anything out of
+        range.
 
-        ``out``: a contiguous uint64 array of ``x``'s shape to write into; ``x`` may be
-        ``out.view(np.float64)`` itself (encoding in place, no temporary).
+        ``out``: a contiguous array of :attr:`dtype` and ``x``'s shape to write into; with
+        64-bit words ``x`` may be ``out.view(np.float64)`` itself (in place, no temporary).
         """
         arr = np.asarray(x, dtype=np.float64)
         lo, hi = (float(arr.min()), float(arr.max())) if arr.size else (0.0, 0.0)
@@ -107,17 +170,19 @@ class FixedPointCodec:
             raise ValueError("cannot fixed-point encode NaN or infinite values")
         self.check_peak(max(-lo, hi))
         if out is None:
-            out = np.empty(arr.shape, dtype=np.uint64)
-        elif out.dtype != np.uint64 or out.shape != arr.shape or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a contiguous uint64 array of shape {arr.shape}")
-        scaled = out.view(np.float64)
-        np.multiply(arr, self.scale, out=scaled)  # exact: scale is a power of two
-        np.rint(scaled, out=out.view(np.int64), casting="unsafe")  # |value| < 2^63 checked
+            out = np.empty(arr.shape, dtype=self.dtype)
+        elif out.dtype != self.dtype or out.shape != arr.shape or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a contiguous {self.dtype} array of shape {arr.shape}")
+        # exact: scale is a power of two; in place when the words are float64-sized
+        scaled = np.multiply(
+            arr, self.scale, out=out.view(np.float64) if out.itemsize == 8 else None
+        )
+        np.rint(scaled, out=out.view(self._signed), casting="unsafe")  # |value| range checked
         return out
 
     def decode(self, total: np.ndarray) -> np.ndarray:
-        """A uint64 sum of encodings back to float64 (two's complement)."""
+        """A sum of encodings (words of :attr:`dtype`) back to float64 (two's complement)."""
         arr = np.asarray(total)
-        if arr.dtype != np.uint64:
-            raise TypeError(f"decode expects uint64 words, got {arr.dtype}")
-        return arr.view(np.int64).astype(np.float64) / self.scale
+        if arr.dtype != self.dtype:
+            raise TypeError(f"decode expects {self.dtype} words, got {arr.dtype}")
+        return arr.view(self._signed).astype(np.float64) / self.scale

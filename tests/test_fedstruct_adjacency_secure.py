@@ -18,6 +18,7 @@ from test_fedstruct_adjacency import (
 )
 
 from protocols.base import ProtocolError
+from protocols.fixedpoint import FixedPointOverflowError
 from protocols.secure_sum import Support
 from protocols.secure_sum.base import TAG_CONTRIBUTION, TAG_DELIVERY, TAG_ROUTED_REQUEST
 from protocols.secure_sum.masked import MaskedSum
@@ -33,7 +34,8 @@ from securefgl.fedstruct.adjacency_secure import (
 )
 
 MODES = ["masked", "ckks"]
-# masked: fixed point 2^-32 per summand (~1e-10 measured). CKKS: public-key encryption noise
+# masked: fixed point in Z_2^32, 2^-(f+1) per summand with f = 26..29 for K <= 20 (~1e-8
+# measured). CKKS: public-key encryption noise
 # (~2e-8 per sum) plus rounding to 2^-24 (~6e-8), propagated through row-stochastic hops
 # (errors add up at most linearly in L_s): ~2e-8 measured here; 1e-6 holds with margin.
 TOL = {"masked": 1e-6, "ckks": 1e-6}
@@ -74,6 +76,32 @@ def test_masked_is_exact_to_fixed_point_resolution():
     d, _, views = make_world(150, 4, seed=3)
     clients, *_ = secure_build(views, "masked", hops=4)
     assert max_err(clients, to_opaque(central_abar(d.edge_index, d.num_nodes, 4))) < 1e-8
+
+
+@pytest.mark.parametrize("hops", [3, 6])
+def test_masked_z32_ring_is_within_its_error_bound(hops):
+    """Z_2^32 with the public degree bound 2047: steps of 2^-20, at most 2^-21 per hop."""
+    d, _, views = make_world(150, 4, seed=3)
+    hop_sum = MaskedHopSum("x", word_bits=32)
+    assert hop_sum.protocol.codec_for(4).frac_bits == 20
+    clients, *_ = secure_build(views, "masked", hops=hops, hop_sum=hop_sum)
+    err = max_err(clients, to_opaque(central_abar(d.edge_index, d.num_nodes, hops)))
+    assert 0 < err <= (hops - 1) * 2.0**-21
+    tight = MaskedHopSum("y", word_bits=32, degree_bound=255)  # 2^-23 steps
+    clients, *_ = secure_build(views, "masked", hops=hops, hop_sum=tight)
+    assert max_err(clients, to_opaque(central_abar(d.edge_index, d.num_nodes, hops))) < err
+
+
+def test_masked_z32_degree_bound_is_checked_before_any_value_is_sent():
+    _, _, views = make_world(150, 4, seed=3)
+    clients, channel, _, _ = federate(views)
+    peak = max(c.boundary_degree_peak() for c in clients.values())
+    low = MaskedHopSum("x", word_bits=32, degree_bound=int(peak) - 1)
+    with pytest.raises(FixedPointOverflowError, match="exceeds the masked ring's public degree"):
+        secure_build(views, "masked", hops=3, hop_sum=low, channel=channel)
+    assert not [e for e in channel.transcript.entries if e.tag == TAG_CONTRIBUTION]
+    with pytest.raises(ValueError, match="degree_bound"):
+        MaskedHopSum("x", word_bits=32, degree_bound=0)
 
 
 def test_unsafe_noise_would_be_caught():
@@ -137,7 +165,10 @@ def leaks(payload, block: SparseRows, codec) -> bool:
         elif value.dtype.kind == "f":
             if np.isin(vals, value).mean() > 0.5:
                 return True
-        elif value.dtype.itemsize == 8 and np.isin(words, value.view(np.uint64)).mean() > 0.5:
+        elif (
+            value.dtype.itemsize == words.itemsize
+            and np.isin(words, value.view(words.dtype)).mean() > 0.5
+        ):
             return True
     return False
 
@@ -164,15 +195,17 @@ def test_detector_fires_on_the_plain_scheme():
     assert {("server", k, i, h) for k, i, h in nonempty} <= found
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [*MODES, "masked32"])
 @pytest.mark.parametrize("support", ["rows", "union"])
 def test_no_individual_block_reaches_receiver_or_server(mode, support):
     _, assignment, views = make_world(140, 3, seed=3)
     hops = 3
-    hop_sum = hop_sum_for(mode, "test-exp", support=support)
+    ring = {"word_bits": 32} if mode == "masked32" else {}
+    hop_sum = hop_sum_for(mode.removesuffix("32"), "test-exp", support=support, **ring)
     spies, channel, report = spy_build(views, hop_sum, hops)
     assert any(b.matrix.nnz for b in Spy.blocks.values())
-    assert individual_blocks_seen(channel, MaskedSum("x").codec_for(3)) == set()
+    codec = (MaskedSum("x") if mode == "ckks" else hop_sum.protocol).codec_for(3)
+    assert individual_blocks_seen(channel, codec) == set()
     entries = channel.transcript.entries
     assert not [e for e in entries if e.tag == BLOCK_TAG]
     for e in entries:  # no plaintext floats anywhere
@@ -197,7 +230,10 @@ def test_no_individual_block_reaches_receiver_or_server(mode, support):
     for e in entries:
         if e.tag == TAG_CONTRIBUTION:
             fields = set(e.payload().fields)
-            assert fields == ({"y"} if mode == "masked" else {"ct", "ct_len"})
+            assert fields == ({"ct", "ct_len"} if mode == "ckks" else {"y"})
+            if mode != "ckks":
+                word = np.uint32 if mode == "masked32" else np.uint64
+                assert e.payload().fields["y"].dtype == word
 
 
 def test_union_support_leaks_exactly_the_individual_patterns_to_the_server():

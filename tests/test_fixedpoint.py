@@ -1,4 +1,5 @@
-"""Fixed-point codec in Z_2^64: exact wrapped sums, two's complement, overflow refused early."""
+"""Fixed-point codec in Z_2^64 and Z_2^32: exact wrapped sums, two's complement, overflow
+refused early."""
 
 from __future__ import annotations
 
@@ -21,13 +22,17 @@ def _sum(words: list[np.ndarray]) -> np.ndarray:
 
 @settings(max_examples=50, deadline=None)
 @given(
-    frac_bits=st.integers(8, 40),
+    word_bits=st.sampled_from([32, 64]),
     n=st.integers(1, 20),
     data=st.data(),
 )
-def test_sum_of_encodings_decodes_to_the_sum(frac_bits: int, n: int, data: st.DataObject) -> None:
-    codec = FixedPointCodec(frac_bits, bound=1000.0, max_summands=n)
-    floats = st.floats(-1000, 1000, allow_nan=False)
+def test_sum_of_encodings_decodes_to_the_sum(word_bits: int, n: int, data: st.DataObject) -> None:
+    bound = 1000.0 if word_bits == 64 else 100.0
+    top = FixedPointCodec.finest(bound, n, word_bits).frac_bits
+    frac_bits = data.draw(st.integers(min(8, top), top))
+    codec = FixedPointCodec(frac_bits, bound=bound, max_summands=n, word_bits=word_bits)
+    assert codec.dtype == (np.uint64 if word_bits == 64 else np.uint32)
+    floats = st.floats(-bound, bound, allow_nan=False)
     xs = [data.draw(arrays(np.float64, 6, elements=floats)) for _ in range(n)]
     decoded = codec.decode(_sum([codec.encode(x) for x in xs]))
     exact = np.sum(xs, axis=0)
@@ -42,6 +47,48 @@ def test_roundtrip_and_twos_complement() -> None:
     assert int(words[2]) == 2**64 - 2**16  # -1 in two's complement
     np.testing.assert_array_equal(codec.decode(words)[:5], x[:5])
     assert abs(codec.decode(words)[5] - 1e-6) <= codec.resolution / 2
+
+
+def test_32_bit_words_wrap_mod_2_32() -> None:
+    codec = FixedPointCodec(16, word_bits=32)
+    words = codec.encode(np.array([1.0, -1.0, 0.5]))
+    assert words.dtype == np.uint32 and int(words[1]) == 2**32 - 2**16
+    np.testing.assert_array_equal(codec.decode(words), [1.0, -1.0, 0.5])
+    with pytest.raises(TypeError, match="uint32"):
+        codec.decode(words.astype(np.uint64))
+    with pytest.raises(ValueError, match="contiguous uint32"):
+        codec.encode(np.ones(2), out=np.empty(2, np.uint64))
+    with pytest.raises(ValueError, match=r"frac_bits must be an int in \[0, 30\]"):
+        FixedPointCodec(31, word_bits=32)
+    with pytest.raises(ValueError, match="word_bits"):
+        FixedPointCodec(8, word_bits=16)
+
+
+@pytest.mark.parametrize(
+    ("bound", "n", "word_bits", "expected"),
+    [
+        (1.0, 10, 32, 27),  # 10 x 2^27 < 2^31 <= 10 x 2^28
+        (1.0, 20, 32, 26),
+        (1.0, 1, 32, 30),  # capped at word_bits - 2
+        (1.0, 10, 64, 59),
+        (2.0**20, 4, 32, 8),  # 4 x 2^20 x 2^9 = 2^31: one past the top
+    ],
+)
+def test_finest_codec_takes_every_fractional_bit_the_headroom_allows(
+    bound: float, n: int, word_bits: int, expected: int
+) -> None:
+    codec = FixedPointCodec.finest(bound, n, word_bits)
+    assert codec.frac_bits == expected and codec.effective_bound == bound
+    if expected < word_bits - 2:
+        with pytest.raises(FixedPointOverflowError):
+            FixedPointCodec(expected + 1, bound, n, word_bits)
+
+
+def test_finest_codec_refuses_what_cannot_fit() -> None:
+    with pytest.raises(FixedPointOverflowError, match="headroom"):
+        FixedPointCodec.finest(2.0**31, 2, 32)
+    with pytest.raises(ValueError, match="positive"):
+        FixedPointCodec.finest(0.0, 2, 32)
 
 
 def test_headroom_check_at_construction() -> None:
@@ -104,3 +151,19 @@ def test_encode_into_out_and_in_place() -> None:
     np.testing.assert_array_equal(in_place, expected)
     with pytest.raises(ValueError, match="contiguous uint64"):
         codec.encode(x, out=np.empty(3, np.uint64))
+
+
+def test_sum_bound_codec_lets_partial_sums_wrap() -> None:
+    """With a bound on the SUM (guaranteed by the caller) only the total must fit: partial
+    sums may wrap modulo 2^w and still decode exactly."""
+    codec = FixedPointCodec.for_sum_bound(1000.0, 3, word_bits=32)
+    assert codec.frac_bits == 21  # 1000 x 2^21 + 3 < 2^31 <= 1000 x 2^22
+    assert FixedPointCodec.for_sum_bound(2047.0, 20, word_bits=32).frac_bits == 20
+    assert FixedPointCodec.for_sum_bound(1.0, 10, word_bits=32).frac_bits == 30
+    parts = [np.array([900.0, 0.25]), np.array([900.0, 0.5]), np.array([-850.0, 0.0])]
+    total = _sum([codec.encode(p) for p in parts])  # 1800 > 1024 = the range, mid-way
+    np.testing.assert_array_equal(codec.decode(total), [950.0, 0.75])
+    with pytest.raises(FixedPointOverflowError, match="exceeds the fixed-point bound"):
+        codec.encode(np.array([1000.5]))
+    with pytest.raises(FixedPointOverflowError, match="headroom"):
+        FixedPointCodec.for_sum_bound(2.0**31, 2, word_bits=32)

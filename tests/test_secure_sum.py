@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from protocols.base import Envelope, ProtocolError, no_transport
-from protocols.crypto.prg import mask_uint64
+from protocols.crypto.prg import mask_words
 from protocols.fixedpoint import FixedPointOverflowError
 from protocols.secure_sum import (
     CKKSSum,
@@ -37,6 +37,8 @@ FRAC_BITS = 32
 MODES: dict[str, Callable[[], SecureSum]] = {
     "plain": PlainSum,
     "masked": lambda: MaskedSum("exp-test", frac_bits=FRAC_BITS),
+    # Z_2^32 with the finest resolution that fits |entries| <= 1 (2^-24 or finer up to 127)
+    "masked32": lambda: MaskedSum("exp-test", word_bits=32, frac_bits=None, value_bound=1.0),
     "ckks": CKKSSum,
 }
 
@@ -86,8 +88,9 @@ def _run(mode: str, n: int, jobs, transmit=no_transport, round_idx=0, **kwargs):
 def _tolerance(mode: str, n_senders: int) -> float:
     if mode == "plain":
         return 1e-12
-    if mode == "masked":  # round-to-nearest: 2^-(f+1) per summand
-        return n_senders * 2.0 ** -(FRAC_BITS + 1) + 1e-12
+    if mode.startswith("masked"):  # round-to-nearest: 2^-(f+1) per summand
+        frac_bits = FRAC_BITS if mode == "masked" else 24
+        return n_senders * 2.0 ** -(frac_bits + 1) + 1e-12
     return 1e-6
 
 
@@ -213,8 +216,9 @@ def _leaks(env: Envelope, block, codec) -> bool:
             if np.isin(nz, value).mean() > 0.5:
                 return True
         elif (
-            value.dtype in (np.uint64, np.int64)
-            and np.isin(words, value.view(np.uint64).reshape(-1)).mean() > 0.5
+            value.dtype.kind in "iu"
+            and value.dtype.itemsize == words.itemsize
+            and np.isin(words, value.view(words.dtype).reshape(-1)).mean() > 0.5
         ):
             return True
     return False
@@ -241,7 +245,7 @@ def _individual_leaks(mode: str) -> tuple[list[tuple[str, str, str]], Recorder, 
     protocol, parties = _parties(mode, n)
     rec = Recorder()
     results = run_secure_sums(protocol, parties, jobs, rec, supports=supports, round_idx=3)
-    codec = MaskedSum("x", frac_bits=FRAC_BITS).codec_for(n)
+    codec = MODES["masked32" if mode == "masked32" else "masked"]().codec_for(n)
     found = []
     for env in rec.log:
         for r, blocks in jobs.items():
@@ -264,7 +268,7 @@ def test_detector_sees_every_block_in_plain_mode() -> None:
     assert len({x[2] for x in found if x[1] != SERVER}) == n_blocks
 
 
-@pytest.mark.parametrize("mode", ["masked", "ckks"])
+@pytest.mark.parametrize("mode", ["masked", "masked32", "ckks"])
 def test_no_individual_block_reaches_receiver_or_server(mode: str) -> None:
     found, rec, jobs = _individual_leaks(mode)
     assert found == []
@@ -275,8 +279,9 @@ def test_no_individual_block_reaches_receiver_or_server(mode: str) -> None:
     for env in rec.log:  # no plaintext floats anywhere in the round
         for value in env.payload.fields.values():
             assert isinstance(value, bytes) or value.dtype.kind != "f", (env.tag, env.receiver)
-        if mode == "masked" and env.tag in (TAG_CONTRIBUTION, TAG_DELIVERY):
-            assert all(v.dtype == np.uint64 for v in env.payload.fields.values())
+        if mode.startswith("masked") and env.tag in (TAG_CONTRIBUTION, TAG_DELIVERY):
+            word = np.uint64 if mode == "masked" else np.uint32
+            assert all(v.dtype == word for v in env.payload.fields.values())
         if mode == "ckks" and env.tag in (TAG_CONTRIBUTION, TAG_DELIVERY):
             assert set(env.payload.fields) == {"ct", "ct_len"}
 
@@ -322,7 +327,7 @@ def test_masked_pair_stream_masks_each_shared_job_with_its_own_segment() -> None
     assert np.unique(words).size == words.size == 6 + 8
     s0 = parties.clients[a]._pair_masks[b, _ids(n)[0]]  # the segments tile one stream
     assert s0.offset == 0
-    assert np.array_equal(words, mask_uint64(s0.stream._seed, 14))
+    assert np.array_equal(words, mask_words(s0.stream._seed, 14))
 
 
 def test_plain_sparse_blocks_travel_as_coo() -> None:
@@ -444,6 +449,25 @@ def test_garbled_masked_payload(field, make, tag, match) -> None:
     protocol, parties = _parties("masked", 3)
     with pytest.raises(ProtocolError, match=match):
         run_secure_sums(protocol, parties, _simple_jobs(3), Recorder(_replace(field, make, tag)))
+
+
+def test_masked32_sums_in_uint32_words_and_checks_their_width_and_range() -> None:
+    protocol, parties = _parties("masked32", 3)
+    assert protocol.codec_for(3).frac_bits == 29  # 3 x 2^29 < 2^31: the finest that fits
+    wide = _replace("y", lambda y: y.astype(np.uint64))
+    with pytest.raises(ProtocolError, match="garbled masked block.*uint32"):
+        run_secure_sums(protocol, parties, _simple_jobs(3), Recorder(wide))
+    jobs = {"c00": {"c01": np.full((2, 2), 0.5), "c02": np.full((2, 2), 1.5)}}
+    with pytest.raises(FixedPointOverflowError, match="exceeds the fixed-point bound 1"):
+        _run("masked32", 3, jobs)
+    with pytest.raises(ValueError, match="needs a value_bound"):
+        MaskedSum("exp", word_bits=32, frac_bits=None)
+    with pytest.raises(ValueError, match="sum_bound takes neither"):
+        MaskedSum("exp", word_bits=32, sum_bound=4.0)  # frac_bits defaults to 32
+    with pytest.raises(ValueError, match="word_bits"):
+        MaskedSum("exp", word_bits=16)
+    summed = MaskedSum("exp", word_bits=32, frac_bits=None, sum_bound=4.0).codec_for(3)
+    assert summed.frac_bits == 28 and summed.dtype == np.uint32  # 4 x 2^28 + 3 < 2^31
 
 
 def _random_bytes(blob: object) -> bytes:

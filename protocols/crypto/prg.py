@@ -1,18 +1,19 @@
-"""Cryptographic PRG for secure-aggregation masks: the ChaCha20 keystream as uint64 words.
+"""Cryptographic PRG for secure-aggregation masks: the ChaCha20 keystream as uint words.
 
-A mask is the first ``8n`` bytes of the ChaCha20 keystream under a 32-byte seed (key) and an
-all-zero nonce, read as little-endian uint64; ``offset`` reads words ``[offset, offset + n)``
-of that stream (the block counter seeks to it, so a long stream can be consumed in disjoint
-segments by different calls without generating what lies before). This is the PRG of
-Bonawitz et al. 2017 (SecAgg) and Bell et al. 2020 (SecAgg+): its output is
-indistinguishable from uniform in Z_2^64^n to anyone without the 256-bit seed. Flower's
+A mask of ``n`` words (uint64, or uint32 for masks in Z_2^32) is the first ``n`` words of the
+ChaCha20 keystream under a 32-byte seed (key) and an all-zero nonce, read little-endian;
+``offset`` reads words ``[offset, offset + n)`` of that stream (the block counter seeks to
+it, so a long stream can be consumed in disjoint segments by different calls without
+generating what lies before). This is the PRG of Bonawitz et al. 2017 (SecAgg) and Bell et
+al. 2020 (SecAgg+): its output is indistinguishable from uniform words to anyone without
+the 256-bit seed. Flower's
 SecAgg+ instead seeds ``numpy.random.RandomState`` with a 32-bit fold of the seed (32 bits
 of mask entropy, not a CSPRNG); we do not.
 
 The zero nonce is safe because every seed is single-use: seeds are fresh random values
 (self masks) or HKDF outputs bound to (experiment, round, purpose, pair), so no (key, nonce)
 pair ever encrypts two different streams. The 32-bit block counter limits one mask to
-2^38 bytes (over 3·10^10 words).
+2^38 bytes (over 3·10^10 uint64 words). A stream is read with one word width throughout.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 SEED_BYTES = 32
 _NONCE = bytes(16)  # 4-byte block counter (starts at 0) || 12-byte nonce
-_MAX_WORDS = (1 << 38) // 8
-_CHUNK_WORDS = 1 << 15  # 256 KiB: each keystream chunk is added while still in cache
+WORD_DTYPES = (np.dtype(np.uint32), np.dtype(np.uint64))
+_MAX_BYTES = 1 << 38
+_CHUNK_BYTES = 1 << 18  # 256 KiB: each keystream chunk is added while still in cache
 _zeros = b""  # shared read-only zero plaintext, grown on demand
 _local = threading.local()
 
@@ -46,51 +48,66 @@ def _check_seed(seed: bytes) -> None:
         raise ValueError(f"a PRG seed is {SEED_BYTES} bytes")
 
 
-def _keystream(seed: bytes, offset: int = 0) -> Any:
-    """A ChaCha20 encryptor positioned at keystream word ``offset``."""
-    block, skip = divmod(offset, 8)  # 8 words per 64-byte ChaCha20 block
+def _keystream(seed: bytes, byte_offset: int = 0) -> Any:
+    """A ChaCha20 encryptor positioned at keystream byte ``byte_offset``."""
+    block, skip = divmod(byte_offset, 64)  # 64-byte ChaCha20 blocks
     nonce = block.to_bytes(4, "little") + _NONCE[4:]  # 32-bit block counter || zero nonce
     encryptor = Cipher(algorithms.ChaCha20(bytes(seed), nonce), mode=None).encryptor()
     if skip:
-        encryptor.update(_zero_view(8 * skip))
+        encryptor.update(_zero_view(skip))
     return encryptor
 
 
-def _check_range(offset: int, n: int) -> None:
-    if not 0 <= offset <= _MAX_WORDS - n:
-        raise ValueError(f"mask words [{offset}, {offset + n}) exceed the stream's {_MAX_WORDS}")
+def _word_dtype(dtype: Any, what: str) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in WORD_DTYPES:
+        raise ValueError(f"{what} must be uint32 or uint64 words, got {dt}")
+    return dt
+
+
+def _check_range(offset: int, n: int, itemsize: int) -> None:
+    if not 0 <= offset * itemsize <= _MAX_BYTES - n * itemsize:
+        raise ValueError(
+            f"mask words [{offset}, {offset + n}) exceed the stream's {_MAX_BYTES // itemsize}"
+        )
 
 
 def _fill(encryptor: Any, out: np.ndarray) -> None:
-    """Next ``len(out)`` keystream words into the contiguous uint64 array ``out``."""
-    nbytes = 8 * out.shape[0]
+    """Next ``out.nbytes`` keystream bytes into the contiguous word array ``out``."""
+    nbytes = out.nbytes
     if encryptor.update_into(_zero_view(nbytes), memoryview(out).cast("B")) != nbytes:
         raise RuntimeError("short ChaCha20 keystream")  # pragma: no cover
     if sys.byteorder == "big":  # pragma: no cover - masks are little-endian words
         out.byteswap(inplace=True)
 
 
-def mask_uint64(
-    seed: bytes, n: int, out: np.ndarray | None = None, *, offset: int = 0
+def mask_words(
+    seed: bytes,
+    n: int,
+    out: np.ndarray | None = None,
+    *,
+    offset: int = 0,
+    dtype: Any = np.uint64,
 ) -> np.ndarray:
-    """``n`` pseudorandom uint64 words from ``seed`` (32 bytes), starting at stream word
-    ``offset``; writes into ``out`` if given."""
+    """``n`` pseudorandom words (``dtype`` uint64 or uint32) from ``seed`` (32 bytes),
+    starting at stream word ``offset``; writes into ``out`` (of that dtype) if given."""
     _check_seed(seed)
-    if not 0 <= n <= _MAX_WORDS:
-        raise ValueError(f"mask length must be in [0, {_MAX_WORDS}], got {n}")
-    _check_range(offset, n)
+    dt = _word_dtype(dtype, "dtype")
+    if not 0 <= n <= _MAX_BYTES // dt.itemsize:
+        raise ValueError(f"mask length must be in [0, {_MAX_BYTES // dt.itemsize}], got {n}")
+    _check_range(offset, n, dt.itemsize)
     if out is None:
-        out = np.empty(n, dtype=np.uint64)
-    elif out.dtype != np.uint64 or out.shape != (n,) or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a contiguous uint64 array of shape ({n},)")
+        out = np.empty(n, dtype=dt)
+    elif out.dtype != dt or out.shape != (n,) or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a contiguous {dt} array of shape ({n},)")
     if n:
-        _fill(_keystream(seed, offset), out)
+        _fill(_keystream(seed, offset * dt.itemsize), out)
     return out
 
 
 def add_mask(acc: np.ndarray, seed: bytes, sign: int, *, offset: int = 0) -> None:
-    """``acc += sign * PRG(seed)[offset : offset + len(acc)]`` modulo 2^64, in place
-    (``sign`` is +1 or -1).
+    """``acc += sign * PRG(seed)[offset : offset + len(acc)]`` modulo the word size, in
+    place (``sign`` is +1 or -1; ``acc`` is uint64 or uint32, words of its width).
 
     Streams the keystream in cache-sized chunks through a small per-thread buffer, so a
     mask of any length costs one pass over ``acc`` and no allocation.
@@ -113,23 +130,27 @@ class MaskStream:
         self._position = -1
 
     def add_to(self, acc: np.ndarray, sign: int, offset: int) -> None:
-        """``acc += sign * PRG(seed)[offset : offset + len(acc)]`` modulo 2^64, in place."""
-        if acc.dtype != np.uint64 or acc.ndim != 1 or not acc.flags.c_contiguous:
-            raise ValueError("the accumulator must be a contiguous 1-d uint64 array")
+        """``acc += sign * PRG(seed)[offset : offset + len(acc)]`` modulo the word size, in
+        place (words of ``acc``'s width, uint64 or uint32)."""
+        dt = _word_dtype(acc.dtype, "the accumulator")
+        if acc.ndim != 1 or not acc.flags.c_contiguous:
+            raise ValueError("the accumulator must be a contiguous 1-d array")
         if sign not in (1, -1):
             raise ValueError(f"sign must be +1 or -1, got {sign}")
         n = acc.shape[0]
-        _check_range(offset, n)
-        if offset != self._position:
-            self._encryptor = _keystream(self._seed, offset)
-        self._position = offset + n
+        _check_range(offset, n, dt.itemsize)
+        byte_offset = offset * dt.itemsize
+        if byte_offset != self._position:
+            self._encryptor = _keystream(self._seed, byte_offset)
+        self._position = byte_offset + acc.nbytes
         op = np.add if sign > 0 else np.subtract
         buf = getattr(_local, "chunk", None)
         if buf is None:
-            buf = _local.chunk = np.empty(_CHUNK_WORDS, dtype=np.uint64)
-        for start in range(0, n, _CHUNK_WORDS):
-            part = acc[start : start + _CHUNK_WORDS]
-            words = buf[: part.shape[0]]
+            buf = _local.chunk = np.empty(_CHUNK_BYTES, dtype=np.uint8)
+        step = _CHUNK_BYTES // dt.itemsize
+        for start in range(0, n, step):
+            part = acc[start : start + step]
+            words = buf.view(dt)[: part.shape[0]]
             _fill(self._encryptor, words)
             op(part, words, out=part)
 
@@ -138,10 +159,10 @@ def prg_throughput(n: int = 10**6, repeats: int = 5) -> float:
     """Measured PRG speed in uint64 words per second (best of ``repeats``, reused buffer)."""
     out = np.empty(n, dtype=np.uint64)
     seed = secrets.token_bytes(SEED_BYTES)
-    mask_uint64(seed, n, out=out)  # warm up buffers
+    mask_words(seed, n, out=out)  # warm up buffers
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        mask_uint64(seed, n, out=out)
+        mask_words(seed, n, out=out)
         best = min(best, time.perf_counter() - start)
     return n / best

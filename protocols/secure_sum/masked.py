@@ -4,9 +4,10 @@ Setup: every client publishes one X25519 public key; the server forwards all of 
 every client (any client may later be a co-sender or a receiver of any other).
 
 Round: sender k of receiver r's job with sender set S encodes its block at the job's
-positions in fixed point (``FixedPointCodec``, Z_2^64, overflow-checked) and sends::
+positions in fixed point (``FixedPointCodec``, Z_2^w with w = 64 by default or 32,
+overflow-checked) and sends::
 
-    y_k = enc(B_k) + sum_{v in S, v != k} (+/-) PRG(s_kv) + PRG(s_kr)    (mod 2^64)
+    y_k = enc(B_k) + sum_{v in S, v != k} (+/-) PRG(s_kv) + PRG(s_kr)    (mod 2^w)
 
 + for the smaller id (the sum runs over k's mask peers in S: all of S by default, see
 "Mask graph" below). PRG(s_kv) is job r's segment of ONE stream per pair and round, seeded
@@ -26,7 +27,7 @@ only its entries are (blocks must be zero outside it, else :class:`SupportViolat
 Threat model (honest-but-curious parties, long-term X25519 keys from setup, every derived
 seed bound to (experiment, round, receiver or pair) and each keystream word used once:
 ``round_idx`` may not repeat).
-* Server: sees only masked vectors, each uniform on Z_2^64 and their sum still masked by the
+* Server: sees only masked vectors, each uniform on Z_2^w and their sum still masked by the
   receiver's masks: it learns nothing about any value, the sum included.
 * Receiver: learns ``sum_k B_k`` on the encoded positions (to 2^-frac_bits) and nothing
   else about individual blocks, including which entries inside the support each one fills.
@@ -64,7 +65,7 @@ import numpy as np
 from protocols.base import Envelope, Inbox, ProtocolError
 from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, derive_key, shared_secret
 from protocols.crypto.prg import MaskStream, add_mask
-from protocols.fixedpoint import FixedPointCodec
+from protocols.fixedpoint import WORD_BITS, FixedPointCodec
 from protocols.secure_sum.base import (
     SETUP_PHASES,
     Block,
@@ -199,7 +200,7 @@ class MaskedSumClient(SecureSumClient):
         y = self.codec.encode(gather(block, request, who))
         for v in mask_peers(who, request.senders, self.collusion_threshold):
             seg = self._pair_masks.pop((v, receiver))
-            seg.stream.add_to(y, +1 if seg.add else -1, seg.offset)  # mod 2^64
+            seg.stream.add_to(y, +1 if seg.add else -1, seg.offset)  # mod 2^w
         add_mask(y, self._seed(receiver, "receiver-mask", receiver, who), +1)
         return Payload({"y": y}, {})
 
@@ -212,11 +213,12 @@ class MaskedSumClient(SecureSumClient):
         if (
             set(payload.fields) != {"y_sum"}
             or not isinstance(total, np.ndarray)
-            or total.dtype != np.uint64
+            or total.dtype != self.codec.dtype
             or total.shape != (request.length,)
         ):
             raise ProtocolError(
-                f"{who}: garbled masked sum (expected one uint64 vector of {request.length})"
+                f"{who}: garbled masked sum (expected one {self.codec.dtype} vector of "
+                f"{request.length})"
             )
         if payload.meta.get("senders") != list(request.senders):
             raise ProtocolError(f"{who}: the masked sum is not over the requested senders")
@@ -227,7 +229,17 @@ class MaskedSumClient(SecureSumClient):
 
 
 class MaskedSumServer(SecureSumServer):
-    """Relays keys; adds each job's masked vectors mod 2^64 (it cannot unmask the sum)."""
+    """Relays keys; adds each job's masked vectors mod 2^w (it cannot unmask the sum)."""
+
+    def __init__(
+        self,
+        party_id: str,
+        client_ids: Sequence[str],
+        min_senders: int,
+        dtype: type[np.unsignedinteger] | np.dtype = np.uint64,
+    ) -> None:
+        super().__init__(party_id, client_ids, min_senders)
+        self.dtype = np.dtype(dtype)  # the public word type of the masked vectors
 
     def setup_forward(self, inbox: Inbox) -> list[Envelope]:
         keys: dict[str, bytes] = {}
@@ -255,20 +267,20 @@ class MaskedSumServer(SecureSumServer):
     def _aggregate(
         self, receiver: str, request: SumRequest, contributions: dict[str, Payload]
     ) -> list[Payload]:
-        total = np.zeros(request.length, dtype=np.uint64)
+        total = np.zeros(request.length, dtype=self.dtype)
         for k in request.senders:
             payload = contributions[k]
             y = payload.fields.get("y")
             if (
                 set(payload.fields) != {"y"}
                 or not isinstance(y, np.ndarray)
-                or y.dtype != np.uint64
+                or y.dtype != self.dtype
                 or y.shape != (request.length,)
             ):
                 desc = (y.dtype, y.shape) if isinstance(y, np.ndarray) else type(y).__name__
                 raise ProtocolError(
                     f"server: garbled masked block from {k!r} for {receiver!r}: expected "
-                    f"uint64 of shape ({request.length},), got {desc}"
+                    f"{self.dtype} of shape ({request.length},), got {desc}"
                 )
             np.add(total, y, out=total)
         return [Payload({"y_sum": total}, {"senders": list(request.senders)})]
@@ -277,10 +289,15 @@ class MaskedSumServer(SecureSumServer):
 class MaskedSum(SecureSum):
     """Pairwise-masked sums; the receiver learns only the sum, the server nothing.
 
-    ``experiment_id`` is bound into every derived seed. ``frac_bits``: fixed-point
-    resolution 2^-frac_bits (default 32: ~2.3e-10). ``value_bound``: declared max ``|entry|``
-    of a block (None: the largest the 63-bit headroom allows for the federation size, i.e.
-    ``2^(63 - frac_bits) / n_clients``); checked by each sender before masking.
+    ``experiment_id`` is bound into every derived seed. ``word_bits``: the ring Z_2^w of
+    masks and encodings, 64 (default) or 32 (half the keystream, bytes and additions).
+    ``frac_bits``: fixed-point resolution 2^-frac_bits (default 32: ~2.3e-10); None = the
+    finest that fits the bound below for the federation size. ``value_bound``: declared
+    max ``|entry|`` of a block (None: the largest the headroom allows, i.e.
+    ``2^(w - 1 - frac_bits) / n_clients``); checked by each sender before masking.
+    ``sum_bound`` (instead of ``value_bound``, with ``frac_bits=None``): a bound on
+    ``|entry|`` of every SUM that the caller guarantees (the receiver knows it; see
+    ``FixedPointCodec.for_sum_bound``): about ``log2(n_clients)`` more fractional bits.
     ``collusion_threshold``: None (default) masks every pair of senders (any coalition);
     an int t >= 1 masks on a circulant graph that tolerates t colluding senders (module
     docstring, "Mask graph").
@@ -293,31 +310,47 @@ class MaskedSum(SecureSum):
         self,
         experiment_id: str,
         *,
-        frac_bits: int = 32,
+        word_bits: int = 64,
+        frac_bits: int | None = 32,
         value_bound: float | None = None,
+        sum_bound: float | None = None,
         min_senders: int = 1,
         collusion_threshold: int | None = None,
     ) -> None:
         super().__init__(min_senders=min_senders)
+        if word_bits not in WORD_BITS:
+            raise ValueError(f"word_bits must be one of {WORD_BITS}, got {word_bits!r}")
+        if sum_bound is not None and (value_bound is not None or frac_bits is not None):
+            raise ValueError("sum_bound takes neither a value_bound nor frac_bits (it sets both)")
+        if frac_bits is None and value_bound is None and sum_bound is None:
+            raise ValueError("frac_bits=None (the finest that fits) needs a value_bound")
         if not isinstance(experiment_id, str) or not experiment_id:
             raise ValueError("experiment_id must be a non-empty string (it binds every seed)")
         t = collusion_threshold
         if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 1):
             raise ValueError(f"collusion_threshold must be None or an int >= 1, got {t!r}")
         self.experiment_id = experiment_id
+        self.word_bits = word_bits
         self.frac_bits = frac_bits
         self.value_bound = value_bound
+        self.sum_bound = sum_bound
         self.collusion_threshold = t
 
     def codec_for(self, n_clients: int) -> FixedPointCodec:
-        return FixedPointCodec(self.frac_bits, self.value_bound, max_summands=max(n_clients, 1))
+        n = max(n_clients, 1)
+        if self.sum_bound is not None:
+            return FixedPointCodec.for_sum_bound(self.sum_bound, n, self.word_bits)
+        if self.frac_bits is None:
+            assert self.value_bound is not None  # checked in __init__
+            return FixedPointCodec.finest(self.value_bound, n, self.word_bits)
+        return FixedPointCodec(self.frac_bits, self.value_bound, n, self.word_bits)
 
     def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:
         ids = self._check_ids(server_id, client_ids)
         codec = self.codec_for(len(ids))
         m, exp = self.min_senders, self.experiment_id
         return SecureSumParties(
-            server=MaskedSumServer(server_id, ids, m),
+            server=MaskedSumServer(server_id, ids, m, codec.dtype),
             clients={
                 c: MaskedSumClient(c, server_id, ids, m, exp, codec, self.collusion_threshold)
                 for c in ids

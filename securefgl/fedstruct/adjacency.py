@@ -559,6 +559,11 @@ class AdjacencyClient:
         ``B_ik`` can fill): the row set of a public product support ``R_i × [n]``."""
         return np.unique(self.row_ids[self._ext_local])
 
+    def boundary_degree_peak(self) -> float:
+        """Largest ``D̃_vv`` over my boundary nodes (0 without any): bounds every entry of
+        ``Σ_{k≠i} B_ik`` (:class:`~securefgl.fedstruct.adjacency_secure.MaskedHopSum`)."""
+        return float(self.degree[self._ext_local].max()) if self._ext_local.size else 0.0
+
     def complete_hop_global(self, hop: int, total: sp.spmatrix | sp.sparray) -> None:
         """:meth:`complete_hop` from ``Σ_{k≠i} B_ik`` as ``[n, n]`` indexed by opaque row id
         (e.g. a secure-sum result over blocks from :meth:`SparseRows.in_global_rows`)."""
