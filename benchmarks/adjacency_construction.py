@@ -376,9 +376,12 @@ def run(args: argparse.Namespace) -> list[dict]:
     mem_limit = args.mem_limit_gib * GIB
     worlds = {name: prepare_world(name, args, mem_limit) for name in args.datasets}
     cells: list[tuple[dict, Estimate, Any]] = []
-    variants = [(*v, None) for v in VARIANTS] + [
-        ("masked", "union", True, t) for t in args.collusion_thresholds
+    variants = [(*v, None, None) for v in VARIANTS] + [
+        ("masked", "union", True, t, None) for t in args.collusion_thresholds
     ]
+    if args.ring32:  # the same masked-union cells in Z_2^32
+        variants += [("masked", "union", pruned, None, 32) for pruned in (True, False)]
+        variants += [("masked", "union", True, t, 32) for t in args.collusion_thresholds]
     for name, w in worlds.items():
         for K in args.clients:
             part = partition_graph(w.data, K, "random", seed=args.seed)
@@ -386,7 +389,7 @@ def run(args: argparse.Namespace) -> list[dict]:
             views = build_client_views(w.data, part, cross_edges="known", seed=args.seed)
             st = Structure.of(w.edge_index, assignment, K)
             for hops in args.hops:
-                for mode, support, pruned, t in variants:
+                for mode, support, pruned, t, bits in variants:
                     if mode not in args.modes or (support and support not in args.supports):
                         continue
                     if pruned not in args.pruning:
@@ -403,6 +406,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                         "pruned": pruned,
                         "support": support,
                         "collusion_threshold": t,
+                        "ring_bits": bits,
                         "ratio": None,
                         "skipped": None,
                         "p": args.p if pruned else None,
@@ -461,8 +465,10 @@ def run_cell(
     def fresh_hop_sum() -> HopSum:  # new keys per repeat
         if mode == "plain":
             return hop_sum_for("plain")
-        t = row.get("collusion_threshold")
-        options = {} if t is None else {"collusion_threshold": t}
+        t, bits = row.get("collusion_threshold"), row.get("ring_bits")
+        options: dict[str, Any] = {} if t is None else {"collusion_threshold": t}
+        if bits is not None:
+            options["word_bits"] = bits
         return hop_sum_for(mode, f"bench/{w.name}/{K}/{hops}", support=support, **options)
 
     repeat = 3 if est.seconds < FEDERATED_REPEAT_BELOW_S else 1  # best of 3, like central
@@ -538,6 +544,7 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
         return (
             *(r[k] for k in ("dataset", "clients", "hops", "mode", "support", "pruned")),
             r.get("collusion_threshold"),
+            r.get("ring_bits"),
         )
 
     fresh = {key(r): r for r in new}
@@ -548,6 +555,7 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
 def _label(row: dict) -> str:
     sup = f"/{row['support']}" if row["support"] else ""
     sup += f"/t{row['collusion_threshold']}" if row.get("collusion_threshold") else ""
+    sup += f"/z{row['ring_bits']}" if row.get("ring_bits") else ""
     pr = "/p" if row["pruned"] else ""
     return f"{row['dataset']} K={row['clients']} L={row['hops']} {row['mode']}{sup}{pr}"
 
@@ -556,9 +564,11 @@ def _label(row: dict) -> str:
 
 
 def variant(row: dict) -> str:
-    """``mode[-support][-t<threshold>][ (pruned)]``; ``-tN``: masks tolerate N colluders."""
+    """``mode[-support][-t<threshold>][-z32][ (pruned)]``; ``-tN``: masks tolerate N
+    colluders; ``-z32``: masked in Z_2^32 instead of Z_2^64."""
     sup = f"-{row['support']}" if row["support"] else ""
     sup += f"-t{row['collusion_threshold']}" if row.get("collusion_threshold") else ""
+    sup += f"-z{row['ring_bits']}" if row.get("ring_bits") else ""
     return f"{row['mode']}{sup}{' (pruned)' if row['pruned'] else ''}"
 
 
@@ -689,8 +699,11 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
     ran = [r for r in rows if not r["skipped"]]
     exchanged = [r for r in ran if r["hops"] > 1]
     cora_masked = [r for r in exchanged if r["dataset"] == "cora" and r["mode"] == "masked"]
-    masked = [r for r in cora_masked if not r.get("collusion_threshold")]
-    sparse_masks = [r for r in cora_masked if r.get("collusion_threshold")]
+    masked = [r for r in cora_masked if not r.get("collusion_threshold") and not r.get("ring_bits")]
+    sparse_masks = [
+        r for r in cora_masked if r.get("collusion_threshold") and not r.get("ring_bits")
+    ]
+    ring32 = [r for r in cora_masked if r.get("ring_bits") == 32]
     out.append(
         "- L_s = 1 needs no exchange (Ā = Â, local rows): every mode costs the same local "
         "set-up (a few ms, 0 bytes); the ratios there only measure per-client overhead."
@@ -731,6 +744,22 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
             )
             + f"; ≤ 20× sequentially in {len(seq)}/{len(sparse_masks)} cells."
         )
+    if ring32:
+        seq = [r for r in ring32 if r["ratio"] is not None and r["ratio"] <= 20]
+        errs = [r["max_abs_err"] for r in ring32 if r.get("max_abs_err") is not None]
+        out.append(
+            "- Masked in Z_2^32 (`-z32`: `MaskedHopSum(word_bits=32)`, public degree bound "
+            "2047, fixed point 2^-20; half the keystream and bytes of Z_2^64) on Cora: "
+            + ", ".join(
+                f"K={r['clients']} L_s={r['hops']} {variant(r)} ({_fmt_s(_cpu(r))} s, "
+                f"×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
+                for r in ring32
+                if r["pruned"]
+            )
+            + f"; ≤ 20× sequentially in {len(seq)}/{len(ring32)} cells. The price: unpruned Ā "
+            f"max |error| {max(errs) if errs else float('nan'):.1e} (Z_2^64: ~1e-10), "
+            "bounded by (L_s − 1)·2^-21."
+        )
     for name in sorted({r["dataset"] for r in exchanged} - {"cora"}):
         cells = [r for r in exchanged if r["dataset"] == name]
         parts = []
@@ -751,12 +780,14 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
     by_mode: dict[str, float] = {}
     for r in ran:
         if r.get("max_abs_err") is not None:
-            by_mode[r["mode"]] = max(by_mode.get(r["mode"], 0.0), r["max_abs_err"])
+            m = r["mode"] + (f"-z{r['ring_bits']}" if r.get("ring_bits") else "")
+            by_mode[m] = max(by_mode.get(m, 0.0), r["max_abs_err"])
     if by_mode:
         out.append(
             "- Unpruned federated Ā^[i] vs central Ā, max |error| over all cells: "
             + ", ".join(f"{m} {e:.1e}" for m, e in sorted(by_mode.items()))
-            + " (masked: fixed point 2^-32; CKKS: encryption noise + rounding to 2^-24)."
+            + " (masked: fixed point 2^-32 in Z_2^64, 2^-20 in Z_2^32; CKKS: encryption "
+            "noise + rounding to 2^-24)."
         )
     skipped = [r for r in rows if r["skipped"]]
     kinds: dict[str, int] = {}
@@ -820,6 +851,7 @@ def plot(rows: list[dict], path: Path, headline_k: int) -> None:
             if (r["mode"], r["support"], r["pruned"]) == (mode, support, pruned)
             and r["ratio"]
             and not r.get("collusion_threshold")
+            and not r.get("ring_bits")
         ]
         if not sel:
             continue
@@ -873,6 +905,11 @@ def main() -> None:
         type=int,
         default=[],
         help="extra masked-union (pruned) cells whose masks tolerate t colluding senders",
+    )
+    ap.add_argument(
+        "--ring32",
+        action="store_true",
+        help="extra masked-union cells (pruned, unpruned, and -tN) with masks in Z_2^32",
     )
     ap.add_argument("--cell-budget", type=float, default=120, help="seconds per cell")
     ap.add_argument("--total-budget", type=float, default=1500, help="seconds for all cells")

@@ -120,6 +120,29 @@ def test_masked_abar_with_a_collusion_threshold(small_views):
             _setup(views, _settings(structure_hops=2, **bad), store=False)
 
 
+def test_masked_abar_in_the_32_bit_ring(small_views):
+    """``abar_ring_bits=32`` reaches the masked hop sums: uint32 words on the wire, Ā within
+    the ring's bound (2^-21 per exchanged hop); other sums and widths refuse."""
+    _, views = small_views
+    settings = _settings(structure_hops=2, abar_sum="masked", abar_ring_bits=32)
+    algo, transcript = _setup(views, settings, store=True)
+    oracle = oracle_abar_rows(views, settings)
+    for v in views:
+        got = algo.clients[f"client-{v.client_id}"].abar
+        np.testing.assert_allclose(got.toarray(), oracle[v.client_id].toarray(), atol=2.0**-21)
+    words = [
+        e.payload().fields["y"] for e in transcript.entries if e.tag == "secure-sum/contribution"
+    ]
+    assert words and all(w.dtype == np.uint32 for w in words)
+    for bad in (
+        {"abar_sum": "ckks", "abar_ring_bits": 32},
+        {"abar_sum": "masked", "abar_ring_bits": 16},
+        {"abar_sum": "masked", "abar_ring_bits": 32, "abar_degree_bound": 1},
+    ):
+        with pytest.raises((ConfigError, OverflowError), match="abar|degree|fixed-point bound"):
+            _setup(views, _settings(structure_hops=2, **bad), store=False)
+
+
 def test_plain_and_secagg_give_the_same_losses(small_views):
     _, views = small_views
     losses = {}

@@ -399,10 +399,12 @@ def _hop_sum(settings: FedStructSettings, experiment_id: str) -> adjacency.HopSu
         return adjacency.PlainHopSum()
     from securefgl.fedstruct import adjacency_secure
 
-    t = settings.abar_collusion_threshold
-    if t is not None and settings.abar_sum != "masked":
-        raise ConfigError("abar_collusion_threshold applies to abar_sum='masked' only")
-    options = {} if t is None else {"collusion_threshold": t}
+    t, bits = settings.abar_collusion_threshold, settings.abar_ring_bits
+    if settings.abar_sum != "masked" and (t is not None or bits != 64):
+        raise ConfigError("abar_collusion_threshold / abar_ring_bits apply to abar_sum='masked'")
+    options: dict[str, Any] = {} if t is None else {"collusion_threshold": t}
+    if settings.abar_sum == "masked":
+        options.update(word_bits=bits, degree_bound=settings.abar_degree_bound)
     try:
         return adjacency_secure.hop_sum_for(
             settings.abar_sum,
