@@ -754,9 +754,10 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
                 f"K={r['clients']} L_s={r['hops']} {variant(r)} ({_fmt_s(_cpu(r))} s, "
                 f"×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
                 for r in ring32
-                if r["pruned"]
+                if r["pruned"] and not r.get("collusion_threshold")
             )
-            + f"; ≤ 20× sequentially in {len(seq)}/{len(ring32)} cells. The price: unpruned Ā "
+            + f"; ≤ 20× sequentially in {len(seq)}/{len(ring32)} `-z32` cells (with `-tN` and "
+            "unpruned ones). The price: unpruned Ā "
             f"max |error| {max(errs) if errs else float('nan'):.1e} (Z_2^64: ~1e-10), "
             "bounded by (L_s − 1)·2^-21."
         )
