@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from protocols.secure_sum.base import TAG_CONTRIBUTION
 from securefgl.algorithms import ALGORITHMS, Federation
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import build_client_views, csbm, partition_graph, random_split
@@ -73,13 +74,20 @@ def test_fedstruct_beats_local_and_fedavg(graph, monkeypatch):
     assert fs.history[-1]["loss"] < fs.history[0]["loss"]
 
 
-def test_federated_abar_matches_the_oracle_unpruned(small_views):
-    g, views = small_views
-    algo, transcript = _setup(views, _settings(structure_hops=3))
-    oracle = oracle_abar_rows(views, _settings(structure_hops=3))
+def _built_abar_matches_the_oracle(views, settings, atol, store=False):
+    """Set up FedStruct (which builds Ā through the channel); every Ā^[i] equals the
+    simulator's rows to ``atol``. Returns the set-up algorithm and transcript."""
+    algo, transcript = _setup(views, settings, store=store)
+    oracle = oracle_abar_rows(views, settings)
     for v in views:
         got = algo.clients[f"client-{v.client_id}"].abar
-        np.testing.assert_allclose(got.toarray(), oracle[v.client_id].toarray(), atol=1e-12)
+        np.testing.assert_allclose(got.toarray(), oracle[v.client_id].toarray(), atol=atol)
+    return algo, transcript
+
+
+def test_federated_abar_matches_the_oracle_unpruned(small_views):
+    _, views = small_views
+    _, transcript = _built_abar_matches_the_oracle(views, _settings(structure_hops=3), 1e-12)
     assert any(t.startswith("fedstruct/abar") for t in {e.tag for e in transcript.entries})
 
 
@@ -88,59 +96,39 @@ def test_secure_abar_build_equals_the_plain_one(small_views, abar_sum):
     """Alg. 3 with a secure per-hop sum (through the server) gives the same Ā^[i]."""
     _, views = small_views
     settings = _settings(structure_hops=2, abar_sum=abar_sum)
-    algo, transcript = _setup(views, settings, store=False)
-    oracle = oracle_abar_rows(views, settings)
-    for v in views:
-        got = algo.clients[f"client-{v.client_id}"].abar
-        np.testing.assert_allclose(got.toarray(), oracle[v.client_id].toarray(), atol=1e-6)
+    algo, transcript = _built_abar_matches_the_oracle(views, settings, 1e-6)
     assert not any(e.tag == "fedstruct/abar/B" for e in transcript.entries)  # no plain blocks
     assert np.isfinite(algo.train_round(0))
 
 
-def test_masked_abar_with_a_collusion_threshold(small_views):
-    """``abar_collusion_threshold`` reaches the masked hop sums (same Ā); other sums refuse."""
+@pytest.mark.parametrize(
+    ("option", "atol", "bad"),
+    [
+        # the circulant mask graph: the same Ā
+        ({"abar_collusion_threshold": 1}, 1e-6, [{"abar_collusion_threshold": 0}]),
+        # Z_2^32: within the ring's bound (2^-21 per exchanged hop)
+        (
+            {"abar_ring_bits": 32},
+            2.0**-21,
+            [{"abar_ring_bits": 16}, {"abar_ring_bits": 32, "abar_degree_bound": 1}],
+        ),
+    ],
+)
+def test_masked_abar_options_reach_the_hop_sums(small_views, option, atol, bad):
+    """``abar_collusion_threshold`` / ``abar_ring_bits`` reach the masked hop sums (settings
+    from the config too); bad values and other sums refuse."""
     _, views = small_views
-    settings = _settings(structure_hops=2, abar_sum="masked", abar_collusion_threshold=1)
-    algo, _ = _setup(views, settings, store=False)
-    oracle = oracle_abar_rows(views, settings)
-    for v in views:
-        got = algo.clients[f"client-{v.client_id}"].abar
-        np.testing.assert_allclose(got.toarray(), oracle[v.client_id].toarray(), atol=1e-6)
-    assert (
-        FedStructSettings.from_config(
-            _config(abar_sum="masked", abar_collusion_threshold=2)
-        ).abar_collusion_threshold
-        == 2
+    settings = _settings(structure_hops=2, abar_sum="masked", **option)
+    _, transcript = _built_abar_matches_the_oracle(views, settings, atol, store=True)
+    words = [e.payload().fields["y"] for e in transcript.entries if e.tag == TAG_CONTRIBUTION]
+    assert words and all(
+        w.dtype == (np.uint32 if "abar_ring_bits" in option else np.uint64) for w in words
     )
-    for bad in (
-        {"abar_sum": "ckks", "abar_collusion_threshold": 2},
-        {"abar_sum": "masked", "abar_collusion_threshold": 0},
-    ):
-        with pytest.raises(ConfigError, match="abar"):
-            _setup(views, _settings(structure_hops=2, **bad), store=False)
-
-
-def test_masked_abar_in_the_32_bit_ring(small_views):
-    """``abar_ring_bits=32`` reaches the masked hop sums: uint32 words on the wire, Ā within
-    the ring's bound (2^-21 per exchanged hop); other sums and widths refuse."""
-    _, views = small_views
-    settings = _settings(structure_hops=2, abar_sum="masked", abar_ring_bits=32)
-    algo, transcript = _setup(views, settings, store=True)
-    oracle = oracle_abar_rows(views, settings)
-    for v in views:
-        got = algo.clients[f"client-{v.client_id}"].abar
-        np.testing.assert_allclose(got.toarray(), oracle[v.client_id].toarray(), atol=2.0**-21)
-    words = [
-        e.payload().fields["y"] for e in transcript.entries if e.tag == "secure-sum/contribution"
-    ]
-    assert words and all(w.dtype == np.uint32 for w in words)
-    for bad in (
-        {"abar_sum": "ckks", "abar_ring_bits": 32},
-        {"abar_sum": "masked", "abar_ring_bits": 16},
-        {"abar_sum": "masked", "abar_ring_bits": 32, "abar_degree_bound": 1},
-    ):
+    from_config = FedStructSettings.from_config(_config(abar_sum="masked", **option))
+    assert all(getattr(from_config, k) == v for k, v in option.items())
+    for wrong in [{"abar_sum": "ckks", **option}] + [{"abar_sum": "masked", **b} for b in bad]:
         with pytest.raises((ConfigError, OverflowError), match="abar|degree|fixed-point bound"):
-            _setup(views, _settings(structure_hops=2, **bad), store=False)
+            _setup(views, _settings(structure_hops=2, **wrong), store=False)
 
 
 def test_plain_and_secagg_give_the_same_losses(small_views):
