@@ -413,8 +413,9 @@ class MaskedHopSum(SecureHopSum):
     [Â^{ℓ-1}]_uw <= D̃_vv`` (rows of ``Â^{ℓ-1}`` are stochastic, pruned ones smaller, all
     entries >= 0). ``degree_bound`` is a PUBLIC bound on the degree ``D̃_vv`` (self-loop
     included) of any boundary node; every receiver checks its own before requesting a sum
-    (a violation aborts the build before any value is sent), so the masked sums never
-    wrap (``MaskedSum(sum_bound=...)``). The default 2047 (above the 1435 of Amazon Photo,
+    (a violation aborts the build before any value is sent; the abort itself tells every
+    party that this receiver has a boundary node above the bound), so the masked sums
+    never wrap (``MaskedSum(sum_bound=...)``). The default 2047 (above the 1435 of Amazon Photo,
     the largest of our datasets) gives ``2^-20`` steps: each hop adds at most ``2^-21``
     (4.8e-7) to an entry of ``[Â^ℓ]`` (the rounding of at most ``D̃_vv - 1`` non-zero
     summands, divided by ``D̃_vv``), so errors reach ``(L_s - 1)·2^-21``: measured on Cora
