@@ -538,7 +538,8 @@ def peak_rss_bytes() -> int:
 
 
 def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
-    """``old`` with every cell that ``new`` also has replaced (same grid order)."""
+    """``old`` with every cell that ``new`` also has replaced (same grid order), except that
+    a cell skipped now never replaces one measured before."""
 
     def key(r: dict) -> tuple:
         return (
@@ -548,6 +549,9 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
         )
 
     fresh = {key(r): r for r in new}
+    for r in old:
+        if not r["skipped"] and fresh.get(key(r), r)["skipped"]:
+            del fresh[key(r)]
     merged = [fresh.pop(key(r), r) for r in old]
     return merged + list(fresh.values())
 
