@@ -768,7 +768,13 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
     for name in sorted({r["dataset"] for r in exchanged} - {"cora"}):
         cells = [r for r in exchanged if r["dataset"] == name]
         parts = []
-        for var in ("plain (pruned)", "masked-union (pruned)", "ckks-union (pruned)"):
+        for var in (
+            "plain (pruned)",
+            "masked-union (pruned)",
+            "masked-union-t1 (pruned)",
+            "masked-union-z32 (pruned)",
+            "ckks-union (pruned)",
+        ):
             sel = [r for r in cells if variant(r) == var]
             if sel:
                 top = max(sel, key=lambda r: (r["hops"], r["clients"]))
