@@ -21,8 +21,8 @@ Public coordinates (``support``), and what each leaks beyond the sum:
   ``i`` publishes ``R_i`` in its request: the server and ``i``'s neighbouring clients learn
   which of ``i``'s nodes are boundary nodes (``|R_i|`` and their opaque ids). Nothing about
   any sender's support leaks (which entries it fills, what sender pruning kept). Cost:
-  every sender encodes ``|R_i|·n`` values per hop (4 B masked, ~32 B ckks), whatever
-  ``nnz(B_ik)`` is, so pruning no longer saves bytes.
+  every sender encodes ``|R_i|·n`` values per hop (8 B masked, 4 B in Z_2^32, ~32 B ckks),
+  whatever ``nnz(B_ik)`` is, so pruning no longer saves bytes.
 * ``"union"``: each sender ``k`` first sends its pattern ``supp(B_ik)`` (flat indices) to the
   server, which forms ``U_i = ∪_k supp(B_ik)`` and sends it to ``i``; ``i`` requests its sum
   on ``U_i``, so the senders see ``U_i`` too. Leaks: to the SERVER, every individual
@@ -208,8 +208,8 @@ class SecureHopClient:
     def _check_sum_bound(self, hop: int) -> None:
         """With ``MaskedSum(sum_bound=D)`` the sum must stay within ``D`` entrywise: entries of
         ``Σ_k B_ik`` in row ``v`` are at most ``D̃_vv`` (:class:`MaskedHopSum`), which only
-        this receiver knows. Checked before it requests anything (then every sender aborts
-        for want of a request, and no value has left any client)."""
+        this receiver knows. Checked before it requests anything: the build aborts before
+        any value has left any client."""
         peak = self.adjacency.boundary_degree_peak()
         if self.sum_bound is not None and peak > self.sum_bound:
             raise FixedPointOverflowError(
@@ -415,8 +415,8 @@ class MaskedHopSum(SecureHopSum):
     included) of any boundary node; every receiver checks its own before requesting a sum
     (a violation aborts the build before any value is sent; the abort itself tells every
     party that this receiver has a boundary node above the bound), so the masked sums
-    never wrap (``MaskedSum(sum_bound=...)``). The default 2047 (above the 1435 of Amazon Photo,
-    the largest of our datasets) gives ``2^-20`` steps: each hop adds at most ``2^-21``
+    never wrap (``MaskedSum(sum_bound=...)``). The default 2047 (above the 1435 of Amazon
+    Photo, the largest of our datasets) gives ``2^-20`` steps: each hop adds at most ``2^-21``
     (4.8e-7) to an entry of ``[Â^ℓ]`` (the rounding of at most ``D̃_vv - 1`` non-zero
     summands, divided by ``D̃_vv``), so errors reach ``(L_s - 1)·2^-21``: measured on Cora
     (unpruned, K = 10 and 20) 4.8e-7 at L_s = 3 and 1.1e-6 at L_s = 10, above the 1e-6 that
