@@ -102,6 +102,8 @@ def test_masked_z32_degree_bound_is_checked_before_any_value_is_sent():
     assert not [e for e in channel.transcript.entries if e.tag == TAG_CONTRIBUTION]
     with pytest.raises(ValueError, match="degree_bound"):
         MaskedHopSum("x", word_bits=32, degree_bound=0)
+    with pytest.raises(ValueError, match="follows from degree_bound"):
+        MaskedHopSum("x", word_bits=32, frac_bits=24)
 
 
 def test_unsafe_noise_would_be_caught():

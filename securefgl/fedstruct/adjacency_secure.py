@@ -406,7 +406,7 @@ class MaskedHopSum(SecureHopSum):
     senders (``protocols.secure_sum.masked``, "Mask graph"), ``O(t)`` instead of ``O(K)``
     mask streams per sender and receiver.
 
-    Ring: Z_2^64 by default (``frac_bits`` 32: Ā exact to ~1e-10). ``word_bits=32``
+    Ring: Z_2^64 by default (``frac_bits`` default 32: Ā exact to ~1e-10). ``word_bits=32``
     halves the keystream, the bytes and the additions of every hop (measured on Cora,
     L_s = 10: -21 % CPU at K = 10, -26 % at K = 20) at a precision cost. It fits because
     receiver ``i`` knows a bound on its own sum: ``[Σ_{k≠i} B_ik]_vw = Σ_{u∉V_i} Ã_vu
@@ -432,16 +432,18 @@ class MaskedHopSum(SecureHopSum):
         *,
         word_bits: int = 64,
         degree_bound: int = 2047,
-        frac_bits: int = 32,
+        frac_bits: int | None = None,
         min_senders: int = 1,
         collusion_threshold: int | None = None,
     ) -> None:
         if word_bits == 32:
+            if frac_bits is not None:
+                raise ValueError("in Z_2^32 frac_bits follows from degree_bound; pass one of them")
             if not isinstance(degree_bound, int) or degree_bound < 1:
                 raise ValueError(f"degree_bound must be a positive int, got {degree_bound!r}")
             ring: dict[str, Any] = {"sum_bound": float(degree_bound), "frac_bits": None}
         else:
-            ring = {"frac_bits": frac_bits}
+            ring = {"frac_bits": 32 if frac_bits is None else frac_bits}
         protocol = MaskedSum(
             experiment_id,
             word_bits=word_bits,
