@@ -209,10 +209,10 @@ def estimate(
                         dense, st.boundary[i] * fill[hop], sum(nnz_b[i, k] for k in senders)
                     )
                     pat = sum(nnz_b[i, k] for k in senders)
-                    col_bytes = 2 if n <= 65_536 else 4  # row-compressed patterns on the wire
-                    sup = min(col_bytes * length, n * n / 8)
+                    idx_bytes = 4 if n * n <= 2**32 else 8  # flat indices on the wire
+                    sup = min(idx_bytes * length, n * n / 8)
                     s += pat * UNION_S_PER_ENTRY + length * UNION_S_PER_ENTRY * (len(senders) + 1)
-                    b += col_bytes * pat + sup * (len(senders) + 2)
+                    b += idx_bytes * pat + sup * (len(senders) + 2)
                     mem += 16 * pat + sup * (len(senders) + 2)
                 v = length * len(senders)
                 s += JOB_S * len(senders)

@@ -207,35 +207,22 @@ class Support:
         kind = "product" if self.rows is not None else "pattern"
         return f"Support({kind}, shape={self.shape}, size={self.size})"
 
-    # wire form: a product sends its rows and cols; a pattern whichever is smallest of its
-    # flat int64 indices, a bitmap over all entries, or a row-compressed form (the rows it
-    # touches, their entry counts and the column of each entry, in the narrowest unsigned
-    # dtypes that hold them: 2 bytes per entry for up to 65,536 columns)
+    # wire form: a product sends its rows and cols; a pattern the smaller of its flat indices
+    # (in the narrowest unsigned dtype holding them: 4 bytes each below 2^32 entries) and a
+    # bitmap over all entries
     def to_fields(self) -> dict[str, np.ndarray]:
         if self.rows is not None and self.cols is not None:
             return {"support_rows": self.rows, "support_cols": self.cols}
-        idx, total, width = self.index, math.prod(self.shape), max(self.shape[-1], 1)
-        row_of = idx // width
-        starts = np.flatnonzero(row_of[1:] != row_of[:-1]) + 1
-        starts = np.concatenate(([0], starts)) if idx.size else starts
-        row_dt, col_dt = _narrowest_uint(total // width - 1), _narrowest_uint(width)
-        sizes = {
-            "flat": 8 * idx.size,
-            "bitmap": (total + 7) // 8,
-            "csr": starts.size * (row_dt.itemsize + col_dt.itemsize) + idx.size * col_dt.itemsize,
-        }
-        kind = min(sizes, key=sizes.__getitem__)
-        if kind == "bitmap":
+        idx, total = self.index, math.prod(self.shape)
+        dtype = next(
+            (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32) if total <= np.iinfo(t).max),
+            np.dtype(np.int64),
+        )
+        if (total + 7) // 8 < dtype.itemsize * idx.size:
             bits = np.zeros(total, dtype=bool)
             bits[idx] = True
             return {"support_bitmap": np.packbits(bits)}
-        if kind == "flat":
-            return {"support_flat": idx}
-        return {
-            "support_csr_rows": row_of[starts].astype(row_dt),
-            "support_csr_counts": np.diff(starts, append=idx.size).astype(col_dt),
-            "support_csr_cols": (idx - row_of * width).astype(col_dt),
-        }
+        return {"support_flat": idx.astype(dtype, copy=False)}
 
     @classmethod
     def from_fields(cls, shape: tuple[int, ...], payload: Payload) -> Support | None:
@@ -248,15 +235,16 @@ class Support:
                     _wire_index(payload.array("support_cols")),
                 )
             if names == {"support_flat"}:
-                return cls._checked(shape, _wire_index(payload.array("support_flat")))
+                flat = payload.array("support_flat")
+                if flat.dtype.kind == "u" and flat.dtype.itemsize <= 4:
+                    flat = flat.astype(np.int64)
+                return cls._checked(shape, _wire_index(flat))
             if names == {"support_bitmap"}:
                 packed = payload.array("support_bitmap")
                 total = math.prod(shape)
                 if packed.dtype != np.uint8 or packed.shape != ((total + 7) // 8,):
                     raise ValueError(f"a support bitmap for {shape} is {(total + 7) // 8} bytes")
                 return cls(shape, flat=np.flatnonzero(np.unpackbits(packed, count=total)))
-            if names == {"support_csr_rows", "support_csr_counts", "support_csr_cols"}:
-                return cls._checked(shape, _csr_index(shape, payload))
         except (ValueError, WireFormatError) as err:
             raise ProtocolError(f"malformed support in a sum request: {err}") from err
         if names:
@@ -278,34 +266,6 @@ def _wire_index(arr: np.ndarray) -> np.ndarray:
     if arr.size > 1 and not np.all(arr[1:] > arr[:-1]):
         raise ValueError("support indices must be strictly increasing")
     return arr
-
-
-def _narrowest_uint(bound: int) -> np.dtype:
-    """The narrowest unsigned dtype holding ``0..bound``."""
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if bound <= np.iinfo(dt).max:
-            return np.dtype(dt)
-    return np.dtype(np.uint64)
-
-
-def _csr_index(shape: tuple[int, ...], payload: Payload) -> np.ndarray:
-    """Flat indices of a row-compressed pattern (see :meth:`Support.to_fields`), checked:
-    unsigned 1-d fields, one non-zero count per row, columns in range, strictly increasing."""
-    rows, counts, cols = (
-        payload.array(f"support_csr_{name}") for name in ("rows", "counts", "cols")
-    )
-    if any(a.dtype.kind != "u" or a.ndim != 1 for a in (rows, counts, cols)):
-        raise ValueError("row-compressed support fields must be 1-d unsigned arrays")
-    width = max(shape[-1], 1)
-    height = math.prod(shape) // width
-    if rows.size != counts.size or int(counts.sum(dtype=np.int64)) != cols.size:
-        raise ValueError("row-compressed support: counts do not match rows and columns")
-    if rows.size and (counts.min() == 0 or int(rows.max()) >= height):
-        raise ValueError(f"row-compressed support: an empty row or a row out of [0, {height})")
-    if cols.size and int(cols.max()) >= width:
-        raise ValueError(f"row-compressed support: a column out of [0, {width})")
-    flat = np.repeat(rows.astype(np.int64) * width, counts.astype(np.int64))
-    return _wire_index(flat + cols.astype(np.int64))
 
 
 # ---------------------------------------------------------------------------- requests / results

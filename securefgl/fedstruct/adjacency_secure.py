@@ -23,7 +23,7 @@ Public coordinates (``support``), and what each leaks beyond the sum:
   any sender's support leaks (which entries it fills, what sender pruning kept). Cost:
   every sender encodes ``|R_i|·n`` values per hop (8 B masked, 4 B in Z_2^32, ~32 B ckks),
   whatever ``nnz(B_ik)`` is, so pruning no longer saves bytes.
-* ``"union"``: each sender ``k`` first sends its pattern ``supp(B_ik)`` (row-compressed) to the
+* ``"union"``: each sender ``k`` first sends its pattern ``supp(B_ik)`` (flat indices) to the
   server, which forms ``U_i = ∪_k supp(B_ik)`` and sends it to ``i``; ``i`` requests its sum
   on ``U_i``, so the senders see ``U_i`` too. Leaks: to the SERVER, every individual
   support ``supp(B_ik)`` (for unpruned blocks: which of ``i``'s boundary nodes reach which
@@ -31,8 +31,8 @@ Public coordinates (``support``), and what each leaks beyond the sum:
   kept), never a value; to ``i``'s SENDERS, ``U_i`` (structure reachable from ``i``'s boundary
   via all its neighbours). To ``i`` it leaks nothing beyond the sum: entries are products of
   non-negative values, so ``U_i`` is the support of ``Σ_k B_ik`` (up to encoding precision).
-  Cost ``O(|U_i|)`` per sender (+ 2 B per pattern entry, 4 B past 65,536 nodes, for each
-  pattern and each copy of ``U_i``), so pruning keeps its savings.
+  Cost ``O(|U_i|)`` per sender (+ 4 B per entry of each pattern and each copy of ``U_i``;
+  8 B once ``n^2 > 2^32``), so pruning keeps its savings.
 
 Single sender: a receiver with exactly one neighbouring client gains nothing (the sum IS
 that block); it is still summed securely (the server learns nothing), a warning is logged
