@@ -23,7 +23,9 @@ Settings (seed_fedstruct.md §3, §5, §6):
 
 Resumable: every finished seed is written to the JSON at once (atomic replace); cells and
 seeds already there are skipped, so re-running with more seeds or datasets only adds what
-is missing. ``--report-only`` rebuilds the Markdown and PNG from the JSON.
+is missing. Processes may share the JSON (writes merge under a lock): ``--seed-list``
+splits one cell's seeds between them. ``--report-only`` rebuilds the Markdown and PNG from
+the JSON.
 
 Run: ``SECUREFGL_DATA=/path/to/datasets python benchmarks/reproduce_fedstruct.py
 --datasets Cora --partitions random --seeds 3``; ``--dry-run`` prints the plan and the time
@@ -742,6 +744,12 @@ def main() -> None:
     parser.add_argument("--clients", type=lambda s: [int(k) for k in _csv(s)], default=[5, 10, 20])
     parser.add_argument("--methods", type=_csv, default=list(METHODS))
     parser.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1")
+    parser.add_argument(
+        "--seed-list",
+        type=int,
+        nargs="+",
+        help="exactly these seeds instead of 0..N-1 (e.g. to split a cell across processes)",
+    )
     parser.add_argument("--aggregations", type=_csv, default=list(AGGREGATIONS))
     parser.add_argument(
         "--ckks-settings",
@@ -781,7 +789,9 @@ def main() -> None:
         args.aggregations,
         args.ckks_settings,
     )
-    seeds = list(range(args.seeds))
+    seeds = sorted(set(args.seed_list)) if args.seed_list else list(range(args.seeds))
+    if seeds and seeds[0] < 0:
+        raise SystemExit(f"--seed-list: seeds are non-negative, got {seeds[0]}")
     todo: list[tuple[Cell, list[int]]] = []
     for cell in cells:
         if (why := feasible(cell)) is not None:
