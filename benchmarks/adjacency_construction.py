@@ -828,7 +828,10 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
         "mask graph; CPU time per component, other jobs paused, 2026-11-25): 810 sender jobs "
         "(9 exchanged hops × 10 receivers × 9 senders) against ~2.5 ms per central hop. "
         "~21 % the ChaCha20 keystream (133 M words: |U_i| words per job, co-sender and "
-        "receiver mask), ~15 % the channel (wire (de)serialisation of 268 MB), ~13 % the "
+        "receiver mask), ~15 % the channel (wire (de)serialisation of 268 MB then; 194 MB "
+        "since supports travel as uint32 flat indices instead of int64, CPU-neutral; a "
+        "row-compressed form, 158 MB, cost 10–15 % more CPU on Cora's many small messages "
+        "and was not adopted), ~13 % the "
         "senders' products and blocks, ~10 % gathering blocks onto the union support, "
         "~9 % the receivers' hop completion, ~7 % unmasking, ~4 % the server's unions, "
         "~3 % fixed-point encoding. Jobs grow as K² and mask words as K²·|U|, so the "
@@ -840,7 +843,9 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
         "(less memory traffic), Photo K=20 L_s=10 ×37–40 → ×30, Chameleon K=20 ×53 → ×44. "
         "An AES-128-CTR keystream would save ~8 % more (not adopted: it halves the key "
         "size). A collusion threshold (`-tN` rows) cuts the pair masks from K−2 to "
-        "2⌈(t+1)/2⌉ per sender and job."
+        "2⌈(t+1)/2⌉ per sender and job. The same code measures up to ~10 % apart on "
+        "different days (this cell: 0.60 s, then 0.65 s), so ratios near 20× can fall on "
+        "either side of the target between runs."
     )
     return out
 
