@@ -209,7 +209,7 @@ def estimate(
                         dense, st.boundary[i] * fill[hop], sum(nnz_b[i, k] for k in senders)
                     )
                     pat = sum(nnz_b[i, k] for k in senders)
-                    idx_bytes = 4 if n * n <= 2**32 else 8  # flat indices on the wire
+                    idx_bytes = 4 if n * n < 2**32 else 8  # flat indices on the wire
                     sup = min(idx_bytes * length, n * n / 8)
                     s += pat * UNION_S_PER_ENTRY + length * UNION_S_PER_ENTRY * (len(senders) + 1)
                     b += idx_bytes * pat + sup * (len(senders) + 2)

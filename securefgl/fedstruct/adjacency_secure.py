@@ -32,7 +32,7 @@ Public coordinates (``support``), and what each leaks beyond the sum:
   via all its neighbours). To ``i`` it leaks nothing beyond the sum: entries are products of
   non-negative values, so ``U_i`` is the support of ``Σ_k B_ik`` (up to encoding precision).
   Cost ``O(|U_i|)`` per sender (+ 4 B per entry of each pattern and each copy of ``U_i``;
-  8 B once ``n^2 > 2^32``), so pruning keeps its savings.
+  8 B once ``n^2 >= 2^32``), so pruning keeps its savings.
 
 Single sender: a receiver with exactly one neighbouring client gains nothing (the sum IS
 that block); it is still summed securely (the server learns nothing), a warning is logged
