@@ -6,6 +6,7 @@ are tested only when SECUREFGL_DATA is set (``-m datasets``).
 """
 
 import hashlib
+import multiprocessing
 import os
 import shutil
 from pathlib import Path
@@ -24,7 +25,7 @@ from securefgl.data import (
     load_dataset,
     resolve_name,
 )
-from securefgl.data.datasets import ENV_CACHE, ENV_DATA
+from securefgl.data.datasets import ENV_CACHE, ENV_DATA, _cache_lock
 
 REAL_ROOT = os.environ.get(ENV_DATA)
 
@@ -181,6 +182,32 @@ def test_changed_root_file_is_recopied(tmp_path, isolated_cache, no_download):
     np.savez(f, **arrays)
     os.utime(f, (1_000_000_000, 1_000_000_000))
     assert load_dataset("photo", root=root).y.tolist() == [4, 4, 4, 4, 4]
+
+
+def _load_photo_when_told(go, root: str) -> None:
+    go.wait()
+    assert load_dataset("photo", root=root).num_nodes == 5
+
+
+def test_concurrent_loads_wait_for_the_cache_lock(tmp_path, isolated_cache, no_download):
+    """A second process does not copy or process while another holds the dataset's lock."""
+    root = write_fake_photo(tmp_path / "root")
+    ctx = multiprocessing.get_context("fork")
+    go = ctx.Event()
+    # forked before the lock file is opened, so the child does not inherit (and keep) it
+    child = ctx.Process(target=_load_photo_when_told, args=(go, str(root)))
+    child.start()
+    try:
+        with _cache_lock(isolated_cache, "Photo"):
+            go.set()
+            child.join(timeout=2.0)
+            assert child.is_alive()  # blocked on the lock
+            assert not (isolated_cache / "Amazon").exists()
+        child.join(timeout=60)
+        assert child.exitcode == 0
+    finally:
+        child.kill()
+    assert (isolated_cache / "Amazon" / "Photo" / "processed").is_dir()
 
 
 def test_missing_everywhere_raises_one_clear_error(tmp_path, isolated_cache, no_download):

@@ -18,7 +18,9 @@ Nothing is ever written into the root: the raw files of the requested dataset ar
 copied into the writable cache ``$SECUREFGL_CACHE`` (default
 ``~/.cache/securefgl/datasets``) and PyG reads / writes ``processed/`` there. A cached
 raw file is re-copied when the root's copy differs in size or modification time, and
-the stale ``processed/`` folder is then removed.
+the stale ``processed/`` folder is then removed. Copying and PyG's processing run under
+an exclusive per-dataset lock file in the cache, so processes sharing a cache (e.g.
+benchmark seeds run side by side) do not race on ``processed/``.
 
 Every loaded graph is normalised the same way: ``x`` float32, ``y`` int64, ``edge_index``
 symmetrised, coalesced and without self-loops (seed_fedstruct.md §8.18), PyG's preset
@@ -32,7 +34,8 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -268,8 +271,27 @@ def _not_available(spec: DatasetSpec, root: Path | None, cache: Path, why: str) 
     )
 
 
+@contextmanager
+def _cache_lock(cache: Path, name: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``cache/.<name>.lock`` (no-op where ``fcntl`` is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; concurrent first loads may race
+        yield
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _load_pyg(spec: DatasetSpec, root: Path | None, download: bool) -> Data:
     cache = cache_dir()
+    with _cache_lock(cache, spec.name):
+        return _sync_and_process(spec, root, cache, download)
+
+
+def _sync_and_process(spec: DatasetSpec, root: Path | None, cache: Path, download: bool) -> Data:
     if root is not None and spec.present(root):
         _sync_raw(spec, root, cache)
     elif not spec.present(cache):
