@@ -377,12 +377,16 @@ def run(args: argparse.Namespace) -> list[dict]:
     mem_limit = args.mem_limit_gib * GIB
     worlds = {name: prepare_world(name, args, mem_limit) for name in args.datasets}
     cells: list[tuple[dict, Estimate, Any]] = []
-    variants = [(*v, None, None) for v in VARIANTS] + [
-        ("masked", "union", True, t, None) for t in args.collusion_thresholds
+    variants = [(*v, None, None, True) for v in VARIANTS] + [
+        ("masked", "union", True, t, None, True) for t in args.collusion_thresholds
     ]
     if args.ring32:  # the same masked-union cells in Z_2^32
-        variants += [("masked", "union", pruned, None, 32) for pruned in (True, False)]
-        variants += [("masked", "union", True, t, 32) for t in args.collusion_thresholds]
+        variants += [("masked", "union", pruned, None, 32, True) for pruned in (True, False)]
+        variants += [("masked", "union", True, t, 32, True) for t in args.collusion_thresholds]
+    if args.receiver_masks_only:  # masked-union (pruned) without pairwise masks
+        variants += [
+            ("masked", "union", True, None, b, False) for b in (None, 32)[: 1 + args.ring32]
+        ]
     for name, w in worlds.items():
         for K in args.clients:
             part = partition_graph(w.data, K, "random", seed=args.seed)
@@ -390,7 +394,7 @@ def run(args: argparse.Namespace) -> list[dict]:
             views = build_client_views(w.data, part, cross_edges="known", seed=args.seed)
             st = Structure.of(w.edge_index, assignment, K)
             for hops in args.hops:
-                for mode, support, pruned, t, bits in variants:
+                for mode, support, pruned, t, bits, pair_masks in variants:
                     if mode not in args.modes or (support and support not in args.supports):
                         continue
                     if pruned not in args.pruning:
@@ -408,6 +412,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                         "support": support,
                         "collusion_threshold": t,
                         "ring_bits": bits,
+                        "pair_masks": pair_masks,
                         "ratio": None,
                         "skipped": None,
                         "p": args.p if pruned else None,
@@ -470,6 +475,8 @@ def run_cell(
         options: dict[str, Any] = {} if t is None else {"collusion_threshold": t}
         if bits is not None:
             options["word_bits"] = bits
+        if _receiver_masks_only(row):
+            options["pair_masks"] = False
         return hop_sum_for(mode, f"bench/{w.name}/{K}/{hops}", support=support, **options)
 
     repeat = 3 if est.seconds < FEDERATED_REPEAT_BELOW_S else 1  # best of 3, like central
@@ -547,6 +554,7 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
             *(r[k] for k in ("dataset", "clients", "hops", "mode", "support", "pruned")),
             r.get("collusion_threshold"),
             r.get("ring_bits"),
+            _receiver_masks_only(r),
         )
 
     fresh = {key(r): r for r in new}
@@ -557,10 +565,16 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
     return merged + list(fresh.values())
 
 
+def _receiver_masks_only(row: dict) -> bool:
+    """A masked cell without pairwise masks (rows from before the option lack the key)."""
+    return row.get("pair_masks") is False
+
+
 def _label(row: dict) -> str:
     sup = f"/{row['support']}" if row["support"] else ""
     sup += f"/t{row['collusion_threshold']}" if row.get("collusion_threshold") else ""
     sup += f"/z{row['ring_bits']}" if row.get("ring_bits") else ""
+    sup += "/rx" if _receiver_masks_only(row) else ""
     pr = "/p" if row["pruned"] else ""
     return f"{row['dataset']} K={row['clients']} L={row['hops']} {row['mode']}{sup}{pr}"
 
@@ -569,11 +583,12 @@ def _label(row: dict) -> str:
 
 
 def variant(row: dict) -> str:
-    """``mode[-support][-t<threshold>][-z32][ (pruned)]``; ``-tN``: masks tolerate N
-    colluders; ``-z32``: masked in Z_2^32 instead of Z_2^64."""
+    """``mode[-support][-t<threshold>][-z32][-rx][ (pruned)]``; ``-tN``: masks tolerate N
+    colluders; ``-z32``: masked in Z_2^32 instead of Z_2^64; ``-rx``: receiver masks only."""
     sup = f"-{row['support']}" if row["support"] else ""
     sup += f"-t{row['collusion_threshold']}" if row.get("collusion_threshold") else ""
     sup += f"-z{row['ring_bits']}" if row.get("ring_bits") else ""
+    sup += "-rx" if _receiver_masks_only(row) else ""
     return f"{row['mode']}{sup}{' (pruned)' if row['pruned'] else ''}"
 
 
@@ -704,6 +719,8 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
     ran = [r for r in rows if not r["skipped"]]
     exchanged = [r for r in ran if r["hops"] > 1]
     cora_masked = [r for r in exchanged if r["dataset"] == "cora" and r["mode"] == "masked"]
+    receiver_only = [r for r in cora_masked if _receiver_masks_only(r)]
+    cora_masked = [r for r in cora_masked if not _receiver_masks_only(r)]
     masked = [r for r in cora_masked if not r.get("collusion_threshold") and not r.get("ring_bits")]
     sparse_masks = [
         r for r in cora_masked if r.get("collusion_threshold") and not r.get("ring_bits")
@@ -766,6 +783,19 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
             f"max |error| {max(errs) if errs else float('nan'):.1e} (Z_2^64: ~1e-10), "
             "bounded by (L_s − 1)·2^-21."
         )
+    if receiver_only:
+        seq = [r for r in receiver_only if r["ratio"] is not None and r["ratio"] <= 20]
+        out.append(
+            "- Masked with receiver masks only (`-rx`: `pair_masks=False`, one mask stream per "
+            "sender and job; private unless the server colludes with the receiver, the trust "
+            "of the `ckks` sum) on Cora: "
+            + ", ".join(
+                f"K={r['clients']} L_s={r['hops']} {variant(r)} ({_fmt_s(_cpu(r))} s, "
+                f"×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
+                for r in receiver_only
+            )
+            + f"; ≤ 20× sequentially in {len(seq)}/{len(receiver_only)} cells."
+        )
     for name in sorted({r["dataset"] for r in exchanged} - {"cora"}):
         cells = [r for r in exchanged if r["dataset"] == name]
         parts = []
@@ -774,6 +804,7 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
             "masked-union (pruned)",
             "masked-union-t1 (pruned)",
             "masked-union-z32 (pruned)",
+            "masked-union-rx (pruned)",
             "ckks-union (pruned)",
         ):
             sel = [r for r in cells if variant(r) == var]
@@ -869,6 +900,7 @@ def plot(rows: list[dict], path: Path, headline_k: int) -> None:
             and r["ratio"]
             and not r.get("collusion_threshold")
             and not r.get("ring_bits")
+            and not _receiver_masks_only(r)
         ]
         if not sel:
             continue
@@ -927,6 +959,12 @@ def main() -> None:
         "--ring32",
         action="store_true",
         help="extra masked-union cells (pruned, unpruned, and -tN) with masks in Z_2^32",
+    )
+    ap.add_argument(
+        "--receiver-masks-only",
+        action="store_true",
+        help="extra masked-union (pruned) cells without pairwise masks (-rx; with --ring32 "
+        "also in Z_2^32): the trust of the ckks sum",
     )
     ap.add_argument("--cell-budget", type=float, default=120, help="seconds per cell")
     ap.add_argument("--total-budget", type=float, default=1500, help="seconds for all cells")

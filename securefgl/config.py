@@ -80,6 +80,7 @@ class ExperimentConfig:
     abar_support: str | None = None  # rows | union (public support of masked/ckks sums)
     abar_relay: bool | None = None  # Ā blocks relayed by the server (else client to client)
     abar_collusion_threshold: int | None = None  # masked Ā sums: colluding senders tolerated
+    abar_pair_masks: bool | None = None  # masked Ā sums: False = receiver masks only
     abar_ring_bits: int | None = None  # masked Ā sums in Z_2^64 (default) or Z_2^32 (faster)
     abar_degree_bound: int | None = None  # Z_2^32: public bound on boundary-node degrees
     edge_dp: str | None = None  # edgerand | lapgraph: ε-edge DP on Ā's input blocks

@@ -106,6 +106,12 @@ def test_secure_abar_build_equals_the_plain_one(small_views, abar_sum):
     [
         # the circulant mask graph: the same Ā
         ({"abar_collusion_threshold": 1}, 1e-6, [{"abar_collusion_threshold": 0}]),
+        # receiver masks only: the same Ā; no threshold without pair masks
+        (
+            {"abar_pair_masks": False},
+            1e-6,
+            [{"abar_pair_masks": False, "abar_collusion_threshold": 1}],
+        ),
         # Z_2^32: within the ring's bound (2^-21 per exchanged hop)
         (
             {"abar_ring_bits": 32},
@@ -115,8 +121,8 @@ def test_secure_abar_build_equals_the_plain_one(small_views, abar_sum):
     ],
 )
 def test_masked_abar_options_reach_the_hop_sums(small_views, option, atol, bad):
-    """``abar_collusion_threshold`` / ``abar_ring_bits`` reach the masked hop sums (settings
-    from the config too); bad values and other sums refuse."""
+    """``abar_collusion_threshold`` / ``abar_pair_masks`` / ``abar_ring_bits`` reach the
+    masked hop sums (settings from the config too); bad values and other sums refuse."""
     _, views = small_views
     settings = _settings(structure_hops=2, abar_sum="masked", **option)
     _, transcript = _built_abar_matches_the_oracle(views, settings, atol, store=True)

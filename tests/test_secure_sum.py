@@ -40,6 +40,8 @@ MODES: dict[str, Callable[[], SecureSum]] = {
     "masked": lambda: MaskedSum("exp-test", frac_bits=FRAC_BITS),
     # Z_2^32 with the finest resolution that fits |entries| <= 1 (2^-24 or finer up to 127)
     "masked32": lambda: MaskedSum("exp-test", word_bits=32, frac_bits=None, value_bound=1.0),
+    # receiver masks only (no pairwise masks): the trust of ckks
+    "masked-rx": lambda: MaskedSum("exp-test", frac_bits=FRAC_BITS, pair_masks=False),
     "ckks": CKKSSum,
 }
 
@@ -90,7 +92,7 @@ def _tolerance(mode: str, n_senders: int) -> float:
     if mode == "plain":
         return 1e-12
     if mode.startswith("masked"):  # round-to-nearest: 2^-(f+1) per summand
-        frac_bits = FRAC_BITS if mode == "masked" else 24
+        frac_bits = 24 if mode == "masked32" else FRAC_BITS
         return n_senders * 2.0 ** -(frac_bits + 1) + 1e-12
     return 1e-6
 
@@ -269,7 +271,7 @@ def test_detector_sees_every_block_in_plain_mode() -> None:
     assert len({x[2] for x in found if x[1] != SERVER}) == n_blocks
 
 
-@pytest.mark.parametrize("mode", ["masked", "masked32", "ckks"])
+@pytest.mark.parametrize("mode", ["masked", "masked32", "masked-rx", "ckks"])
 def test_no_individual_block_reaches_receiver_or_server(mode: str) -> None:
     found, rec, jobs = _individual_leaks(mode)
     assert found == []
@@ -281,7 +283,7 @@ def test_no_individual_block_reaches_receiver_or_server(mode: str) -> None:
         for value in env.payload.fields.values():
             assert isinstance(value, bytes) or value.dtype.kind != "f", (env.tag, env.receiver)
         if mode.startswith("masked") and env.tag in (TAG_CONTRIBUTION, TAG_DELIVERY):
-            word = np.uint64 if mode == "masked" else np.uint32
+            word = np.uint32 if mode == "masked32" else np.uint64
             assert all(v.dtype == word for v in env.payload.fields.values())
         if mode == "ckks" and env.tag in (TAG_CONTRIBUTION, TAG_DELIVERY):
             assert set(env.payload.fields) == {"ct", "ct_len"}
@@ -301,6 +303,36 @@ def test_masked_server_cannot_sum_the_relayed_vectors() -> None:
     assert np.abs(server_sum - 0.75).min() > 1.0  # the sum stays masked (uniform words)
     # three identical blocks, yet the masked vectors share no word
     assert len(np.unique(np.concatenate(ys))) == 45
+
+
+@pytest.mark.parametrize(("mode", "unmasked"), [("masked", False), ("masked-rx", True)])
+def test_server_colluding_with_the_receiver(mode: str, unmasked: bool) -> None:
+    """The server and the receiver pool what they hold: the relayed vectors and the
+    receiver's seeds. Receiver masks alone then unmask every block (the documented limit
+    of ``pair_masks=False``, as of ckks); the pairwise masks keep each block hidden."""
+    n = 5
+    rng = np.random.default_rng(4)
+    jobs = {"c00": {k: rng.uniform(-1, 1, (3, 4)) for k in _ids(n)[1:]}}
+    protocol, parties = _parties(mode, n)
+    rec = Recorder()
+    run_secure_sums(protocol, parties, jobs, rec, round_idx=7)
+    codec, receiver = protocol.codec_for(n), parties.clients["c00"]
+    for env in rec.to(SERVER, TAG_CONTRIBUTION):
+        y = env.payload.array("y").copy()
+        seed = receiver._seed(env.sender, "receiver-mask", "c00", env.sender)
+        y -= mask_words(seed, y.size)  # mod 2^64
+        recovered = codec.decode(y).reshape(3, 4)
+        block = jobs["c00"][env.sender]
+        assert np.allclose(recovered, block, atol=1e-9) == unmasked
+        assert not np.allclose(codec.decode(env.payload.array("y")).reshape(3, 4), block)
+
+
+def test_pair_masks_off_is_one_stream_per_sender_and_no_threshold() -> None:
+    assert mask_peers("c00", _ids(6), None, pair_masks=False) == []
+    with pytest.raises(ValueError, match="pair masks"):
+        MaskedSum("exp", collusion_threshold=1, pair_masks=False)
+    with pytest.raises(ValueError, match="bool"):
+        MaskedSum("exp", pair_masks="no")  # type: ignore[arg-type]
 
 
 def test_masked_pair_stream_masks_each_shared_job_with_its_own_segment() -> None:

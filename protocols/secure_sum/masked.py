@@ -50,6 +50,11 @@ seed bound to (experiment, round, receiver or pair) and each keystream word used
   graphs instead, for a probabilistic bound). A coalition of more than t senders with the
   server and the receiver may learn partial sums of the honest blocks (over the components
   left). Cost: ``2h + 1`` streams per sender and job, whatever ``|S|``.
+* Receiver masks only (``pair_masks=False``): no pairwise masks, one stream per sender and
+  job. The server alone still learns nothing, and the receiver with any senders still only
+  the honest sum (it sees only the relayed total); but a server colluding with the
+  receiver unmasks every block. This is the trust of the ``ckks`` sum (the receiver's
+  key, the server's ciphertexts) at a fraction of its cost.
 * Dropouts abort the batch (no Shamir recovery: the sums are a one-shot pre-training step
   that must be complete; see anchors_privacy.md §1.5).
 """
@@ -91,10 +96,15 @@ def _context(experiment_id: str, round_idx: int, purpose: str, *parts: str) -> b
     ).encode()
 
 
-def mask_peers(who: str, senders: Sequence[str], collusion_threshold: int | None) -> list[str]:
+def mask_peers(
+    who: str, senders: Sequence[str], collusion_threshold: int | None, pair_masks: bool = True
+) -> list[str]:
     """The co-senders ``who`` shares a pairwise mask with in a job of ``senders`` (public
-    order): all of them, or its ``h = ceil((t + 1) / 2)`` neighbours on each side of the
-    circle (symmetric: ``v`` in ``mask_peers(u)`` iff ``u`` in ``mask_peers(v)``)."""
+    order): all of them, its ``h = ceil((t + 1) / 2)`` neighbours on each side of the
+    circle (symmetric: ``v`` in ``mask_peers(u)`` iff ``u`` in ``mask_peers(v)``), or none
+    (``pair_masks=False``)."""
+    if not pair_masks:
+        return []
     others = [v for v in senders if v != who]
     if collusion_threshold is None:
         return others
@@ -123,11 +133,13 @@ class MaskedSumClient(SecureSumClient):
         experiment_id: str,
         codec: FixedPointCodec,
         collusion_threshold: int | None = None,
+        pair_masks: bool = True,
     ) -> None:
         super().__init__(party_id, server_id, client_ids, min_senders)
         self.experiment_id = experiment_id
         self.codec = codec
         self.collusion_threshold = collusion_threshold
+        self.pair_masks = pair_masks
         self._keys: KeyPair | None = None
         self._peer_keys: dict[str, bytes] = {}
         self._shared: dict[str, bytes] = {}  # peer -> raw X25519 secret (derived per seed)
@@ -170,6 +182,9 @@ class MaskedSumClient(SecureSumClient):
         return derive_key(self._shared[peer], ctx)
 
     # -- round
+    def _peers(self, request: SumRequest) -> list[str]:
+        return mask_peers(self.party_id, request.senders, self.collusion_threshold, self.pair_masks)
+
     def _check_peak(self, peak: float, receiver: str) -> None:
         self.codec.check_peak(peak)  # FixedPointOverflowError before anything is sent
 
@@ -185,7 +200,7 @@ class MaskedSumClient(SecureSumClient):
         who, lengths = self.party_id, {}
         for receiver in sorted(requests):
             request = requests[receiver]
-            for v in mask_peers(who, request.senders, self.collusion_threshold):
+            for v in self._peers(request):
                 lengths.setdefault(v, []).append((receiver, request.length))
         self._pair_masks = {}
         for v, jobs in lengths.items():
@@ -198,7 +213,7 @@ class MaskedSumClient(SecureSumClient):
     def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
         who = self.party_id
         y = self.codec.encode(gather(block, request, who))
-        for v in mask_peers(who, request.senders, self.collusion_threshold):
+        for v in self._peers(request):
             seg = self._pair_masks.pop((v, receiver))
             seg.stream.add_to(y, +1 if seg.add else -1, seg.offset)  # mod 2^w
         add_mask(y, self._seed(receiver, "receiver-mask", receiver, who), +1)
@@ -300,7 +315,8 @@ class MaskedSum(SecureSum):
     ``FixedPointCodec.for_sum_bound``): about ``log2(n_clients)`` more fractional bits.
     ``collusion_threshold``: None (default) masks every pair of senders (any coalition);
     an int t >= 1 masks on a circulant graph that tolerates t colluding senders (module
-    docstring, "Mask graph").
+    docstring, "Mask graph"). ``pair_masks=False``: receiver masks only (module docstring:
+    safe unless the server colludes with the receiver, the trust of ``ckks``).
     """
 
     name: ClassVar[str] = "masked"
@@ -316,6 +332,7 @@ class MaskedSum(SecureSum):
         sum_bound: float | None = None,
         min_senders: int = 1,
         collusion_threshold: int | None = None,
+        pair_masks: bool = True,
     ) -> None:
         super().__init__(min_senders=min_senders)
         if word_bits not in WORD_BITS:
@@ -329,12 +346,15 @@ class MaskedSum(SecureSum):
         t = collusion_threshold
         if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 1):
             raise ValueError(f"collusion_threshold must be None or an int >= 1, got {t!r}")
+        if not isinstance(pair_masks, bool) or (t is not None and not pair_masks):
+            raise ValueError("pair_masks must be a bool; a collusion_threshold needs pair masks")
         self.experiment_id = experiment_id
         self.word_bits = word_bits
         self.frac_bits = frac_bits
         self.value_bound = value_bound
         self.sum_bound = sum_bound
         self.collusion_threshold = t
+        self.pair_masks = pair_masks
 
     def codec_for(self, n_clients: int) -> FixedPointCodec:
         n = max(n_clients, 1)
@@ -352,7 +372,9 @@ class MaskedSum(SecureSum):
         return SecureSumParties(
             server=MaskedSumServer(server_id, ids, m, codec.dtype),
             clients={
-                c: MaskedSumClient(c, server_id, ids, m, exp, codec, self.collusion_threshold)
+                c: MaskedSumClient(
+                    c, server_id, ids, m, exp, codec, self.collusion_threshold, self.pair_masks
+                )
                 for c in ids
             },
         )

@@ -404,7 +404,9 @@ class MaskedHopSum(SecureHopSum):
     ``2^-frac_bits``; exact up to that rounding). ``collusion_threshold``: None masks every
     pair of a receiver's senders; t masks on a circulant graph that tolerates t colluding
     senders (``protocols.secure_sum.masked``, "Mask graph"), ``O(t)`` instead of ``O(K)``
-    mask streams per sender and receiver.
+    mask streams per sender and receiver. ``pair_masks=False``: receiver masks only, one
+    stream per sender and receiver; private unless the server colludes with the receiver
+    (the trust of :class:`CKKSHopSum`).
 
     Ring: Z_2^64 by default (``frac_bits`` default 32: Ā exact to ~1e-10). ``word_bits=32``
     halves the keystream, the bytes and the additions of every hop (measured on Cora,
@@ -435,6 +437,7 @@ class MaskedHopSum(SecureHopSum):
         frac_bits: int | None = None,
         min_senders: int = 1,
         collusion_threshold: int | None = None,
+        pair_masks: bool = True,
     ) -> None:
         if word_bits == 32:
             if frac_bits is not None:
@@ -449,6 +452,7 @@ class MaskedHopSum(SecureHopSum):
             word_bits=word_bits,
             min_senders=min_senders,
             collusion_threshold=collusion_threshold,
+            pair_masks=pair_masks,
             **ring,
         )
         super().__init__(protocol, support)

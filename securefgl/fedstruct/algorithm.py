@@ -400,11 +400,17 @@ def _hop_sum(settings: FedStructSettings, experiment_id: str) -> adjacency.HopSu
     from securefgl.fedstruct import adjacency_secure
 
     t, bits = settings.abar_collusion_threshold, settings.abar_ring_bits
-    if settings.abar_sum != "masked" and (t is not None or bits != 64):
-        raise ConfigError("abar_collusion_threshold / abar_ring_bits apply to abar_sum='masked'")
+    pair_masks = settings.abar_pair_masks
+    if settings.abar_sum != "masked" and (t is not None or bits != 64 or not pair_masks):
+        raise ConfigError(
+            "abar_collusion_threshold / abar_ring_bits / abar_pair_masks apply to "
+            "abar_sum='masked'"
+        )
     options: dict[str, Any] = {} if t is None else {"collusion_threshold": t}
     if settings.abar_sum == "masked":
-        options.update(word_bits=bits, degree_bound=settings.abar_degree_bound)
+        options.update(
+            word_bits=bits, degree_bound=settings.abar_degree_bound, pair_masks=pair_masks
+        )
     try:
         return adjacency_secure.hop_sum_for(
             settings.abar_sum,

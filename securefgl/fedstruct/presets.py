@@ -73,6 +73,7 @@ class FedStructSettings:
     abar_support: str = "rows"  # secure sums' public coordinates: rows | union
     abar_relay: bool = False  # plain Ā blocks via the server (True) or client to client
     abar_collusion_threshold: int | None = None  # masked: None = mask every sender pair
+    abar_pair_masks: bool = True  # masked: False = receiver masks only (ckks' trust)
     abar_ring_bits: int = 64  # masked: Z_2^64, or Z_2^32 (~20 % faster, Ā to ~1e-6)
     abar_degree_bound: int = 2047  # masked Z_2^32: public bound on boundary degrees
     edge_dp: EdgeDP | None = None  # ε-edge DP on Ā's input blocks (fedstruct.edge_dp)
@@ -158,6 +159,7 @@ CONFIG_FIELDS: dict[str, str] = {
     "abar_support": "abar_support",
     "abar_relay": "abar_relay",
     "abar_collusion_threshold": "abar_collusion_threshold",
+    "abar_pair_masks": "abar_pair_masks",
     "abar_ring_bits": "abar_ring_bits",
     "abar_degree_bound": "abar_degree_bound",
 }
