@@ -1,5 +1,7 @@
 """Algorithms train, report honestly, and their parties hold only their own data."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -7,7 +9,7 @@ import torch
 from securefgl.algorithms import ALGORITHMS
 from securefgl.algorithms.fedavg import FedAvg
 from securefgl.config import ExperimentConfig
-from securefgl.experiment.runner import load_graph, run_single
+from securefgl.experiment.runner import ExperimentResult, load_graph, run_single
 from securefgl.models import build_model, get_flat, set_flat
 
 SMALL = {"num_nodes": 600, "num_features": 16, "feature_signal": 0.3, "homophily": 0.8}
@@ -108,3 +110,23 @@ def test_fedavg_client_parties_reach_no_other_clients_features(graph):
             if a.ndim == 2 and a.shape[1] == g.num_features:
                 assert not ({tuple(r) for r in a.round(5).tolist()} & others), cid
             assert a.size < g.num_nodes * g.num_features, f"{cid} holds a global-size array"
+
+
+def test_setup_time_is_reported_with_the_rounds(graph, monkeypatch):
+    """Set-up (e.g. FedStruct's Ā build) counts in the seconds, as its bytes do."""
+    slow = 0.3
+    setup = FedAvg.setup
+
+    def slow_setup(self, *args, **kwargs):
+        time.sleep(slow)
+        return setup(self, *args, **kwargs)
+
+    monkeypatch.setattr(FedAvg, "setup", slow_setup)
+    cfg = _config(rounds=3, eval_every=3)
+    result = ExperimentResult(cfg, [run_single(cfg, "fedavg", 0, graph, progress=False)])
+    run = result.runs[0]
+    assert run.setup_seconds >= slow and run.to_dict()["setup_seconds"] == run.setup_seconds
+    row = result.summary()[0]
+    rounds = sum(h["seconds"] for h in run.history)
+    assert row["setup_seconds"] == run.setup_seconds
+    assert row["seconds"] == pytest.approx(run.setup_seconds + rounds)

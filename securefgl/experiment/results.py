@@ -23,7 +23,8 @@ def markdown_table(result: ExperimentResult) -> str:
         "",
         f"{cfg.model.upper()}, {cfg.rounds} rounds × {cfg.local_epochs} local epoch(s), "
         f"split {'/'.join(f'{f:g}' for f in cfg.split)}, seeds {cfg.seeds}. "
-        "Accuracy and macro-F1 in % (mean ± std over seeds), last-round model.",
+        "Accuracy and macro-F1 in % (mean ± std over seeds), last-round model. MB and "
+        "seconds include the set-up (e.g. FedStruct's Ā build).",
         "",
         "| algorithm | federated | test acc | test macro-F1 | val acc | ε (δ) | MB exchanged "
         "| seconds |",

@@ -403,8 +403,7 @@ def _hop_sum(settings: FedStructSettings, experiment_id: str) -> adjacency.HopSu
     pair_masks = settings.abar_pair_masks
     if settings.abar_sum != "masked" and (t is not None or bits != 64 or not pair_masks):
         raise ConfigError(
-            "abar_collusion_threshold / abar_ring_bits / abar_pair_masks apply to "
-            "abar_sum='masked'"
+            "abar_collusion_threshold / abar_ring_bits / abar_pair_masks apply to abar_sum='masked'"
         )
     options: dict[str, Any] = {} if t is None else {"collusion_threshold": t}
     if settings.abar_sum == "masked":
