@@ -33,6 +33,8 @@ ALLOWED_DTYPES = frozenset(
     {"<f2", "<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"}
 )
 
+_DTYPES = {s: np.dtype(s) for s in ALLOWED_DTYPES}  # parsed once, not per field
+
 FieldValue = np.ndarray | bytes
 
 
@@ -95,7 +97,11 @@ def _chunks(payload: Payload) -> Iterator[tuple[dict[str, Any], bytes | memoryvi
             yield {"name": name, "dtype": BYTES_DTYPE, "shape": [len(raw)]}, raw
         elif isinstance(value, np.ndarray):
             dtype = _wire_dtype(value)
-            arr = np.require(value, dtype=dtype, requirements="C")
+            arr = (
+                value
+                if value.dtype == dtype and value.flags.c_contiguous
+                else np.require(value, dtype=dtype, requirements="C")
+            )
             yield (
                 {"name": name, "dtype": dtype.str, "shape": list(arr.shape)},
                 memoryview(arr.reshape(-1).view(np.uint8)),
@@ -139,7 +145,7 @@ def _field_nbytes(spec: Any) -> tuple[str, str, tuple[int, ...], int]:
         return name, dtype, tuple(shape), shape[0]
     if dtype not in ALLOWED_DTYPES:
         raise WireFormatError(f"field {name!r}: dtype {dtype!r} not allowed")
-    return name, dtype, tuple(shape), math.prod(shape) * np.dtype(dtype).itemsize
+    return name, dtype, tuple(shape), math.prod(shape) * _DTYPES[dtype].itemsize
 
 
 def decode(
@@ -183,7 +189,7 @@ def decode(
         if dtype == BYTES_DTYPE:
             fields[name] = bytes(raw)
         else:
-            fields[name] = np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy()
+            fields[name] = np.frombuffer(raw, dtype=_DTYPES[dtype]).reshape(shape).copy()
     if offset != len(view):
         raise WireFormatError(f"{len(view) - offset} trailing bytes after the last field")
     return Payload(fields=fields, meta=header["meta"])
