@@ -1,5 +1,6 @@
 """Algorithms train, report honestly, and their parties hold only their own data."""
 
+import logging
 import time
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 from securefgl.algorithms import ALGORITHMS
 from securefgl.algorithms.fedavg import FedAvg
 from securefgl.config import ExperimentConfig
+from securefgl.experiment import runner
 from securefgl.experiment.runner import ExperimentResult, load_graph, run_single
 from securefgl.models import build_model, get_flat, set_flat
 
@@ -130,3 +132,17 @@ def test_setup_time_is_reported_with_the_rounds(graph, monkeypatch):
     rounds = sum(h["seconds"] for h in run.history)
     assert row["setup_seconds"] == run.setup_seconds
     assert row["seconds"] == pytest.approx(run.setup_seconds + rounds)
+
+
+def test_runs_without_a_bar_log_their_progress(graph, monkeypatch, caplog):
+    """progress=False (benchmarks, logs): long runs still say how far they are."""
+    monkeypatch.setattr(runner, "PROGRESS_LOG_SECONDS", 0.0)
+    with caplog.at_level(logging.INFO, logger=runner.__name__):
+        run_single(_config(rounds=3, eval_every=3), "fedavg", 0, graph, progress=False)
+    lines = [r.getMessage() for r in caplog.records if "round" in r.getMessage()]
+    assert [line.split(",")[0] for line in lines] == [
+        f"fedavg seed=0: round {r}/3" for r in (1, 2, 3)
+    ]
+    assert "~0 s to go" in lines[-1] and any(
+        "set-up took" in r.getMessage() for r in caplog.records
+    )

@@ -37,6 +37,10 @@ from securefgl.federation.stack import build_stack
 
 log = logging.getLogger(__name__)
 
+#: Without a progress bar, a run logs its progress at most this often (seconds), so only
+#: long runs (e.g. FedStruct under CKKS on PubMed, hours per seed) write progress lines.
+PROGRESS_LOG_SECONDS = 60.0
+
 
 @dataclass
 class SimulationState:
@@ -189,6 +193,9 @@ def run_single(
     t_setup = time.perf_counter()
     algo.setup(Federation(views, channel, stack, seed), graph if algo.needs_global_graph else None)
     setup_seconds = time.perf_counter() - t_setup
+    if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
+        log.info("%s seed=%d: set-up took %.0f s", algorithm, seed, setup_seconds)
+    last_log = time.perf_counter()
     transcript = channel.transcript
     setup_bytes = transcript.total_bytes()
     history: list[dict[str, Any]] = []
@@ -215,6 +222,14 @@ def run_single(
             bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
             log.debug("%s seed=%d round=%d %s", algorithm, seed, r, row)
         history.append(row)
+        if not progress and time.perf_counter() - last_log >= PROGRESS_LOG_SECONDS:
+            last_log = time.perf_counter()
+            spent = sum(h["seconds"] for h in history)
+            log.info(
+                "%s seed=%d: round %d/%d, loss %.4f, %.0f s in rounds, ~%.0f s to go",
+                algorithm, seed, r + 1, config.rounds, loss, spent,
+                spent / (r + 1) * (config.rounds - r - 1),
+            )  # fmt: skip
     final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
     log.info("%s seed=%d: test acc %.4f", algorithm, seed, final["test_acc"])
     return RunResult(
