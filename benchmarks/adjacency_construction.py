@@ -714,6 +714,15 @@ def central_note(rows: list[dict]) -> str:
     return "(unpruned / pruned) " + ", ".join(parts)
 
 
+def _ratios(rows: list[dict]) -> str:
+    """``K=… L_s=… variant (cpu s, ×sequential / ∥×parallel)`` for each row."""
+    return ", ".join(
+        f"K={r['clients']} L_s={r['hops']} {variant(r)} "
+        f"({_fmt_s(_cpu(r))} s, ×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
+        for r in rows
+    )
+
+
 def findings(rows: list[dict], headline_k: int) -> list[str]:
     out = []
     ran = [r for r in rows if not r["skipped"]]
@@ -736,65 +745,48 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
         best = min(masked, key=lambda r: r["ratio"] or math.inf)
         pruned_union = [r for r in masked if r["pruned"] and r["support"] == "union"]
 
-        def names(rs: list[dict]) -> str:
-            return ", ".join(
-                f"K={r['clients']} L_s={r['hops']} {variant(r)} "
-                f"({_fmt_s(_cpu(r))} s, ×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
-                for r in rs
-            )
-
         out.append(
             "- Target `masked` ≤ 20× central on Cora (L_s > 1, central with the SAME pruning "
             f"setting): sequential simulation time meets it in {len(seq)}/{len(masked)} cells"
-            f"{(': ' + names(seq)) if seq else ''}; the parallel critical path in "
+            f"{(': ' + _ratios(seq)) if seq else ''}; the parallel critical path in "
             f"{len(par)}/{len(masked)} cells. Best sequential: {variant(best)} at "
             f"K={best['clients']}, L_s={best['hops']} (×{best['ratio']}). The recommended "
             "configuration (union support, receiver pruning): "
-            f"{names(pruned_union) or 'not run'}. The central sparse products take "
+            f"{_ratios(pruned_union) or 'not run'}. The central sparse products take "
             f"{central_note(rows)} on Cora. (×a / ∥×b = sequential / parallel.)"
         )
-    if sparse_masks:
-        seq = [r for r in sparse_masks if r["ratio"] is not None and r["ratio"] <= 20]
-        out.append(
-            "- Masked with a collusion threshold t (`-tN`: each sender masks with 2⌈(t+1)/2⌉ "
+    cheaper_masks = (
+        (
+            sparse_masks,
+            "Masked with a collusion threshold t (`-tN`: each sender masks with 2⌈(t+1)/2⌉ "
             "co-senders on a circulant graph instead of all of them; tolerates t colluding "
-            "senders, not any number) on Cora: "
-            + ", ".join(
-                f"K={r['clients']} L_s={r['hops']} {variant(r)} ({_fmt_s(_cpu(r))} s, "
-                f"×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
-                for r in sparse_masks
+            "senders, not any number)",
+        ),
+        (
+            receiver_only,
+            "Masked with receiver masks only (`-rx`: `pair_masks=False`, one mask stream per "
+            "sender and job; private unless the server colludes with the receiver, the trust "
+            "of the `ckks` sum)",
+        ),
+    )
+    for cells, what in cheaper_masks:
+        if cells:
+            seq = [r for r in cells if r["ratio"] is not None and r["ratio"] <= 20]
+            out.append(
+                f"- {what} on Cora: {_ratios(cells)}; ≤ 20× sequentially in "
+                f"{len(seq)}/{len(cells)} cells."
             )
-            + f"; ≤ 20× sequentially in {len(seq)}/{len(sparse_masks)} cells."
-        )
     if ring32:
         seq = [r for r in ring32 if r["ratio"] is not None and r["ratio"] <= 20]
         errs = [r["max_abs_err"] for r in ring32 if r.get("max_abs_err") is not None]
         out.append(
             "- Masked in Z_2^32 (`-z32`: `MaskedHopSum(word_bits=32)`, public degree bound "
             "2047, fixed point 2^-20; half the keystream and bytes of Z_2^64) on Cora: "
-            + ", ".join(
-                f"K={r['clients']} L_s={r['hops']} {variant(r)} ({_fmt_s(_cpu(r))} s, "
-                f"×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
-                for r in ring32
-                if r["pruned"] and not r.get("collusion_threshold")
-            )
+            + _ratios([r for r in ring32 if r["pruned"] and not r.get("collusion_threshold")])
             + f"; ≤ 20× sequentially in {len(seq)}/{len(ring32)} `-z32` cells (with `-tN` and "
             "unpruned ones). The price: unpruned Ā "
             f"max |error| {max(errs) if errs else float('nan'):.1e} (Z_2^64: ~1e-10), "
             "bounded by (L_s − 1)·2^-21."
-        )
-    if receiver_only:
-        seq = [r for r in receiver_only if r["ratio"] is not None and r["ratio"] <= 20]
-        out.append(
-            "- Masked with receiver masks only (`-rx`: `pair_masks=False`, one mask stream per "
-            "sender and job; private unless the server colludes with the receiver, the trust "
-            "of the `ckks` sum) on Cora: "
-            + ", ".join(
-                f"K={r['clients']} L_s={r['hops']} {variant(r)} ({_fmt_s(_cpu(r))} s, "
-                f"×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
-                for r in receiver_only
-            )
-            + f"; ≤ 20× sequentially in {len(seq)}/{len(receiver_only)} cells."
         )
     for name in sorted({r["dataset"] for r in exchanged} - {"cora"}):
         cells = [r for r in exchanged if r["dataset"] == name]
