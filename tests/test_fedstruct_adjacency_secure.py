@@ -197,13 +197,16 @@ def test_detector_fires_on_the_plain_scheme():
     assert {("server", k, i, h) for k, i, h in nonempty} <= found
 
 
-@pytest.mark.parametrize("mode", [*MODES, "masked32"])
+VARIANTS = {"masked32": {"word_bits": 32}, "masked-rx": {"pair_masks": False}}
+
+
+@pytest.mark.parametrize("mode", [*MODES, *VARIANTS])
 @pytest.mark.parametrize("support", ["rows", "union"])
 def test_no_individual_block_reaches_receiver_or_server(mode, support):
     _, assignment, views = make_world(140, 3, seed=3)
     hops = 3
-    ring = {"word_bits": 32} if mode == "masked32" else {}
-    hop_sum = hop_sum_for(mode.removesuffix("32"), "test-exp", support=support, **ring)
+    base = "ckks" if mode == "ckks" else "masked"
+    hop_sum = hop_sum_for(base, "test-exp", support=support, **VARIANTS.get(mode, {}))
     spies, channel, report = spy_build(views, hop_sum, hops)
     assert any(b.matrix.nnz for b in Spy.blocks.values())
     codec = (MaskedSum("x") if mode == "ckks" else hop_sum.protocol).codec_for(3)
