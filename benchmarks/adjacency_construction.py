@@ -14,8 +14,9 @@ is the repository's global top-``p·n``; the federated one is per client top-``p
 
 Many cells are infeasible on 2 cores / 24 GiB (dense rows on Photo or 10^5 nodes are
 ``|R_i|·n`` values per sender and hop; CKKS adds ~2 ms per 2048 values). Before each cell a
-cost model (structure of the partition + sampled row fill-in of ``Â^ℓ``) estimates time and
-peak memory; a cell over ``--cell-budget`` seconds or ``--mem-limit-gib`` is written as a
+cost model (structure of the partition, sampled row fill-in of ``Â^ℓ`` and, for pruned
+cells, the row width of the pruned chain before each pruning) estimates time and peak
+memory; a cell over ``--cell-budget`` seconds or ``--mem-limit-gib`` is written as a
 ``skipped`` row with the reason. While a cell runs, a guard projects the remaining hops from
 the measured ones and aborts it (``skipped``: "aborted ...") past the budget. Cells run in
 priority order (Cora first) until ``--total-budget`` is spent.
@@ -72,6 +73,7 @@ from securefgl.fedstruct import (  # noqa: E402
     HopSum,
     build_abar,
     central_abar,
+    keep_top_values,
     normalized_adjacency,
 )
 from securefgl.fedstruct.adjacency_secure import hop_sum_for  # noqa: E402
@@ -94,16 +96,23 @@ VARIANTS = (  # (mode, support, pruned), in the order they run within a (dataset
 GIB = 2**30
 SLACK = 1.25  # the in-run guard aborts past SLACK x the cell budget
 
-# cost model constants, measured on the 2-vCPU box (single run; see est_* vs measured)
+FEDERATED_REPEAT_BELOW_S = 5.0  # cells estimated below this run 3 times (best of 3)
+
+# cost model constants for the 2-vCPU box. plain and dense (rows-support) masked: measured
+# on single runs, conservative (0.9-6.5x the measured CPU time of rows cells). union
+# support: a least-squares fit (relative error) to the 56 measured union-support masked /
+# ckks cells of 2026-11-25/26, times 1.5 so that estimates err high (0.5-2.1x measured);
+# the constants are a fit, not per-operation costs
 PLAIN_S_PER_ENTRY = 80e-9  # serialise + relay + sum, per B_ik entry
 PLAIN_S_PER_MESSAGE = 0.4e-3  # per relayed block (two messages per client pair and hop)
-MASKED_S_PER_VALUE = 45e-9  # gather, encode, serialise, add, unmask: per encoded value
-FEDERATED_REPEAT_BELOW_S = 5.0  # cells estimated below this run 3 times (best of 3)
-MASKED_S_PER_MASK = 9e-9  # one ChaCha20 mask word (|S_i| masks per value)
-UNION_S_PER_ENTRY = 120e-9  # patterns, union, support decoding (per pattern entry)
-JOB_S = 4e-3  # per (receiver, sender) pair and hop in a secure sum: seeds, messages
-CKKS_S_PER_CT = 4.0e-3  # encrypt + serialise + server load/add, per 2048-value ciphertext
-CKKS_S_PER_SUM_CT = 2.5e-3  # receiver load + decrypt + round, per delivered ciphertext
+DENSE_S_PER_VALUE = 45e-9  # rows support: gather, encode, serialise, add, unmask per value
+DENSE_S_PER_MASK = 9e-9  # rows support: mask words (|S_i| masks per value)
+MASKED_S_PER_VALUE = 24e-9  # union support: the same per encoded value
+MASKED_S_PER_MASK = 1.0e-9  # union support: mask words
+UNION_S_PER_ENTRY = 31e-9  # patterns, union, support decoding (per pattern entry)
+JOB_S = 80e-6  # per (receiver, sender) pair and hop in a secure sum: seeds, messages
+CKKS_S_PER_CT = 2.1e-3  # encrypt + serialise + server load/add, per 2048-value ciphertext
+CKKS_S_PER_SUM_CT = 0.5e-3  # receiver load + decrypt + round, per delivered ciphertext
 CKKS_CT_BYTES = 65_700
 CENTRAL_S_PER_FLOP = 12e-9
 
@@ -134,6 +143,19 @@ def row_fill(a_hat: sp.csr_matrix, hops: int, sample: int, seed: int) -> list[fl
             continue
         x = sp.csr_matrix(x @ a_hat)
         out.append(x.nnz / rows.size)
+    return out
+
+
+def pruned_fill(a_hat: sp.csr_matrix, hops: int, p: float) -> list[float]:
+    """Mean nnz per row of ``Â·P^{ℓ-1}`` BEFORE pruning, ℓ = 0..hops, where ``P^{ℓ-1}`` is
+    the pruned chain of ``central_abar`` (global top ``⌈p·n⌉``): the width of a pruned
+    cell's summed rows, which overlapping neighbours keep far below ``deg·p``."""
+    n = a_hat.shape[0]
+    out, pm = [1.0], sp.identity(n, dtype=np.float64, format="csr")
+    for _ in range(hops):
+        pm = sp.csr_matrix(a_hat @ pm)
+        out.append(pm.nnz / n)
+        pm = keep_top_values(pm, math.ceil(p * n))
     return out
 
 
@@ -176,11 +198,19 @@ class Estimate:
 
 
 def estimate(
-    st: Structure, fill: list[float], hops: int, mode: str, support: str | None, p: float | None
+    st: Structure,
+    fill: list[float],
+    hops: int,
+    mode: str,
+    support: str | None,
+    p: float | None,
+    fill_pruned: list[float] | None = None,
 ) -> Estimate:
-    """Rough time, bytes and peak memory of one federated build (model in the module doc)."""
+    """Rough time, bytes and peak memory of one federated build (model in the module doc;
+    ``fill_pruned``: :func:`pruned_fill`, bounds the summed rows of pruned cells)."""
     n, K = st.n, len(st.sizes)
     fill_p = [min(f, p) if p is not None else f for f in fill]  # pruned rows keep ~p entries
+    width = fill_pruned if p is not None and fill_pruned is not None else fill
     total_s, total_b, peak, per_hop = 0.0, 0.0, 0.0, []
     if mode != "plain" and hops > 1:  # key setup
         total_b += K * K * (120_000 if mode == "ckks" else 40)
@@ -206,7 +236,7 @@ def estimate(
                     length = dense
                 else:
                     length = min(
-                        dense, st.boundary[i] * fill[hop], sum(nnz_b[i, k] for k in senders)
+                        dense, st.boundary[i] * width[hop], sum(nnz_b[i, k] for k in senders)
                     )
                     pat = sum(nnz_b[i, k] for k in senders)
                     idx_bytes = 4 if n * n < 2**32 else 8  # flat indices on the wire
@@ -217,7 +247,12 @@ def estimate(
                 v = length * len(senders)
                 s += JOB_S * len(senders)
                 if mode == "masked":
-                    s += v * (MASKED_S_PER_VALUE + MASKED_S_PER_MASK * len(senders))
+                    per_value, per_mask = (
+                        (DENSE_S_PER_VALUE, DENSE_S_PER_MASK)
+                        if support == "rows"
+                        else (MASKED_S_PER_VALUE, MASKED_S_PER_MASK)
+                    )
+                    s += v * (per_value + per_mask * len(senders))
                     b += 8 * (v + length)
                     mem += 40 * v + 8 * length * 3
                 else:
@@ -331,6 +366,7 @@ class World:
     n: int
     edge_index: np.ndarray
     fill: list[float]
+    fill_pruned: list[float] | None  # pruned_fill at --p (None if the central chain is skipped)
     central: dict[tuple[int, bool], tuple[float | None, float | None, str | None, Any]]
     perm_inv: np.ndarray
     data: Any
@@ -367,7 +403,15 @@ def prepare_world(name: str, args: argparse.Namespace, mem_limit: float) -> Worl
             )
             del abar
     perm_inv = np.argsort(opaque_id_permutation(n, args.seed))
-    return World(name, n, ei, fill, central, perm_inv, d)
+    fill_pruned = None
+    if any(central[h, True][0] is not None for h in args.hops):
+        fill_pruned = pruned_fill(a_hat, max(args.hops), args.p)
+        log.info(
+            "%s: pruned chain, mean row width before pruning: %s",
+            name,
+            [round(f) for f in fill_pruned],
+        )
+    return World(name, n, ei, fill, fill_pruned, central, perm_inv, d)
 
 
 def run(args: argparse.Namespace) -> list[dict]:
@@ -421,7 +465,9 @@ def run(args: argparse.Namespace) -> list[dict]:
                         "central_unpruned_seconds": w.central[hops, False][0],
                         "central_cpu_seconds": c_cpu,
                     }
-                    est = estimate(st, w.fill, hops, mode, support, args.p if pruned else None)
+                    est = estimate(
+                        st, w.fill, hops, mode, support, args.p if pruned else None, w.fill_pruned
+                    )
                     row.update(
                         est_seconds=round(est.seconds, 3),
                         est_bytes=int(est.bytes),
