@@ -83,6 +83,7 @@ class ExperimentConfig:
     abar_pair_masks: bool | None = None  # masked Ā sums: False = receiver masks only
     abar_ring_bits: int | None = None  # masked Ā sums in Z_2^64 (default) or Z_2^32 (faster)
     abar_degree_bound: int | None = None  # Z_2^32: public bound on boundary-node degrees
+    abar_max_round_gib: float | None = None  # masked/ckks Ā: relay refuses bigger hops (inf: off)
     edge_dp: str | None = None  # edgerand | lapgraph: ε-edge DP on Ā's input blocks
     edge_epsilon: float | None = None  # its ε (the whole graph is ε-edge-DP)
     # bookkeeping

@@ -1,6 +1,7 @@
 """FedStruct training: it learns, protocols agree, and the transcript holds only θ / S."""
 
 import functools
+import math
 
 import numpy as np
 import pytest
@@ -277,3 +278,20 @@ def test_hidden_cross_edges_are_rejected(small_views):
     hidden = build_client_views(g, part.assignment, "hidden", seed=3)
     with pytest.raises(ConfigError, match="known"):
         _setup(hidden, _settings())
+
+
+def test_abar_hops_over_the_round_limit_are_refused_with_advice(small_views):
+    """``abar_max_round_gib``: dense rows supports (|R_i|·n values per sender) over the
+    relay's limit stop the build with a ConfigError naming the cheaper union support; the
+    union build fits the same limit and gives the same Ā."""
+    _, views = small_views
+    limit = 0.25e6 / 2**30  # 0.25 MB per hop
+    rows = _settings(abar_sum="masked", abar_max_round_gib=limit)
+    with pytest.raises(ConfigError, match="abar_support = 'union'.*abar_max_round_gib"):
+        _setup(views, rows, store=False)
+    union = _settings(abar_sum="masked", abar_support="union", abar_max_round_gib=limit)
+    _built_abar_matches_the_oracle(views, union, 1e-6)
+    _built_abar_matches_the_oracle(views, rows.replace(abar_max_round_gib=math.inf), 1e-6)
+    for bad in (0.0, -1.0, "4"):
+        with pytest.raises(ConfigError, match="abar_max_round_gib"):
+            _setup(views, rows.replace(abar_max_round_gib=bad), store=False)

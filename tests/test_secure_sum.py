@@ -23,6 +23,7 @@ from protocols.secure_sum import (
     SecureSum,
     SumRangeError,
     SumRequest,
+    SumTooLargeError,
     Support,
     SupportViolationError,
     run_secure_sums,
@@ -530,6 +531,37 @@ def test_min_senders_refuses_a_single_sender_sum() -> None:
     setup_secure_sums(protocol, parties)
     with pytest.raises(ProtocolError, match="min_senders=2"):
         run_secure_sums(protocol, parties, {"c00": {"c01": np.ones((2, 2))}})
+
+
+@pytest.mark.parametrize(
+    ("make", "per_value"),
+    [
+        (lambda **kw: PlainSum(**kw), 8),
+        (lambda **kw: MaskedSum("exp", frac_bits=FRAC_BITS, **kw), 8),
+        (lambda **kw: MaskedSum("exp", word_bits=32, frac_bits=None, value_bound=1.0, **kw), 4),
+        (lambda **kw: CKKSSum(**kw), 32),
+    ],
+)
+def test_server_refuses_a_round_over_max_round_bytes(make, per_value) -> None:
+    """Admission: 3 jobs x 3 senders x 6 values = 54 values; the limit is checked on the
+    public sizes when the server routes the requests, before any value is encoded."""
+    jobs = {r: {k: np.ones((2, 3)) for k in _ids(4) if k != r} for r in _ids(4)[:3]}
+    size = 54 * per_value
+    assert make().bytes_per_value(4) == per_value
+    for limit, fits in ((size, True), (size - 1, False)):
+        protocol = make(max_round_bytes=limit)
+        parties = protocol.create_parties(SERVER, _ids(4))
+        setup_secure_sums(protocol, parties, no_transport)
+        rec = Recorder()
+        if fits:
+            results = run_secure_sums(protocol, parties, jobs, rec)
+            np.testing.assert_allclose(_dense(results["c00"].total), 3.0, atol=1e-6)
+        else:
+            with pytest.raises(SumTooLargeError, match="54 values"):
+                run_secure_sums(protocol, parties, jobs, rec)
+            assert not [e for e in rec.log if e.tag == TAG_CONTRIBUTION]
+    with pytest.raises(ValueError, match="max_round_bytes"):
+        make(max_round_bytes=0)
 
 
 def test_round_without_setup_fails() -> None:

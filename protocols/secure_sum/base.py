@@ -84,6 +84,11 @@ class SumRangeError(ProtocolError, OverflowError):
     """A block holds values too large for the mode's exact range (raised before sending)."""
 
 
+class SumTooLargeError(ProtocolError):
+    """The server refuses a round whose sums exceed its ``max_round_bytes`` (raised when it
+    routes the requests, before any sender encodes a value)."""
+
+
 # ------------------------------------------------------------------------------- supports
 
 
@@ -669,6 +674,8 @@ class SecureSumServer(ProtocolParty):
         self.min_senders = min_senders
         self._round: int | None = None
         self._requests: dict[str, SumRequest] = {}
+        self.max_round_bytes: float | None = None  # set by SecureSum (admission limit)
+        self.bytes_per_value = 8.0  # what one encoded value costs on the wire in this mode
 
     def begin_round(self, round_idx: int) -> None:
         self._round = round_idx
@@ -694,7 +701,23 @@ class SecureSumServer(ProtocolParty):
             out.extend(
                 Envelope(self.party_id, k, TAG_ROUTED_REQUEST, payload) for k in request.senders
             )
+        self._admit()
         return out
+
+    def _admit(self) -> None:
+        """Refuse the round if its contributions would exceed ``max_round_bytes`` (the sizes
+        are public: each job's length times its senders)."""
+        if self.max_round_bytes is None:
+            return
+        values = sum(q.length * len(q.senders) for q in self._requests.values())
+        size = values * self.bytes_per_value
+        if size > self.max_round_bytes:
+            raise SumTooLargeError(
+                f"server: this round's sums would have the senders send {values:,} values "
+                f"(~{size / 1e9:.1f} GB), over max_round_bytes = "
+                f"{self.max_round_bytes / 1e9:.1f} GB: refused before anything is encoded "
+                "(smaller supports, fewer receivers per round or a higher limit)"
+            )
 
     def deliver(self, inbox: Inbox) -> list[Envelope]:
         got: dict[str, dict[str, Payload]] = {r: {} for r in self._requests}
@@ -758,16 +781,31 @@ class SecureSum(ABC):
 
     ``min_senders``: senders refuse (and the server rejects) jobs with fewer remote senders;
     with one sender any "sum" is that sender's block, so privacy needs at least 2.
+    ``max_round_bytes``: the server refuses a round whose contributions would exceed it
+    (:class:`SumTooLargeError`, before any value is encoded); None: no limit.
     """
 
     name: ClassVar[str]
     setup_phases: ClassVar[tuple[Phase, ...]] = ()
     round_phases: ClassVar[tuple[Phase, ...]] = ROUND_PHASES
 
-    def __init__(self, *, min_senders: int = 1) -> None:
+    def __init__(self, *, min_senders: int = 1, max_round_bytes: float | None = None) -> None:
         if isinstance(min_senders, bool) or not isinstance(min_senders, int) or min_senders < 1:
             raise ValueError(f"min_senders must be an int >= 1, got {min_senders!r}")
+        if max_round_bytes is not None and not max_round_bytes > 0:
+            raise ValueError(f"max_round_bytes must be None or > 0, got {max_round_bytes!r}")
         self.min_senders = min_senders
+        self.max_round_bytes = max_round_bytes
+
+    def bytes_per_value(self, n_clients: int) -> float:
+        """Wire bytes of one encoded value in this mode (the admission limit's unit)."""
+        return 8.0
+
+    def _limited(self, server: SecureSumServer, n_clients: int) -> SecureSumServer:
+        """``server`` with this protocol's admission limit (``max_round_bytes``)."""
+        server.max_round_bytes = self.max_round_bytes
+        server.bytes_per_value = self.bytes_per_value(n_clients)
+        return server
 
     @abstractmethod
     def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:

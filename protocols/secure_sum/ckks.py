@@ -294,14 +294,24 @@ class CKKSSum(SecureSum):
     name: ClassVar[str] = "ckks"
     setup_phases = SETUP_PHASES
 
-    def __init__(self, params: CKKSParams | None = None, *, min_senders: int = 1) -> None:
-        super().__init__(min_senders=min_senders)
+    def __init__(
+        self,
+        params: CKKSParams | None = None,
+        *,
+        min_senders: int = 1,
+        max_round_bytes: float | None = None,
+    ) -> None:
+        super().__init__(min_senders=min_senders, max_round_bytes=max_round_bytes)
         self.params = params or DEFAULT_PARAMS
+
+    def bytes_per_value(self, n_clients: int) -> float:
+        """A ciphertext: two polynomials of N 8-byte words per data prime, for N/2 values."""
+        return 32.0 * (len(self.params.coeff_mod_bit_sizes) - 1)
 
     def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:
         ids = self._check_ids(server_id, client_ids)
         p, m = self.params, self.min_senders
         return SecureSumParties(
-            server=CKKSSumServer(server_id, ids, m, p),
+            server=self._limited(CKKSSumServer(server_id, ids, m, p), len(ids)),
             clients={c: CKKSSumClient(c, server_id, ids, m, p) for c in ids},
         )

@@ -317,6 +317,7 @@ class MaskedSum(SecureSum):
     an int t >= 1 masks on a circulant graph that tolerates t colluding senders (module
     docstring, "Mask graph"). ``pair_masks=False``: receiver masks only (module docstring:
     safe unless the server colludes with the receiver, the trust of ``ckks``).
+    ``min_senders``, ``max_round_bytes``: as in :class:`SecureSum`.
     """
 
     name: ClassVar[str] = "masked"
@@ -333,8 +334,9 @@ class MaskedSum(SecureSum):
         min_senders: int = 1,
         collusion_threshold: int | None = None,
         pair_masks: bool = True,
+        max_round_bytes: float | None = None,
     ) -> None:
-        super().__init__(min_senders=min_senders)
+        super().__init__(min_senders=min_senders, max_round_bytes=max_round_bytes)
         if word_bits not in WORD_BITS:
             raise ValueError(f"word_bits must be one of {WORD_BITS}, got {word_bits!r}")
         if sum_bound is not None and (value_bound is not None or frac_bits is not None):
@@ -365,12 +367,15 @@ class MaskedSum(SecureSum):
             return FixedPointCodec.finest(self.value_bound, n, self.word_bits)
         return FixedPointCodec(self.frac_bits, self.value_bound, n, self.word_bits)
 
+    def bytes_per_value(self, n_clients: int) -> float:
+        return float(self.codec_for(n_clients).dtype.itemsize)
+
     def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:
         ids = self._check_ids(server_id, client_ids)
         codec = self.codec_for(len(ids))
         m, exp = self.min_senders, self.experiment_id
         return SecureSumParties(
-            server=MaskedSumServer(server_id, ids, m, codec.dtype),
+            server=self._limited(MaskedSumServer(server_id, ids, m, codec.dtype), len(ids)),
             clients={
                 c: MaskedSumClient(
                     c, server_id, ids, m, exp, codec, self.collusion_threshold, self.pair_masks

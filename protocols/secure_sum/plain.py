@@ -134,6 +134,6 @@ class PlainSum(SecureSum):
     def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:
         ids = self._check_ids(server_id, client_ids)
         return SecureSumParties(
-            server=PlainSumServer(server_id, ids, self.min_senders),
+            server=self._limited(PlainSumServer(server_id, ids, self.min_senders), len(ids)),
             clients={c: PlainSumClient(c, server_id, ids, self.min_senders) for c in ids},
         )

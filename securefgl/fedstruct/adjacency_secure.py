@@ -438,6 +438,7 @@ class MaskedHopSum(SecureHopSum):
         min_senders: int = 1,
         collusion_threshold: int | None = None,
         pair_masks: bool = True,
+        max_round_bytes: float | None = None,
     ) -> None:
         if word_bits == 32:
             if frac_bits is not None:
@@ -453,6 +454,7 @@ class MaskedHopSum(SecureHopSum):
             min_senders=min_senders,
             collusion_threshold=collusion_threshold,
             pair_masks=pair_masks,
+            max_round_bytes=max_round_bytes,
             **ring,
         )
         super().__init__(protocol, support)
@@ -470,8 +472,10 @@ class CKKSHopSum(SecureHopSum):
         *,
         params: CKKSParams | None = None,
         min_senders: int = 1,
+        max_round_bytes: float | None = None,
     ) -> None:
-        super().__init__(CKKSSum(params, min_senders=min_senders), support)
+        protocol = CKKSSum(params, min_senders=min_senders, max_round_bytes=max_round_bytes)
+        super().__init__(protocol, support)
 
 
 def hop_sum_for(
@@ -485,7 +489,9 @@ def hop_sum_for(
     ``plain``: :class:`~securefgl.fedstruct.adjacency.PlainHopSum` (the paper's scheme, no
     protection; ``support`` is ignored). ``masked``: :class:`MaskedHopSum` (``experiment_id``
     is bound into every mask seed; ``word_bits``, ``frac_bits``, ``min_senders``,
-    ``collusion_threshold``). ``ckks``: :class:`CKKSHopSum` (``params``, ``min_senders``).
+    ``collusion_threshold``, ``pair_masks``). ``ckks``: :class:`CKKSHopSum` (``params``,
+    ``min_senders``). Both take ``max_round_bytes``: the relay refuses a hop whose sums
+    exceed it (:class:`~protocols.secure_sum.SumTooLargeError`, before anything is sent).
     """
     _check_support(support)
     if mode == "plain":

@@ -57,6 +57,7 @@ The Ā build leaks what ``adjacency.py`` documents (blocks ``B_ik`` to client ``
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,6 +69,7 @@ from torch.nn.utils import parameters_to_vector
 from torch_geometric.data import Data
 
 from protocols.base import AggregationClient, AggregationServer, Envelope, Role, setup_parties
+from protocols.secure_sum import SumTooLargeError
 from protocols.wire import Payload
 from securefgl.algorithms.base import Federation, SplitPredictions
 from securefgl.algorithms.fedavg import (
@@ -406,6 +408,11 @@ def _hop_sum(settings: FedStructSettings, experiment_id: str) -> adjacency.HopSu
             "abar_collusion_threshold / abar_ring_bits / abar_pair_masks apply to abar_sum='masked'"
         )
     options: dict[str, Any] = {} if t is None else {"collusion_threshold": t}
+    limit = settings.abar_max_round_gib
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0:
+        raise ConfigError(f"abar_max_round_gib must be > 0 (inf: no limit), got {limit!r}")
+    if math.isfinite(limit):
+        options["max_round_bytes"] = limit * 2**30
     if settings.abar_sum == "masked":
         options.update(
             word_bits=bits, degree_bound=settings.abar_degree_bound, pair_masks=pair_masks
@@ -504,17 +511,31 @@ class FedStruct(FedAvg):
         views = self.federation.views
         self._perturb_edges(ids)
         if self.abar_rows is None and st.abar == "federated":
-            self.abar_report = adjacency.build_abar(
-                ids,
-                self.federation.channel,
-                ex,
-                st.structure_hops,
-                st.hop_weights,
-                None if st.prune == "none" else st.prune,  # type: ignore[arg-type]
-                st.prune_p,
-                _hop_sum(st, f"securefgl/fedstruct/abar|seed={self.federation.seed}"),
-                SERVER if st.abar_relay or st.abar_sum != "plain" else None,
-            )
+            try:
+                self.abar_report = adjacency.build_abar(
+                    ids,
+                    self.federation.channel,
+                    ex,
+                    st.structure_hops,
+                    st.hop_weights,
+                    None if st.prune == "none" else st.prune,  # type: ignore[arg-type]
+                    st.prune_p,
+                    _hop_sum(st, f"securefgl/fedstruct/abar|seed={self.federation.seed}"),
+                    SERVER if st.abar_relay or st.abar_sum != "plain" else None,
+                )
+            except SumTooLargeError as err:
+                raise ConfigError(
+                    f"Ā build refused: {err}. With abar_support = {st.abar_support!r}: "
+                    + (
+                        "every boundary row is sent dense (|R_i|·n values per sender); "
+                        "abar_support = 'union' sends only the summed support (the server "
+                        "then sees each block's support pattern), "
+                        if st.abar_support == "rows"
+                        else ""
+                    )
+                    + f"or raise abar_max_round_gib ({st.abar_max_round_gib:g} GiB; inf: "
+                    "no limit) if the machine has the memory"
+                ) from None
             ex.map(ids, "adopt_abar")
             return
         rows = self.abar_rows if self.abar_rows is not None else oracle_abar_rows(views, st)

@@ -76,6 +76,7 @@ class FedStructSettings:
     abar_pair_masks: bool = True  # masked: False = receiver masks only (ckks' trust)
     abar_ring_bits: int = 64  # masked: Z_2^64, or Z_2^32 (~20 % faster, Ā to ~1e-6)
     abar_degree_bound: int = 2047  # masked Z_2^32: public bound on boundary degrees
+    abar_max_round_gib: float = 4.0  # masked/ckks: the relay refuses hops sending more
     edge_dp: EdgeDP | None = None  # ε-edge DP on Ā's input blocks (fedstruct.edge_dp)
 
     def __post_init__(self) -> None:
@@ -162,6 +163,7 @@ CONFIG_FIELDS: dict[str, str] = {
     "abar_pair_masks": "abar_pair_masks",
     "abar_ring_bits": "abar_ring_bits",
     "abar_degree_bound": "abar_degree_bound",
+    "abar_max_round_gib": "abar_max_round_gib",
 }
 
 GENERIC = FedStructSettings()
