@@ -28,6 +28,9 @@ Rows (JSON list): ``dataset, clients, hops, mode, seconds, bytes, central_second
 
     python benchmarks/adjacency_construction.py            # default grid (~30 min)
     python benchmarks/adjacency_construction.py --quick    # Cora, K 5/10, L_s 1/3
+
+Every finished cell is also saved to ``<out>.partial.json`` (removed at the end); after an
+interruption, the same command with ``--resume`` re-runs only the cells not in it.
 """
 
 from __future__ import annotations
@@ -414,9 +417,16 @@ def prepare_world(name: str, args: argparse.Namespace, mem_limit: float) -> Worl
     return World(name, n, ei, fill, fill_pruned, central, perm_inv, d)
 
 
-def run(args: argparse.Namespace) -> list[dict]:
+def run(
+    args: argparse.Namespace,
+    done: dict[tuple, dict] | None = None,
+    checkpoint: Callable[[list[dict]], None] | None = None,
+) -> list[dict]:
     """All cells: estimate each, then run them cheapest tier first (so a spent total budget
-    skips the expensive tail, not whole datasets); rows come back in grid order."""
+    skips the expensive tail, not whole datasets); rows come back in grid order. Cells in
+    ``done`` (by :func:`cell_key`, from an interrupted run) are taken as measured;
+    ``checkpoint`` gets the rows measured so far after every cell."""
+    done = done or {}
     start = time.perf_counter()
     mem_limit = args.mem_limit_gib * GIB
     worlds = {name: prepare_world(name, args, mem_limit) for name in args.datasets}
@@ -494,10 +504,15 @@ def run(args: argparse.Namespace) -> list[dict]:
         range(len(cells)),
         key=lambda j: (0 if cells[j][1].seconds <= 5 else 1 if cells[j][1].seconds <= 30 else 2, j),
     )
+    measured: list[dict] = []
     for j in order:
         row, est, views = cells[j]
         if row["skipped"]:
             log.info("skip %s: %s", _label(row), row["skipped"])
+            continue
+        if cell_key(row) in done:
+            row.update(done[cell_key(row)])
+            log.info("resumed %s from the interrupted run", _label(row))
             continue
         left = args.total_budget - (time.perf_counter() - start)
         if est.seconds > left:
@@ -505,6 +520,9 @@ def run(args: argparse.Namespace) -> list[dict]:
             log.info("skip %s: %s", _label(row), row["skipped"])
             continue
         run_cell(row, est, views, worlds[row["dataset"]], args, min(args.cell_budget, left))
+        measured.append(row)
+        if checkpoint is not None:
+            checkpoint([*done.values(), *measured])
     return [row for row, _, _ in cells]
 
 
@@ -595,20 +613,22 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
     """``old`` with every cell that ``new`` also has replaced (same grid order), except that
     a cell skipped now never replaces one measured before."""
 
-    def key(r: dict) -> tuple:
-        return (
-            *(r[k] for k in ("dataset", "clients", "hops", "mode", "support", "pruned")),
-            r.get("collusion_threshold"),
-            r.get("ring_bits"),
-            _receiver_masks_only(r),
-        )
-
-    fresh = {key(r): r for r in new}
+    fresh = {cell_key(r): r for r in new}
     for r in old:
-        if not r["skipped"] and fresh.get(key(r), r)["skipped"]:
-            del fresh[key(r)]
-    merged = [fresh.pop(key(r), r) for r in old]
+        if not r["skipped"] and fresh.get(cell_key(r), r)["skipped"]:
+            del fresh[cell_key(r)]
+    merged = [fresh.pop(cell_key(r), r) for r in old]
     return merged + list(fresh.values())
+
+
+def cell_key(r: dict) -> tuple:
+    """What identifies a cell of the grid (rows with equal keys measure the same thing)."""
+    return (
+        *(r[k] for k in ("dataset", "clients", "hops", "mode", "support", "pruned")),
+        r.get("collusion_threshold"),
+        r.get("ring_bits"),
+        _receiver_masks_only(r),
+    )
 
 
 def _receiver_masks_only(row: dict) -> bool:
@@ -1020,6 +1040,12 @@ def main() -> None:
     ap.add_argument(
         "--merge", action="store_true", help="replace only these cells in the existing JSON"
     )
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="take the cells an interrupted run measured (<out>.partial.json, written after "
+        "every cell) instead of re-running them",
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "adjacency"))
     ap.add_argument(
         "--report-only", action="store_true", help="rewrite .md/.png from an existing .json"
@@ -1046,8 +1072,19 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("securefgl").setLevel(logging.ERROR)  # per-hop info / warnings
     t0, load0 = time.perf_counter(), [round(x, 2) for x in os.getloadavg()]
-    rows = run(args)
     out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(".partial.json")
+    done = {}
+    if args.resume and partial.exists():
+        done = {cell_key(r): r for r in json.loads(partial.read_text())}
+        log.info("resuming: %d cells measured by the interrupted run (%s)", len(done), partial)
+
+    def checkpoint(measured: list[dict]) -> None:  # atomic: a kill leaves the last full list
+        tmp = partial.with_suffix(".tmp")
+        tmp.write_text(json.dumps(measured, indent=1) + "\n")
+        os.replace(tmp, partial)
+
+    rows = run(args, done, checkpoint)
     if args.merge and out.with_suffix(".json").exists():
         rows = merge_rows(json.loads(out.with_suffix(".json").read_text()), rows)
     out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
@@ -1069,6 +1106,7 @@ def main() -> None:
     }
     write_markdown(rows, out.with_suffix(".md"), meta, headline_k)
     plot(rows, out.with_suffix(".png"), headline_k)
+    partial.unlink(missing_ok=True)
     log.info("wrote %s.{json,md,png} in %.0fs", out, wall)
 
 
