@@ -28,6 +28,7 @@ class Federation:
     channel: Channel
     stack: ProtocolStack
     seed: int
+    progress: bool = False  # long set-up steps (e.g. FedStruct's Ā hops) may show a bar
 
     def make_executor(self, parties: dict[str, object]) -> Executor:
         from securefgl.federation import LocalExecutor

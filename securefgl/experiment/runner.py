@@ -191,7 +191,8 @@ def run_single(
     stack = build_stack(config, per_round, experiment_id=f"{config.name or 'run'}|seed={seed}")
     algo = ALGORITHMS[algorithm](config)
     t_setup = time.perf_counter()
-    algo.setup(Federation(views, channel, stack, seed), graph if algo.needs_global_graph else None)
+    federation = Federation(views, channel, stack, seed, progress)
+    algo.setup(federation, graph if algo.needs_global_graph else None)
     setup_seconds = time.perf_counter() - t_setup
     if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
         log.info("%s seed=%d: set-up took %.0f s", algorithm, seed, setup_seconds)

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
+from tqdm.auto import tqdm
 
 from protocols.base import Envelope
 from protocols.wire import Payload, WireFormatError
@@ -823,6 +824,7 @@ def build_abar(
     p: float = 30,
     hop_sum: HopSum | None = None,
     server_id: str | None = "server",
+    progress: bool = False,
 ) -> AbarBuildReport:
     """Run Algorithm 3; afterwards every client party holds ``abar`` = ``Ā^[i]``.
 
@@ -831,7 +833,8 @@ def build_abar(
     (plain messages then go client → server → client; ``None``: peer to peer). Hops
     are separated by a barrier (each is one ``hop_sum.run_hop`` call). ``channel.round``
     is left as the caller set it; messages carry their hop in ``meta["hop"]``.
-    Returns per-hop wall time, bytes and messages (from the transcript).
+    Returns per-hop wall time, bytes and messages (from the transcript). ``progress``: a
+    bar over the hops (on a terminal).
     """
     betas = resolve_beta(hops, beta)
     if prune is not None and prune not in PRUNE_MODES:
@@ -861,7 +864,13 @@ def build_abar(
         inbox = ctx.deliver([env for batch in sent for env in batch])
         executor.call([(c, "receive_sizes", (inbox[c],)) for c in ids])
     report.hops.append(stats(1, t0, start, sum(nnz)))
-    for hop in range(2, len(betas) + 1):
+    bar = tqdm(
+        range(2, len(betas) + 1),
+        desc=f"Ā hops ({hop_sum.name})",
+        disable=None if progress else True,
+        leave=False,
+    )
+    for hop in bar:
         t0, start = time.perf_counter(), len(entries)
         hop_sum.run_hop(hop, ctx)
         report.hops.append(stats(hop, t0, start, sum(executor.map(ids, "current_nnz"))))

@@ -522,6 +522,7 @@ class FedStruct(FedAvg):
                     st.prune_p,
                     _hop_sum(st, f"securefgl/fedstruct/abar|seed={self.federation.seed}"),
                     SERVER if st.abar_relay or st.abar_sum != "plain" else None,
+                    progress=self.federation.progress,
                 )
             except SumTooLargeError as err:
                 raise ConfigError(
