@@ -438,9 +438,8 @@ def run(
         variants += [("masked", "union", pruned, None, 32, True) for pruned in (True, False)]
         variants += [("masked", "union", True, t, 32, True) for t in args.collusion_thresholds]
     if args.receiver_masks_only:  # masked-union (pruned) without pairwise masks
-        variants += [
-            ("masked", "union", True, None, b, False) for b in (None, 32)[: 1 + args.ring32]
-        ]
+        rings = [None, 32] if args.ring32 else [None]
+        variants += [("masked", "union", True, None, bits, False) for bits in rings]
     for name, w in worlds.items():
         for K in args.clients:
             part = partition_graph(w.data, K, "random", seed=args.seed)
