@@ -766,6 +766,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("securefgl").setLevel(logging.WARNING)
+    logging.getLogger("securefgl.experiment.runner").setLevel(logging.INFO)  # long-run progress
     torch.set_num_threads(1)  # 2 shared cores; small graphs
     unknown = set(args.methods) - set(METHODS) - set(OPTIONAL_METHODS)
     if unknown or not set(args.aggregations) <= set(AGGREGATIONS):
