@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch_geometric.data import Data
 
 from protocols.base import Envelope
@@ -142,6 +144,32 @@ def test_keep_top_values_edge_cases():
     assert keep_top_values(m, 10) is m
     assert keep_top_values(m, 0).nnz == 0
     np.testing.assert_allclose(keep_top_values(m, 2).toarray(), [[0.5, 0, 0], [0, 0.9, 0]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 60))
+def test_keep_top_values_ties_do_not_depend_on_storage_order(seed, k):
+    """Equal values straddling the cut-off: the same entries are kept however they are
+    stored (each row's entries shuffled), namely the first ties in (row, column) order."""
+    rng = np.random.default_rng(seed)
+    dense = rng.choice([0.0, 0.0, 0.25, 0.5, 1.0], size=(8, 12))  # few distinct values
+    canonical = sp.csr_matrix(dense)
+    shuffled = canonical.copy()
+    for r in range(shuffled.shape[0]):
+        lo, hi = shuffled.indptr[r], shuffled.indptr[r + 1]
+        perm = lo + rng.permutation(hi - lo)
+        shuffled.indices[lo:hi] = shuffled.indices[perm].copy()
+        shuffled.data[lo:hi] = shuffled.data[perm].copy()
+    shuffled.has_sorted_indices = False
+    kept = keep_top_values(canonical, k)
+    assert (keep_top_values(shuffled, k) != kept).nnz == 0
+    expected = np.sort(canonical.data)[::-1][:k]
+    np.testing.assert_array_equal(np.sort(kept.data)[::-1], expected)  # a top-k multiset
+    if k < canonical.nnz:  # ties at the cut-off: the earliest in row-major order are kept
+        cut = expected[-1]
+        tied = np.flatnonzero(dense.ravel() == cut)
+        kept_tied = np.flatnonzero(kept.toarray().ravel() == cut)
+        np.testing.assert_array_equal(kept_tied, tied[: kept_tied.size])
 
 
 # ---------------------------------------------------------------- federated == central
