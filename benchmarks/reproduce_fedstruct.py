@@ -579,6 +579,23 @@ def target_summary(rows: list[dict[str, Any]]) -> list[str]:
     return [line + ".", ""]
 
 
+# Which code made the rows (pruned cells' single seeds depend on it; see the commit log)
+TIES_NOTE = (
+    "**Pruning ties and code versions.** Many values of Ā tie at the pruning cut-off (Cora, "
+    "p = 30: a quarter of the per-client prunings have up to ~1,000 equal values straddling "
+    "it). Until commit 7cff16e they were broken by storage order (`np.argpartition`), and "
+    "commit 47f711c changed that order (one stacked product per sender); since 7cff16e ties "
+    "go by (row, column) order. Most rows below were made before 47f711c; the Photo and "
+    "PubMed CKKS runs after it, and their plaintext rows (FedStruct (H2V), random K = 10) "
+    "were re-run with the same code for the same-seed comparison (`runs_before_rerun` in "
+    "the JSON keeps the replaced runs). A re-run with today's code reproduces the "
+    "distribution, not every pruned seed: FedStruct (H2V), random K = 10, re-run with "
+    "7cff16e: Cora +0.10, CiteSeer −0.12, Chameleon −0.01 in the mean (10 seeds), single "
+    "seeds up to 1.06 points apart. Cells without pruning (H2V-F, the baselines) re-run "
+    "to the same numbers (checked on Cora, seed 0)."
+)
+
+
 def write_markdown(rows: list[dict[str, Any]], path: Path, meta: dict[str, Any]) -> None:
     plain = {row_key(r)[:4]: r for r in rows if r["aggregation"] == "plain"}
     order = {m: i for i, m in enumerate((*METHODS, *OPTIONAL_METHODS))}
@@ -605,6 +622,8 @@ def write_markdown(rows: list[dict[str, Any]], path: Path, meta: dict[str, Any])
         "GraphSAGE; FedGCN-2hop = securefgl.algorithms.fedgcn (plaintext neighbour sums, FedSGD "
         "of an MLP on the exact Â²X). central does not depend on the partition. `gap` = ours "
         "− paper; `reason` is given wherever |gap| > 2 (required for FedStruct (H2V)).",
+        "",
+        TIES_NOTE,
         "",
         f"Machine: {meta.get('machine', '?')}. Settings: {meta.get('settings', '')}",
         "",
