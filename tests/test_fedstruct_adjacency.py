@@ -143,6 +143,8 @@ def test_keep_top_values_edge_cases():
     m = sp.csr_matrix(np.array([[0.5, 0, 0.2], [0.1, 0.9, 0]]))
     assert keep_top_values(m, 10) is m
     assert keep_top_values(m, 0).nnz == 0
+    dup = sp.csr_matrix((np.array([0.2, 0.3, 0.4]), np.array([1, 1, 2]), np.array([0, 3])))
+    np.testing.assert_allclose(keep_top_values(dup, 2).toarray(), [[0, 0.5, 0.4]])  # merged
     np.testing.assert_allclose(keep_top_values(m, 2).toarray(), [[0.5, 0, 0], [0, 0.9, 0]])
 
 

@@ -138,6 +138,8 @@ def keep_top_values(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
         return _empty(*m.shape)
     out = sp.csr_matrix(m, copy=True)
     out.sum_duplicates()  # canonical order: rows ascending, columns sorted within a row
+    if out.nnz <= k:  # duplicates were merged
+        return out
     data = out.data
     cut = np.partition(data, data.size - k)[data.size - k]  # the k-th largest value
     keep = data > cut
