@@ -41,6 +41,7 @@ import logging
 import math
 import os
 import platform
+import subprocess
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -583,21 +584,40 @@ def target_summary(rows: list[dict[str, Any]]) -> list[str]:
 
 # Which code made the rows (pruned cells' single seeds depend on it; see the commit log)
 TIES_NOTE = (
-    "**Pruning ties and code versions.** Many values of Ā tie at the pruning cut-off (Cora, "
-    "p = 30: a quarter of the per-client prunings have up to ~1,000 equal values straddling "
-    "it). Until commit 7cff16e they were broken by storage order (`np.argpartition`), and "
-    "commit 47f711c changed that order (one stacked product per sender); since 7cff16e ties "
-    "go by (row, column) order. Each row was made by the code of its day (the JSON does not "
-    "record which): most before 47f711c, later ones (the Photo and PubMed CKKS runs, part "
-    "of PubMed's other cells) after it. For the same-seed CKKS comparison the Photo and "
-    "PubMed plaintext rows of FedStruct (H2V), random K = 10, were re-run with the CKKS "
-    "runs' code (`runs_before_rerun` in the JSON keeps the replaced runs; Chameleon's "
-    "re-run was identical). A re-run with today's code reproduces the "
-    "distribution, not every pruned seed: FedStruct (H2V), random K = 10, re-run with "
-    "7cff16e: Cora +0.10, CiteSeer −0.12, Chameleon −0.01 in the mean (10 seeds), single "
-    "seeds up to 1.06 points apart. Cells without pruning (H2V-F, the baselines) re-run "
-    "to the same numbers (checked on Cora, seed 0)."
+    "**Pruning ties and code versions.** Many values of Ā tie at the pruning cut-off (Cora,"
+    " p = 30: a quarter of the per-client prunings have up to ~1,000 equal values "
+    "straddling it). Until commit 7cff16e they were broken by storage order "
+    "(`np.argpartition`), and commit 47f711c changed that order (one stacked product per "
+    "sender); since 7cff16e ties go by (row, column) order. Each row was made by the code "
+    "of its day (runs from now on record it as `code`; earlier ones do not): most before "
+    "47f711c, later ones (the Photo and PubMed CKKS runs, part of PubMed's other cells) "
+    "after it. For the same-seed CKKS comparison the Photo and PubMed plaintext rows of "
+    "FedStruct (H2V), random K = 10, were re-run with the CKKS runs' code "
+    "(`runs_before_rerun` in the JSON keeps the replaced runs; Chameleon's re-run was "
+    "identical). A re-run with today's code reproduces the distribution, not every pruned "
+    "seed: FedStruct (H2V), random K = 10, re-run with 7cff16e: Cora +0.10, CiteSeer −0.12,"
+    " Chameleon −0.01 in the mean (10 seeds), single seeds up to 1.06 points apart. Cells "
+    "without pruning (H2V-F, the baselines) re-run to the same numbers (checked on Cora, "
+    "seed 0)."
 )
+
+
+def code_version() -> str | None:
+    """The checkout's commit (``+dirty`` with uncommitted changes), recorded with every run:
+    pruned cells' single seeds depend on the code that ran them (:data:`TIES_NOTE`)."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
 
 
 def write_markdown(rows: list[dict[str, Any]], path: Path, meta: dict[str, Any]) -> None:
@@ -839,7 +859,7 @@ def main() -> None:
     if args.dry_run:
         return
     if not args.report_only:
-        t_start, data_cache = time.time(), {}
+        t_start, data_cache, code = time.time(), {}, code_version()
         for cell, missing in todo:
             if args.budget_hours and time.time() - t_start > args.budget_hours * 3600:
                 logging.info("budget reached: stopping before %s", cell.key)
@@ -859,6 +879,7 @@ def main() -> None:
                     "acc": round(res.final["test_acc"] * 100, 2),
                     "seconds": round(time.time() - t0, 1),
                     "setup_mb": round(res.setup_bytes / 1e6, 2),
+                    "code": code,
                 }
                 row["runs"] = sorted([*row["runs"], run], key=lambda x: x["seed"])
                 summarise(row)
