@@ -607,12 +607,14 @@ TIES_NOTE = (
     "code (`code`: commit, `+dirty` if uncommitted; older runs have none). The pruned "
     "cells (DEG, FED*, H2V) of Cora, CiteSeer and Chameleon were re-run with the fixed "
     "rule (42 cells, 10 seeds: means moved by −0.27 to +0.18, single seeds by up to 1.54; "
-    "`runs_before_rerun` in the JSON keeps the replaced runs). Kept from earlier code: "
-    "those datasets' FedStruct (H2V) random K = 10 rows (same code as their CKKS "
-    "runs, so the same-seed comparison holds) and the Photo and PubMed rows (Photo's and "
-    "PubMed's H2V random K = 10 plaintext rows were re-run with their CKKS runs' code; "
-    "PubMed seeds 8 and 9 ran both ways with the fixed rule). Cells without pruning "
-    "(H2V-F, the baselines) re-run to the same numbers (checked on Cora, seed 0)."
+    "`runs_before_rerun` in the JSON keeps the replaced runs); so were the CKKS runs of "
+    "Cora's and CiteSeer's FedStruct (H2V), random K = 10, with their plaintext twins. "
+    "Kept from earlier code: Chameleon's FedStruct (H2V) random K = 10 rows (plaintext "
+    "and CKKS by one code, so the same-seed comparison holds) and the Photo and PubMed "
+    "rows (Photo's and PubMed's H2V random K = 10 plaintext rows were re-run with their "
+    "CKKS runs' code; PubMed seeds 8 and 9 ran both ways with the fixed rule). Cells "
+    "without pruning (H2V-F, the baselines) re-run to the same numbers (checked on Cora, "
+    "seed 0)."
 )
 
 
