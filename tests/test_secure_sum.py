@@ -407,6 +407,29 @@ def test_server_refuses_a_published_secret_key() -> None:
         _parties("ckks", 3, Recorder(leak_secret))
 
 
+@pytest.mark.parametrize("mode", ["masked", "ckks"])
+@pytest.mark.parametrize("fault", ["missing", "duplicate", "malformed"])
+def test_server_aborts_a_faulty_key_setup(mode: str, fault: str) -> None:
+    """Set-up keys (masked) and public contexts (ckks): one per client, each well formed."""
+
+    def faulty(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        to_server = [e for e in out if e.receiver == SERVER and e.sender == "c01"]
+        if not to_server:
+            return out
+        if fault == "missing":
+            return [e for e in out if e not in to_server]
+        if fault == "duplicate":
+            return out + to_server
+        env = to_server[0]
+        bad = Envelope(env.sender, env.receiver, env.tag, Payload({"other": b"x"}, {}))
+        return [bad if e is env else e for e in out]
+
+    expected = {"missing": "no public", "duplicate": "unexpected", "malformed": "malformed"}
+    with pytest.raises(ProtocolError, match=expected[fault]):
+        _parties(mode, 3, faulty)
+
+
 # ---------------------------------------------------------------------------------- aborts
 
 

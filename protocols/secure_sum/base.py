@@ -681,6 +681,24 @@ class SecureSumServer(ProtocolParty):
         self._round = round_idx
         self._requests = {}
 
+    def collect_setup_blobs(
+        self, inbox: Inbox, tag: str, field: str, what: str
+    ) -> dict[str, bytes]:
+        """One ``field`` blob per federation member from the set-up ``inbox`` (tag ``tag``);
+        anything else, a malformed payload or a missing member aborts the set-up."""
+        blobs: dict[str, bytes] = {}
+        for env in inbox:
+            if env.tag != tag or env.sender not in self.federation or env.sender in blobs:
+                raise ProtocolError(f"server: unexpected {env.tag!r} from {env.sender!r}")
+            try:
+                blobs[env.sender] = env.payload.blob(field)
+            except (KeyError, WireFormatError) as err:
+                raise ProtocolError(f"server: malformed {what} from {env.sender!r}") from err
+        missing = sorted(self.federation - set(blobs))
+        if missing:
+            raise ProtocolError(f"server: no {what} from {missing}: abort setup")
+        return blobs
+
     def route_requests(self, inbox: Inbox) -> list[Envelope]:
         out = []
         for env in inbox:

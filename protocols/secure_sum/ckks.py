@@ -234,21 +234,9 @@ class CKKSSumServer(SecureSumServer):
         self.contexts: dict[str, ts.Context] = {}  # receiver -> public context
 
     def setup_forward(self, inbox: Inbox) -> list[Envelope]:
-        blobs: dict[str, bytes] = {}
-        for env in inbox:
-            if env.tag != TAG_CONTEXT or env.sender not in self.federation or env.sender in blobs:
-                raise ProtocolError(f"server: unexpected {env.tag!r} from {env.sender!r}")
-            try:
-                blob = env.payload.blob("context")
-            except (KeyError, WireFormatError) as err:
-                raise ProtocolError(f"server: malformed context from {env.sender!r}") from err
-            self.contexts[env.sender] = load_public_context(
-                blob, self.params, f"server <- {env.sender}"
-            )
-            blobs[env.sender] = blob
-        missing = sorted(self.federation - set(blobs))
-        if missing:
-            raise ProtocolError(f"server: no public context from {missing}: abort setup")
+        blobs = self.collect_setup_blobs(inbox, TAG_CONTEXT, "context", "public context")
+        for sender, blob in blobs.items():
+            self.contexts[sender] = load_public_context(blob, self.params, f"server <- {sender}")
         return [
             Envelope(
                 self.party_id,

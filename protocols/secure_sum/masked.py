@@ -83,7 +83,7 @@ from protocols.secure_sum.base import (
     gather,
     scatter,
 )
-from protocols.wire import Payload, WireFormatError
+from protocols.wire import Payload
 
 TAG_KEY = "secure-sum/masked/key"
 TAG_KEYLIST = "secure-sum/masked/keylist"
@@ -257,20 +257,10 @@ class MaskedSumServer(SecureSumServer):
         self.dtype = np.dtype(dtype)  # the public word type of the masked vectors
 
     def setup_forward(self, inbox: Inbox) -> list[Envelope]:
-        keys: dict[str, bytes] = {}
-        for env in inbox:
-            if env.tag != TAG_KEY or env.sender not in self.federation or env.sender in keys:
-                raise ProtocolError(f"server: unexpected {env.tag!r} from {env.sender!r}")
-            try:
-                key = env.payload.blob("x25519_public")
-            except (KeyError, WireFormatError) as err:
-                raise ProtocolError(f"server: malformed key from {env.sender!r}") from err
+        keys = self.collect_setup_blobs(inbox, TAG_KEY, "x25519_public", "public key")
+        for sender, key in keys.items():
             if len(key) != PUBLIC_KEY_BYTES:
-                raise ProtocolError(f"server: key from {env.sender!r} is not {PUBLIC_KEY_BYTES} B")
-            keys[env.sender] = key
-        missing = sorted(self.federation - set(keys))
-        if missing:
-            raise ProtocolError(f"server: no public key from {missing}: abort setup")
+                raise ProtocolError(f"server: key from {sender!r} is not {PUBLIC_KEY_BYTES} B")
         out = []
         for u in sorted(self.federation):
             ids = sorted(self.federation - {u})
