@@ -174,6 +174,36 @@ def test_keep_top_values_ties_do_not_depend_on_storage_order(seed, k):
         np.testing.assert_array_equal(kept_tied, tied[: kept_tied.size])
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 60), split=st.booleans())
+def test_keep_top_values_matches_a_full_sort(seed, k, split):
+    """Against the definition: merge duplicates, order every entry by (-value, row, column),
+    keep the first k. Stored unsorted, optionally with entries split into duplicates."""
+    rng = np.random.default_rng(seed)
+    dense = rng.choice([0.0, 0.0, 0.25, 0.5, 1.0], size=(7, 9)) * rng.choice([1, 2], (7, 9))
+    r, c = np.nonzero(dense)
+    v = dense[r, c]
+    if split:  # some entries stored as two halves, in a shuffled order
+        half = rng.random(v.size) < 0.5
+        r, c = np.concatenate([r, r[half]]), np.concatenate([c, c[half]])
+        v = np.concatenate([np.where(half, v / 2, v), v[half] / 2])
+    order = rng.permutation(v.size)
+    by_row = np.argsort(r[order], kind="stable")
+    idx = order[by_row]
+    indptr = np.searchsorted(r[idx], np.arange(dense.shape[0] + 1))
+    m = sp.csr_matrix((v[idx], c[idx], indptr), shape=dense.shape)
+    assert m.nnz == v.size  # stored as given: unsorted, duplicates kept
+
+    kept = keep_top_values(m, k)
+    rows, cols = np.nonzero(dense)  # row-major order
+    top = np.lexsort((cols, rows, -dense[rows, cols]))[:k]
+    expected = np.zeros_like(dense)
+    expected[rows[top], cols[top]] = dense[rows[top], cols[top]]
+    np.testing.assert_array_equal(kept.toarray(), expected if m.nnz > k else dense)
+    if m.nnz > k:
+        assert kept.has_canonical_format and kept.nnz == min(k, rows.size)
+
+
 # ---------------------------------------------------------------- federated == central
 
 

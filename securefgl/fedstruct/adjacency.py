@@ -125,29 +125,52 @@ def keep_top_values(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
     """``m`` with only its ``k`` largest stored values kept (no renormalisation).
 
     The repository's ``prune`` (global top over the whole matrix). Returns ``m`` itself
-    when it has at most ``k`` stored values. Ties at the cut-off are common (Cora, p = 30:
-    a quarter of the per-client prunings have up to ~1,000 equal values straddling it) and
-    are broken by canonical (row, column) order, so what is kept does not depend on how the
-    entries happen to be stored or summed (the paper's code uses an argsort, whose order
-    among ties is arbitrary).
+    when it has at most ``k`` stored values; otherwise duplicate entries are summed first. Ties at
+    the cut-off are common (Cora, p = 30: a quarter of the per-client prunings have up to
+    ~1,000 equal values straddling it) and are broken by canonical (row, column) order, so
+    what is kept does not depend on how the entries happen to be stored or summed (the
+    paper's code uses an argsort, whose order among ties is arbitrary). Only the tied
+    entries are ordered; the result is in canonical format.
     """
     k = max(int(k), 0)
     if m.nnz <= k:
         return m
     if k == 0:
         return _empty(*m.shape)
-    out = sp.csr_matrix(m, copy=True)
-    out.sum_duplicates()  # canonical order: rows ascending, columns sorted within a row
-    if out.nnz <= k:  # duplicates were merged
-        return out
-    data = out.data
+    m = sp.csr_matrix(m)
+    if _has_duplicates(m):
+        m = m.copy()
+        m.sum_duplicates()
+        if m.nnz <= k:
+            return m
+    data = m.data
     cut = np.partition(data, data.size - k)[data.size - k]  # the k-th largest value
     keep = data > cut
     tied = np.flatnonzero(data == cut)
-    keep[tied[: k - int(keep.sum())]] = True
-    data[~keep] = 0.0
-    out.eliminate_zeros()  # entries are products of non-negative values: no true zeros lost
+    need = k - int(np.count_nonzero(keep))  # >= 1
+    if need < tied.size:  # ties straddle the cut-off: the first in (row, column) order
+        rows = np.searchsorted(m.indptr, tied, side="right") - 1
+        key = rows.astype(np.int64) * m.shape[1] + m.indices[tied]
+        tied = tied[np.argpartition(key, need - 1)[:need]]
+    keep[tied] = True
+    if cut <= 0:
+        keep &= data != 0  # no explicit zeros (entries of Ā are products of values >= 0)
+    kept_before = np.concatenate(([0], np.cumsum(keep)))
+    out = sp.csr_matrix((data[keep], m.indices[keep], kept_before[m.indptr]), shape=m.shape)
+    out.sort_indices()
     return out
+
+
+def _has_duplicates(m: sp.csr_matrix) -> bool:
+    """Whether ``m`` stores some position twice, in O(nnz): the CSC conversion is a stable
+    counting sort, so a repeated (row, column) shows as equal neighbours in one column."""
+    if m.has_canonical_format:
+        return False
+    t = m.tocsc()
+    same = t.indices[1:] == t.indices[:-1]
+    starts = t.indptr[1:-1]  # a column's first entry does not repeat the previous column's
+    same[starts[(starts > 0) & (starts < t.nnz)] - 1] = False
+    return bool(same.any())
 
 
 def _budget(p: float, n: int) -> int:
