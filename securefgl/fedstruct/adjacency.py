@@ -125,24 +125,34 @@ def keep_top_values(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
     """``m`` with only its ``k`` largest stored values kept (no renormalisation).
 
     The repository's ``prune`` (global top over the whole matrix). Returns ``m`` itself
-    when it has at most ``k`` stored values; otherwise duplicate entries are summed first. Ties at
-    the cut-off are common (Cora, p = 30: a quarter of the per-client prunings have up to
-    ~1,000 equal values straddling it) and are broken by canonical (row, column) order, so
-    what is kept does not depend on how the entries happen to be stored or summed (the
-    paper's code uses an argsort, whose order among ties is arbitrary). Only the tied
-    entries are ordered; the result is in canonical format.
+    when it has at most ``k`` stored values; otherwise duplicate entries are summed first
+    and the result is in canonical format. Ties at the cut-off are common (Cora, p = 30: a
+    quarter of the per-client prunings have up to ~1,000 equal values straddling it) and
+    are broken by canonical (row, column) order, so what is kept does not depend on how the
+    entries happen to be stored or summed (the paper's code uses an argsort, whose order
+    among ties is arbitrary).
     """
+    if m.nnz <= max(int(k), 0):
+        return m
+    m = sp.csr_matrix(m)
+    if _has_duplicates(m):
+        m = m.copy()
+        m.sum_duplicates()
+    out = _top_values_of_product(m, k)
+    out.sort_indices()
+    return out
+
+
+def _top_values_of_product(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
+    """:func:`keep_top_values` for ``m`` without duplicate entries (as every sparse product
+    and sum is); the result keeps ``m``'s storage order. Only the tied entries are ordered,
+    so the cost is one partition of the values. Storage order does not change the values
+    of a later product ``X @ result`` (each entry sums over ``X``'s row in ``X``'s order)."""
     k = max(int(k), 0)
     if m.nnz <= k:
         return m
     if k == 0:
         return _empty(*m.shape)
-    m = sp.csr_matrix(m)
-    if _has_duplicates(m):
-        m = m.copy()
-        m.sum_duplicates()
-        if m.nnz <= k:
-            return m
     data = m.data
     cut = np.partition(data, data.size - k)[data.size - k]  # the k-th largest value
     keep = data > cut
@@ -156,7 +166,12 @@ def keep_top_values(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
     if cut <= 0:
         keep &= data != 0  # no explicit zeros (entries of Ā are products of values >= 0)
     kept_before = np.concatenate(([0], np.cumsum(keep)))
-    out = sp.csr_matrix((data[keep], m.indices[keep], kept_before[m.indptr]), shape=m.shape)
+    return sp.csr_matrix((data[keep], m.indices[keep], kept_before[m.indptr]), shape=m.shape)
+
+
+def _scaled(beta: float, p: sp.csr_matrix) -> sp.csr_matrix:
+    """``β·P`` in canonical format (pruning keeps storage order; Ā is stored sorted)."""
+    out = sp.csr_matrix(beta * p)
     out.sort_indices()
     return out
 
@@ -238,10 +253,12 @@ def central_abar(
     for b in betas:
         p_mat = sp.csr_matrix(a_hat @ p_mat)
         if prune is not None:
-            p_mat = keep_top_values(p_mat, _budget(prune, n))
+            p_mat = _top_values_of_product(p_mat, _budget(prune, n))
         if b != 0.0:
             abar = abar + b * p_mat
-    return sp.csr_matrix(abar)
+    abar = sp.csr_matrix(abar)
+    abar.sort_indices()
+    return abar
 
 
 # --------------------------------------------------------------------------------------
@@ -461,9 +478,9 @@ class AdjacencyClient:
         self._num_clients = int(num_clients)
         p1 = sp.csr_matrix(sp.diags(1.0 / self.degree) @ self.outgoing_rows())
         if prune == "receiver":
-            p1 = keep_top_values(p1, _budget(self._p_param, self.num_nodes))
+            p1 = _top_values_of_product(p1, _budget(self._p_param, self.num_nodes))
         self._p, self._hop = p1, 1
-        self.abar = self._betas[0] * p1 if self._betas[0] != 0.0 else _empty(*p1.shape)
+        self.abar = _scaled(self._betas[0], p1) if self._betas[0] != 0.0 else _empty(*p1.shape)
         self._peer_sizes = {}
         return int(p1.nnz)
 
@@ -495,7 +512,7 @@ class AdjacencyClient:
                 if pid not in self._peer_sizes:
                     raise RuntimeError(f"{self.party_id}: no size announced by {pid}")
                 cap = math.ceil(self._p_param / self._num_clients) * self._peer_sizes[pid]
-                block = keep_top_values(block, cap)
+                block = _top_values_of_product(block, cap)
             out[pid] = SparseRows(inc.row_ids[lo:hi], block)
         return out
 
@@ -631,15 +648,15 @@ class AdjacencyClient:
         if self._prune == "sender":  # Eq. 37 prunes every B_ik, the local one too
             cap = math.ceil(self._p_param / self._num_clients) * self.num_nodes
             own_left = sp.identity(self.num_nodes, dtype=np.float64, format="csr")
-            own_right = keep_top_values(sp.csr_matrix(self._a_own @ self._p), cap)
+            own_right = _top_values_of_product(sp.csr_matrix(self._a_own @ self._p), cap)
         lhs = sp.diags(1.0 / self.degree) @ sp.hstack([left, own_left], format="csr")
         p_new = sp.csr_matrix(lhs @ sp.vstack([right, own_right], format="csr"))
         if self._prune == "receiver":
-            p_new = keep_top_values(p_new, _budget(self._p_param, self.num_nodes))
+            p_new = _top_values_of_product(p_new, _budget(self._p_param, self.num_nodes))
         self._p, self._hop = p_new, hop
         beta = self._betas[hop - 1]
         if beta != 0.0:
-            scaled = beta * p_new
+            scaled = _scaled(beta, p_new)
             self.abar = scaled if self.abar.nnz == 0 else sp.csr_matrix(self.abar + scaled)
 
     def secure_hop(self, method: str, *args: Any) -> Any:
