@@ -169,10 +169,12 @@ def _top_values_of_product(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
     return sp.csr_matrix((data[keep], m.indices[keep], kept_before[m.indptr]), shape=m.shape)
 
 
-def _scaled(beta: float, p: sp.csr_matrix) -> sp.csr_matrix:
-    """``β·P`` in canonical format (pruning keeps storage order; Ā is stored sorted)."""
+def _scaled(beta: float, p: sp.csr_matrix, pruned: bool) -> sp.csr_matrix:
+    """``β·P``; a pruned ``P`` (storage order kept by the pruning) is stored sorted, as the
+    central reference stores it."""
     out = sp.csr_matrix(beta * p)
-    out.sort_indices()
+    if pruned:
+        out.sort_indices()
     return out
 
 
@@ -257,7 +259,8 @@ def central_abar(
         if b != 0.0:
             abar = abar + b * p_mat
     abar = sp.csr_matrix(abar)
-    abar.sort_indices()
+    if prune is not None:
+        abar.sort_indices()  # the kept entries (<= p·n of them) in canonical order
     return abar
 
 
@@ -480,7 +483,8 @@ class AdjacencyClient:
         if prune == "receiver":
             p1 = _top_values_of_product(p1, _budget(self._p_param, self.num_nodes))
         self._p, self._hop = p1, 1
-        self.abar = _scaled(self._betas[0], p1) if self._betas[0] != 0.0 else _empty(*p1.shape)
+        pruned = prune == "receiver"
+        self.abar = _scaled(self._betas[0], p1, pruned) if self._betas[0] else _empty(*p1.shape)
         self._peer_sizes = {}
         return int(p1.nnz)
 
@@ -656,7 +660,7 @@ class AdjacencyClient:
         self._p, self._hop = p_new, hop
         beta = self._betas[hop - 1]
         if beta != 0.0:
-            scaled = _scaled(beta, p_new)
+            scaled = _scaled(beta, p_new, self._prune == "receiver")
             self.abar = scaled if self.abar.nnz == 0 else sp.csr_matrix(self.abar + scaled)
 
     def secure_hop(self, method: str, *args: Any) -> Any:
