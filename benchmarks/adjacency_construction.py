@@ -960,8 +960,8 @@ def findings(rows: list[dict], headline_k: int) -> list[str]:
         "An AES-128-CTR keystream would save ~8 % more (not adopted: it halves the key "
         "size). A collusion threshold (`-tN` rows) cuts the pair masks from K−2 to "
         "2⌈(t+1)/2⌉ per sender and job; receiver masks only (`-rx` rows) drop them, which "
-        "leaves the non-cryptographic K² per-block work (plain alone is ~10× central at "
-        "K = 10 and ~26× at K = 20). The same code measures up to ~10 % apart on "
+        "leaves the non-cryptographic K² per-block work (plain alone is 10–12× central at "
+        "K = 10 and 26–27× at K = 20). The same code measures up to ~10 % apart on "
         "different days (this cell: 0.60 s, then 0.65 s), so ratios near 20× can fall on "
         "either side of the target between runs."
     )
