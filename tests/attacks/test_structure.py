@@ -3,7 +3,6 @@ Hop2Vec S-gradients, FedGCN neighbour sums."""
 
 import numpy as np
 import pytest
-from attack_graphs import graph, world
 
 from attacks.hop2vec_leakage import hop2vec_leakage
 from attacks.neighbour_features import neighbour_features
@@ -11,6 +10,7 @@ from attacks.simulation import make_world, simulate
 from attacks.structure_reconstruction import structure_reconstruction
 from securefgl.config import ExperimentConfig
 from securefgl.data.synthetic import csbm
+from tests.attacks.graphs import graph, world
 
 # client 0 = {0, 1}, client 1 = {2, 3, 4}, client 2 = {5, 6}. Node 0 has ONE neighbour in
 # client 1 (node 2) and one in client 2 (node 5); node 1 one in client 2 (node 6).

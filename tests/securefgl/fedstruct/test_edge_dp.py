@@ -6,7 +6,7 @@ from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment import run_experiment
 from securefgl.federation import Channel
 from securefgl.fedstruct.edge_dp import IDS_TAG, EdgeDP, perturb_federation
-from tests.test_fedstruct_adjacency import make_world
+from tests.securefgl.fedstruct.test_adjacency import make_world
 
 
 def perturbed(views, mechanism: str, epsilon: float, seed: int = 0):

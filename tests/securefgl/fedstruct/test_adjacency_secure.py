@@ -7,15 +7,6 @@ from collections import Counter
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from test_fedstruct_adjacency import (
-    CountingChannel,
-    federate,
-    make_world,
-    max_err,
-    reachable,
-    run,
-    to_opaque,
-)
 
 from protocols.base import ProtocolError
 from protocols.fixedpoint import FixedPointOverflowError
@@ -31,6 +22,15 @@ from securefgl.fedstruct.adjacency_secure import (
     MaskedHopSum,
     SecureHopSum,
     hop_sum_for,
+)
+from tests.securefgl.fedstruct.test_adjacency import (
+    CountingChannel,
+    federate,
+    make_world,
+    max_err,
+    reachable,
+    run,
+    to_opaque,
 )
 
 MODES = ["masked", "ckks"]

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import torch
-from attack_graphs import graph
 
 from attacks.gradient_inversion import (
     first_layer_scores,
@@ -15,6 +14,7 @@ from attacks.gradient_inversion import (
 from attacks.simulation import simulate
 from securefgl.config import ExperimentConfig
 from securefgl.models import build_model
+from tests.attacks.graphs import graph
 
 
 def test_single_node_linear_model_is_inverted_exactly():

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import torch
-from attack_graphs import cliques
 from torch_geometric.nn import GCNConv
 
 from attacks.link_stealing import attack0_aucs, link_stealing, pair_distance
@@ -12,6 +11,7 @@ from attacks.membership import membership_inference, membership_signals
 from attacks.metrics import roc_auc
 from attacks.simulation import simulate
 from securefgl.config import ExperimentConfig
+from tests.attacks.graphs import cliques
 
 CFG = ExperimentConfig(clients=2, partition="random", rounds=60, hidden=16, dropout=0.0)
 
