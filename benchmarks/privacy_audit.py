@@ -19,7 +19,8 @@ Grid (one seed; every cell trains once and runs the attacks that target its algo
   S-gradient leakage to the server, Ā-construction structure reconstruction. No ckks cell:
   CKKS on FedStruct's n·d_s-dimensional H2V updates takes > 20 s per round here (> 13 min
   per run); its accuracy equals plain (fedstruct.md) and a ckks Ā sum delivers the same
-  sum as masked (``tests/securefgl/fedstruct/test_adjacency_secure.py``), so the attack values match;
+  sum as masked (``tests/securefgl/fedstruct/test_adjacency_secure.py``), so the attack
+  values match;
 * ``fedgcn`` (2-hop) × plain / secagg (masked sums) / ckks: neighbour-feature inference.
 """
 
