@@ -1,0 +1,109 @@
+"""The one table of protocol names: transports, update mechanisms and secure-sum modes.
+
+Everyone who turns a name into a protocol (the federation's protocol stack, the
+recommendation path, the benchmarks, the attack suite) goes through this module.
+
+* transports (:data:`TRANSPORTS`): how a weighted mean of client vectors reaches its
+  output holder: ``plain``, ``secagg``, ``secagg+``, ``ckks``;
+* update mechanisms (:data:`MECHANISMS`): what each update goes through before it is
+  aggregated: ``clip_noise`` (DP-FedAvg), ``ldp_laplace``, ``ldp_gaussian``;
+* secure-sum modes (:data:`SECURE_SUMS`): sums addressed to one receiver: ``plain``,
+  ``masked``, ``ckks``; :data:`SECURE_SUM_FOR_TRANSPORT` names the mode that gives a
+  transport's guarantee to such sums (``secagg`` → ``masked``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from protocols.base import AggregationProtocol
+from protocols.ckks import CKKSAggregation, CKKSParams
+from protocols.dp.clip_noise import ClipNoiseMechanism
+from protocols.dp.ldp import GaussianLDP, LaplaceLDP
+from protocols.plain import PlainAggregation
+from protocols.secagg import SecAggPlus, SecAggregation
+from protocols.secure_sum import CKKSSum, MaskedSum, PlainSum, SecureSum
+
+TRANSPORTS: dict[str, type[AggregationProtocol]] = {
+    "plain": PlainAggregation,
+    "secagg": SecAggregation,
+    "secagg+": SecAggPlus,
+    "ckks": CKKSAggregation,
+}
+MECHANISMS: dict[str, type] = {
+    "clip_noise": ClipNoiseMechanism,
+    "ldp_laplace": LaplaceLDP,
+    "ldp_gaussian": GaussianLDP,
+}
+SECURE_SUMS: dict[str, type[SecureSum]] = {
+    "plain": PlainSum,
+    "masked": MaskedSum,
+    "ckks": CKKSSum,
+}
+SECURE_SUM_FOR_TRANSPORT: dict[str, str] = {
+    "plain": "plain",
+    "secagg": "masked",
+    "secagg+": "masked",
+    "ckks": "ckks",
+}
+
+
+def parse_stack(stack: Sequence[str]) -> tuple[str, str | None]:
+    """``(transport, mechanism)`` of a stack such as ``["clip_noise", "secagg"]``.
+
+    At most one transport (default ``plain``) and at most one mechanism, in any order.
+    """
+    names = [s.strip().lower() for s in stack if s.strip()]
+    unknown = [n for n in names if n not in TRANSPORTS and n not in MECHANISMS]
+    if unknown:
+        raise ValueError(
+            f"unknown protocol(s) {unknown}; transports {list(TRANSPORTS)}, "
+            f"mechanisms {list(MECHANISMS)}"
+        )
+    transports = [n for n in names if n in TRANSPORTS]
+    mechanisms = [n for n in names if n in MECHANISMS]
+    if len(transports) > 1 or len(mechanisms) > 1:
+        raise ValueError(f"a stack has at most one transport and one mechanism, got {names}")
+    return (transports[0] if transports else "plain"), (mechanisms[0] if mechanisms else None)
+
+
+def make_transport(
+    name: str,
+    experiment_id: str,
+    *,
+    threshold: int | float | None = None,
+    neighbours: int | None = None,
+) -> AggregationProtocol:
+    """The transport ``name``; ``experiment_id`` binds every key and mask of the run.
+
+    ``threshold``: Shamir t of ``secagg`` / ``secagg+`` (an int ≥ 2, or a fraction of the
+    share holders); ``neighbours``: the ``secagg+`` graph degree k (default 2⌈log2 n⌉).
+    """
+    if name not in TRANSPORTS:
+        raise ValueError(f"unknown transport {name!r}; choose from {list(TRANSPORTS)}")
+    if name == "plain":
+        return PlainAggregation()
+    if name == "ckks":
+        return CKKSAggregation(experiment_id=experiment_id)
+    if name == "secagg+":
+        return SecAggPlus(experiment_id, k=neighbours, threshold=threshold)
+    return SecAggregation(experiment_id, threshold=threshold)
+
+
+def make_secure_sum(name: str, experiment_id: str, **options: Any) -> SecureSum:
+    """The secure-sum mode ``name`` (``masked`` binds ``experiment_id`` into every mask
+    seed); ``options`` go to its constructor (e.g. ``min_senders``, ``max_round_bytes``;
+    ``ckks`` takes its ``params`` as a :class:`~protocols.ckks.CKKSParams` or a dict)."""
+    if name not in SECURE_SUMS:
+        raise ValueError(f"unknown secure-sum mode {name!r}; choose from {list(SECURE_SUMS)}")
+    if name == "masked":
+        return MaskedSum(experiment_id, **options)
+    if name == "ckks" and isinstance(options.get("params"), dict):
+        options = {**options, "params": CKKSParams(**options["params"])}
+    return SECURE_SUMS[name](**options)
+
+
+def secure_sum_for_stack(stack: Sequence[str]) -> str:
+    """The secure-sum mode that matches a stack's transport (``secagg`` → ``masked``)."""
+    return SECURE_SUM_FOR_TRANSPORT[parse_stack(stack)[0]]
