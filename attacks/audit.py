@@ -31,9 +31,9 @@ from attacks.base import AttackResult
 from attacks.defences import edge_dp_hook
 from attacks.registry import ATTACKS, Cell, attacks_for
 from attacks.simulation import make_world, simulate
+from protocols.registry import parse_stack, secure_sum_for_stack
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph
-from securefgl.federation.stack import parse_stack
 from securefgl.fedstruct.edge_dp import EDGE_DP_MECHANISMS as EDGE_DP
 
 log = logging.getLogger(__name__)
@@ -85,9 +85,7 @@ def cell_config(
     if algorithm in ("fedstruct", "fedgcn"):
         cfg = cfg.replace(cross_edges="known")
     if algorithm == "fedstruct":
-        transport = parse_stack(stack)[0]
-        mode = {"plain": "plain", "secagg": "masked", "secagg+": "masked", "ckks": "ckks"}
-        cfg = cfg.replace(nsf=cfg.nsf or "hop2vec", abar_sum=mode[transport])
+        cfg = cfg.replace(nsf=cfg.nsf or "hop2vec", abar_sum=secure_sum_for_stack(stack))
         if edge_dp is not None:
             cfg = cfg.replace(edge_dp=edge_dp[0], edge_epsilon=edge_dp[1])
         if audit.fedstruct_preset:

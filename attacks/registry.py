@@ -23,9 +23,7 @@ from attacks.membership import membership_inference
 from attacks.neighbour_features import neighbour_features
 from attacks.simulation import AuditRun, World
 from attacks.structure_reconstruction import structure_reconstruction
-from securefgl.federation.stack import parse_stack
-
-SUM_MODE = {"plain": "plain", "secagg": "masked", "secagg+": "masked", "ckks": "ckks"}
+from protocols.registry import parse_stack, secure_sum_for_stack
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,7 @@ class Cell:
 
     @property
     def sum_mode(self) -> str:
-        return SUM_MODE[parse_stack(self.stack)[0]]
+        return secure_sum_for_stack(self.stack)
 
     @property
     def mechanism(self) -> str | None:

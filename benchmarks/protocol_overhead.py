@@ -118,15 +118,14 @@ from protocols.crypto import shamir
 from protocols.crypto.aead import open_sealed, seal
 from protocols.crypto.keyagreement import KeyPair, agree
 from protocols.crypto.prg import SEED_BYTES, add_mask, mask_words, prg_throughput
-from protocols.plain import PlainAggregation
-from protocols.secagg import SecAggPlus, SecAggregation
+from protocols.registry import TRANSPORTS, make_transport
+from protocols.secagg import SecAggregation
 from protocols.wire import Payload
 
 try:  # TenSEAL is a dependency, but keep the PRG / secagg part usable without it
     import tenseal as ts
 
     from protocols.ckks import (
-        CKKSAggregation,
         CKKSParams,
         ckks_encrypt_throughput,
         encrypt_chunks,
@@ -139,7 +138,7 @@ except ImportError:  # pragma: no cover
 
 OUT = Path(__file__).resolve().parent / "results"
 STEM = "protocol_overhead"
-PROTOCOLS = ("plain", "secagg", "secagg+", "ckks")
+PROTOCOLS = tuple(TRANSPORTS)
 DEFAULT_CLIENTS = (10, 100, 500)
 DEFAULT_DIMS = (10**4, 10**5, 10**6)
 QUICK_CLIENTS = (10, 100)
@@ -497,17 +496,7 @@ class Cell:
 
 
 def make_protocol(name: str) -> AggregationProtocol:
-    if name == "plain":
-        return PlainAggregation()
-    if name == "secagg":
-        return SecAggregation(EXPERIMENT_ID)
-    if name == "secagg+":
-        return SecAggPlus(EXPERIMENT_ID)
-    if name == "ckks":
-        if ts is None:
-            raise RuntimeError("tenseal is not installed")
-        return CKKSAggregation(experiment_id=EXPERIMENT_ID)
-    raise ValueError(f"unknown protocol {name!r}")
+    return make_transport(name, EXPERIMENT_ID)
 
 
 def mask_degree(name: str, n: int) -> int:

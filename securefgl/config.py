@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocols.registry import parse_stack
+
 PARTITIONS = ("random", "louvain", "kmeans")
 CROSS_EDGES = ("hidden", "known")
 MODEL_NAMES = ("gcn", "sage", "mlp")
@@ -113,8 +115,6 @@ class ExperimentConfig:
         _choice("server_optimizer", self.server_optimizer, ("adam", "sgd"))
         _choice("dp_mode", self.dp_mode, ("auto", "central", "distributed"))
         _choice("dp_accountant", self.dp_accountant, ("rdp", "prv"))
-        from securefgl.federation.stack import parse_stack
-
         try:
             parse_stack(self.protocol)
         except ValueError as err:

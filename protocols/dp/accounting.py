@@ -1,6 +1,8 @@
 """Privacy accounting: Opacus' RDP / PRV accountants, and pure-DP composition for LDP.
 
-Two ledgers, for two kinds of mechanism:
+One interface (:class:`Accountant`, after Opacus' ``IAccountant``: ``kind``, ``delta``,
+``epsilon(delta)``, ``len``, ``state_dict``, ``report``) and two ledgers behind it, for two
+kinds of mechanism:
 
 * :class:`PrivacyAccountant` — (ε, δ) of a sequence of (Poisson-subsampled) **Gaussian**
   mechanisms, computed by Opacus' accountants (``"rdp"``: Mironov 2017 / Mironov, Talwar,
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from abc import ABC, abstractmethod
 from typing import Any, Literal
 
 AccountantKind = Literal["rdp", "prv"]
@@ -47,7 +50,35 @@ def _check_delta(delta: float) -> float:
     return delta
 
 
-class PrivacyAccountant:
+class Accountant(ABC):
+    """What every privacy ledger offers: ε at a δ over everything recorded so far.
+
+    ``kind`` names the accounting (``"rdp"``, ``"prv"``, ``"pure-dp"``); ``delta`` is the δ
+    at which :meth:`report` states ε (0 for pure DP). Recording is mechanism-specific
+    (``step``): a mechanism charges the ledger it asked for.
+    """
+
+    kind: str
+    delta: float
+
+    @abstractmethod
+    def epsilon(self, delta: float | None = None) -> float | None:
+        """ε at ``delta`` (default :attr:`delta`); ``None`` if a release had no guarantee."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Total number of recorded releases."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-serialisable state (for result files and checkpoints)."""
+
+    def report(self) -> dict[str, Any]:
+        """``{"epsilon", "delta", "accountant"}`` for a result file."""
+        return {"epsilon": self.epsilon(), "delta": self.delta, "accountant": self.kind}
+
+
+class PrivacyAccountant(Accountant):
     """(ε, δ) spent by a sequence of Poisson-subsampled Gaussian mechanisms (Opacus).
 
     Each step is one release of ``sum + N(0, (σ·Δ)²)`` where Δ is the L2 sensitivity of the
@@ -102,7 +133,6 @@ class PrivacyAccountant:
         return sum(n for _, _, n in self._accountant.history)
 
     def state_dict(self) -> dict[str, Any]:
-        """JSON-serialisable state (for result files and checkpoints)."""
         return {"kind": self.kind, "delta": self.delta, "history": self.history}
 
     @classmethod
@@ -152,7 +182,7 @@ def noise_for_budget(
         )
 
 
-class PureDPAccountant:
+class PureDPAccountant(Accountant):
     """Sequential composition of pure ε-DP releases (Laplace LDP, EdgeRand, LapGraph).
 
     ``epsilon()`` — basic composition: k releases at ε_i are (Σ ε_i, 0)-DP.
@@ -160,6 +190,9 @@ class PureDPAccountant:
     ε = min(Σε_i, Σ ε_i(e^ε_i − 1)/(e^ε_i + 1) + sqrt(2 Σ ε_i² · ln(1/δ'))); it only pays off
     for many small-ε releases.
     """
+
+    kind = "pure-dp"
+    delta = 0.0
 
     def __init__(self) -> None:
         self._releases: list[tuple[float | None, int]] = []
@@ -181,11 +214,15 @@ class PureDPAccountant:
     def __len__(self) -> int:
         return sum(n for _, n in self._releases)
 
-    def epsilon(self) -> float | None:
-        """Basic composition Σ ε_i (pure DP); ``None`` if any release had no guarantee."""
+    def epsilon(self, delta: float | None = None) -> float | None:
+        """Basic composition Σ ε_i (pure DP, so at every δ); ``None`` if any release had no
+        guarantee."""
         if not self.guaranteed:
             return None
         return float(sum(eps * n for eps, n in self._releases))  # type: ignore[operator]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "releases": [list(r) for r in self._releases]}
 
     def epsilon_advanced(self, delta: float) -> float | None:
         """Advanced composition (KOV'15 Thm 3.5, third term): ε at total δ = ``delta``."""

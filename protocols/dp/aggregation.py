@@ -30,6 +30,7 @@ from protocols.base import (
     AggregationServer,
     Role,
 )
+from protocols.dp.accounting import Accountant, AccountantKind
 from protocols.dp.rng import make_rng
 
 
@@ -49,6 +50,17 @@ class UpdateMechanism(Protocol):
     def server_apply(
         self, result: AggregateResult, rng: np.random.Generator
     ) -> AggregateResult: ...
+
+    def new_accountant(self, kind: AccountantKind, delta: float) -> Accountant:
+        """The ledger this mechanism charges (Opacus RDP/PRV for Gaussian noise, pure-DP
+        composition for Laplace)."""
+        ...
+
+    def account_round(
+        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+    ) -> None:
+        """Charge one aggregation round (``survivors`` clients, ``dim``-long updates)."""
+        ...
 
 
 class _Delegating:

@@ -56,7 +56,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from protocols.base import AggregateResult
-from protocols.dp.accounting import PrivacyAccountant
+from protocols.dp.accounting import Accountant, AccountantKind, PrivacyAccountant
 
 Mode = Literal["central", "distributed"]
 Weighting = Literal["uniform", "fixed"]
@@ -212,6 +212,15 @@ class ClipNoiseMechanism:
         if self.denominator == "participants":
             sigma /= 2.0
         return sigma
+
+    def new_accountant(self, kind: AccountantKind, delta: float) -> PrivacyAccountant:
+        return PrivacyAccountant(kind, delta)
+
+    def account_round(
+        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+    ) -> None:
+        assert isinstance(accountant, PrivacyAccountant)
+        self.account(accountant, sample_rate, n_survivors=survivors)
 
     def account(
         self,

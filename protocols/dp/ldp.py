@@ -41,7 +41,12 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from protocols.base import AggregateResult
-from protocols.dp.accounting import PrivacyAccountant, PureDPAccountant
+from protocols.dp.accounting import (
+    Accountant,
+    AccountantKind,
+    PrivacyAccountant,
+    PureDPAccountant,
+)
 from protocols.dp.clip_noise import clip_l2
 
 Per = Literal["vector", "coordinate"]
@@ -78,6 +83,16 @@ class _LocalMechanism:
     def server_apply(self, result: AggregateResult, rng: np.random.Generator) -> AggregateResult:
         """Nothing to do at the output holder: the noise is already in every update."""
         return result
+
+    def new_accountant(self, kind: AccountantKind, delta: float) -> Accountant:
+        """Pure-DP composition (Laplace, heuristic); Gaussian LDP overrides it."""
+        return PureDPAccountant()
+
+    def account_round(
+        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+    ) -> None:
+        """Each client releases once per round it takes part in."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -128,6 +143,12 @@ class LaplaceLDP(_LocalMechanism):
         """Charge ``releases`` updates of dimension ``dim`` (basic composition)."""
         ledger.step(self.epsilon_per_release(dim), releases)
 
+    def account_round(
+        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+    ) -> None:
+        assert isinstance(accountant, PureDPAccountant)
+        self.account(accountant, dim)
+
 
 @dataclass(frozen=True)
 class GaussianLDP(_LocalMechanism):
@@ -159,6 +180,15 @@ class GaussianLDP(_LocalMechanism):
     def account(self, accountant: PrivacyAccountant, releases: int = 1) -> None:
         """Charge ``releases`` updates: every user releases every round (q = 1)."""
         accountant.step(self.noise_multiplier, 1.0, releases)
+
+    def new_accountant(self, kind: AccountantKind, delta: float) -> Accountant:
+        return PrivacyAccountant(kind, delta)
+
+    def account_round(
+        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+    ) -> None:
+        assert isinstance(accountant, PrivacyAccountant)
+        self.account(accountant)
 
     def epsilon(
         self, delta: float, releases: int = 1, kind: Literal["rdp", "prv"] = "rdp"
@@ -195,3 +225,9 @@ class HeuristicLDP(_LocalMechanism):
     def account(self, ledger: PureDPAccountant, releases: int = 1) -> None:
         """Record releases without a guarantee: the ledger's ε becomes ``None``."""
         ledger.step(None, releases)
+
+    def account_round(
+        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+    ) -> None:
+        assert isinstance(accountant, PureDPAccountant)
+        self.account(accountant)

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from protocols.base import AggregationProtocol, aggregate, setup_parties
+from protocols.registry import make_transport
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
 from securefgl.recommendation.uploads import Uploads
@@ -154,13 +155,7 @@ def _parse_dense(total: np.ndarray, up: Uploads, support: AggregateSums) -> Aggr
 
 
 def _protocol(name: str, experiment_id: str) -> AggregationProtocol:
-    if name == "ckks":
-        from protocols.ckks import CKKSAggregation
-
-        return CKKSAggregation(experiment_id=experiment_id)
-    from protocols.secagg import SecAggPlus, SecAggregation
-
-    return SecAggPlus(experiment_id) if name == "secagg+" else SecAggregation(experiment_id)
+    return make_transport(name, experiment_id)
 
 
 def support_indicators(up: Uploads, n_items: int, n_users: int) -> np.ndarray:

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
+from protocols.registry import parse_stack
 from securefgl.algorithms import ALGORITHMS
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
-from securefgl.federation.stack import build_stack, parse_stack
+from securefgl.federation.stack import build_stack
 
 TINY = {"num_nodes": 300, "num_features": 8, "feature_signal": 1.0}
 
