@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from attacks.base import AttackResult
 from attacks.metrics import rowwise_cosine
 from attacks.simulation import World
-from protocols.secure_sum.base import TAG_DELIVERY
+from protocols.secure_sum.parties import TAG_DELIVERY
 from securefgl.algorithms.fedgcn import (
     FedGCNSettings,
     NeighbourSumClient,

@@ -1,4 +1,5 @@
-"""Secure sums addressed to one receiver (FedStruct App. D, Algorithm 3: ``sum_k B_ijk``).
+"""Secure sums addressed to one receiver (FedStruct, Aliakbari et al. 2025, App. D,
+Algorithm 3: ``sum_k B_ijk``).
 
 Receiver r learns ``sum_{k in S} B_k`` over its public sender set S and, depending on the
 mode, nothing else; the server relays everything (clients have no direct links). Modes:
@@ -20,35 +21,35 @@ or the entries of a public :class:`Support` given per job. Usage::
     jobs = {"c0": {"c1": B_01, "c2": B_02}, "c1": {"c0": B_10, "c2": B_12}}
     out = run_secure_sums(protocol, parties, jobs, channel.transmit, round_idx=hop)
     out["c0"].total  # == B_01 + B_02
+
+Modules: :mod:`~protocols.secure_sum.blocks` (block types and checks),
+:mod:`~protocols.secure_sum.support` (public supports), :mod:`~protocols.secure_sum.jobs`
+(requests, results, errors), :mod:`~protocols.secure_sum.parties` (client, server, phases),
+:mod:`~protocols.secure_sum.driver` (in-process set-up and runs); one module per mode. The
+mode names are in :data:`protocols.registry.SECURE_SUMS`.
 """
 
-from protocols.secure_sum.base import (
-    Block,
-    SecureSum,
-    SecureSumClient,
-    SecureSumParties,
-    SecureSumServer,
+from protocols.secure_sum.blocks import Block
+from protocols.secure_sum.ckks import CKKSSum
+from protocols.secure_sum.driver import run_secure_sums, setup_secure_sums
+from protocols.secure_sum.jobs import (
     SumRangeError,
     SumRequest,
     SumResult,
     SumTooLargeError,
-    Support,
     SupportViolationError,
-    run_secure_sums,
-    setup_secure_sums,
 )
-from protocols.secure_sum.ckks import CKKSSum
 from protocols.secure_sum.masked import MaskedSum
+from protocols.secure_sum.parties import (
+    SecureSum,
+    SecureSumClient,
+    SecureSumParties,
+    SecureSumServer,
+)
 from protocols.secure_sum.plain import PlainSum
-
-SECURE_SUM_MODES: dict[str, type[SecureSum]] = {
-    "plain": PlainSum,
-    "masked": MaskedSum,
-    "ckks": CKKSSum,
-}
+from protocols.secure_sum.support import Support
 
 __all__ = [
-    "SECURE_SUM_MODES",
     "Block",
     "CKKSSum",
     "MaskedSum",

@@ -47,18 +47,14 @@ import tenseal as ts
 
 from protocols.base import Envelope, Inbox, ProtocolError
 from protocols.ckks import CiphertextError, CKKSParams, load_chunk
-from protocols.secure_sum.base import (
+from protocols.secure_sum.blocks import Block, Total
+from protocols.secure_sum.jobs import SumRangeError, SumRequest, gather, scatter
+from protocols.secure_sum.parties import (
     SETUP_PHASES,
-    Block,
     SecureSum,
     SecureSumClient,
     SecureSumParties,
     SecureSumServer,
-    SumRangeError,
-    SumRequest,
-    Total,
-    gather,
-    scatter,
 )
 from protocols.wire import Payload, WireFormatError
 

@@ -21,7 +21,7 @@ job and forwards that ONE vector; the pairwise masks cancel and r removes its ow
 the relayed vectors itself (pairwise masks alone would hand it the sum).
 
 Positions: with no support every entry of the block is encoded (hides everything, costs
-``prod(shape)`` words per sender); with a public :class:`~protocols.secure_sum.base.Support`
+``prod(shape)`` words per sender); with a public :class:`~protocols.secure_sum.support.Support`
 only its entries are (blocks must be zero outside it, else :class:`SupportViolationError`).
 
 Threat model (honest-but-curious parties, long-term X25519 keys from setup, every derived
@@ -56,7 +56,7 @@ seed bound to (experiment, round, receiver or pair) and each keystream word used
   receiver unmasks every block. This is the trust of the ``ckks`` sum (the receiver's
   key, the server's ciphertexts) at a fraction of its cost.
 * Dropouts abort the batch (no Shamir recovery: the sums are a one-shot pre-training step
-  that must be complete; see anchors_privacy.md §1.5).
+  that must be complete).
 """
 
 from __future__ import annotations
@@ -71,17 +71,14 @@ from protocols.base import Envelope, Inbox, ProtocolError
 from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, derive_key, shared_secret
 from protocols.crypto.prg import MaskStream, add_mask
 from protocols.fixedpoint import WORD_BITS, FixedPointCodec
-from protocols.secure_sum.base import (
+from protocols.secure_sum.blocks import Block, Total
+from protocols.secure_sum.jobs import SumRequest, gather, scatter
+from protocols.secure_sum.parties import (
     SETUP_PHASES,
-    Block,
     SecureSum,
     SecureSumClient,
     SecureSumParties,
     SecureSumServer,
-    SumRequest,
-    Total,
-    gather,
-    scatter,
 )
 from protocols.wire import Payload
 

@@ -19,17 +19,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from protocols.base import Inbox, ProtocolError
-from protocols.secure_sum.base import (
-    Block,
+from protocols.secure_sum.blocks import Block, Total, canonical_coo, is_sparse
+from protocols.secure_sum.jobs import SumRequest, gather
+from protocols.secure_sum.parties import (
     SecureSum,
     SecureSumClient,
     SecureSumParties,
     SecureSumServer,
-    SumRequest,
-    Total,
-    canonical_coo,
-    gather,
-    is_sparse,
 )
 from protocols.wire import Payload
 

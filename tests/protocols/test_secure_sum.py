@@ -29,9 +29,9 @@ from protocols.secure_sum import (
     run_secure_sums,
     setup_secure_sums,
 )
-from protocols.secure_sum.base import TAG_CONTRIBUTION, TAG_DELIVERY
 from protocols.secure_sum.ckks import DEFAULT_PARAMS, TAG_CONTEXT, make_keypair_context
 from protocols.secure_sum.masked import mask_peers
+from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY
 from protocols.wire import Payload
 
 SERVER = "server"

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from protocols.fixedpoint import FixedPointCodec
-from protocols.secure_sum.base import TAG_CONTRIBUTION, TAG_DELIVERY
+from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY
 from securefgl.algorithms import ALGORITHMS
 from securefgl.algorithms.fedavg import SERVER, client_id
 from securefgl.algorithms.fedgcn import (

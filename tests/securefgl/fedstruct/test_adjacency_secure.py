@@ -11,8 +11,8 @@ import scipy.sparse as sp
 from protocols.base import ProtocolError
 from protocols.fixedpoint import FixedPointOverflowError
 from protocols.secure_sum import Support
-from protocols.secure_sum.base import TAG_CONTRIBUTION, TAG_DELIVERY, TAG_ROUTED_REQUEST
 from protocols.secure_sum.masked import MaskedSum
+from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY, TAG_ROUTED_REQUEST
 from securefgl.fedstruct import AdjacencyClient, PlainHopSum, build_abar, central_abar
 from securefgl.fedstruct.adjacency import BLOCK_TAG, SparseRows
 from securefgl.fedstruct.adjacency_secure import (

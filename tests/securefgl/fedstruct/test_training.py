@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from protocols.secure_sum.base import TAG_CONTRIBUTION
+from protocols.secure_sum.parties import TAG_CONTRIBUTION
 from securefgl.algorithms import ALGORITHMS, Federation
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import build_client_views, csbm, partition_graph, random_split
