@@ -1,0 +1,243 @@
+"""The SecAgg / SecAgg+ client: its input, its per-round keys and the shares it holds.
+
+Phases (Bonawitz et al. 2017, rounds 0-3): advertise two fresh X25519 public keys; Shamir-
+share the self-mask seed and the mask private key among its share holders, each share sealed
+(ChaCha20-Poly1305) under a pairwise key; send the double-masked input; answer the server's
+unmask request with shares of ``b_v`` for survivors and of ``s_v^SK`` for dropped v.
+
+What it reveals: only public keys, sealed shares, one masked vector and the shares the
+unmask step asks for. It refuses to reveal both secrets of one client (a second unmask
+request, or a client listed as survivor and dropped) and aborts on tampered shares or too
+few share holders.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from protocols.base import AggregationClient, Envelope, Inbox, ProtocolError
+from protocols.crypto import shamir
+from protocols.crypto.aead import IntegrityError, open_sealed, seal
+from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, agree
+from protocols.crypto.prg import SEED_BYTES, add_mask
+from protocols.secagg.messages import (
+    SHARE_BYTES,
+    TAG_KEYLIST,
+    TAG_KEYS,
+    TAG_MASKED,
+    TAG_ROUTED,
+    TAG_SHARES,
+    TAG_UNMASK,
+    TAG_UNMASK_REQUEST,
+    b_commitment,
+    id_list,
+    split_fields,
+)
+from protocols.secagg.rounds import RoundInfo, SecAggConfig
+from protocols.wire import Payload, WireFormatError
+
+
+class SecAggClient(AggregationClient):
+    """One client's side: its input, its fresh per-round keys and the shares it holds."""
+
+    def __init__(
+        self,
+        party_id: str,
+        server_id: str,
+        client_ids: Sequence[str],
+        dim: int,
+        config: SecAggConfig,
+    ) -> None:
+        super().__init__(party_id)
+        self.server_id = server_id
+        self.federation = frozenset(client_ids)
+        self.dim = dim
+        self.config = config
+        self._reset(None)
+
+    def _reset(self, round_idx: int | None) -> None:
+        self._round = round_idx
+        self._input: tuple[np.ndarray, float] | None = None
+        self._c: KeyPair | None = None
+        self._s: KeyPair | None = None
+        self._info: RoundInfo | None = None
+        self._peers: dict[str, tuple[bytes, bytes]] = {}  # neighbour -> (c_pk, s_pk)
+        self._share_keys: dict[str, bytes] = {}
+        self._self_seed: bytes | None = None
+        self._held: dict[str, tuple[bytes, bytes]] = {}  # owner -> (share of b, share of s^SK)
+        self._mask_set: list[str] | None = None
+        self._answered = False
+
+    @property
+    def _r(self) -> int:
+        if self._round is None:
+            raise ProtocolError(f"{self.party_id}: begin_round was not called")
+        return self._round
+
+    def begin_round(self, round_idx: int, vector: np.ndarray, weight: float) -> None:
+        vec = np.asarray(vector, dtype=np.float64)
+        if vec.shape != (self.dim,):
+            raise ValueError(f"{self.party_id}: vector shape {vec.shape} != ({self.dim},)")
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"{self.party_id}: weight must be finite and >= 0, got {weight}")
+        lo, hi = (float(vec.min()), float(vec.max())) if vec.size else (0.0, 0.0)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError(f"{self.party_id}: the update holds NaN or infinite values")
+        # Range check now (max |w x_i| = w max |x_i| exactly); encode when masking, so that
+        # no party holds a second copy of its input between phases.
+        self.config.codec.check_peak(max(weight * max(-lo, hi), weight))
+        self._reset(round_idx)
+        self._input = (vec, float(weight))
+
+    def _message(self, inbox: Inbox, tag: str) -> Payload:
+        if self._round is None:
+            raise ProtocolError(f"{self.party_id}: begin_round was not called")
+        found = [e for e in inbox if e.tag == tag and e.sender == self.server_id]
+        if len(found) != 1 or len(inbox) != 1:
+            raise ProtocolError(
+                f"{self.party_id}: expected one {tag!r} message from the server, got "
+                f"{[(e.sender, e.tag) for e in inbox]}"
+            )
+        payload = found[0].payload
+        if payload.meta.get("round") != self._round:
+            raise ProtocolError(f"{self.party_id}: {tag!r} is not for round {self._round}")
+        return payload
+
+    def _send(self, tag: str, fields: dict[str, Any]) -> list[Envelope]:
+        return [
+            Envelope(self.party_id, self.server_id, tag, Payload(fields, {"round": self._round}))
+        ]
+
+    def advertise_keys(self, inbox: Inbox) -> list[Envelope]:
+        """Round 0: two fresh X25519 public keys (c: share encryption, s: masks)."""
+        if self._input is None:
+            raise ProtocolError(f"{self.party_id}: begin_round was not called")
+        self._c, self._s = KeyPair.generate(), KeyPair.generate()
+        return self._send(TAG_KEYS, {"c_pk": self._c.public, "s_pk": self._s.public})
+
+    def share_keys(self, inbox: Inbox) -> list[Envelope]:
+        """Round 1: Shamir-share b_u and s_u^SK among the holders, sealed per recipient."""
+        msg = self._message(inbox, TAG_KEYLIST)
+        who = self.party_id
+        participants = id_list(msg.meta, "participants", who)
+        if who not in participants or not set(participants) <= self.federation:
+            raise ProtocolError(f"{who}: participant list is not a subset of the federation")
+        info = self._info = RoundInfo.build(self.config, self._r, participants)
+        ids = id_list(msg.meta, "ids", who)
+        if not set(ids) <= set(info.graph.neighbours(who)):
+            raise ProtocolError(f"{who}: server sent keys of clients that are not its neighbours")
+        try:
+            c_pk, s_pk = msg.array("c_pk"), msg.array("s_pk")
+        except (KeyError, WireFormatError) as err:
+            raise ProtocolError(f"{who}: malformed key list: {err}") from err
+        shape = (len(ids), PUBLIC_KEY_BYTES)
+        if c_pk.shape != shape or s_pk.shape != shape or c_pk.dtype != np.uint8:
+            raise ProtocolError(f"{who}: key arrays must be uint8 of shape {shape}")
+        if len(ids) + 1 < info.t:
+            raise ProtocolError(
+                f"{who}: only {len(ids) + 1} share holders advertised keys, threshold {info.t}"
+            )
+        self._peers = {v: (c_pk[i].tobytes(), s_pk[i].tobytes()) for i, v in enumerate(ids)}
+        assert self._c is not None and self._s is not None
+        self._self_seed = secrets.token_bytes(SEED_BYTES)
+        holders = [who, *ids]
+        xs = [info.x[h] for h in holders]
+        b_shares = shamir.split(self._self_seed, info.t, len(holders), xs=xs)
+        s_shares = shamir.split(self._s.private.private_bytes_raw(), info.t, len(holders), xs=xs)
+        self._held = {who: (b_shares[0][1], s_shares[0][1])}
+        fields: dict[str, Any] = {
+            "b_commit": b_commitment(self.config, info.round_idx, who, self._self_seed)
+        }
+        for v, (_, b_sh), (_, s_sh) in zip(holders[1:], b_shares[1:], s_shares[1:], strict=True):
+            fields[f"to:{v}"] = seal(self._share_key(v), b_sh + s_sh, self._share_ad(who, v))
+        return self._send(TAG_SHARES, fields)
+
+    def _share_key(self, peer: str) -> bytes:
+        key = self._share_keys.get(peer)
+        if key is None:
+            assert self._c is not None
+            ctx = self.config.pair_context(self._r, "share-key", self.party_id, peer)
+            key = self._share_keys[peer] = agree(self._c, self._peers[peer][0], ctx)
+        return key
+
+    def _share_ad(self, sender: str, receiver: str) -> bytes:
+        return self.config.context(self._r, "share", sender, receiver)
+
+    def masked_input(self, inbox: Inbox) -> list[Envelope]:
+        """Round 2: open the routed shares, then send the double-masked input."""
+        msg = self._message(inbox, TAG_ROUTED)
+        who, info = self.party_id, self._info
+        assert info is not None and self._s is not None and self._input is not None
+        routed = split_fields(msg, who).get("from", {})
+        if set(msg.fields) != {f"from:{u}" for u in routed}:
+            raise ProtocolError(f"{who}: unexpected fields in the routed shares")
+        for u, sealed in routed.items():
+            if u not in self._peers:
+                raise ProtocolError(f"{who}: routed a share from non-neighbour {u!r}")
+            try:
+                plain = open_sealed(self._share_key(u), sealed, self._share_ad(u, who))
+            except IntegrityError as err:
+                raise ProtocolError(
+                    f"{who}: sealed share from {u} failed authentication (tampered or "
+                    "misrouted): aborting the round"
+                ) from err
+            if len(plain) != 2 * SHARE_BYTES:
+                raise ProtocolError(f"{who}: share from {u} has {len(plain)} bytes")
+            self._held[u] = (plain[:SHARE_BYTES], plain[SHARE_BYTES:])
+        self._mask_set = sorted(routed)
+        if len(self._mask_set) + 1 < info.t:
+            raise ProtocolError(
+                f"{who}: only {len(self._mask_set) + 1} share holders remain, threshold {info.t}"
+            )
+        vec, weight = self._input
+        # Weights travel inside the protected sum: y = enc(w x || w), encoded in place.
+        y = np.empty(self.dim + 1, dtype=np.uint64)
+        as_float = y.view(np.float64)
+        np.multiply(vec, weight, out=as_float[:-1])
+        as_float[-1] = weight
+        self.config.codec.encode(as_float, out=y)
+        assert self._self_seed is not None
+        add_mask(y, self._self_seed, +1)
+        for v in self._mask_set:
+            ctx = self.config.pair_context(info.round_idx, "mask", who, v)
+            add_mask(y, agree(self._s, self._peers[v][1], ctx), +1 if v > who else -1)
+        self._input = None
+        return self._send(TAG_MASKED, {"y": y})
+
+    def unmask(self, inbox: Inbox) -> list[Envelope]:
+        """Round 3: shares of b_v for survivors, of s_v^SK for dropped v; never both."""
+        who, info = self.party_id, self._info
+        if self._answered:
+            raise ProtocolError(
+                f"{who}: refusing a second unmask request in round {self._round} (answering "
+                "could reveal both the self mask and the mask key of one client)"
+            )
+        msg = self._message(inbox, TAG_UNMASK_REQUEST)
+        assert info is not None and self._mask_set is not None
+        survivors = id_list(msg.meta, "survivors", who)
+        dropped = id_list(msg.meta, "dropped", who)
+        if set(survivors) & set(dropped):
+            raise ProtocolError(
+                f"{who}: refusing to unmask: clients {sorted(set(survivors) & set(dropped))} "
+                "are listed both as survivors and as dropped"
+            )
+        if who not in survivors:
+            raise ProtocolError(f"{who}: refusing to unmask: server lists this client as dropped")
+        if set(survivors) | set(dropped) != {who, *self._mask_set}:
+            raise ProtocolError(
+                f"{who}: refusing to unmask: survivor/dropped lists do not match the clients "
+                "this client masked with"
+            )
+        if len(survivors) < info.t:
+            raise ProtocolError(
+                f"{who}: only {len(survivors)} survivors, below the threshold {info.t}: abort"
+            )
+        self._answered = True
+        fields = {f"b:{v}": self._held[v][0] for v in survivors}
+        fields.update({f"s:{v}": self._held[v][1] for v in dropped})
+        return self._send(TAG_UNMASK, fields)

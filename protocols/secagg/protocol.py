@@ -1,0 +1,97 @@
+"""The two protocols, :class:`SecAggregation` (Bonawitz et al. 2017) and :class:`SecAggPlus`
+(Bell et al. 2020): their parameters, phases and parties.
+
+Both deliver the weighted mean of the clients' vectors to the server (``output_role``); the
+phases and the threat model are those of the package docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from protocols.base import AggregationParties, AggregationProtocol, Phase, Role
+from protocols.fixedpoint import FixedPointCodec
+from protocols.secagg.client import SecAggClient
+from protocols.secagg.rounds import SecAggConfig, default_degree
+from protocols.secagg.server import SecAggServer
+
+
+class SecAggregation(AggregationProtocol):
+    """SecAgg (Bonawitz et al. 2017): complete mask graph, t-of-n Shamir dropout recovery.
+
+    ``experiment_id`` is bound into every derived key. ``threshold``: int, fraction of the
+    share holders, or None (floor(h/2) + 1). ``value_bound``: max ``|w_i x_i|`` coordinate and
+    max ``w_i``, checked by each client before masking and against the fixed-point headroom
+    (None = the largest the headroom allows for the federation size).
+    """
+
+    name: ClassVar[str] = "secagg"
+    output_role = Role.SERVER
+    round_phases = (
+        Phase(Role.CLIENT, "advertise_keys"),
+        Phase(Role.SERVER, "broadcast_keys"),
+        Phase(Role.CLIENT, "share_keys"),
+        Phase(Role.SERVER, "route_shares"),
+        Phase(Role.CLIENT, "masked_input"),
+        Phase(Role.SERVER, "request_unmask"),
+        Phase(Role.CLIENT, "unmask"),
+        Phase(Role.SERVER, "finalize"),
+    )
+
+    def __init__(
+        self,
+        experiment_id: str,
+        *,
+        threshold: int | float | None = None,
+        frac_bits: int = 24,
+        value_bound: float | None = None,
+    ) -> None:
+        if not isinstance(experiment_id, str) or not experiment_id:
+            raise ValueError("experiment_id must be a non-empty string (it binds every key)")
+        if isinstance(threshold, bool) or (isinstance(threshold, int) and threshold < 2):
+            raise ValueError(f"an integer threshold must be >= 2, got {threshold!r}")
+        if isinstance(threshold, float) and not 0 < threshold <= 1:
+            raise ValueError(f"a fractional threshold must be in (0, 1], got {threshold}")
+        self.experiment_id = experiment_id
+        self.threshold = threshold
+        self.frac_bits = frac_bits
+        self.value_bound = value_bound
+
+    def _degree(self, n: int) -> int | None:
+        return None
+
+    def config_for(self, n_clients: int) -> SecAggConfig:
+        codec = FixedPointCodec(self.frac_bits, self.value_bound, max_summands=n_clients)
+        return SecAggConfig(self.experiment_id, codec, self._degree(n_clients), self.threshold)
+
+    def create_parties(
+        self, server_id: str, client_ids: Sequence[str], dim: int
+    ) -> AggregationParties:
+        ids = list(client_ids)
+        if server_id in ids or len(set(ids)) != len(ids):
+            raise ValueError("client ids must be distinct and differ from the server id")
+        config = self.config_for(len(ids))
+        return AggregationParties(
+            server=SecAggServer(server_id, ids, dim, config),
+            clients={c: SecAggClient(c, server_id, ids, dim, config) for c in ids},
+        )
+
+
+class SecAggPlus(SecAggregation):
+    """SecAgg+ (Bell et al. 2020): masks and shares only along a k-regular Harary graph.
+
+    ``k`` (even) = neighbours per client, default 2 ceil(log2 n); the threshold applies to
+    the k + 1 share holders of each client. ``k >= n - 1`` is plain SecAgg.
+    """
+
+    name: ClassVar[str] = "secagg+"
+
+    def __init__(self, experiment_id: str, *, k: int | None = None, **kwargs: Any) -> None:
+        super().__init__(experiment_id, **kwargs)
+        if k is not None and (isinstance(k, bool) or k < 2 or k % 2):
+            raise ValueError(f"SecAgg+ degree k must be an even integer >= 2, got {k!r}")
+        self.k = k
+
+    def _degree(self, n: int) -> int | None:
+        return self.k if self.k is not None else default_degree(n)

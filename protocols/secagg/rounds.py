@@ -1,0 +1,115 @@
+"""The public side of a SecAgg round: parameters, mask graph and threshold.
+
+Every party computes the same :class:`RoundInfo` from public data: the federation's
+:class:`SecAggConfig`, the round index and the participant list. SecAgg masks along the
+complete graph (Bonawitz et al. 2017); SecAgg+ along the Harary graph H_{k,n} (Bell et al.
+2020): clients on a ring ordered by SHA-256(experiment id, round, client), each linked to the
+k/2 nearest on either side. The graph is public and predictable (see the package docstring
+for what that means for corruptions).
+
+Deviation: the default degree k = 2 ceil(log2 n) and threshold t = floor(h/2) + 1 are
+heuristics, not Bell et al.'s derivation from the corrupt and dropout fractions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from protocols.base import ProtocolError
+from protocols.fixedpoint import FixedPointCodec
+
+
+@dataclass(frozen=True)
+class SecAggConfig:
+    """Public parameters every party of a federation agrees on."""
+
+    experiment_id: str
+    codec: FixedPointCodec
+    k: int | None = None  # None: complete graph (SecAgg)
+    threshold: int | float | None = None
+
+    def context(self, round_idx: int, step: str, *parts: str) -> bytes:
+        """HKDF info / AEAD associated data: experiment, round, protocol step, parties."""
+        return json.dumps(
+            ["securefgl/secagg/v1", self.experiment_id, round_idx, step, *parts],
+            separators=(",", ":"),
+        ).encode()
+
+    def pair_context(self, round_idx: int, step: str, a: str, b: str) -> bytes:
+        return self.context(round_idx, step, *sorted((a, b)))
+
+
+def default_degree(n: int) -> int:
+    """SecAgg+ default neighbourhood size: 2 ceil(log2 n) (even, O(log n))."""
+    return 2 * max(1, math.ceil(math.log2(max(n, 2))))
+
+
+def resolve_threshold(threshold: int | float | None, holders: int) -> int:
+    """Shamir threshold for ``holders`` share holders (the client and its neighbours).
+
+    ``None`` = floor(h/2) + 1; a float in (0, 1] = that fraction of h (at least 2).
+    """
+    if threshold is None:
+        t = holders // 2 + 1
+    elif isinstance(threshold, float):
+        t = max(2, math.ceil(threshold * holders))
+    else:
+        t = threshold
+    if t > holders:
+        raise ProtocolError(
+            f"secagg threshold {t} exceeds the {holders} share holders of a neighbourhood"
+        )
+    return t
+
+
+class MaskGraph:
+    """Who masks with (and holds shares of) whom in one round.
+
+    Complete graph for SecAgg; for SecAgg+ the Harary graph H_{k,n}: clients on a ring in a
+    pseudorandom order, each linked to the k/2 nearest on either side (Bell et al. 2020).
+    """
+
+    def __init__(self, participants: Sequence[str], k: int | None, seed: bytes) -> None:
+        self.participants = tuple(participants)
+        n = len(self.participants)
+        self.complete = k is None or k >= n - 1
+        self.degree = n - 1 if k is None or self.complete else int(k)
+        order = sorted(self.participants, key=lambda c: hashlib.sha256(seed + c.encode()).digest())
+        self._ring = order
+        self._pos = {c: i for i, c in enumerate(order)}
+
+    @property
+    def holders_per_client(self) -> int:
+        return self.degree + 1
+
+    def neighbours(self, cid: str) -> tuple[str, ...]:
+        if self.complete:
+            return tuple(c for c in self.participants if c != cid)
+        n, i, half = len(self._ring), self._pos[cid], self.degree // 2
+        return tuple(self._ring[(i + off) % n] for off in range(-half, half + 1) if off)
+
+
+@dataclass(frozen=True)
+class RoundInfo:
+    """Everything public about one round, computed identically by every party."""
+
+    round_idx: int
+    graph: MaskGraph
+    t: int
+    x: dict[str, int]  # Shamir x-coordinate of each participant
+
+    @classmethod
+    def build(cls, config: SecAggConfig, round_idx: int, participants: Sequence[str]) -> RoundInfo:
+        ids = list(participants)
+        if not all(isinstance(c, str) for c in ids) or len(set(ids)) != len(ids):
+            raise ProtocolError("secagg: participants must be distinct string ids")
+        if len(ids) < 2:
+            raise ProtocolError(f"secagg needs at least 2 participants, got {len(ids)}")
+        seed = hashlib.sha256(config.context(round_idx, "graph")).digest()
+        graph = MaskGraph(ids, config.k, seed)
+        t = resolve_threshold(config.threshold, graph.holders_per_client)
+        return cls(round_idx, graph, t, {c: i + 1 for i, c in enumerate(sorted(ids))})

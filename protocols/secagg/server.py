@@ -1,0 +1,279 @@
+"""The SecAgg / SecAgg+ server: routes sealed shares, sums masked inputs, removes the masks.
+
+It forwards each client's neighbours' public keys and sealed shares, adds the masked inputs
+mod 2^64, asks the survivors for shares, reconstructs every survivor's self-mask seed
+(checked against its commitment) and every dropped client's mask key (checked against its
+public key), removes the masks and decodes the weighted mean. Honest-but-curious: it learns
+the sum and who took part, nothing else (package docstring); below t live share holders
+anywhere it aborts rather than return a wrong sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from protocols.base import AggregateResult, AggregationServer, Envelope, Inbox, ProtocolError
+from protocols.crypto import shamir
+from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, agree
+from protocols.crypto.prg import SEED_BYTES, add_mask
+from protocols.secagg.messages import (
+    TAG_KEYLIST,
+    TAG_KEYS,
+    TAG_MASKED,
+    TAG_ROUTED,
+    TAG_SHARES,
+    TAG_UNMASK,
+    TAG_UNMASK_REQUEST,
+    b_commitment,
+    split_fields,
+)
+from protocols.secagg.rounds import RoundInfo, SecAggConfig
+from protocols.wire import Payload, WireFormatError
+
+
+class SecAggServer(AggregationServer):
+    """The aggregator: routes sealed shares, sums masked inputs, removes masks, decodes."""
+
+    def __init__(
+        self, party_id: str, client_ids: Sequence[str], dim: int, config: SecAggConfig
+    ) -> None:
+        super().__init__(party_id)
+        self.federation = frozenset(client_ids)
+        self.dim = dim
+        self.config = config
+        self._reset(None)
+
+    def begin_round(self, round_idx: int, participants: Sequence[str]) -> None:
+        if not set(participants) <= self.federation:
+            raise ProtocolError("secagg: participants outside the federation")
+        self._reset(RoundInfo.build(self.config, round_idx, participants))
+
+    def _reset(self, info: RoundInfo | None) -> None:
+        self._info = info
+        self._result: AggregateResult | None = None
+        self._keys: dict[str, tuple[bytes, bytes]] = {}
+        self._commits: dict[str, bytes] = {}
+        self._mask_sets: dict[str, list[str]] = {}
+        self._survivors: list[str] = []
+        self._dropped: list[str] = []
+        self._sum: np.ndarray | None = None
+
+    def result(self) -> AggregateResult | None:
+        return self._result
+
+    # -- helpers
+    def _collect(self, inbox: Inbox, tag: str, allowed: set[str]) -> dict[str, Payload]:
+        if self._info is None:
+            raise ProtocolError("secagg server: begin_round was not called")
+        got: dict[str, Payload] = {}
+        for env in inbox:
+            if env.tag != tag or env.sender not in allowed:
+                raise ProtocolError(
+                    f"secagg server: unexpected {env.tag!r} from {env.sender!r} (expected {tag!r})"
+                )
+            if env.sender in got:
+                raise ProtocolError(f"secagg server: two {tag!r} messages from {env.sender}")
+            if env.payload.meta.get("round") != self._info.round_idx:
+                raise ProtocolError(
+                    f"secagg server: {tag!r} from {env.sender} is for another round"
+                )
+            got[env.sender] = env.payload
+        return got
+
+    def _require(self, live: set[str], holders_of: dict[str, list[str]], stage: str) -> None:
+        """Abort unless every client in ``holders_of`` keeps >= t live share holders."""
+        assert self._info is not None
+        t = self._info.t
+        for cid, holders in holders_of.items():
+            alive = sum(h in live for h in holders)
+            if alive < t:
+                raise ProtocolError(
+                    f"secagg abort at {stage}: only {alive} live share holders of client "
+                    f"{cid} (threshold t={t}; {len(live)} clients remain)"
+                )
+
+    def _send(self, receiver: str, tag: str, fields: dict[str, Any], **meta: Any) -> Envelope:
+        assert self._info is not None
+        return Envelope(
+            self.party_id, receiver, tag, Payload(fields, {"round": self._info.round_idx, **meta})
+        )
+
+    # -- phases
+    def broadcast_keys(self, inbox: Inbox) -> list[Envelope]:
+        info = self._info
+        got = self._collect(inbox, TAG_KEYS, set(info.graph.participants) if info else set())
+        assert info is not None
+        for cid, msg in got.items():
+            try:
+                c_pk, s_pk = msg.blob("c_pk"), msg.blob("s_pk")
+            except (KeyError, WireFormatError) as err:
+                raise ProtocolError(f"secagg server: malformed keys from {cid}: {err}") from err
+            if len(c_pk) != PUBLIC_KEY_BYTES or len(s_pk) != PUBLIC_KEY_BYTES:
+                raise ProtocolError(f"secagg server: public keys from {cid} are not 32 bytes")
+            self._keys[cid] = (c_pk, s_pk)
+        live = set(self._keys)
+        self._require(live, {u: [u, *info.graph.neighbours(u)] for u in live}, "advertise_keys")
+        out = []
+        for u in info.graph.participants:
+            if u not in live:
+                continue
+            ids = [v for v in info.graph.neighbours(u) if v in live]
+            c_pk, s_pk = (
+                np.frombuffer(b"".join(self._keys[v][i] for v in ids), np.uint8).reshape(
+                    len(ids), PUBLIC_KEY_BYTES
+                )
+                for i in (0, 1)
+            )
+            out.append(
+                self._send(
+                    u,
+                    TAG_KEYLIST,
+                    {"c_pk": c_pk, "s_pk": s_pk},
+                    participants=list(info.graph.participants),
+                    ids=ids,
+                )
+            )
+        return out
+
+    def route_shares(self, inbox: Inbox) -> list[Envelope]:
+        info = self._info
+        got = self._collect(inbox, TAG_SHARES, set(self._keys))
+        assert info is not None
+        live1 = set(self._keys)
+        routed: dict[str, dict[str, bytes]] = {}
+        for u, msg in got.items():
+            sealed = split_fields(msg, "secagg server").get("to", {})
+            expected = {v for v in info.graph.neighbours(u) if v in live1}
+            if set(sealed) != expected or set(msg.fields) != {"b_commit"} | {
+                f"to:{v}" for v in sealed
+            }:
+                raise ProtocolError(f"secagg server: garbled share message from {u}")
+            commit = msg.fields["b_commit"]
+            if not isinstance(commit, bytes) or len(commit) != 32:
+                raise ProtocolError(f"secagg server: bad self-mask commitment from {u}")
+            self._commits[u] = commit
+            for v, blob in sealed.items():
+                routed.setdefault(v, {})[u] = blob
+        live2 = set(got)
+        for u in info.graph.participants:
+            if u in live2:
+                self._mask_sets[u] = [v for v in info.graph.neighbours(u) if v in live2]
+        self._require(live2, {u: [u, *m] for u, m in self._mask_sets.items()}, "share_keys")
+        return [
+            self._send(
+                v,
+                TAG_ROUTED,
+                {f"from:{u}": blob for u, blob in routed.get(v, {}).items() if u in live2},
+            )
+            for v in self._mask_sets
+        ]
+
+    def request_unmask(self, inbox: Inbox) -> list[Envelope]:
+        info = self._info
+        got = self._collect(inbox, TAG_MASKED, set(self._mask_sets))
+        assert info is not None
+        total = np.zeros(self.dim + 1, dtype=np.uint64)
+        for u, msg in got.items():
+            y = msg.fields.get("y")
+            if (
+                set(msg.fields) != {"y"}
+                or not isinstance(y, np.ndarray)
+                or y.dtype != np.uint64
+                or y.shape != (self.dim + 1,)
+            ):
+                desc = (y.dtype, y.shape) if isinstance(y, np.ndarray) else type(y).__name__
+                raise ProtocolError(
+                    f"secagg server: garbled masked input from {u}: expected uint64 of shape "
+                    f"({self.dim + 1},), got {desc}"
+                )
+            np.add(total, y, out=total)
+        self._sum = total
+        live3 = set(got)
+        self._survivors = [u for u in info.graph.participants if u in live3]
+        self._dropped = [
+            u for u in info.graph.participants if u in self._mask_sets and u not in live3
+        ]
+        need = {u: [u, *self._mask_sets[u]] for u in self._survivors}
+        need |= {v: self._mask_sets[v] for v in self._dropped}
+        self._require(live3, need, "masked_input")
+        return [
+            self._send(
+                u,
+                TAG_UNMASK_REQUEST,
+                {},
+                survivors=[v for v in [u, *self._mask_sets[u]] if v in live3],
+                dropped=[v for v in self._mask_sets[u] if v not in live3],
+            )
+            for u in self._survivors
+        ]
+
+    def finalize(self, inbox: Inbox) -> list[Envelope]:
+        info = self._info
+        got = self._collect(inbox, TAG_UNMASK, set(self._survivors))
+        assert info is not None and self._sum is not None
+        live3, dropped = set(self._survivors), set(self._dropped)
+        b_shares: dict[str, list[tuple[int, bytes]]] = {u: [] for u in self._survivors}
+        s_shares: dict[str, list[tuple[int, bytes]]] = {v: [] for v in self._dropped}
+        for r, msg in got.items():
+            parts = split_fields(msg, "secagg server")
+            b_part, s_part = parts.get("b", {}), parts.get("s", {})
+            mine = {r, *self._mask_sets[r]}
+            if (
+                not set(b_part) <= mine & live3
+                or not set(s_part) <= mine & dropped
+                or len(msg.fields) != len(b_part) + len(s_part)
+            ):
+                raise ProtocolError(f"secagg server: garbled unmask response from {r}")
+            for u, share in b_part.items():
+                b_shares[u].append((info.x[r], share))
+            for v, share in s_part.items():
+                s_shares[v].append((info.x[r], share))
+        total = self._sum
+        for u in self._survivors:
+            seed = self._reconstruct(u, b_shares[u], "self-mask seed")
+            if b_commitment(self.config, info.round_idx, u, seed) != self._commits[u]:
+                raise ProtocolError(f"secagg server: self-mask seed of {u} fails its commitment")
+            add_mask(total, seed, -1)
+        for v in self._dropped:
+            raw = self._reconstruct(v, s_shares[v], "mask key")
+            try:
+                private = X25519PrivateKey.from_private_bytes(raw)
+            except ValueError as err:
+                raise ProtocolError(f"secagg server: bad reconstructed mask key of {v}") from err
+            key = KeyPair(private, self._keys[v][1])
+            if private.public_key().public_bytes_raw() != key.public:
+                raise ProtocolError(
+                    f"secagg server: reconstructed mask key of {v} does not match its public key"
+                )
+            for u in self._mask_sets[v]:
+                if u in live3:
+                    ctx = self.config.pair_context(info.round_idx, "mask", u, v)
+                    # u added +PRG(s_uv) if v > u else -PRG(s_uv): remove it.
+                    add_mask(total, agree(key, self._keys[u][1], ctx), -1 if v > u else +1)
+        values = self.config.codec.decode(total)
+        weight = float(values[-1])
+        if not weight > 0:
+            raise ProtocolError(f"secagg: total weight {weight} of the survivors is not positive")
+        self._result = AggregateResult(values[:-1] / weight, weight, tuple(self._survivors))
+        self._sum = None
+        return []
+
+    def _reconstruct(self, cid: str, shares: list[tuple[int, bytes]], what: str) -> bytes:
+        assert self._info is not None
+        t = self._info.t
+        if len(shares) < t:
+            raise ProtocolError(
+                f"secagg abort at unmask: only {len(shares)} shares of client {cid}'s {what} "
+                f"arrived (threshold t={t}; too many dropouts)"
+            )
+        try:
+            secret = shamir.combine(sorted(shares)[:t], t)
+        except shamir.ShamirError as err:
+            raise ProtocolError(f"secagg server: cannot reconstruct {cid}'s {what}: {err}") from err
+        if len(secret) != SEED_BYTES:
+            raise ProtocolError(f"secagg server: {cid}'s {what} has {len(secret)} bytes")
+        return secret
