@@ -34,7 +34,8 @@ from attacks.simulation import make_world, simulate
 from protocols.registry import parse_stack, secure_sum_for_stack
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph
-from securefgl.fedstruct.edge_dp import EDGE_DP_MECHANISMS as EDGE_DP
+from securefgl.fedstruct.settings import EDGE_DP_MECHANISMS as EDGE_DP
+from securefgl.fedstruct.settings import apply_preset
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +86,11 @@ def cell_config(
     if algorithm in ("fedstruct", "fedgcn"):
         cfg = cfg.replace(cross_edges="known")
     if algorithm == "fedstruct":
-        cfg = cfg.replace(nsf=cfg.nsf or "hop2vec", abar_sum=secure_sum_for_stack(stack))
+        nsf = cfg.fedstruct.nsf or "hop2vec"
+        cfg = cfg.replace(fedstruct={"nsf": nsf, "abar_sum": secure_sum_for_stack(stack)})
         if edge_dp is not None:
-            cfg = cfg.replace(edge_dp=edge_dp[0], edge_epsilon=edge_dp[1])
+            cfg = cfg.replace(fedstruct={"edge_dp": edge_dp[0], "edge_epsilon": edge_dp[1]})
         if audit.fedstruct_preset:
-            from securefgl.fedstruct.presets import apply_preset
-
             cfg = apply_preset(cfg)
     return cfg
 

@@ -29,13 +29,13 @@ from attacks.base import AttackResult
 from attacks.metrics import rowwise_cosine
 from attacks.simulation import World
 from protocols.secure_sum.parties import TAG_DELIVERY
-from securefgl.algorithms.fedgcn import (
-    FedGCNSettings,
+from securefgl.federation import SERVER, Channel, LocalExecutor, Party, client_party_id
+from securefgl.fedgcn.neighbour_sums import (
     NeighbourSumClient,
     NeighbourSumRelay,
     run_neighbour_sums,
 )
-from securefgl.federation import Channel, LocalExecutor
+from securefgl.fedgcn.settings import FedGCNSettings
 
 NAME = "neighbour_feature_inference"
 MODES = ("plain", "masked", "ckks")
@@ -68,18 +68,18 @@ def neighbour_features(
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
     settings = FedGCNSettings(hops=1, sum_mode=mode)
-    parties: dict[str, object] = {
-        f"client-{v.client_id}": NeighbourSumClient(v, settings) for v in world.views
+    parties: dict[str, Party] = {
+        client_party_id(v.client_id): NeighbourSumClient(v, settings) for v in world.views
     }
-    parties["server"] = NeighbourSumRelay("server")
+    parties[SERVER] = NeighbourSumRelay(SERVER)
     channel = Channel()
-    ids = [p for p in parties if p != "server"]
+    ids = [p for p in parties if p != SERVER]
     run_neighbour_sums(ids, LocalExecutor(parties), channel, settings, "securefgl/audit")
     x_true = world.graph.x.numpy().astype(np.float64)
     est_all, true_all, exact_all = [], [], []
     chosen = world.views if adversaries is None else [world.views[a] for a in adversaries]
     for view in chosen:
-        party = parties[f"client-{view.client_id}"]
+        party = parties[client_party_id(view.client_id)]
         assert isinstance(party, NeighbourSumClient)
         ext_v, ext_u = view.external_edges.numpy()
         owners = view.external_owner.numpy()

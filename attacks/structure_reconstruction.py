@@ -9,7 +9,7 @@ knows which external nodes its rows are adjacent to (``known`` cross edges), so 
 a candidate edge ``(u, w)`` by ``Σ_{v ~ u} B[v, w] / |N_blk(v)|``.
 
 Views per mode (the build runs here through the real channel and hop-sum code,
-``fedstruct.adjacency.build_abar`` with L_s = 2):
+``fedstruct.abar_build.build_abar`` with L_s = 2):
 
 * ``plain``: i's transcript view holds every ``B_ik`` separately (per sender).
 * ``masked`` / ``ckks``: i learns only ``Σ_{k≠i} B_ik``; it recovers it from its own
@@ -36,10 +36,10 @@ from attacks.base import AttackResult
 from attacks.metrics import roc_auc
 from attacks.simulation import World
 from securefgl.data import ClientGraph
-from securefgl.federation import Channel, LocalExecutor
-from securefgl.fedstruct.adjacency import BLOCK_TAG, AdjacencyClient, AdjacencyRelay, SparseRows
-from securefgl.fedstruct.adjacency import build_abar as run_build
-from securefgl.fedstruct.adjacency_secure import hop_sum_for
+from securefgl.federation import Channel, LocalExecutor, Party
+from securefgl.fedstruct.abar_build import build_abar as run_build
+from securefgl.fedstruct.abar_client import BLOCK_TAG, AdjacencyClient, AdjacencyRelay, SparseRows
+from securefgl.fedstruct.abar_secure import hop_sum_for
 from securefgl.fedstruct.edge_dp import EdgeDP, perturb_federation
 
 NAME = "structure_reconstruction"
@@ -49,7 +49,7 @@ MODES = ("plain", "masked", "ckks")
 def build(views: list[ClientGraph], mode: str, hops: int = 2) -> tuple[dict, Channel]:
     """Algorithm 3 through a fresh channel; returns the client parties and the channel."""
     clients = {f"client-{v.client_id}": AdjacencyClient(v) for v in views}
-    parties: dict[str, object] = dict(clients)
+    parties: dict[str, Party] = dict(clients)
     parties["server"] = AdjacencyRelay("server", list(clients))
     channel = Channel()
     hop_sum = hop_sum_for(mode, "securefgl/audit")

@@ -4,7 +4,7 @@ For every (dataset, K clients, L_s hops) with a random partition this builds Ā^
 clients through the channel (``securefgl.fedstruct.build_abar``) with
 
 * ``plain``: the paper's scheme (every ``B_ik`` in the clear, relayed by the server);
-* ``masked`` / ``ckks`` (``securefgl.fedstruct.adjacency_secure``) on the ``rows`` support
+* ``masked`` / ``ckks`` (``securefgl.fedstruct.abar_secure``) on the ``rows`` support
   (dense ``|R_i| x n`` per sender: hides every individual support) or the ``union`` support
   (``O(|U_i|)``; the server sees each sender's support),
 
@@ -80,7 +80,7 @@ from securefgl.fedstruct import (  # noqa: E402
     keep_top_values,
     normalized_adjacency,
 )
-from securefgl.fedstruct.adjacency_secure import hop_sum_for  # noqa: E402
+from securefgl.fedstruct.abar_secure import hop_sum_for  # noqa: E402
 
 log = logging.getLogger("adjacency_bench")
 

@@ -9,7 +9,7 @@ match the plaintext run within 0.3 points (the difference is reported).
 
 Settings (seed_fedstruct.md §3, §5, §6):
 
-* FedStruct: Table 5 presets (``securefgl.fedstruct.presets``: λ, weight decay, epochs =
+* FedStruct: Table 5 presets (``securefgl.fedstruct.settings``: λ, weight decay, epochs =
   rounds, L, L_s, hidden sizes; dropout from the official code), FedSGD with Adam,
   Ā built by Algorithm 3 through the channel (``abar="federated"``, plaintext hop sums);
   pruned variants use receiver-side pruning (each client keeps the top ⌈p·n_i⌉ entries of
@@ -54,7 +54,7 @@ import torch
 from securefgl.config import ExperimentConfig
 from securefgl.data.datasets import resolve_name
 from securefgl.experiment.runner import load_graph, run_single
-from securefgl.fedstruct.presets import apply_preset
+from securefgl.fedstruct.settings import apply_preset
 
 OUT = Path(__file__).parent / "results"
 JSON_PATH = OUT / "fedstruct.json"
@@ -308,11 +308,11 @@ def make_config(cell: Cell, args: argparse.Namespace) -> tuple[ExperimentConfig,
     )
     if cell.method in FEDSTRUCT_NSF:
         nsf, prune = FEDSTRUCT_NSF[cell.method]
-        cfg = apply_preset(base.replace(nsf=nsf, prune=prune, abar="federated"))
+        cfg = apply_preset(base.replace(fedstruct={"nsf": nsf, "prune": prune, "abar": "federated"}))
         return cfg.replace(eval_every=cfg.rounds), "fedstruct"
     if cell.method in SERVER_ABAR_METHODS:
         nsf, prune = FEDSTRUCT_NSF[SERVER_ABAR_METHODS[cell.method]]
-        cfg = apply_preset(base.replace(nsf=nsf, prune=prune, abar="oracle"))
+        cfg = apply_preset(base.replace(fedstruct={"nsf": nsf, "prune": prune, "abar": "oracle"}))
         return cfg.replace(eval_every=cfg.rounds), "fedstruct"
     if cell.method.startswith("fedgcn"):
         cfg = base.replace(rounds=args.fedgcn_rounds)
@@ -422,7 +422,7 @@ def estimate_seconds(cell: Cell, rows: list[dict[str, Any]]) -> float:
     n, d = _SHAPES.get(cell.dataset, _CORA)
     if cell.aggregation == "ckks" and cell.method in FEDSTRUCT_NSF:
         # CKKS cost ∝ the encrypted vector (θ ‖ S, S = n × 256) × rounds: scale a measured cell
-        from securefgl.fedstruct.presets import preset_for
+        from securefgl.fedstruct.settings import preset_for
 
         for r in rows:
             if r["aggregation"] == "ckks" and r["method"] == cell.method and r["seeds"]:
@@ -431,7 +431,7 @@ def estimate_seconds(cell: Cell, rows: list[dict[str, Any]]) -> float:
                 return float(r["seconds_per_seed"]) * n / n0 * epochs
     scale = n * (d + 256) / (_CORA[0] * (_CORA[1] + 256))
     if cell.method in FEDSTRUCT_NSF:
-        from securefgl.fedstruct.presets import preset_for
+        from securefgl.fedstruct.settings import preset_for
 
         scale *= preset_for(cell.dataset).epochs / 40
     secs = _UNIT.get(cell.method, 40) * scale

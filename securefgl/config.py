@@ -1,7 +1,10 @@
 """Experiment configuration: one dataclass, from Python, a TOML file or CLI flags.
 
-Every field is validated in :meth:`ExperimentConfig.validate`, which raises
-:class:`ConfigError` naming the field and the allowed values.
+Generic settings are fields of :class:`ExperimentConfig`; each algorithm family's settings
+are a nested section (:data:`SECTIONS`: ``config.fedstruct``, TOML
+``[experiment.fedstruct]``). A configuration is validated when it is built: a bad value
+raises :class:`ConfigError` naming the field and the allowed values. Each field's
+``metadata`` gives its CLI help, choices and group (``securefgl.cli``).
 """
 
 from __future__ import annotations
@@ -12,109 +15,126 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocols.dp.accounting import KINDS as ACCOUNTANT_KINDS
 from protocols.registry import parse_stack
+from securefgl.data.datasets import resolve_name
+from securefgl.fedgcn.settings import FedGCNSettings
+from securefgl.fedstruct.settings import FedStructOptions, FedStructSettings
 
 PARTITIONS = ("random", "louvain", "kmeans")
 CROSS_EDGES = ("hidden", "known")
 MODEL_NAMES = ("gcn", "sage", "mlp")
+
+#: Nested per-algorithm sections: field name -> settings class (all fields optional or
+#: defaulted, validated on construction).
+SECTIONS: dict[str, type] = {"fedstruct": FedStructOptions, "fedgcn": FedGCNSettings}
 
 
 class ConfigError(ValueError):
     """An invalid experiment configuration."""
 
 
+def _opt(default: Any, help: str, group: str, choices: tuple[Any, ...] | None = None) -> Any:
+    meta = {"help": help, "group": group, "choices": choices}
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
 @dataclass
 class ExperimentConfig:
     # data
-    dataset: str = "csbm"
-    data_root: str | None = None
-    # generator options for dataset "csbm": weak features + homophilous edges, so structure
+    dataset: str = _opt("csbm", "dataset name (`securefgl datasets`) or csbm", "data")
+    data_root: str | None = _opt(None, "data root (default: $SECUREFGL_DATA)", "data")
+    # generator options for "csbm": weak features + homophilous edges, so that structure
     # matters (central ≫ local) and the demo's comparison is informative
-    csbm: dict[str, Any] = field(
-        default_factory=lambda: {"num_nodes": 3000, "feature_signal": 0.2, "homophily": 0.7}
+    csbm: dict[str, Any] = _opt(
+        {"num_nodes": 3000, "feature_signal": 0.2, "homophily": 0.7},
+        "generator options as JSON, e.g. '{\"num_nodes\": 5000}'",
+        "data",
     )
-    train_fraction: float = 0.1
-    val_fraction: float = 0.1
-    test_fraction: float = 0.8
-    label_rate: float | None = None  # if set: train = label_rate, test = 1 - val - label_rate
+    train_fraction: float = _opt(0.1, "training nodes", "data")
+    val_fraction: float = _opt(0.1, "validation nodes", "data")
+    test_fraction: float = _opt(0.8, "test nodes", "data")
+    label_rate: float | None = _opt(None, "if set: train = label_rate, test = rest", "data")
     # federation
-    clients: int = 10
-    partition: str = "louvain"
-    cross_edges: str | None = None  # hidden | known; None: known iff an algorithm needs it
-    client_fraction: float = 1.0
-    algorithms: list[str] = field(default_factory=lambda: ["fedavg", "local", "central"])
-    protocol: list[str] = field(default_factory=list)  # aggregation stack; [] = plaintext
-    secagg_k: int | None = None  # secagg+ neighbours (default 2·ceil(log2 n))
-    secagg_threshold: float | None = None  # Shamir t (int) or fraction of share holders
-    dp_clip: float = 1.0  # clip_noise: L2 clip of each update; ldp_*: clip bound
-    dp_noise: float = 1.0  # noise multiplier σ (clip_noise, ldp_gaussian)
-    dp_epsilon: float = 1.0  # ldp_laplace: ε per released update
-    dp_delta: float = 1e-5
-    dp_mode: str = "auto"  # clip_noise: central | distributed | auto (by transport)
-    dp_accountant: str = "rdp"  # rdp | prv (Opacus accountants)
+    clients: int = _opt(10, "number of clients K", "federation")
+    partition: str = _opt("louvain", "how nodes are split into clients", "federation", PARTITIONS)
+    cross_edges: str | None = _opt(
+        None, "what clients know of cross-client edges (default: by algorithm)", "federation",
+        CROSS_EDGES,
+    )  # fmt: skip
+    client_fraction: float = _opt(1.0, "clients sampled per round", "federation")
+    algorithms: list[str] = _opt(
+        ["fedavg", "local", "central"], "algorithms to compare (`securefgl.registry`)", "federation"
+    )
+    # protocol stack
+    protocol: list[str] = _opt(
+        [], "aggregation stack, e.g. secagg,clip_noise (empty: plain)", "protocol stack"
+    )
+    secagg_k: int | None = _opt(None, "secagg+ neighbours (default 2⌈log2 n⌉)", "protocol stack")
+    secagg_threshold: float | None = _opt(
+        None, "Shamir t: a count (> 1) or a fraction of share holders", "protocol stack"
+    )
+    dp_clip: float = _opt(1.0, "clip_noise: L2 clip of an update; ldp_*: clip", "protocol stack")
+    dp_noise: float = _opt(1.0, "noise multiplier σ (clip_noise, ldp_gaussian)", "protocol stack")
+    dp_epsilon: float = _opt(1.0, "ldp_laplace: ε per released update", "protocol stack")
+    dp_delta: float = _opt(1e-5, "δ of the reported (ε, δ)", "protocol stack")
+    dp_mode: str = _opt(
+        "auto", "clip_noise: noise at the server or as client shares", "protocol stack",
+        ("auto", "central", "distributed"),
+    )  # fmt: skip
+    dp_accountant: str = _opt("rdp", "Opacus accountant", "protocol stack", ACCOUNTANT_KINDS)
     # model and training
-    model: str = "gcn"
-    hidden: int = 64
-    layers: int = 2
-    dropout: float = 0.5
-    lr: float = 0.01  # Adam lr of local/central; the server optimizer's lr in fedavg/fedprox
-    weight_decay: float = 5e-4
-    rounds: int = 100
-    local_epochs: int = 1
-    client_lr: float = 1.0  # local SGD lr in fedavg/fedprox (1 step at lr 1 = FedSGD)
-    server_optimizer: str = "adam"  # "adam" (FedAdam/FedSGD+Adam) or "sgd" (lr 1 = FedAvg)
-    mu: float = 0.01  # FedProx proximal weight (used by fedprox only)
-    eval_every: int = 10
-    # FedStruct (None = the dataset's Table 5 preset; see securefgl/fedstruct/presets.py)
-    nsf: str | None = None  # degree | fedstar | random | hop2vec
-    nsf_dim: int | None = None
-    structure_mlp: bool | None = None
-    structure_hops: int | None = None  # L_s
-    structure_beta: list[float] | None = None
-    prune: str | None = None  # none | sender | receiver
-    prune_p: float | None = None
-    feature_hops: int | None = None
-    feature_hidden: list[int] | None = None
-    structure_hidden: list[int] | None = None
-    loss_weighting: str | None = None  # labelled | nodes
-    abar: str | None = None  # federated | oracle (simulator computes Ā: not private)
-    abar_sum: str | None = None  # plain | masked | ckks: how client i gets Σ_k B_ik
-    abar_support: str | None = None  # rows | union (public support of masked/ckks sums)
-    abar_relay: bool | None = None  # Ā blocks relayed by the server (else client to client)
-    abar_collusion_threshold: int | None = None  # masked Ā sums: colluding senders tolerated
-    abar_pair_masks: bool | None = None  # masked Ā sums: False = receiver masks only
-    abar_ring_bits: int | None = None  # masked Ā sums in Z_2^64 (default) or Z_2^32 (faster)
-    abar_degree_bound: int | None = None  # Z_2^32: public bound on boundary-node degrees
-    abar_max_round_gib: float | None = None  # masked/ckks Ā: relay refuses bigger hops (inf: off)
-    edge_dp: str | None = None  # edgerand | lapgraph: ε-edge DP on Ā's input blocks
-    edge_epsilon: float | None = None  # its ε (the whole graph is ε-edge-DP)
+    model: str = _opt("gcn", "backbone of fedavg / fedprox / local / central", "training",
+                      MODEL_NAMES)  # fmt: skip
+    hidden: int = _opt(64, "hidden width", "training")
+    layers: int = _opt(2, "layers", "training")
+    dropout: float = _opt(0.5, "dropout", "training")
+    lr: float = _opt(0.01, "Adam lr (local, central; the server optimizer's in fedavg)", "training")
+    weight_decay: float = _opt(5e-4, "weight decay", "training")
+    rounds: int = _opt(100, "rounds (epochs for local / central)", "training")
+    local_epochs: int = _opt(1, "local SGD steps per round (fedavg / fedprox)", "training")
+    client_lr: float = _opt(1.0, "local SGD lr (1 step at lr 1 = FedSGD)", "training")
+    server_optimizer: str = _opt("adam", "adam (FedAdam) or sgd (lr 1 = FedAvg)", "training",
+                                 ("adam", "sgd"))  # fmt: skip
+    mu: float = _opt(0.01, "FedProx proximal weight", "training")
+    eval_every: int = _opt(10, "rounds between evaluations", "training")
+    # per-algorithm sections
+    fedstruct: FedStructOptions = field(default_factory=FedStructOptions)
+    fedgcn: FedGCNSettings = field(default_factory=FedGCNSettings)
     # bookkeeping
-    threads: int = 1  # torch intra-op threads (small graphs on shared cores: 1 is fastest)
-    seeds: list[int] = field(default_factory=lambda: [0])
-    output_dir: str = "results"
-    name: str | None = None
-    store_payloads: bool = False
+    threads: int = _opt(1, "torch intra-op threads", "output")
+    seeds: list[int] = _opt([0], "seeds (each draws its split and partition)", "output")
+    output_dir: str = _opt("results", "results folder", "output")
+    name: str | None = _opt(None, "run name (default: from the dataset)", "output")
+    store_payloads: bool = _opt(False, "keep every message's payload in the transcript", "output")
 
-    @property
-    def cross_edge_mode(self) -> str:
-        """``cross_edges``, or when unset: ``known`` iff an algorithm needs it."""
-        if self.cross_edges is not None:
-            return self.cross_edges
-        return "known" if {"fedstruct", "fedgcn"} & set(self.algorithms) else "hidden"
+    def __post_init__(self) -> None:
+        for name, kind in SECTIONS.items():
+            section = getattr(self, name)
+            if isinstance(section, dict):
+                try:
+                    setattr(self, name, kind(**section))
+                except TypeError as err:
+                    raise ConfigError(f"[{name}]: {err}") from None
+                except ValueError as err:
+                    raise ConfigError(f"{name}: {err}") from None
+        self.validate()
 
-    def validate(self, known_algorithms: set[str] | None = None) -> ExperimentConfig:
-        from securefgl.data.datasets import resolve_name  # local: keeps config import light
-
+    def validate(self) -> ExperimentConfig:
+        """Check every generic field and section (run on construction); returns ``self``."""
         try:
             resolve_name(self.dataset)
         except ValueError as err:
             raise ConfigError(str(err)) from None
         _choice("partition", self.partition, PARTITIONS)
-        _choice("cross_edges", self.cross_edge_mode, CROSS_EDGES)
+        if self.cross_edges is not None:
+            _choice("cross_edges", self.cross_edges, CROSS_EDGES)
         _choice("model", self.model, MODEL_NAMES)
         _choice("server_optimizer", self.server_optimizer, ("adam", "sgd"))
         _choice("dp_mode", self.dp_mode, ("auto", "central", "distributed"))
-        _choice("dp_accountant", self.dp_accountant, ("rdp", "prv"))
+        _choice("dp_accountant", self.dp_accountant, ACCOUNTANT_KINDS)
         try:
             parse_stack(self.protocol)
         except ValueError as err:
@@ -123,29 +143,9 @@ class ExperimentConfig:
             raise ConfigError("dp_clip and dp_epsilon must be > 0, dp_noise ≥ 0")
         if not 0 < self.dp_delta < 1:
             raise ConfigError(f"dp_delta must lie in (0, 1), got {self.dp_delta}")
-        if known_algorithms is not None:
-            for algo in self.algorithms:
-                _choice("algorithms", algo, tuple(sorted(known_algorithms)))
         if not self.algorithms:
             raise ConfigError("algorithms: give at least one algorithm")
-        fractions = {
-            "train_fraction": self.train_fraction,
-            "val_fraction": self.val_fraction,
-            "test_fraction": self.test_fraction,
-        }
-        if self.label_rate is not None:
-            fractions["label_rate"] = self.label_rate
-        for key, value in fractions.items():
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{key} must lie in [0, 1], got {value}")
-        train = self.label_rate if self.label_rate is not None else self.train_fraction
-        test = 1 - self.val_fraction - train if self.label_rate is not None else self.test_fraction
-        if train + self.val_fraction + test > 1 + 1e-9:
-            raise ConfigError(
-                f"train + val + test fractions sum to {train + self.val_fraction + test:.3f} > 1"
-            )
-        if train <= 0 or test <= 0:
-            raise ConfigError("train and test fractions must be positive")
+        self._validate_split()
         for key in ("clients", "hidden", "layers", "rounds", "local_epochs", "eval_every"):
             if int(getattr(self, key)) < 1:
                 raise ConfigError(f"{key} must be ≥ 1, got {getattr(self, key)}")
@@ -159,19 +159,42 @@ class ExperimentConfig:
             raise ConfigError("seeds: give at least one seed")
         if self.threads < 1:
             raise ConfigError(f"threads must be ≥ 1, got {self.threads}")
-        if "fedstruct" in self.algorithms:
-            from securefgl.fedstruct.presets import FedStructSettings
-
-            if self.cross_edge_mode != "known":
-                raise ConfigError(
-                    "fedstruct needs cross_edges = 'known' (its clients know "
-                    "their edges to other clients' nodes)"
-                )
-            try:
-                FedStructSettings.from_config(self)
-            except ValueError as err:
-                raise ConfigError(f"fedstruct: {err}") from None
+        for name, kind in SECTIONS.items():
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(f"{name} must be a {kind.__name__} (or a dict of its fields)")
+        try:
+            self.fedstruct_settings()
+        except ValueError as err:
+            raise ConfigError(f"fedstruct: {err}") from None
         return self
+
+    def _validate_split(self) -> None:
+        fractions = {
+            "train_fraction": self.train_fraction,
+            "val_fraction": self.val_fraction,
+            "test_fraction": self.test_fraction,
+        }
+        if self.label_rate is not None:
+            fractions["label_rate"] = self.label_rate
+        for key, value in fractions.items():
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{key} must lie in [0, 1], got {value}")
+        train, val, test = self.split
+        if train + val + test > 1 + 1e-9:
+            raise ConfigError(f"train + val + test fractions sum to {train + val + test:.3f} > 1")
+        if train <= 0 or test <= 0:
+            raise ConfigError("train and test fractions must be positive")
+
+    def fedstruct_settings(self) -> FedStructSettings:
+        """FedStruct's settings: the dataset's Table 5 preset ← the ``fedstruct`` section ←
+        this experiment's lr, weight decay and dropout."""
+        return FedStructSettings.resolve(
+            self.fedstruct,
+            self.dataset,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            dropout=self.dropout,
+        )
 
     @property
     def split(self) -> tuple[float, float, float]:
@@ -181,6 +204,11 @@ class ExperimentConfig:
         return self.label_rate, self.val_fraction, 1 - self.val_fraction - self.label_rate
 
     def replace(self, **changes: Any) -> ExperimentConfig:
+        """A validated copy with ``changes``; a section given as a dict updates only the
+        named fields of that section (``fedstruct={"nsf": "degree"}``)."""
+        for name in SECTIONS:
+            if isinstance(changes.get(name), dict):
+                changes[name] = getattr(self, name).replace(**changes[name])
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,16 +216,23 @@ class ExperimentConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ExperimentConfig:
+        """From plain data (a TOML table): sections are sub-tables; unknown keys are
+        refused with the section they belong to, if any."""
         names = {f.name for f in dataclasses.fields(cls)}
         values = dict(values)
-        for alias, name in ALIASES.items():
-            if alias in values:
-                if name in values:
-                    raise ConfigError(f"give {alias!r} or {name!r}, not both")
-                values[name] = values.pop(alias)
+        for name, kind in SECTIONS.items():
+            if isinstance(values.get(name), dict):
+                values[name] = _section_from_dict(name, kind, values[name])
         unknown = sorted(set(values) - names)
         if unknown:
-            raise ConfigError(f"unknown config keys {unknown}; known keys: {sorted(names)}")
+            homes = {
+                key: name
+                for key in unknown
+                for name, kind in SECTIONS.items()
+                if key in _section_keys(kind)
+            }
+            where = "".join(f"; {k!r} belongs under [experiment.{s}]" for k, s in homes.items())
+            raise ConfigError(f"unknown config keys {unknown}{where}; known keys: {sorted(names)}")
         return cls(**values)
 
     @classmethod
@@ -213,8 +248,31 @@ class ExperimentConfig:
         return cls.from_dict(values)
 
 
-#: Alternative config keys (and ``--flags``): ``adjacency`` = how Ā's hop sums run.
-ALIASES = {"adjacency": "abar_sum"}
+def section_aliases(kind: type) -> dict[str, str]:
+    """``alias -> field`` of a section (e.g. FedStruct's ``adjacency`` = ``abar_sum``)."""
+    return {
+        f.metadata["alias"]: f.name for f in dataclasses.fields(kind) if "alias" in f.metadata
+    }
+
+
+def _section_keys(kind: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(kind)} | set(section_aliases(kind))
+
+
+def _section_from_dict(name: str, kind: type, values: dict[str, Any]) -> Any:
+    values = dict(values)
+    for alias, target in section_aliases(kind).items():
+        if alias in values:
+            if target in values:
+                raise ConfigError(f"[{name}]: give {alias!r} or {target!r}, not both")
+            values[target] = values.pop(alias)
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(kind)})
+    if unknown:
+        raise ConfigError(f"unknown [{name}] keys {unknown}; known: {sorted(_section_keys(kind))}")
+    try:
+        return kind(**values)
+    except ValueError as err:
+        raise ConfigError(f"{name}: {err}") from None
 
 
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -11,7 +12,7 @@ from torch_geometric.data import Data
 
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.federation import Channel, Executor
+from securefgl.federation import Channel, Executor, LocalExecutor, Party
 from securefgl.federation.stack import ProtocolStack
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
@@ -30,9 +31,7 @@ class Federation:
     seed: int
     progress: bool = False  # long set-up steps (e.g. FedStruct's Ā hops) may show a bar
 
-    def make_executor(self, parties: dict[str, object]) -> Executor:
-        from securefgl.federation import LocalExecutor
-
+    def make_executor(self, parties: Mapping[str, Party]) -> Executor:
         return LocalExecutor(parties)
 
 
@@ -42,6 +41,7 @@ class Algorithm(ABC):
     name: ClassVar[str]
     federated: ClassVar[bool] = True
     needs_global_graph: ClassVar[bool] = False
+    needs_cross_edges: ClassVar[bool] = False  # clients must know their cross-client edges
     server_ids: ClassVar[frozenset[str]] = frozenset({"server"})
 
     def __init__(self, config: ExperimentConfig) -> None:

@@ -15,6 +15,7 @@ per round degenerates to sign-SGD and trains poorly, so local steps are SGD.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -35,14 +36,18 @@ from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.training import predict_splits, train_epochs
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import ClientGraph
+from securefgl.federation import (
+    AGG,
+    SERVER,
+    TRAIN,
+    Call,
+    Party,
+    ProtocolHost,
+    client_party_id,
+)
 from securefgl.models import build_model, get_flat, set_flat
 
-SERVER = "server"
 MODEL_TAG = "fedavg/model"
-
-
-def client_id(view: ClientGraph) -> str:
-    return f"client-{view.client_id}"
 
 
 class ClientHeldModel:
@@ -69,13 +74,15 @@ class ClientHeldModel:
         self.params = self.global_opt.step(result.mean)
 
 
-class FedAvgClient(ClientHeldModel):
+class FedAvgClient(ClientHeldModel, Party):
     """A client party: its own subgraph, its model and its side of the protocol."""
+
+    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
 
     def __init__(
         self, view: ClientGraph, config: ExperimentConfig, agg: AggregationClient, num_classes: int
     ) -> None:
-        self.party_id = client_id(view)
+        self.party_id = client_party_id(view.client_id)
         self.data: Data = view.to_data()
         self.model = build_model(
             config.model,
@@ -107,9 +114,6 @@ class FedAvgClient(ClientHeldModel):
         self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
         return loss
 
-    def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
-        return getattr(self.agg, method)(inbox)
-
     def optimizer_settings(self) -> tuple[str, float, float]:
         cfg = self.config
         return cfg.server_optimizer, cfg.lr, cfg.weight_decay
@@ -121,9 +125,10 @@ class FedAvgClient(ClientHeldModel):
         return predict_splits(self.model, self.data)
 
 
-class FedAvgServer:
+class FedAvgServer(Party):
     """Holds the global model when the protocol lets it see the aggregate."""
 
+    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
     model_tag: ClassVar[str] = MODEL_TAG
 
     def __init__(
@@ -150,9 +155,6 @@ class FedAvgServer:
     def begin_aggregation(self, round_idx: int, participants: list[str]) -> None:
         self.agg.begin_round(round_idx, participants)
 
-    def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
-        return getattr(self.agg, method)(inbox)
-
     def apply_result(self, round_idx: int) -> None:
         result = self.agg.result()
         if result is not None and self.params is not None:
@@ -169,7 +171,7 @@ class FedAvg(Algorithm):
         self.rng = np.random.default_rng(federation.seed)
         views = federation.views
         num_classes = views[0].num_classes
-        ids = [client_id(v) for v in views]
+        ids = [client_party_id(v.client_id) for v in views]
         init = build_model(
             cfg.model, views[0].num_features, cfg.hidden, num_classes, cfg.layers, cfg.dropout
         )
@@ -193,21 +195,23 @@ class FedAvg(Algorithm):
             holds,
             GlobalOptimizer(get_flat(init), cfg.server_optimizer, cfg.lr, cfg.weight_decay),
         )
-        others = {pid: _ProtocolHost(p) for pid, p in self.agg_parties.others.items()}
+        others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
         self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
         federation.channel.round = -1  # one-off setup: protocol keys, the initial model
-        setup_parties(protocol, self.agg_parties, federation.channel.transmit, self.executor.invoke)
+        setup_parties(
+            protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
+        )
         self._broadcast(-1)
 
     def _broadcast(self, round_idx: int) -> None:
         """The server sends the global model (if it holds one) to every client."""
         ids = list(self.clients)
-        sent = self.executor.call([(SERVER, "broadcast", (round_idx, ids))])[0]
+        sent = self.executor.call([Call(SERVER, TRAIN, "broadcast", (round_idx, ids))])[0]
         inbox: dict[str, list[Envelope]] = {c: [] for c in ids}
         for env in self.federation.channel.transmit(sent):
             inbox[env.receiver].append(env)
-        self.executor.call([(c, "receive_model", (inbox[c],)) for c in ids if inbox[c]])
+        self.executor.call([Call(c, TRAIN, "receive_model", (inbox[c],)) for c in ids if inbox[c]])
 
     def _sample(self) -> list[str]:
         ids = list(self.clients)
@@ -221,19 +225,19 @@ class FedAvg(Algorithm):
         channel.round = round_idx
         sampled = self._sample()
         mu = self.config.mu if self.mu_used else 0.0
-        losses = ex.call([(c, "local_update", (round_idx, mu)) for c in sampled])
-        ex.call([(SERVER, "begin_aggregation", (round_idx, sampled))])
+        losses = ex.call([Call(c, TRAIN, "local_update", (round_idx, mu)) for c in sampled])
+        ex.call([Call(SERVER, TRAIN, "begin_aggregation", (round_idx, sampled))])
         roles = {**self.roles, Role.CLIENT: sampled}
         stack = self.federation.stack
-        run_phases(stack.protocol.round_phases, roles, ex.invoke, channel.transmit)
-        ex.map([SERVER, *self.clients], "apply_result", round_idx)
+        run_phases(stack.protocol.round_phases, roles, ex.phases(AGG), channel.transmit)
+        ex.map([SERVER, *self.clients], TRAIN, "apply_result", round_idx)
         self._broadcast(round_idx)  # every client holds the current model after each round
         stack.account_round(len(sampled) / len(self.clients), len(sampled), self.dim)
         weights = np.array([self.clients[c].weight for c in sampled])
         return float(np.average(losses, weights=weights)) if weights.sum() else 0.0
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), "predict")
+        return self.executor.map(list(self.clients), TRAIN, "predict")
 
 
 class FedProx(FedAvg):
@@ -241,13 +245,3 @@ class FedProx(FedAvg):
 
     name = "fedprox"
     mu_used = True
-
-
-class _ProtocolHost:
-    """Hosts a protocol-only party (e.g. a key authority) for the executor."""
-
-    def __init__(self, party: object) -> None:
-        self.party = party
-
-    def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
-        return getattr(self.party, method)(inbox)

@@ -20,7 +20,7 @@ import torch
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
-from securefgl.algorithms import ALGORITHMS, Algorithm, Federation
+from securefgl.algorithms import Algorithm, Federation
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import (
     ClientGraph,
@@ -34,6 +34,7 @@ from securefgl.data.synthetic import csbm
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.stack import build_stack
+from securefgl.registry import algorithm_class, check_config, cross_edge_mode
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ def draw_world(
         graph.num_nodes, *config.split, seed=split_seed
     )
     part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
-    views = build_client_views(graph, part.assignment, config.cross_edge_mode, seed=view_seed)
+    views = build_client_views(graph, part.assignment, cross_edge_mode(config), seed=view_seed)
     return graph, part, views, view_seed
 
 
@@ -173,8 +174,7 @@ def run_single(
     client views before the algorithm sees them (e.g. each client perturbing its own edges);
     ``transcript`` replaces the one built from ``config.store_payloads``.
     """
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"unknown algorithm {algorithm!r}; choose from {sorted(ALGORITHMS)}")
+    cls = algorithm_class(algorithm)
     if config.clients > data.num_nodes:
         raise ConfigError(
             f"clients={config.clients} exceeds the {data.num_nodes} nodes of {config.dataset}"
@@ -189,7 +189,7 @@ def run_single(
     channel = Channel(transcript)
     per_round = max(1, round(config.client_fraction * config.clients))
     stack = build_stack(config, per_round, experiment_id=f"{config.name or 'run'}|seed={seed}")
-    algo = ALGORITHMS[algorithm](config)
+    algo = cls(config)
     t_setup = time.perf_counter()
     federation = Federation(views, channel, stack, seed, progress)
     algo.setup(federation, graph if algo.needs_global_graph else None)
@@ -252,7 +252,7 @@ def run_single(
 
 def run_experiment(config: ExperimentConfig, progress: bool = True) -> ExperimentResult:
     """Every configured algorithm × seed on the same data."""
-    config.validate(set(ALGORITHMS))
+    check_config(config)
     torch.set_num_threads(config.threads)
     data = load_graph(config)
     runs = [

@@ -1,7 +1,8 @@
-"""Executors run party methods. The local executor calls them in turn in this process.
+"""Executors run calls on parties. The local executor runs them in turn in this process.
 
-The interface only passes party ids, method names and wire-serializable arguments
-(envelopes, ints), so a Ray executor can hold the parties as remote actors.
+The interface passes only :class:`~securefgl.federation.party.Call` s: a party id, a
+sub-party name, a method name and wire-serialisable arguments (envelopes, arrays, numbers),
+so an executor can hold the parties in other processes or machines.
 """
 
 from __future__ import annotations
@@ -11,35 +12,36 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from protocols.base import Envelope
-
-Call = tuple[str, str, tuple[Any, ...]]  # (party id, method, arguments)
-ENTRY = ("protocol_phase",)  # how a party runs a protocol phase: party.protocol_phase(m, inbox)
+from protocols.base import Envelope, Inbox, Invoke
+from securefgl.federation.party import Call, Party, PartyError, check_wire_value
 
 
 class Executor(ABC):
     @abstractmethod
     def call(self, calls: Sequence[Call]) -> list[Any]:
-        """Run each ``party.method(*args)``; results in ``calls`` order."""
+        """Run each call; results in ``calls`` order."""
 
-    def map(self, party_ids: Sequence[str], method: str, *args: Any) -> list[Any]:
+    def map(self, party_ids: Sequence[str], sub: str, method: str, *args: Any) -> list[Any]:
         """The same call on several parties."""
-        return self.call([(pid, method, args) for pid in party_ids])
+        return self.call([Call(pid, sub, method, args) for pid in party_ids])
 
-    def invoke(
-        self, party_id: str, method: str, inbox: list[Envelope], entry: Sequence[str] = ENTRY
-    ) -> list[Envelope]:
-        """One protocol phase on one party (the ``Invoke`` hook of protocols.run_phases).
+    def invoke(self, party_id: str, sub: str, method: str, inbox: Inbox) -> list[Envelope]:
+        """One protocol phase: ``method(inbox)`` on the sub-party ``sub``."""
+        return self.call([Call(party_id, sub, method, (inbox,))])[0]
 
-        Parties expose ``protocol_phase(method, inbox)`` (or ``entry[0](*entry[1:], method,
-        inbox)``), which runs the phase on the protocol state they hold.
-        """
-        return self.call([(party_id, entry[0], (*entry[1:], method, inbox))])[0]
+    def phases(self, sub: str) -> Invoke:
+        """The ``invoke`` hook of :func:`protocols.base.run_phases` for sub-party ``sub``."""
+
+        def invoke(party_id: str, method: str, inbox: Inbox) -> list[Envelope]:
+            return self.invoke(party_id, sub, method, inbox)
+
+        return invoke
 
 
 class LocalExecutor(Executor):
     """Runs the calls of a batch one after another.
 
+    Every argument is checked to be wire-serialisable, as a remote executor would need.
     :attr:`overlap_seconds` accumulates the time that parties on separate machines would
     have run concurrently: per :meth:`call` batch, and per protocol phase (consecutive
     :meth:`invoke` of one method on distinct parties, as ``protocols.run_phases`` issues
@@ -48,12 +50,15 @@ class LocalExecutor(Executor):
     """
 
     def __init__(
-        self, parties: Mapping[str, Any], clock: Callable[[], float] = time.perf_counter
+        self, parties: Mapping[str, Party], clock: Callable[[], float] = time.perf_counter
     ) -> None:
+        for pid, party in parties.items():
+            if not isinstance(party, Party):
+                raise TypeError(f"party {pid!r} is a {type(party).__name__}, not a Party")
         self.parties = dict(parties)
         self.clock = clock  # e.g. time.process_time: CPU time, immune to other jobs' load
         self._overlap = 0.0
-        self._phase: tuple[str, set[str], float, float] | None = None  # method, ids, sum, max
+        self._phase: tuple[tuple[str, str], set[str], float, float] | None = None
 
     @property
     def overlap_seconds(self) -> float:
@@ -64,29 +69,37 @@ class LocalExecutor(Executor):
             self._overlap += self._phase[2] - self._phase[3]
             self._phase = None
 
-    def _timed(self, pid: str, method: str, args: tuple[Any, ...]) -> tuple[Any, float]:
+    def _timed(self, call: Call) -> tuple[Any, float]:
+        pid, sub, method, args = call
+        where = f"{pid}.{sub}.{method}"
+        if pid not in self.parties:
+            raise PartyError(f"no party {pid!r} in this executor")
+        if method.startswith("_"):
+            raise PartyError(f"{where}: private methods cannot be called")
+        check_wire_value(args, f"{where} arguments")
+        fn = getattr(self.parties[pid].sub(sub), method, None)
+        if not callable(fn):
+            raise PartyError(f"{where}: no such method")
         t = self.clock()
-        out = getattr(self.parties[pid], method)(*args)
+        out = fn(*args)
         return out, self.clock() - t
 
     def call(self, calls: Sequence[Call]) -> list[Any]:
         self._close_phase()
         out, longest, total = [], 0.0, 0.0
-        for pid, method, args in calls:
-            result, dt = self._timed(pid, method, args)
+        for call in calls:
+            result, dt = self._timed(call)
             out.append(result)
             longest, total = max(longest, dt), total + dt
         self._overlap += total - longest
         return out
 
-    def invoke(
-        self, party_id: str, method: str, inbox: list[Envelope], entry: Sequence[str] = ENTRY
-    ) -> list[Envelope]:
-        phase = self._phase
-        if phase is None or phase[0] != method or party_id in phase[1]:
+    def invoke(self, party_id: str, sub: str, method: str, inbox: Inbox) -> list[Envelope]:
+        phase, key = self._phase, (sub, method)
+        if phase is None or phase[0] != key or party_id in phase[1]:
             self._close_phase()
-            phase = (method, set(), 0.0, 0.0)
-        out, dt = self._timed(party_id, entry[0], (*entry[1:], method, inbox))
+            phase = (key, set(), 0.0, 0.0)
+        out, dt = self._timed(Call(party_id, sub, method, (inbox,)))
         phase[1].add(party_id)
-        self._phase = (method, phase[1], phase[2] + dt, max(phase[3], dt))
+        self._phase = (key, phase[1], phase[2] + dt, max(phase[3], dt))
         return out

@@ -57,9 +57,8 @@ The Ā build leaks what ``adjacency.py`` documents (blocks ``B_ik`` to client ``
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -72,22 +71,39 @@ from protocols.base import AggregationClient, AggregationServer, Envelope, Role,
 from protocols.secure_sum import SumTooLargeError
 from protocols.wire import Payload
 from securefgl.algorithms.base import Federation, SplitPredictions
-from securefgl.algorithms.fedavg import (
-    SERVER,
-    ClientHeldModel,
-    FedAvg,
-    FedAvgServer,
-    _ProtocolHost,
-    client_id,
-)
+from securefgl.algorithms.fedavg import ClientHeldModel, FedAvg, FedAvgServer
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.training import SPLITS
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.fedstruct import adjacency, edge_dp
+from securefgl.federation import (
+    AGG,
+    SERVER,
+    SUMS,
+    TRAIN,
+    Call,
+    Party,
+    ProtocolHost,
+    client_party_id,
+)
+from securefgl.fedstruct import edge_dp
+from securefgl.fedstruct.abar_build import (
+    ABAR,
+    RELAY,
+    SECURE_HOP,
+    AbarBuildReport,
+    HopContext,
+    HopSum,
+    PlainHopSum,
+    build_abar,
+)
+from securefgl.fedstruct.abar_central import central_abar
+from securefgl.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay, SparseRows
+from securefgl.fedstruct.abar_secure import hop_sum_for
+from securefgl.fedstruct.edge_dp import EDGE_DP
 from securefgl.fedstruct.model import AbarRows, FedStructModel, local_propagation
 from securefgl.fedstruct.nsf import node_structure_features
-from securefgl.fedstruct.presets import FedStructSettings
+from securefgl.fedstruct.settings import EdgeDP, FedStructSettings
 from securefgl.models import get_flat, set_flat
 
 __all__ = [
@@ -125,13 +141,22 @@ def build_fedstruct_model(
     )
 
 
-class FedStructClient(ClientHeldModel):
+class FedStructClient(ClientHeldModel, Party):
     """Client ``i``: its view, Ā^[i], the replica of S, the model and its protocol side.
 
-    Before training it also hosts its side of Algorithm 3: the methods of its
-    :class:`~securefgl.fedstruct.adjacency.AdjacencyClient` are reachable on this party
-    (attribute delegation), so one executor serves both phases.
+    Its sub-parties: ``train`` (this object), ``agg`` (aggregation), ``abar`` (its side of
+    Algorithm 3, an :class:`~securefgl.fedstruct.abar_client.AdjacencyClient`), the secure
+    hop sums hosted by it, and ``edge_dp`` (edge DP on Ā's inputs, when hosted).
     """
+
+    SUBPARTIES: ClassVar[dict[str, str]] = {
+        TRAIN: "",
+        AGG: "agg",
+        ABAR: "adjacency",
+        SECURE_HOP: "adjacency.secure_hop",
+        SUMS: "adjacency.secure_hop.sum_party",
+        EDGE_DP: "perturber",
+    }
 
     def __init__(
         self,
@@ -141,16 +166,16 @@ class FedStructClient(ClientHeldModel):
         config: ExperimentConfig,
         seed: int,
     ) -> None:
-        self.party_id = client_id(view)
+        self.party_id = client_party_id(view.client_id)
         self.view = view
         self.structure_view = view  # what Ā and the NSFs are built from (edge DP: perturbed)
-        self._perturber: edge_dp.EdgePerturber | None = None
+        self.perturber: edge_dp.EdgePerturber | None = None
         self.settings = settings
         self.config = config
         self.agg = agg
         self.seed = seed
-        self.adjacency: adjacency.AdjacencyClient | None = (
-            adjacency.AdjacencyClient(view, self.party_id) if view.cross_edges == "known" else None
+        self.adjacency: AdjacencyClient | None = (
+            AdjacencyClient(view, self.party_id) if view.cross_edges == "known" else None
         )
         self.model = build_fedstruct_model(settings, view.num_features, view.num_classes)
         self.theta_dim = sum(p.numel() for p in self.model.parameters())
@@ -167,13 +192,6 @@ class FedStructClient(ClientHeldModel):
         self.params: np.ndarray | None = None  # the global (θ ‖ S) as this client knows it
         self.global_opt: GlobalOptimizer | None = None  # when clients hold the aggregate
 
-    def __getattr__(self, name: str) -> Any:
-        """Algorithm 3's phases (``init_abar``, ``send_blocks``, …) run on the adjacency party."""
-        adj = self.__dict__.get("adjacency")
-        if name.startswith("_") or adj is None:
-            raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
-        return getattr(adj, name)
-
     @property
     def model_nsf_dim(self) -> int:
         st = self.settings
@@ -181,8 +199,11 @@ class FedStructClient(ClientHeldModel):
 
     # -- pre-training --------------------------------------------------------------------
 
-    def set_abar(self, abar: sp.spmatrix) -> None:
-        """Hold ``Ā^[i]`` (``[n_i, n]``, rows in local order, opaque-id columns)."""
+    def set_abar(self, abar: sp.spmatrix | Payload) -> None:
+        """Hold ``Ā^[i]`` (``[n_i, n]``, rows in local order, opaque-id columns), as a matrix
+        or in its wire form (:meth:`SparseRows.to_payload` with local row numbers)."""
+        if isinstance(abar, Payload):
+            abar = SparseRows.from_payload(abar, self.view.num_global_nodes).matrix
         expected = (self.view.num_nodes, self.view.num_global_nodes)
         if abar.shape != expected:
             raise ValueError(f"{self.party_id}: Ā^[i] has shape {abar.shape}, expected {expected}")
@@ -198,23 +219,20 @@ class FedStructClient(ClientHeldModel):
         self.adjacency = None  # the per-hop state is no longer needed
         return int(self.abar.nnz) if self.abar is not None else 0
 
-    def edge_dp(self, method: str, *args: Any) -> Any:
-        """Edge DP on Ā's input blocks (:mod:`securefgl.fedstruct.edge_dp`): ``"host"``
-        starts this client's perturbation, ``"adopt"`` switches Ā and the NSFs to the
-        perturbed view; any other public ``method`` runs on the perturber."""
-        if method == "host":
-            dp, seed = args
-            rng = np.random.default_rng([seed, 0xED6E, self.view.client_id])
-            self._perturber = edge_dp.EdgePerturber(self.view, self.party_id, dp, rng)
-            return None
-        if self._perturber is None or method.startswith("_"):
-            raise RuntimeError(f"{self.party_id}: no edge perturbation hosted (or {method!r})")
-        if method == "adopt":
-            self.structure_view = self._perturber.result(*args)
-            self.adjacency = adjacency.AdjacencyClient(self.structure_view, self.party_id)
-            self._perturber = None
-            return self.structure_view.num_edges // 2 + self.structure_view.num_external_edges
-        return getattr(self._perturber, method)(*args)
+    def host_edge_dp(self, mechanism: str, epsilon: float, seed: int) -> None:
+        """Start this client's edge perturbation (:mod:`securefgl.fedstruct.edge_dp`)."""
+        rng = np.random.default_rng([seed, 0xED6E, self.view.client_id])
+        dp = EdgeDP(mechanism, epsilon)
+        self.perturber = edge_dp.EdgePerturber(self.view, self.party_id, dp, rng)
+
+    def adopt_perturbed_view(self, num_clients: int) -> int:
+        """Build Ā and the NSFs from the perturbed view from now on; returns its edges."""
+        if self.perturber is None:
+            raise RuntimeError(f"{self.party_id}: no edge perturbation hosted")
+        self.structure_view = self.perturber.result(num_clients)
+        self.adjacency = AdjacencyClient(self.structure_view, self.party_id)
+        self.perturber = None
+        return self.structure_view.num_edges // 2 + self.structure_view.num_external_edges
 
     def share_nsf(self) -> list[Envelope]:
         """``(own opaque ids, S_i)`` to the server (Alg. 1/2 "share S_i")."""
@@ -282,9 +300,6 @@ class FedStructClient(ClientHeldModel):
         self.agg.begin_round(round_idx, update, max(self.weight, 1e-12))
         return loss
 
-    def protocol_phase(self, method: str, inbox: list[Envelope]) -> list[Envelope]:
-        return getattr(self.agg, method)(inbox)
-
     def optimizer_settings(self) -> tuple[str, float, float]:
         return self.config.server_optimizer, self.settings.lr, self.settings.weight_decay
 
@@ -306,6 +321,13 @@ class FedStructServer(FedAvgServer):
     """Holds (θ ‖ S) when the protocol lets it see the aggregate; relays NSFs (and, with
     ``abar_relay``, the Ā blocks)."""
 
+    SUBPARTIES: ClassVar[dict[str, str]] = {
+        TRAIN: "",
+        AGG: "agg",
+        RELAY: "relay",
+        SECURE_HOP: "relay.secure_hop",
+        SUMS: "relay.secure_hop.sum_party",
+    }
     model_tag = MODEL_TAG
 
     def __init__(
@@ -325,15 +347,7 @@ class FedStructServer(FedAvgServer):
         self.settings = settings
         self.optimizer_kind = optimizer_kind
         self.num_nodes = num_nodes
-        self.relay = adjacency.AdjacencyRelay(self.party_id, client_ids)
-
-    def forward(self, inbox: list[Envelope]) -> list[Envelope]:
-        """Relay of the Ā build (``abar_relay``)."""
-        return self.relay.forward(inbox)
-
-    def secure_hop(self, method: str, *args: Any) -> Any:
-        """Server side of a secure Ā hop sum (``abar_sum`` = masked / ckks)."""
-        return self.relay.secure_hop(method, *args)
+        self.relay = AdjacencyRelay(self.party_id, client_ids)
 
     def assemble_nsf(self, inbox: list[Envelope], receivers: list[str]) -> list[Envelope]:
         """Place every ``S_i`` by opaque id; H2V: S joins the model, else S goes to all."""
@@ -388,41 +402,28 @@ def oracle_abar_rows(
         raise ConfigError("FedStruct's Ā needs cross_edges='known' client views")
     n = views[0].num_global_nodes
     prune = None if settings.prune == "none" else settings.prune_p
-    abar = adjacency.central_abar(
-        pooled_edges(views), n, settings.structure_hops, settings.hop_weights, prune
-    )
+    hops, beta = settings.structure_hops, settings.hop_weights
+    abar = central_abar(pooled_edges(views), n, hops, beta, prune)
     return {v.client_id: sp.csr_matrix(abar[v.node_ids.numpy()]) for v in views}
 
 
-def _hop_sum(settings: FedStructSettings, experiment_id: str) -> adjacency.HopSum:
+def _hop_sum(settings: FedStructSettings, experiment_id: str) -> HopSum:
     """The per-hop sum of the Ā build: ``plain`` (the paper's), ``masked`` or ``ckks``
-    (``adjacency_secure``; they run through the server)."""
+    (:mod:`~securefgl.fedstruct.abar_secure`; they run through the server)."""
     if settings.abar_sum == "plain":
-        return adjacency.PlainHopSum()
-    from securefgl.fedstruct import adjacency_secure
-
-    t, bits = settings.abar_collusion_threshold, settings.abar_ring_bits
-    pair_masks = settings.abar_pair_masks
-    if settings.abar_sum != "masked" and (t is not None or bits != 64 or not pair_masks):
-        raise ConfigError(
-            "abar_collusion_threshold / abar_ring_bits / abar_pair_masks apply to abar_sum='masked'"
-        )
-    options: dict[str, Any] = {} if t is None else {"collusion_threshold": t}
-    limit = settings.abar_max_round_gib
-    if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0:
-        raise ConfigError(f"abar_max_round_gib must be > 0 (inf: no limit), got {limit!r}")
-    if math.isfinite(limit):
-        options["max_round_bytes"] = limit * 2**30
+        return PlainHopSum()
+    options: dict[str, Any] = {"max_round_bytes": settings.max_round_bytes}
+    if settings.abar_collusion_threshold is not None:
+        options["collusion_threshold"] = settings.abar_collusion_threshold
     if settings.abar_sum == "masked":
         options.update(
-            word_bits=bits, degree_bound=settings.abar_degree_bound, pair_masks=pair_masks
+            word_bits=settings.abar_ring_bits,
+            degree_bound=settings.abar_degree_bound,
+            pair_masks=settings.abar_pair_masks,
         )
     try:
-        return adjacency_secure.hop_sum_for(
-            settings.abar_sum,
-            experiment_id,
-            settings.abar_support,  # type: ignore[arg-type]
-            **options,
+        return hop_sum_for(
+            settings.abar_sum, experiment_id, settings.abar_support, **options  # type: ignore[arg-type]
         )
     except ValueError as err:
         raise ConfigError(f"abar_sum: {err}") from None
@@ -431,11 +432,12 @@ def _hop_sum(settings: FedStructSettings, experiment_id: str) -> adjacency.HopSu
 class FedStruct(FedAvg):
     """FedStruct with a decoupled-GCN NFE and NSFs ``settings.nsf`` (see module docstring).
 
-    ``settings`` default to :meth:`FedStructSettings.from_config`. ``abar_rows`` (client id
-    → ``Ā^[i]``) skips the Ā build: a simulator shortcut for tests and ablations.
+    ``settings`` default to :meth:`ExperimentConfig.fedstruct_settings`. ``abar_rows``
+    (client id → ``Ā^[i]``) skips the Ā build: a simulator shortcut for tests and ablations.
     """
 
     name = "fedstruct"
+    needs_cross_edges = True
     mu_used = False
 
     def __init__(
@@ -445,9 +447,9 @@ class FedStruct(FedAvg):
         abar_rows: Mapping[int, sp.spmatrix] | None = None,
     ) -> None:
         super().__init__(config)
-        self.settings = settings if settings is not None else FedStructSettings.from_config(config)
+        self.settings = settings if settings is not None else config.fedstruct_settings()
         self.abar_rows = abar_rows
-        self.abar_report: adjacency.AbarBuildReport | None = None
+        self.abar_report: AbarBuildReport | None = None
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg, st = self.config, self.settings
@@ -462,7 +464,7 @@ class FedStruct(FedAvg):
                 f"{protocol.name} delivers the aggregate only to the clients of the round: "
                 "use client_fraction = 1 with it"
             )
-        ids = [client_id(v) for v in views]
+        ids = [client_party_id(v.client_id) for v in views]
         num_features, num_classes = views[0].num_features, views[0].num_classes
         n = views[0].num_global_nodes
         with torch.random.fork_rng():
@@ -479,13 +481,15 @@ class FedStruct(FedAvg):
         self.server = FedStructServer(
             theta, self.agg_parties.server, holds, st, cfg.server_optimizer, n, ids
         )
-        others = {pid: _ProtocolHost(p) for pid, p in self.agg_parties.others.items()}
+        others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
         self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
         federation.channel.round = -1  # one-off setup: Ā, NSFs, protocol keys, initial model
         self._build_abar(ids)
         self._share_nsf(ids)
-        setup_parties(protocol, self.agg_parties, federation.channel.transmit, self.executor.invoke)
+        setup_parties(
+            protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
+        )
         self._broadcast(-1)
 
     def _perturb_edges(self, ids: list[str]) -> None:
@@ -496,11 +500,12 @@ class FedStruct(FedAvg):
         if self.abar_rows is not None or self.settings.abar != "federated":
             raise ConfigError("edge DP perturbs the federated Ā build: use abar = 'federated'")
         views = self.federation.views
-        ex.call([(c, "edge_dp", ("host", dp, self.federation.seed)) for c in ids])
-        ctx = adjacency.HopContext(ids, ex, self.federation.channel, SERVER)
+        host = (dp.mechanism, dp.epsilon, self.federation.seed)
+        ex.call([Call(c, TRAIN, "host_edge_dp", host) for c in ids])
+        ctx = HopContext(ids, ex, self.federation.channel, SERVER)
         pairs = [(v.client_id, c) for v, c in zip(views, ids, strict=True)]
-        edge_dp.perturb_views(pairs, ctx, entry="edge_dp")
-        ex.call([(c, "edge_dp", ("adopt", len(ids))) for c in ids])
+        edge_dp.perturb_views(pairs, ctx)
+        ex.map(ids, TRAIN, "adopt_perturbed_view", len(ids))
 
     def privacy(self) -> dict[str, Any]:
         dp = self.settings.edge_dp
@@ -512,7 +517,7 @@ class FedStruct(FedAvg):
         self._perturb_edges(ids)
         if self.abar_rows is None and st.abar == "federated":
             try:
-                self.abar_report = adjacency.build_abar(
+                self.abar_report = build_abar(
                     ids,
                     self.federation.channel,
                     ex,
@@ -537,28 +542,26 @@ class FedStruct(FedAvg):
                     + f"or raise abar_max_round_gib ({st.abar_max_round_gib:g} GiB; inf: "
                     "no limit) if the machine has the memory"
                 ) from None
-            ex.map(ids, "adopt_abar")
+            ex.map(ids, TRAIN, "adopt_abar")
             return
         rows = self.abar_rows if self.abar_rows is not None else oracle_abar_rows(views, st)
-        ex.call([(client_id(v), "set_abar", (rows[v.client_id],)) for v in views])
+        ex.call(
+            [Call(c, TRAIN, "set_abar", (_rows_payload(rows[v.client_id]),)) for c, v in zip(
+                ids, views, strict=True)]
+        )  # fmt: skip
 
     def _share_nsf(self, ids: list[str]) -> None:
         channel, ex = self.federation.channel, self.executor
-        sent = [env for batch in ex.map(ids, "share_nsf") for env in batch]
+        sent = [env for batch in ex.map(ids, TRAIN, "share_nsf") for env in batch]
         inbox = [env for env in channel.transmit(sent) if env.receiver == SERVER]
-        back = ex.call([(SERVER, "assemble_nsf", (inbox, ids))])[0]
+        back = ex.call([Call(SERVER, TRAIN, "assemble_nsf", (inbox, ids))])[0]
         boxes: dict[str, list[Envelope]] = {c: [] for c in ids}
         for env in channel.transmit(back):
             boxes[env.receiver].append(env)
-        ex.call([(c, "receive_nsf", (boxes[c],)) for c in ids if boxes[c]])
+        ex.call([Call(c, TRAIN, "receive_nsf", (boxes[c],)) for c in ids if boxes[c]])
 
 
-def _register() -> None:
-    """Self-registration in ``ALGORITHMS``: ``securefgl.algorithms`` can then import this
-    module at its end without an import cycle (this module imports that package)."""
-    from securefgl.algorithms import ALGORITHMS
-
-    ALGORITHMS.setdefault(FedStruct.name, FedStruct)
-
-
-_register()
+def _rows_payload(rows: sp.spmatrix) -> Payload:
+    """``Ā^[i]`` (local rows) in its wire form, as the simulator hands it to the client."""
+    rows = sp.csr_matrix(rows, dtype=np.float64)
+    return SparseRows(np.arange(rows.shape[0], dtype=np.int64), rows).to_payload()

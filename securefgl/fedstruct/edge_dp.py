@@ -27,50 +27,29 @@ protocol's business). Deviation from the paper: FedStruct has no edge DP.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
 from protocols.base import Envelope
-from protocols.dp.graph_dp import edge_rand, lap_graph
 from protocols.wire import Payload, WireFormatError
 from securefgl.data.views import ClientGraph
-from securefgl.federation import Channel, LocalExecutor
-from securefgl.fedstruct.adjacency import AdjacencyRelay, HopContext, _address, _origin
+from securefgl.federation import Call, Channel, LocalExecutor, Party
+from securefgl.fedstruct.abar_build import HopContext, origin_of, relay_envelope
+from securefgl.fedstruct.abar_client import AdjacencyRelay
+from securefgl.fedstruct.settings import EdgeDP
 
-EDGE_DP_MECHANISMS = ("edgerand", "lapgraph")
+EDGE_DP = "edge_dp"  # the sub-party that perturbs its client's blocks
 IDS_TAG = "edge-dp/ids"
 BLOCK_TAG = "edge-dp/block"
 
 
-@dataclass(frozen=True)
-class EdgeDP:
-    """Mechanism and budget: ``edgerand`` (randomised response, sparsity preserved) or
-    ``lapgraph``; ``epsilon`` per edge (the whole graph is ε-edge-DP)."""
-
-    mechanism: str
-    epsilon: float
-
-    def __post_init__(self) -> None:
-        if self.mechanism not in EDGE_DP_MECHANISMS:
-            raise ValueError(
-                f"edge DP mechanism must be one of {EDGE_DP_MECHANISMS}, got {self.mechanism!r}"
-            )
-        if not self.epsilon > 0:
-            raise ValueError(f"edge DP epsilon must be > 0, got {self.epsilon}")
-
-    def perturb(
-        self, block: sp.csr_matrix, symmetric: bool, rng: np.random.Generator
-    ) -> sp.csr_matrix:
-        if self.mechanism == "lapgraph":
-            return lap_graph(block, self.epsilon, symmetric=symmetric, rng=rng)
-        return edge_rand(block, self.epsilon, symmetric=symmetric, preserve_sparsity=True, rng=rng)
-
-
-class EdgePerturber:
+class EdgePerturber(Party):
     """Client ``k``'s side: holds its view, returns the perturbed one (:meth:`result`)."""
+
+    SUBPARTIES: ClassVar[dict[str, str]] = {EDGE_DP: ""}
 
     def __init__(
         self, view: ClientGraph, party_id: str, dp: EdgeDP, rng: np.random.Generator
@@ -93,7 +72,7 @@ class EdgePerturber:
         """My nodes' opaque ids to every client with a smaller id (it perturbs our block)."""
         ids, me = self.view.node_ids.numpy().astype(np.int64), self.view.client_id
         return [
-            _address(self.party_id, pid, via, IDS_TAG, Payload({"ids": ids}, {"client": me}))
+            relay_envelope(self.party_id, pid, via, IDS_TAG, Payload({"ids": ids}, {"client": me}))
             for _, pid in lower
         ]
 
@@ -116,9 +95,9 @@ class EdgePerturber:
             self._noisy[k] = np.vstack([noisy.row, cols[noisy.col]]).astype(np.int64)
             pairs = np.vstack([cols[noisy.col], rows_ids[noisy.row]]).astype(np.int64)
             out.append(
-                _address(
+                relay_envelope(
                     self.party_id,
-                    _origin(env),
+                    origin_of(env),
                     via,
                     BLOCK_TAG,
                     Payload({"edges": pairs}, {"client": self.view.client_id}),
@@ -174,21 +153,16 @@ class EdgePerturber:
         return k, arr
 
 
-def perturb_views(
-    clients: Sequence[tuple[int, str]], ctx: HopContext, entry: str | None = None
-) -> None:
+def perturb_views(clients: Sequence[tuple[int, str]], ctx: HopContext) -> None:
     """Run the exchange: ids to lower clients, noisy cross blocks back (see module doc).
 
-    ``clients``: (client id, party id). Parties are :class:`EdgePerturber` s, or host one
-    behind ``entry`` (``party.entry(method, *args)``). Afterwards each perturber's
-    :meth:`~EdgePerturber.result` is its perturbed view.
+    ``clients``: (client id, party id); each party's ``edge_dp`` sub-party is an
+    :class:`EdgePerturber`, whose :meth:`~EdgePerturber.result` is then its perturbed view.
     """
     ex, via = ctx.executor, ctx.server_id
 
     def calls(method: str, args: dict[str, tuple]) -> list[list[Envelope] | None]:
-        if entry is None:
-            return ex.call([(pid, method, a) for pid, a in args.items()])
-        return ex.call([(pid, entry, (method, *a)) for pid, a in args.items()])
+        return ex.call([Call(pid, EDGE_DP, method, a) for pid, a in args.items()])
 
     lower = {pid: ([c for c in clients if c[0] < cid], via) for cid, pid in clients}
     inbox = ctx.deliver([e for batch in calls("announce_ids", lower) for e in batch or []])

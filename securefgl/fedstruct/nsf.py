@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from securefgl.data import ClientGraph
+from securefgl.fedstruct.settings import NSF_KINDS
 
 __all__ = [
     "NSF_KINDS",
@@ -40,7 +41,6 @@ __all__ = [
     "return_probabilities",
 ]
 
-NSF_KINDS = ("degree", "fedstar", "random", "hop2vec")
 _KIND_TAG = {kind: k for k, kind in enumerate(NSF_KINDS)}
 
 

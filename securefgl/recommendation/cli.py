@@ -1,10 +1,13 @@
 """``securefgl recommend``: train FeSoG / FedGNN (or the central reference) on a rating
-dataset and print test RMSE / MAE, privacy spent and the interaction-inference AUC."""
+dataset and print test RMSE / MAE, privacy spent and the reports of installed plug-ins
+(the ``attacks`` package adds the interaction-inference attack)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
 RATING_DATASETS = ("FilmTrust", "Ciao", "Epinions", "MovieLens100K")
 
@@ -41,10 +44,13 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def cmd_recommend(args: argparse.Namespace) -> int:
+def cmd_recommend(
+    args: argparse.Namespace, reports: Sequence[Callable[..., dict[str, Any]]] = ()
+) -> int:
+    """Train, then run every ``report(trainer, views, backend) -> {name: result}`` on the
+    trained federated model; results go into the JSON, their ``summary`` lines are printed."""
     import torch
 
-    from attacks.interaction_inference import interaction_inference
     from securefgl.recommendation.central import train_central
     from securefgl.recommendation.data import load_ratings
     from securefgl.recommendation.ldp import LDPConfig
@@ -57,6 +63,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     )
     views = ClientViews.from_data(data, seed=args.seed)
     out: dict = {"dataset": data.summary()}
+    reported: dict[str, Any] = {}
     if args.method == "central":
         res = train_central(views, seed=args.seed, time_budget_s=args.budget)
     else:
@@ -75,8 +82,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         )
         tr = FedRecTrainer(views, cfg)
         res = tr.run()
-        view_backend = "plain" if args.backend == "plain" else "ideal"
-        out["attack"] = interaction_inference(tr.observe(0, view_backend), views).as_dict()
+        for report in reports:
+            reported.update(report(tr, views, args.backend))
+        out.update(reported)
     out |= {
         "method": args.method,
         "test_rmse": res.test_rmse,
@@ -94,11 +102,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             f"MAE {res.test_mae:.4f}  ({res.rounds} rounds, {res.seconds:.0f}s)"
         )
         print(f"privacy: {res.privacy}")
-        if "attack" in out:
-            a = out["attack"]
-            print(
-                f"interaction inference ({a['view']}): AUC {a['auc']:.3f}, "
-                f"AUC among uploaded rows {a['auc_uploaded']:.3f}, "
-                f"P@{a['k']} {a['precision_at_k']:.3f}"
-            )
+        for value in reported.values():
+            if isinstance(value, dict) and "summary" in value:
+                print(value["summary"])
     return 0

@@ -68,12 +68,14 @@ H2V = ExperimentConfig(
     clients=3,
     partition="random",
     cross_edges="known",
-    nsf="hop2vec",
-    structure_mlp=False,  # pure H2V (Prop. 2): rows are Σ_v Ā_vu (ŷ_v - y_v), no dead ReLUs
-    structure_hops=2,
     rounds=1,
-    feature_hidden=[8],
-    structure_hidden=[8],
+    fedstruct={
+        "nsf": "hop2vec",
+        "structure_mlp": False,  # pure H2V (Prop. 2): rows are Σ_v Ā_vu (ŷ_v - y_v)
+        "structure_hops": 2,
+        "feature_hidden": [8],
+        "structure_hidden": [8],
+    },
 )
 
 

@@ -67,7 +67,24 @@ def test_run_from_toml_with_flag_override(tmp_path):
 
 def test_config_error_exit_code(tmp_path, capsys):
     assert main(["run", "--partition", "metis", "--output-dir", str(tmp_path)]) == 2
-    assert "unknown partition" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--partition" in err and "'metis'" in err and "louvain" in err  # names the choices
+    assert main(["run", "--clients", "0", "--output-dir", str(tmp_path)]) == 2
+    assert "configuration error: clients must be" in capsys.readouterr().err
+
+
+def test_flags_are_grouped_with_help_and_choices(capsys):
+    assert main(["run", "--help"]) == 0
+    out = capsys.readouterr().out
+    for heading in ("data:", "federation:", "protocol stack:", "training:", "FedStruct", "FedGCN"):
+        assert heading in out
+    assert "{degree,fedstar,random,hop2vec}" in out and "--adjacency" in out
+    assert "--fedgcn-sum-mode {plain,masked,ckks}" in out
+
+
+def test_audit_comes_from_the_attacks_plugin(capsys):
+    assert main(["audit", "--list-attacks"]) == 0
+    assert "link_stealing" in capsys.readouterr().out
 
 
 def test_datasets_command_lists_generated_and_missing(tmp_path, capsys):

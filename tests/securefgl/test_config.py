@@ -2,9 +2,9 @@
 
 import pytest
 
-from securefgl.algorithms import ALGORITHMS
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment import run_experiment
+from securefgl.registry import check_config, cross_edge_mode
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ from securefgl.experiment import run_experiment
 )
 def test_invalid_configs_are_rejected(changes, message):
     with pytest.raises(ConfigError, match=message):
-        ExperimentConfig(**changes).validate(set(ALGORITHMS))
+        check_config(ExperimentConfig(**changes))
 
 
 def test_more_clients_than_nodes_is_rejected():
@@ -47,7 +47,7 @@ def test_label_rate_sets_the_split():
 def test_toml_round_trip_and_unknown_keys(tmp_path):
     good = tmp_path / "exp.toml"
     good.write_text('[experiment]\ndataset = "Cora"\nclients = 5\nalgorithms = ["fedavg"]\n')
-    cfg = ExperimentConfig.from_toml(good).validate(set(ALGORITHMS))
+    cfg = check_config(ExperimentConfig.from_toml(good))
     assert (cfg.dataset, cfg.clients, cfg.algorithms) == ("Cora", 5, ["fedavg"])
     bad = tmp_path / "bad.toml"
     bad.write_text("clients = 5\nnum_clientz = 3\n")
@@ -64,17 +64,46 @@ def test_toml_round_trip_and_unknown_keys(tmp_path):
 def test_adjacency_alias_and_cross_edges_follow_the_algorithms(tmp_path):
     from securefgl.cli import build_parser, config_from_args
 
-    args = build_parser().parse_args(
+    parser, _ = build_parser()
+    args = parser.parse_args(
         ["run", "--algorithms", "fedstruct", "--adjacency", "masked", "--nsf", "hop2vec"]
     )
-    cfg = config_from_args(args).validate(set(ALGORITHMS))
-    assert (cfg.abar_sum, cfg.cross_edge_mode) == ("masked", "known")
+    cfg = check_config(config_from_args(args))
+    assert (cfg.fedstruct.abar_sum, cross_edge_mode(cfg)) == ("masked", "known")
     toml = tmp_path / "fs.toml"
-    toml.write_text('algorithms = ["fedstruct"]\nnsf = "hop2vec"\nadjacency = "ckks"\n')
-    assert ExperimentConfig.from_toml(toml).abar_sum == "ckks"
-    assert ExperimentConfig(algorithms=["fedavg"]).cross_edge_mode == "hidden"
+    toml.write_text(
+        'algorithms = ["fedstruct"]\n[fedstruct]\nnsf = "hop2vec"\nadjacency = "ckks"\n'
+    )
+    assert ExperimentConfig.from_toml(toml).fedstruct.abar_sum == "ckks"
+    assert cross_edge_mode(ExperimentConfig(algorithms=["fedavg"])) == "hidden"
     with pytest.raises(ConfigError, match="not both"):
-        ExperimentConfig.from_dict({"adjacency": "plain", "abar_sum": "masked"})
-    explicit = ExperimentConfig(algorithms=["fedstruct"], nsf="hop2vec", cross_edges="hidden")
+        ExperimentConfig.from_dict({"fedstruct": {"adjacency": "plain", "abar_sum": "masked"}})
+    explicit = ExperimentConfig(
+        algorithms=["fedstruct"], fedstruct={"nsf": "hop2vec"}, cross_edges="hidden"
+    )
     with pytest.raises(ConfigError, match="needs cross_edges"):
-        explicit.validate(set(ALGORITHMS))
+        check_config(explicit)
+
+
+def test_section_keys_at_the_top_level_name_their_section(tmp_path):
+    flat = tmp_path / "flat.toml"
+    flat.write_text('algorithms = ["fedstruct"]\nnsf = "hop2vec"\n')
+    with pytest.raises(ConfigError, match=r"'nsf' belongs under \[experiment.fedstruct\]"):
+        ExperimentConfig.from_toml(flat)
+    with pytest.raises(ConfigError, match="unknown \\[fedgcn\\] keys"):
+        ExperimentConfig.from_dict({"fedgcn": {"hopz": 1}})
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"fedstruct": {"nsf": "node2vec"}}, "unknown nsf"),
+        ({"fedstruct": {"abar_sum": "ckks", "abar_ring_bits": 32}}, "apply to abar_sum='masked'"),
+        ({"fedstruct": {"abar_max_round_gib": 0}}, "abar_max_round_gib"),
+        ({"fedstruct": {"edge_dp": "edgerand"}}, "edge_epsilon"),
+        ({"fedgcn": {"hops": 3}}, "hops must be 1 or 2"),
+    ],
+)
+def test_bad_section_values_are_refused_when_the_config_is_built(section, message):
+    with pytest.raises(ConfigError, match=message):
+        ExperimentConfig(**section)

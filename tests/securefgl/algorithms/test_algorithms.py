@@ -7,19 +7,19 @@ import numpy as np
 import pytest
 import torch
 
-from securefgl.algorithms import ALGORITHMS
 from securefgl.algorithms.fedavg import FedAvg
 from securefgl.config import ExperimentConfig
 from securefgl.experiment import runner
 from securefgl.experiment.runner import ExperimentResult, load_graph, run_single
 from securefgl.models import build_model, get_flat, set_flat
+from securefgl.registry import check_config
 
 SMALL = {"num_nodes": 600, "num_features": 16, "feature_signal": 0.3, "homophily": 0.8}
 
 
 def _config(**kw):
     base = dict(csbm=SMALL, clients=4, partition="random", rounds=30, eval_every=10, hidden=16)
-    return ExperimentConfig(**{**base, **kw}).validate(set(ALGORITHMS))
+    return check_config(ExperimentConfig(**{**base, **kw}))
 
 
 @pytest.fixture(scope="module")

@@ -1,30 +1,26 @@
 """FedGCN: secure neighbour sums (plain / masked / ckks) and FedAvg on the augmented features."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from protocols.fixedpoint import FixedPointCodec
 from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY
-from securefgl.algorithms import ALGORITHMS
-from securefgl.algorithms.fedavg import SERVER, client_id
-from securefgl.algorithms.fedgcn import (
-    FedGCN,
-    FedGCN1Hop,
-    FedGCNSettings,
-    NeighbourSumClient,
-    NeighbourSumRelay,
-    central_neighbour_sums,
-    run_neighbour_sums,
-)
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import build_client_views, partition_graph, random_split
 from securefgl.data.synthetic import csbm
 from securefgl.data.views import opaque_id_permutation
 from securefgl.experiment.runner import run_single
-from securefgl.federation import Channel, LocalExecutor, Transcript
+from securefgl.federation import SERVER, Channel, LocalExecutor, Transcript, client_party_id
+from securefgl.fedgcn.algorithm import FedGCN, FedGCN1Hop
+from securefgl.fedgcn.neighbour_sums import (
+    NeighbourSumClient,
+    NeighbourSumRelay,
+    central_neighbour_sums,
+    run_neighbour_sums,
+)
+from securefgl.fedgcn.settings import FedGCNSettings
+from securefgl.registry import ALGORITHMS
 
 VIEW_SEED = 3
 # plain: float64 sums; masked: fixed point 2^-32 per summand; ckks: public-key noise ~2e-8
@@ -41,7 +37,7 @@ def make_world(n=150, k=4, seed=1, cross_edges="known"):
 
 
 def precompute(views, settings, channel=None):
-    ids = [client_id(v) for v in views]
+    ids = [client_party_id(v.client_id) for v in views]
     parties = {c: NeighbourSumClient(v, settings) for c, v in zip(ids, views, strict=True)}
     relay = NeighbourSumRelay(SERVER)
     channel = channel if channel is not None else Channel(Transcript())
@@ -74,7 +70,7 @@ def max_error(views, parties, ref):
     for v in views:
         rows = global_rows(v)
         for hop, expected in enumerate(ref, start=1):
-            got = parties[client_id(v)].hop_feats[hop]
+            got = parties[client_party_id(v.client_id)].hop_feats[hop]
             err = max(err, float(np.abs(got - expected[rows]).max()))
     return err
 
@@ -120,7 +116,7 @@ def test_augmented_view_holds_only_own_nodes(features, blocks):
     _, views = make_world()
     parties, *_ = precompute(views, FedGCNSettings(hops=2, features=features))
     for v in views:
-        p = parties[client_id(v)]
+        p = parties[client_party_id(v.client_id)]
         aug = p.augmented_view()
         d = v.num_features
         assert aug.x.shape == (v.num_nodes, blocks * d)
@@ -197,13 +193,13 @@ def test_plain_receiver_sees_every_contribution():
 
 def test_settings_from_config_and_registry():
     assert ALGORITHMS["fedgcn"] is FedGCN and ALGORITHMS["fedgcn-1hop"] is FedGCN1Hop
-    cfg = SimpleNamespace(
-        fedgcn_sum="masked", fedgcn_norm="rw", fedgcn_hops=1, fedgcn_features="all"
+    cfg = ExperimentConfig(
+        fedgcn={"sum_mode": "masked", "norm": "rw", "hops": 1, "features": "all"}
     )
-    st = FedGCNSettings.from_config(cfg)
+    st = FedGCN(cfg).settings
     assert (st.sum_mode, st.norm, st.hops, st.features) == ("masked", "rw", 1, "all")
-    assert FedGCNSettings.from_config(cfg, hops=2).hops == 2
-    assert FedGCNSettings.from_config(ExperimentConfig()) == FedGCNSettings()
+    assert FedGCN1Hop(cfg.replace(fedgcn={"hops": 2})).settings.hops == 1
+    assert ExperimentConfig().fedgcn == FedGCNSettings()
     with pytest.raises(ValueError):
         FedGCNSettings(hops=3)
     with pytest.raises(ValueError):
@@ -252,8 +248,7 @@ def test_fedgcn_masked_sums_with_secagg_training_match_plain():
     cfg = _config(rounds=10, eval_every=10)
     data = csbm(**cfg.csbm)
     plain = run_single(cfg, "fedgcn", 0, data, progress=False)
-    secure_cfg = cfg.replace(protocol=["secagg"])
-    secure_cfg.fedgcn_sum = "masked"  # read with getattr (no ExperimentConfig field needed)
+    secure_cfg = cfg.replace(protocol=["secagg"], fedgcn={"sum_mode": "masked"})
     assert FedGCN(secure_cfg).settings.sum_mode == "masked"
     assert FedGCN(secure_cfg).config.model == "mlp"
     secure = run_single(secure_cfg, "fedgcn", 0, data, progress=False)

@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 
 from protocols import Envelope, Payload, PlainAggregation, Role, aggregate
-from securefgl.federation import Channel, LocalExecutor, Transcript
+from securefgl.federation import (
+    AGG,
+    Call,
+    Channel,
+    LocalExecutor,
+    Party,
+    PartyError,
+    ProtocolHost,
+    Transcript,
+)
 
 
 def _envelopes(rng, n=5):
@@ -80,14 +89,7 @@ def test_plain_aggregation_over_the_channel_through_an_executor():
     ids = [f"c{i}" for i in range(4)]
     parties = protocol.create_parties("server", ids, 6)
 
-    class Host:
-        def __init__(self, state):
-            self.state = state
-
-        def protocol_phase(self, method, inbox):
-            return getattr(self.state, method)(inbox)
-
-    executor = LocalExecutor({pid: Host(p) for pid, p in parties.by_id().items()})
+    executor = LocalExecutor({pid: ProtocolHost(pid, p) for pid, p in parties.by_id().items()})
     channel = Channel()
     inputs = {c: (rng.normal(size=6), float(rng.integers(1, 5))) for c in ids}
     result = aggregate(
@@ -97,7 +99,7 @@ def test_plain_aggregation_over_the_channel_through_an_executor():
         inputs,
         channel.transmit,
         dropped={"c3": "send_update"},
-        invoke=executor.invoke,
+        invoke=executor.phases(AGG),
     )
     kept = ids[:3]
     expected = sum(inputs[c][0] * inputs[c][1] for c in kept) / sum(inputs[c][1] for c in kept)
@@ -105,3 +107,43 @@ def test_plain_aggregation_over_the_channel_through_an_executor():
     assert result.participants == tuple(kept)
     assert {e.sender for e in channel.transcript.view("server").entries} == set(kept)
     assert protocol.output_role is Role.SERVER
+
+
+class _Probe(Party):
+    SUBPARTIES = {"probe": "", "inner": "inner"}
+
+    def __init__(self) -> None:
+        self.party_id = "p"
+        self.inner = None
+        self.seen: list = []
+
+    def take(self, *args):
+        self.seen.append(args)
+        return len(args)
+
+    def _secret(self):
+        return "no"
+
+
+def test_executor_calls_only_declared_sub_parties_with_wire_arguments():
+    probe = _Probe()
+    ex = LocalExecutor({"p": probe})
+    ok = (1, 2.5, "s", b"b", None, np.arange(3), [1, {"k": (2, 3)}], Payload({"a": np.ones(2)}))
+    assert ex.call([Call("p", "probe", "take", ok)]) == [len(ok)]
+    with pytest.raises(TypeError, match="not wire-serialisable"):
+        ex.call([Call("p", "probe", "take", (object(),))])
+    with pytest.raises(TypeError, match="dict key"):
+        ex.call([Call("p", "probe", "take", ({1: 2},))])
+    with pytest.raises(PartyError, match="no sub-party 'nope'"):
+        ex.call([Call("p", "nope", "take")])
+    with pytest.raises(PartyError, match="'inner' is not set up"):
+        ex.call([Call("p", "inner", "take")])
+    with pytest.raises(PartyError, match="private"):
+        ex.call([Call("p", "probe", "_secret")])
+    with pytest.raises(PartyError, match="no such method"):
+        ex.call([Call("p", "probe", "missing")])
+    with pytest.raises(PartyError, match="no party 'q'"):
+        ex.call([Call("q", "probe", "take")])
+    with pytest.raises(TypeError, match="not a Party"):
+        LocalExecutor({"x": object()})  # type: ignore[dict-item]
+    assert len(probe.seen) == 1

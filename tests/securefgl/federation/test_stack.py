@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from protocols.registry import parse_stack
-from securefgl.algorithms import ALGORITHMS
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
 from securefgl.federation.stack import build_stack
+from securefgl.registry import check_config
 
 TINY = {"num_nodes": 300, "num_features": 8, "feature_signal": 1.0}
 
@@ -22,7 +22,7 @@ def _cfg(**kw):
         hidden=8,
         algorithms=["fedavg"],
     )
-    return ExperimentConfig(**{**base, **kw}).validate(set(ALGORITHMS))
+    return check_config(ExperimentConfig(**{**base, **kw}))
 
 
 @pytest.fixture(scope="module")

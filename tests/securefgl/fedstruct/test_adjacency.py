@@ -32,7 +32,8 @@ from securefgl.fedstruct import (
     keep_top_values,
     normalized_adjacency,
 )
-from securefgl.fedstruct.adjacency import BLOCK_TAG, SIZE_TAG
+from securefgl.fedstruct.abar_build import ABAR
+from securefgl.fedstruct.abar_client import BLOCK_TAG, SIZE_TAG
 
 SEED = 7
 
@@ -526,9 +527,7 @@ def test_complete_hop_accepts_an_externally_summed_block():
         shape a secure sum would use (stand-in for protocols.secure_sum)."""
 
         def run_hop(self, hop, ctx):
-            sent = ctx.executor.call(
-                [(c, "send_blocks", (hop, ctx.server_id)) for c in ctx.clients]
-            )
+            sent = ctx.executor.map(ctx.clients, ABAR, "send_blocks", hop, ctx.server_id)
             inbox = ctx.deliver([e for batch in sent for e in batch])
             n = d.num_nodes
             for cid in ctx.clients:
@@ -539,7 +538,7 @@ def test_complete_hop_accepts_an_externally_summed_block():
                     blk = SparseRows.from_payload(env.payload, n)
                     assert set(blk.row_ids.tolist()) <= support
                     total = total + blk.in_global_rows(n)
-                ctx.executor.call([(cid, "complete_hop_global", (hop, sp.csr_array(total)))])
+                me.complete_hop_global(hop, sp.csr_array(total))  # the receiver's own step
 
     beta = [0.5, 0.25, 0.25]
     build_abar(clients, channel, ex, 3, beta=beta, hop_sum=OracleSum(), server_id=server)

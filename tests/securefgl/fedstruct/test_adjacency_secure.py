@@ -14,8 +14,8 @@ from protocols.secure_sum import Support
 from protocols.secure_sum.masked import MaskedSum
 from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY, TAG_ROUTED_REQUEST
 from securefgl.fedstruct import AdjacencyClient, PlainHopSum, build_abar, central_abar
-from securefgl.fedstruct.adjacency import BLOCK_TAG, SparseRows
-from securefgl.fedstruct.adjacency_secure import (
+from securefgl.fedstruct.abar_client import BLOCK_TAG, SparseRows
+from securefgl.fedstruct.abar_secure import (
     PATTERN_TAG,
     UNION_TAG,
     CKKSHopSum,
@@ -361,7 +361,7 @@ def test_bytes_are_counted(mode):
 
 def test_single_neighbouring_client_is_warned_and_counted(caplog):
     d, _, views = make_world(120, 2, seed=2)
-    with caplog.at_level(logging.WARNING, logger="securefgl.fedstruct.adjacency_secure"):
+    with caplog.at_level(logging.WARNING, logger="securefgl.fedstruct.abar_secure"):
         clients, _, report, _ = secure_build(views, "masked", hops=3)
     assert max_err(clients, to_opaque(central_abar(d.edge_index, d.num_nodes, 3))) < 1e-6
     assert [h.notes["single_sender_receivers"] for h in report.hops[1:]] == [2, 2]

@@ -5,7 +5,8 @@ import pytest
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment import run_experiment
 from securefgl.federation import Channel
-from securefgl.fedstruct.edge_dp import IDS_TAG, EdgeDP, perturb_federation
+from securefgl.fedstruct.edge_dp import IDS_TAG, perturb_federation
+from securefgl.fedstruct.settings import EdgeDP
 from tests.securefgl.fedstruct.test_adjacency import make_world
 
 
@@ -54,16 +55,19 @@ def test_cross_blocks_agree_and_small_budgets_change_the_graph(mechanism: str) -
 def test_fedstruct_reports_the_edge_budget_and_equals_no_dp_at_huge_epsilon() -> None:
     base = dict(
         csbm={"num_nodes": 300}, clients=3, partition="random", algorithms=["fedstruct"],
-        nsf="degree", rounds=5, structure_hops=2,
+        rounds=5,
     )  # fmt: skip
-    plain = run_experiment(ExperimentConfig(**base).validate(), progress=False)
+    section = {"nsf": "degree", "structure_hops": 2}
+    plain = run_experiment(ExperimentConfig(**base, fedstruct=section), progress=False)
     dp = run_experiment(
-        ExperimentConfig(**base, edge_dp="edgerand", edge_epsilon=3000.0).validate(),
+        ExperimentConfig(
+            **base, fedstruct={**section, "edge_dp": "edgerand", "edge_epsilon": 3000.0}
+        ),
         progress=False,
     )
     assert dp.runs[0].privacy == {"edge_dp": "edgerand", "edge_epsilon": 3000.0}
     assert dp.summary()[0]["test_acc"] == plain.summary()[0]["test_acc"]
     with pytest.raises(ConfigError, match="edge_epsilon"):
-        ExperimentConfig(**base, edge_dp="lapgraph").validate()
+        ExperimentConfig(**base, fedstruct={**section, "edge_dp": "lapgraph"})
     with pytest.raises(ConfigError, match="mechanism"):
-        ExperimentConfig(**base, edge_dp="rr", edge_epsilon=1.0).validate()
+        ExperimentConfig(**base, fedstruct={**section, "edge_dp": "rr", "edge_epsilon": 1.0})

@@ -1,7 +1,5 @@
 """FedStruct's predictor (Eq. 10), its gradients (Props. 2-3), NSFs and presets."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,7 +16,7 @@ from securefgl.fedstruct.nsf import (
     node_structure_features,
     return_probabilities,
 )
-from securefgl.fedstruct.presets import (
+from securefgl.fedstruct.settings import (
     GENERIC,
     FedStructSettings,
     apply_preset,
@@ -211,15 +209,16 @@ def test_presets_follow_table5():
 
 def test_settings_from_config_and_apply_preset():
     cfg = ExperimentConfig(dataset="cora", lr=0.01)
-    st = FedStructSettings.from_config(cfg)
+    st = cfg.fedstruct_settings()
     assert st.structure_hops == 10 and st.lr == 0.01  # preset architecture, config lr
     faithful = apply_preset(cfg)
     assert (faithful.lr, faithful.rounds, faithful.dropout) == (0.002, 40, 0.75)
-    future = SimpleNamespace(
-        dataset="cora", lr=0.002, weight_decay=0.0, dropout=0.1, nsf="degree",
-        structure_hops=3, prune="none", feature_hidden=[32], structure_hidden=None,
+    future = ExperimentConfig(
+        dataset="cora", lr=0.002, weight_decay=0.0, dropout=0.1,
+        fedstruct={"nsf": "degree", "structure_hops": 3, "prune": "none", "feature_hidden": [32]},
     )  # fmt: skip
-    st = FedStructSettings.from_config(future)
+    st = future.fedstruct_settings()
+    assert (st.lr, st.weight_decay, st.dropout) == (0.002, 0.0, 0.1)
     assert (st.nsf, st.structure_hops, st.prune, st.feature_hidden) == ("degree", 3, "none", (32,))
     assert st.structure_hidden == (256,)
     with pytest.raises(ValueError, match="unknown nsf"):

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import torch
 
 from protocols.secure_sum.parties import TAG_CONTRIBUTION
-from securefgl.algorithms import ALGORITHMS, Federation
+from securefgl.algorithms import Federation
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import build_client_views, csbm, partition_graph, random_split
 from securefgl.experiment.runner import run_single
@@ -23,7 +23,8 @@ from securefgl.fedstruct.algorithm import (
     FedStruct,
     oracle_abar_rows,
 )
-from securefgl.fedstruct.presets import FedStructSettings
+from securefgl.fedstruct.settings import FedStructSettings
+from securefgl.registry import ALGORITHMS
 
 SMALL = {"num_nodes": 600, "num_features": 16, "feature_signal": 0.3, "homophily": 0.8}
 TINY = dict(nsf_dim=16, structure_hidden=(16,), feature_hidden=(16,), lr=0.01, dropout=0.5)
@@ -131,10 +132,12 @@ def test_masked_abar_options_reach_the_hop_sums(small_views, option, atol, bad):
     assert words and all(
         w.dtype == (np.uint32 if "abar_ring_bits" in option else np.uint64) for w in words
     )
-    from_config = FedStructSettings.from_config(_config(abar_sum="masked", **option))
+    from_config = _config(fedstruct={"abar_sum": "masked", **option}).fedstruct_settings()
     assert all(getattr(from_config, k) == v for k, v in option.items())
+    with pytest.raises(ConfigError, match="apply to abar_sum='masked'"):
+        _config(fedstruct={"abar_sum": "ckks", **option})
     for wrong in [{"abar_sum": "ckks", **option}] + [{"abar_sum": "masked", **b} for b in bad]:
-        with pytest.raises((ConfigError, OverflowError), match="abar|degree|fixed-point bound"):
+        with pytest.raises((ValueError, OverflowError), match="abar|degree|fixed-point bound"):
             _setup(views, _settings(structure_hops=2, **wrong), store=False)
 
 
@@ -293,5 +296,7 @@ def test_abar_hops_over_the_round_limit_are_refused_with_advice(small_views):
     _built_abar_matches_the_oracle(views, union, 1e-6)
     _built_abar_matches_the_oracle(views, rows.replace(abar_max_round_gib=math.inf), 1e-6)
     for bad in (0.0, -1.0, "4"):
+        with pytest.raises(ValueError, match="abar_max_round_gib"):
+            rows.replace(abar_max_round_gib=bad)
         with pytest.raises(ConfigError, match="abar_max_round_gib"):
-            _setup(views, rows.replace(abar_max_round_gib=bad), store=False)
+            _config(fedstruct={"abar_max_round_gib": bad})

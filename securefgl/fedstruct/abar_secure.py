@@ -1,65 +1,33 @@
-"""Secure hop sums for FedStruct's federated Ā: Algorithm 3 over ``protocols.secure_sum``.
+"""Secure hop sums for FedStruct's federated Ā: Algorithm 3 over hosted secure sums.
 
-At every hop ``ℓ = 2..L_s`` each client ``i`` needs only ``Σ_{k≠i} B_ik`` (App. D, Eq. 36),
-yet the paper's scheme (:class:`~securefgl.fedstruct.adjacency.PlainHopSum`) hands it, and a
-relaying server, every individual ``B_ik = Ã^[i]_k [Â^[k]]^{ℓ-1}`` (a row of ``i`` with a
-single neighbour ``u`` in ``k`` then shows row ``u`` of ``k``'s ``[Â^[k]]^{ℓ-1}``).
-:class:`SecureHopSum` replaces that exchange by ONE batch of secure sums per hop (seed §8.17,
-anchors_privacy.md §1.5): receiver ``i``'s job has senders = its neighbouring clients,
-shape ``(n, n)`` with rows = opaque node ids, each sender ``k`` contributes
-``B_ik.in_global_rows(n)``, and ``i`` completes the hop with
-:meth:`~securefgl.fedstruct.adjacency.AdjacencyClient.complete_hop_global` (its ``B_ii``
-never leaves it). Modes: ``masked`` (:class:`~protocols.secure_sum.MaskedSum`: pairwise
-masks + receiver masks; the server learns nothing, ``i`` learns only the sum) and ``ckks``
-(:class:`~protocols.secure_sum.CKKSSum`: encrypted under ``i``'s public key, added by the
-server; weaker against a server colluding with ``i``). See those modules' threat models.
+At every hop ``ℓ = 2..L_s`` client ``i`` needs only ``Σ_{k≠i} B_ik`` (FedStruct, Aliakbari
+et al. 2025, App. D, Eq. 36), yet the paper's exchange (:class:`PlainHopSum`) hands it, and
+a relaying server, every ``B_ik`` (a row of ``i`` with one neighbour ``u`` in ``k`` shows
+row ``u`` of ``k``'s ``[Â^[k]]^{ℓ-1}``). :class:`SecureHopSum` replaces it by one batch of
+hosted secure sums per hop (:class:`~securefgl.federation.secure_sums.SecureSumDriver`):
+receiver ``i``'s job has its neighbouring clients as senders, shape ``(n, n)`` (rows:
+opaque ids); ``B_ii`` never leaves ``i``. Modes: ``masked`` (the server learns nothing,
+``i`` only the sum) and ``ckks`` (under ``i``'s key; broken by a server colluding with ``i``).
 
-Public coordinates (``support``), and what each leaks beyond the sum:
+Public coordinates (``support``):
 
-* ``"rows"`` (default): ``Support.product((n, n), rows=R_i)``, ``R_i`` = ``i``'s nodes with
-  an edge to another client (:meth:`~securefgl.fedstruct.adjacency.AdjacencyClient.boundary_rows`).
-  ``i`` publishes ``R_i`` in its request: the server and ``i``'s neighbouring clients learn
-  which of ``i``'s nodes are boundary nodes (``|R_i|`` and their opaque ids). Nothing about
-  any sender's support leaks (which entries it fills, what sender pruning kept). Cost:
-  every sender encodes ``|R_i|·n`` values per hop (8 B masked, 4 B in Z_2^32, ~32 B ckks),
-  whatever ``nnz(B_ik)`` is, so pruning no longer saves bytes.
-* ``"union"``: each sender ``k`` first sends its pattern ``supp(B_ik)`` (flat indices) to the
-  server, which forms ``U_i = ∪_k supp(B_ik)`` and sends it to ``i``; ``i`` requests its sum
-  on ``U_i``, so the senders see ``U_i`` too. Leaks: to the SERVER, every individual
-  support ``supp(B_ik)`` (for unpruned blocks: which of ``i``'s boundary nodes reach which
-  nodes in ``ℓ`` hops through ``k``'s graph; with sender pruning: the positions each sender
-  kept), never a value; to ``i``'s SENDERS, ``U_i`` (structure reachable from ``i``'s boundary
-  via all its neighbours). To ``i`` it leaks nothing beyond the sum: entries are products of
-  non-negative values, so ``U_i`` is the support of ``Σ_k B_ik`` (up to encoding precision).
-  Cost ``O(|U_i|)`` per sender (+ 4 B per entry of each pattern and each copy of ``U_i``;
-  8 B once ``n^2 >= 2^32``), so pruning keeps its savings.
+* ``"rows"`` (default): ``R_i × [n]``, ``R_i`` = ``i``'s boundary nodes, published by ``i``
+  (the server and ``i``'s neighbouring clients learn them). Nothing about any sender's
+  support leaks; every sender encodes ``|R_i|·n`` values per hop, so pruning saves no bytes.
+* ``"union"``: each sender sends the server its pattern ``supp(B_ik)``; the server forms
+  ``U_i = ∪_k supp(B_ik)`` and sends it to ``i``, who sums on it (so its senders see
+  ``U_i``). The server learns every individual support (never a value); cost ``O(|U_i|)``.
 
-Single sender: a receiver with exactly one neighbouring client gains nothing (the sum IS
-that block); it is still summed securely (the server learns nothing), a warning is logged
-and :meth:`SecureHopSum.hop_notes` counts such receivers per hop (``HopStats.notes``). Use
-``min_senders=2`` on the protocol to refuse such sums instead (the build then aborts).
-
-Pruning under a secure sum: ``prune="receiver"`` is the meaningful choice (``i`` prunes the
-summed ``[Â^[i]]^ℓ``; with ``"rows"`` nothing about individual supports leaks).
-``prune="sender"`` works (each sender prunes ``B_ik`` before encoding, with the ``n_i``
-announcement of ``adjacency.py``) but the receiver cannot see what was pruned (only the
-sum of pruned blocks), with ``"rows"`` it saves no bytes, and with ``"union"`` the server
-sees each sender's kept positions.
-
-Orchestration (per build, through the channel and executor; parties host their state via
-``AdjacencyClient.secure_hop`` / ``AdjacencyRelay.secure_hop``): setup (key exchange) once,
-in the first exchanged hop (counted in that hop's bytes, ``notes["setup_bytes"]``); per hop
-a fresh ``round_idx`` (a counter over all builds of this strategy), each client feeds its
-own inputs (``begin_round``, ``add_contribution`` per neighbour, ``expect_sum``), then the
-five round phases run party by party (``protocols.base.run_phases``; ``run_secure_sums``
-would hand every ``B_ik`` out from the orchestrator instead). CKKS noise: decrypted sums are
-rounded to ``2^-round_bits``; entries ``<= 2^-round_bits`` (noise on true zeros, or true
-values below one rounding step) are dropped, so Ā keeps its exact support up to that
-precision.
+A receiver with one neighbouring client learns that client's block (the sum IS the block):
+it is logged and counted per hop (``hop_notes``); ``min_senders=2`` refuses such sums.
+Under a secure sum ``prune="receiver"`` is the meaningful pruning (``i`` prunes the sum).
+CKKS sums are rounded to ``2^-round_bits`` and entries at or below it are dropped, so Ā
+keeps its exact support to that precision.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 from collections.abc import Sequence
@@ -68,24 +36,24 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from protocols.base import Envelope, Inbox, ProtocolError, Role, run_phases
+from protocols.base import Envelope, Inbox, ProtocolError
 from protocols.fixedpoint import FixedPointOverflowError
-from protocols.secure_sum import (
-    CKKSSum,
-    MaskedSum,
-    SecureSum,
-    SecureSumClient,
-    SecureSumServer,
-    SumRequest,
-    Support,
-)
+from protocols.secure_sum import CKKSSum, SecureSumClient, SecureSumServer, SumRequest, Support
 from protocols.wire import Payload
-from securefgl.fedstruct.adjacency import HopContext, HopSum, PlainHopSum
+from securefgl.federation import Call
+from securefgl.federation.secure_sums import SecureSumDriver, SumSpec, hosted_state
+from securefgl.fedstruct.abar_build import (
+    ABAR,
+    RELAY,
+    SECURE_HOP,
+    HopContext,
+    HopSum,
+    PlainHopSum,
+)
 
 if TYPE_CHECKING:
     from protocols.ckks import CKKSParams
-    from securefgl.federation import Executor
-    from securefgl.fedstruct.adjacency import AdjacencyClient
+    from securefgl.fedstruct.abar_client import AdjacencyClient
 
 __all__ = [
     "ADJACENCY_MODES",
@@ -116,21 +84,17 @@ def _check_support(support: str) -> SupportKind:
     return support  # type: ignore[return-value]
 
 
-def _phase_names(protocol: SecureSum) -> frozenset[str]:
-    return frozenset(p.method for p in (*protocol.setup_phases, *protocol.round_phases))
-
-
 class SecureHopClient:
     """Client ``i``'s side: its :class:`SecureSumClient` and its own inputs per hop.
 
-    Hosted by its :class:`~securefgl.fedstruct.adjacency.AdjacencyClient` (``secure_hop``);
-    holds only that client's state (its blocks until sent, its own sum).
+    Hosted by its :class:`~securefgl.fedstruct.abar_client.AdjacencyClient`
+    (``host_secure_hop``); holds only that client's state (its blocks until sent, its sum).
     """
 
     def __init__(
         self,
         adjacency: AdjacencyClient,
-        protocol: SecureSum,
+        spec: dict[str, Any],
         server_id: str,
         client_ids: Sequence[str],
         support: str,
@@ -141,26 +105,19 @@ class SecureHopClient:
         self.server_id = server_id
         self.support = _check_support(support)
         self.noise_floor = float(noise_floor)
+        state = hosted_state(spec, self.party_id, server_id, client_ids)
+        assert isinstance(state, SecureSumClient)
+        self.sum_party = state
+        # Z_2^32 masked sums: the public bound every sum must respect (checked in expect)
+        protocol = SumSpec.from_wire(spec).protocol()
         self.sum_bound: float | None = getattr(protocol, "sum_bound", None)
-        # create_parties makes every party's (secret-free) initial state; keep only ours
-        self.sum_party: SecureSumClient = protocol.create_parties(
-            server_id, list(client_ids)
-        ).clients[self.party_id]
-        self._phases = _phase_names(protocol)
         self._hop = 0
         self._round = -1
 
-    def phase(self, method: str, inbox: Inbox) -> list[Envelope]:
-        """One secure-sum phase (setup or round) on this client's state."""
-        if method not in self._phases:
-            raise ProtocolError(f"{self.party_id}: {method!r} is not a secure-sum phase")
-        return getattr(self.sum_party, method)(inbox)
-
     def prepare(self, hop: int, round_idx: int) -> list[Envelope]:
-        """Start the round; hand every ``B_ik`` (``[n, n]``, opaque rows) to the sum party.
-        With ``"union"`` support also returns ``supp(B_ik)`` for the server, per receiver."""
+        """Hand every ``B_ik`` (``[n, n]``, opaque rows) to the sum party. With ``"union"``
+        support also returns ``supp(B_ik)`` for the server, per receiver."""
         adj, n = self.adjacency, self.adjacency.num_global_nodes
-        self.sum_party.begin_round(round_idx)
         self._hop, self._round = hop, round_idx
         out = []
         for receiver, total in adj.global_contributions(hop).items():
@@ -241,24 +198,16 @@ class SecureHopServer:
     """The server's side: its :class:`SecureSumServer` and, for ``"union"`` support, the
     union of the senders' patterns per receiver (it sees every individual pattern)."""
 
-    def __init__(self, party_id: str, protocol: SecureSum, client_ids: Sequence[str]) -> None:
+    def __init__(self, party_id: str, spec: dict[str, Any], client_ids: Sequence[str]) -> None:
         self.party_id = party_id
         self.clients = frozenset(client_ids)
-        self.sum_party: SecureSumServer = protocol.create_parties(party_id, list(client_ids)).server
-        self._phases = _phase_names(protocol)
-        self._round = -1
+        state = hosted_state(spec, party_id, party_id, client_ids)
+        assert isinstance(state, SecureSumServer)
+        self.sum_party = state
 
-    def phase(self, method: str, inbox: Inbox) -> list[Envelope]:
-        if method not in self._phases:
-            raise ProtocolError(f"{self.party_id}: {method!r} is not a secure-sum phase")
-        return getattr(self.sum_party, method)(inbox)
-
-    def begin_round(self, round_idx: int) -> None:
-        self.sum_party.begin_round(round_idx)
-        self._round = round_idx
-
-    def union(self, hop: int, inbox: Inbox) -> list[Envelope]:
+    def union(self, hop: int, round_idx: int, inbox: Inbox) -> list[Envelope]:
         """``U_i = ∪_k supp(B_ik)`` to every receiver ``i`` that some sender named."""
+        self._round = round_idx
         parts: dict[str, dict[str, np.ndarray]] = {}
         sizes: set[int] = set()
         for env in inbox:
@@ -297,34 +246,33 @@ class SecureHopServer:
 
 
 class SecureHopSum(HopSum):
-    """Each hop's ``Σ_{k≠i} B_ik`` as one batch of secure sums (module docstring).
+    """Each hop's ``Σ_{k≠i} B_ik`` as one batch of hosted secure sums (module docstring).
 
-    ``protocol``: a :class:`~protocols.secure_sum.SecureSum` (``MaskedSum``, ``CKKSSum``; a
-    ``PlainSum`` works too, as a cost baseline of the protocol machinery). It is a
-    configuration (mode and parameters, no secrets) passed to every party, which creates
-    its own state from it. ``support``: ``"rows"`` or ``"union"``. Needs the relay server
-    (``build_abar(..., server_id=...)``); the server party must expose ``secure_hop``
-    (:class:`~securefgl.fedstruct.adjacency.AdjacencyRelay` does).
+    ``spec``: the secure-sum mode (a :class:`~securefgl.federation.secure_sums.SumSpec`,
+    ``masked`` or ``ckks``; ``plain`` works too, as a cost baseline of the machinery), sent
+    to every party, which creates its own state from it. ``support``: ``"rows"`` or
+    ``"union"``. Needs the relay server (``build_abar(..., server_id=...)``).
     """
 
     name: ClassVar[str] = "secure"
 
-    def __init__(self, protocol: SecureSum, support: SupportKind = "rows") -> None:
-        if not isinstance(protocol, SecureSum):
-            raise TypeError(f"protocol must be a protocols.secure_sum.SecureSum, not {protocol!r}")
-        self.protocol = protocol
+    def __init__(self, spec: SumSpec, support: SupportKind = "rows") -> None:
+        if not isinstance(spec, SumSpec):
+            raise TypeError(f"spec must be a secure_sums.SumSpec, not {spec!r}")
+        self.spec = spec
+        self.protocol = spec.protocol()  # configuration only (validates the options)
         self.support = _check_support(support)
-        params = getattr(protocol, "params", None)
-        rb = params.round_bits if isinstance(protocol, CKKSSum) else None
+        rb = self.protocol.params.round_bits if isinstance(self.protocol, CKKSSum) else None
         self.noise_floor = 2.0**-rb if rb is not None else 0.0
         self._rounds = itertools.count()  # fresh round_idx per hop, across builds
         self._ctx: HopContext | None = None
+        self._driver: SecureSumDriver | None = None
         self._notes: dict[int, dict[str, int]] = {}
         self.single_sender: dict[int, list[str]] = {}  # hop -> receivers with one sender
 
     @property
     def mode(self) -> str:
-        return self.protocol.name
+        return self.spec.mode
 
     def hop_notes(self, hop: int) -> dict[str, int]:
         return dict(self._notes.get(hop, {}))
@@ -341,27 +289,34 @@ class SecureHopSum(HopSum):
         if hop == 2 or ctx is not self._ctx:
             self._setup(ctx)
         setup = entries[start:]
+        assert self._driver is not None
         ex, transmit, r = ctx.executor, ctx.channel.transmit, next(self._rounds)
-        ex.call([(server, "secure_hop", ("begin_round", r))])
-        sent = ex.call([(c, "secure_hop", ("prepare", hop, r)) for c in ctx.clients])
-        inbox: dict[str, list[Envelope]] = {c: [] for c in ctx.clients}
-        patterns = [env for batch in sent for env in batch]
-        if patterns:
-            unions = ex.call([(server, "secure_hop", ("union", hop, transmit(patterns)))])[0]
-            for env in transmit(unions):
-                if env.receiver not in inbox:
-                    raise ProtocolError(f"union support for unknown party {env.receiver!r}")
-                inbox[env.receiver].append(env)
-        counts = ex.call([(c, "secure_hop", ("expect", hop, inbox[c])) for c in ctx.clients])
+
+        def union_supports(patterns_per_client: list[Any]) -> list[Any]:
+            """``"union"``: the senders' patterns to the server, ``U_i`` back; then every
+            client requests its sum. Returns each client's number of senders."""
+            inbox: dict[str, list[Envelope]] = {c: [] for c in ctx.clients}
+            patterns = [env for batch in patterns_per_client for env in batch]
+            if patterns:
+                union = Call(server, SECURE_HOP, "union", (hop, r, transmit(patterns)))
+                for env in transmit(ex.call([union])[0]):
+                    if env.receiver not in inbox:
+                        raise ProtocolError(f"union support for unknown party {env.receiver!r}")
+                    inbox[env.receiver].append(env)
+            return ex.call([Call(c, SECURE_HOP, "expect", (hop, inbox[c])) for c in ctx.clients])
+
+        counts, nnz = self._driver.round(
+            r,
+            prepare=lambda c: Call(c, SECURE_HOP, "prepare", (hop, r)),
+            finish=lambda c: Call(c, SECURE_HOP, "finish", (hop,)),
+            exchange=union_supports,
+        )
         single = [c for c, k in zip(ctx.clients, counts, strict=True) if k == 1]
         if single:
             logger.warning(
                 "Ā hop %d (%s): %d receiver(s) with a single neighbouring client learn that "
                 "client's block itself: %s", hop, self.mode, len(single), single,
             )  # fmt: skip
-        roles = {Role.SERVER: [server], Role.CLIENT: list(ctx.clients)}
-        run_phases(self.protocol.round_phases, roles, _invoke(ex), transmit)
-        nnz = ex.call([(c, "secure_hop", ("finish", hop)) for c in ctx.clients])
         self.single_sender[hop] = single
         self._notes[hop] = {
             "round_idx": r,
@@ -375,12 +330,16 @@ class SecureHopSum(HopSum):
     def _setup(self, ctx: HopContext) -> None:
         """Every party hosts fresh state; the mode's key exchange runs through the channel."""
         assert ctx.server_id is not None
-        ex, server, clients = ctx.executor, ctx.server_id, list(ctx.clients)
-        host = ("host", self.protocol, server, clients, self.support, self.noise_floor)
-        ex.call([(c, "secure_hop", host) for c in clients])
-        ex.call([(server, "secure_hop", ("host", self.protocol, clients))])
-        roles = {Role.SERVER: [server], Role.CLIENT: clients}
-        run_phases(self.protocol.setup_phases, roles, _invoke(ex), ctx.channel.transmit)
+        server, clients, spec = ctx.server_id, list(ctx.clients), self.spec.to_wire()
+        floor = self.noise_floor
+
+        def host(pid: str) -> Call:
+            if pid == server:
+                return Call(pid, RELAY, "host_secure_hop", (spec, clients))
+            return Call(pid, ABAR, "host_secure_hop", (spec, server, clients, self.support, floor))
+
+        self._driver = SecureSumDriver(ctx.executor, ctx.channel, self.spec, clients, server)
+        self._driver.setup(host)
         self._ctx, self._notes, self.single_sender = ctx, {}, {}
 
 
@@ -388,15 +347,6 @@ def _sorted_unique(a: np.ndarray) -> np.ndarray:
     """``np.unique`` for int64 (sort + mask: faster than numpy's hash-based unique)."""
     a = np.sort(a)
     return a[np.concatenate(([True], a[1:] != a[:-1]))] if a.size else a
-
-
-def _invoke(executor: Executor) -> Any:
-    """``run_phases``' invoke hook: the phase runs on the party's hosted secure-sum state."""
-
-    def invoke(party_id: str, method: str, inbox: Inbox) -> list[Envelope]:
-        return executor.invoke(party_id, method, inbox, entry=("secure_hop", "phase"))
-
-    return invoke
 
 
 class MaskedHopSum(SecureHopSum):
@@ -448,16 +398,15 @@ class MaskedHopSum(SecureHopSum):
             ring: dict[str, Any] = {"sum_bound": float(degree_bound), "frac_bits": None}
         else:
             ring = {"frac_bits": 32 if frac_bits is None else frac_bits}
-        protocol = MaskedSum(
-            experiment_id,
-            word_bits=word_bits,
-            min_senders=min_senders,
-            collusion_threshold=collusion_threshold,
-            pair_masks=pair_masks,
-            max_round_bytes=max_round_bytes,
+        options = {
+            "word_bits": word_bits,
+            "min_senders": min_senders,
+            "collusion_threshold": collusion_threshold,
+            "pair_masks": pair_masks,
+            "max_round_bytes": max_round_bytes,
             **ring,
-        )
-        super().__init__(protocol, support)
+        }
+        super().__init__(SumSpec("masked", experiment_id, options), support)
 
 
 class CKKSHopSum(SecureHopSum):
@@ -474,8 +423,10 @@ class CKKSHopSum(SecureHopSum):
         min_senders: int = 1,
         max_round_bytes: float | None = None,
     ) -> None:
-        protocol = CKKSSum(params, min_senders=min_senders, max_round_bytes=max_round_bytes)
-        super().__init__(protocol, support)
+        options: dict[str, Any] = {"min_senders": min_senders, "max_round_bytes": max_round_bytes}
+        if params is not None:
+            options["params"] = dataclasses.asdict(params)
+        super().__init__(SumSpec("ckks", DEFAULT_EXPERIMENT_ID, options), support)
 
 
 def hop_sum_for(

@@ -1,0 +1,89 @@
+"""The attack suite's command-line plug-in (entry point ``securefgl.plugins``).
+
+Adds ``securefgl audit`` (algorithm × protocol stack × attack grid) and the
+interaction-inference report of ``securefgl recommend``, so that ``securefgl`` itself never
+imports ``attacks``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from attacks.audit import (
+    DEFAULT_PROTOCOLS,
+    AuditConfig,
+    audit_settings,
+    markdown_table,
+    run_audit,
+    save_audit,
+)
+from attacks.interaction_inference import interaction_inference
+from attacks.registry import describe
+from securefgl.cli import add_config_flags, config_from_args
+from securefgl.config import ConfigError
+
+
+def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
+    audit = sub.add_parser(
+        "audit",
+        help="leakage audit: algorithm × protocol stack × attack; saves JSON + Markdown + plot",
+    )
+    audit.add_argument("--config", help="TOML file for the base experiment settings")
+    audit.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    group = audit.add_argument_group("audit")
+    group.add_argument(
+        "--protocols",
+        default=None,
+        help="semicolon-separated stacks, e.g. 'plain;secagg;ckks;secagg,clip_noise;edgerand:1'",
+    )
+    group.add_argument(
+        "--attacks",
+        type=lambda s: [t for t in s.split(",") if t.strip()],
+        default=None,
+        help="comma-separated attacks (default: all that target each algorithm)",
+    )
+    group.add_argument("--central-rounds", type=int, default=None, help="rounds of central")
+    group.add_argument("--list-attacks", action="store_true", help="list attacks and exit")
+    add_config_flags(audit)
+    return {"audit": cmd_audit}
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    if args.list_attacks:
+        for row in describe():
+            print(f"{row['attack']:<28} targets {', '.join(row['targets'])}")
+        return 0
+    base = config_from_args(args)
+    protocols = [p for p in args.protocols.split(";") if p.strip()] if args.protocols else None
+    audit = AuditConfig(
+        base=base,
+        algorithms=list(base.algorithms) if args.algorithms else ["central", "fedavg"],
+        protocols=protocols or list(DEFAULT_PROTOCOLS),
+        attacks=args.attacks or [],
+        seeds=list(base.seeds),
+        central_rounds=args.central_rounds,
+    )
+    try:
+        rows = run_audit(audit, progress=not args.no_progress)
+    except ValueError as err:
+        raise ConfigError(str(err)) from err
+    name = base.name or f"audit_{base.dataset}"
+    out = save_audit(rows, base.output_dir, name, audit_settings(audit))
+    print(markdown_table(rows))
+    print("results: " + ", ".join(str(p) for p in out.values()))
+    return 0
+
+
+def interaction_report(trainer: Any, views: Any, backend: str) -> dict[str, Any]:
+    """Interaction inference on the server's view of one fresh round (``securefgl recommend``)."""
+    view_backend = "plain" if backend == "plain" else "ideal"
+    a = interaction_inference(trainer.observe(0, view_backend), views).as_dict()
+    a["summary"] = (
+        f"interaction inference ({a['view']}): AUC {a['auc']:.3f}, "
+        f"AUC among uploaded rows {a['auc_uploaded']:.3f}, P@{a['k']} {a['precision_at_k']:.3f}"
+    )
+    return {"attack": a}
+
+
+recommend_reports = (interaction_report,)

@@ -1,0 +1,49 @@
+"""FedGCN's settings: the ``[experiment.fedgcn]`` section of a configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SUM_MODES = ("plain", "masked", "ckks")
+NORMS = ("sym", "rw")
+FEATURES = ("last", "hops", "all")
+
+
+@dataclass(frozen=True)
+class FedGCNSettings:
+    """How FedGCN's neighbour sums run and what the model sees (defaults: FedGCN-2hop, the
+    GCN normalisation, sums in the clear as in the paper)."""
+
+    hops: int = field(default=2, metadata={"help": "L: the sums give ÂX (and Â²X)"})
+    sum_mode: str = field(
+        default="plain",
+        metadata={"help": "neighbour sums in the clear, masked or CKKS", "choices": SUM_MODES},
+    )
+    norm: str = field(
+        default="sym",
+        metadata={"help": "sym: D̃^-1/2 Ã D̃^-1/2 (GCN), rw: D̃^-1 Ã", "choices": NORMS},
+    )
+    features: str = field(
+        default="last",
+        metadata={"help": "model input: ÂᴸX, [ÂX ‖ …] or [x ‖ ÂX ‖ …]", "choices": FEATURES},
+    )
+    min_senders: int = field(
+        default=1, metadata={"help": "secure sums refuse jobs with fewer sending clients"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.hops not in (1, 2):
+            raise ValueError(f"FedGCN hops must be 1 or 2, got {self.hops!r}")
+        if self.sum_mode not in SUM_MODES:
+            raise ValueError(f"unknown sum mode {self.sum_mode!r}; choose from {list(SUM_MODES)}")
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; choose from {list(NORMS)}")
+        if self.features not in FEATURES:
+            raise ValueError(f"unknown features {self.features!r}; choose from {list(FEATURES)}")
+        if self.min_senders < 1:
+            raise ValueError(f"min_senders must be >= 1, got {self.min_senders}")
+
+    def replace(self, **changes: Any) -> FedGCNSettings:
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,45 @@
+"""Every algorithm by name: an explicit table (adding an algorithm is one line here).
+
+Each algorithm class declares what it needs (``federated``, ``needs_cross_edges``,
+``needs_global_graph``); :func:`check_config` checks a configuration against them.
+"""
+
+from __future__ import annotations
+
+from securefgl.algorithms.base import Algorithm
+from securefgl.algorithms.central import Central
+from securefgl.algorithms.fedavg import FedAvg, FedProx
+from securefgl.algorithms.local import Local
+from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.fedgcn.algorithm import FedGCN, FedGCN1Hop
+from securefgl.fedstruct.algorithm import FedStruct
+
+ALGORITHMS: dict[str, type[Algorithm]] = {
+    cls.name: cls for cls in (FedAvg, FedProx, Local, Central, FedGCN, FedGCN1Hop, FedStruct)
+}
+
+
+def algorithm_class(name: str) -> type[Algorithm]:
+    if name not in ALGORITHMS:
+        raise ConfigError(f"unknown algorithms value {name!r}; choose from {sorted(ALGORITHMS)}")
+    return ALGORITHMS[name]
+
+
+def cross_edge_mode(config: ExperimentConfig) -> str:
+    """``config.cross_edges``, or when unset: ``known`` iff an algorithm needs it."""
+    if config.cross_edges is not None:
+        return config.cross_edges
+    needs = any(algorithm_class(a).needs_cross_edges for a in config.algorithms)
+    return "known" if needs else "hidden"
+
+
+def check_config(config: ExperimentConfig) -> ExperimentConfig:
+    """The algorithms exist and their needs are met (raises :class:`ConfigError`)."""
+    for name in config.algorithms:
+        cls = algorithm_class(name)
+        if cls.needs_cross_edges and cross_edge_mode(config) != "known":
+            raise ConfigError(
+                f"{name} needs cross_edges = 'known' (its clients know their edges to other "
+                "clients' nodes)"
+            )
+    return config
