@@ -308,7 +308,8 @@ def make_config(cell: Cell, args: argparse.Namespace) -> tuple[ExperimentConfig,
     )
     if cell.method in FEDSTRUCT_NSF:
         nsf, prune = FEDSTRUCT_NSF[cell.method]
-        cfg = apply_preset(base.replace(fedstruct={"nsf": nsf, "prune": prune, "abar": "federated"}))
+        section = {"nsf": nsf, "prune": prune, "abar": "federated"}
+        cfg = apply_preset(base.replace(fedstruct=section))
         return cfg.replace(eval_every=cfg.rounds), "fedstruct"
     if cell.method in SERVER_ABAR_METHODS:
         nsf, prune = FEDSTRUCT_NSF[SERVER_ABAR_METHODS[cell.method]]
