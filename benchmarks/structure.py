@@ -1,0 +1,194 @@
+"""The repository's shape: files over 600 lines, import cycles, upward imports, README length.
+
+Layers, lowest first: ``protocols`` ← ``securefgl`` ← ``attacks`` ← ``benchmarks``; a
+module may import only from its own layer or a lower one, ``protocols`` imports no graph
+library, and no set of modules imports itself round a cycle. Every ``import`` statement
+counts, function-local ones included (a local import that dodges a cycle is still a cycle);
+imports under ``if TYPE_CHECKING:`` do not run and are left out. ``from pkg import name``
+depends on the submodule ``pkg.name`` when there is one, else on ``pkg``.
+
+    python benchmarks/structure.py        # writes benchmarks/results/structure.json
+
+``tests/test_structure.py`` runs the same analysis and fails on any cycle or upward import.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("protocols", "securefgl", "attacks", "benchmarks")
+GRAPH_LIBRARIES = ("torch_geometric", "networkx", "community")  # protocols knows no graphs
+MAX_LINES = 600
+
+
+def python_files(root: Path = ROOT) -> list[Path]:
+    """The tracked Python files (every ``*.py`` outside hidden and virtual-env folders when
+    git is not available)."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "*.py"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+        return sorted(root / line for line in out.splitlines() if (root / line).exists())
+    except (OSError, subprocess.CalledProcessError):
+        skip = {".git", ".venv", "build", "site"}
+        return sorted(
+            p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts[:1])
+        )
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, at any depth, except under ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking(child):
+                stack.extend(child.orelse)
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                yield child
+            stack.append(child)
+
+
+def imports_of(path: Path, name: str, modules: set[str]) -> set[str]:
+    """The names this module imports: our modules, resolved as precisely as possible, and
+    the top-level names of external packages."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _imports(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+            continue
+        base = node.module or ""
+        if node.level:
+            parts = package.split(".")
+            anchor = ".".join(parts[: len(parts) - node.level + 1])
+            base = f"{anchor}.{base}" if base else anchor
+        for alias in node.names:
+            sub = f"{base}.{alias.name}"
+            found.add(sub if sub in modules else base)
+    resolved = set()
+    for target in found:
+        while target and target not in modules and "." in target:
+            target = target.rpartition(".")[0]  # a name inside a module: the module
+        resolved.add(target)
+    return resolved
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the modules (ours) and external top-level packages it imports."""
+    files = {module_name(p, root): p for p in python_files(root)}
+    modules = set(files)
+    return {m: imports_of(p, m, modules) - {m} for m, p in files.items()}
+
+
+def layer_of(module: str) -> int | None:
+    top = module.split(".", 1)[0]
+    return LAYERS.index(top) if top in LAYERS else None
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph) + 100))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(cycles)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``"a.b -> c.d"`` for every import from a lower layer into a higher one, and every
+    graph library imported by ``protocols``."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        mine = layer_of(module)
+        if mine is None:
+            continue
+        for target in sorted(targets):
+            theirs = layer_of(target)
+            forbidden = mine == 0 and target.split(".")[0] in GRAPH_LIBRARIES
+            if (theirs is not None and theirs > mine) or forbidden:
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def long_files(root: Path = ROOT, limit: int = MAX_LINES) -> list[str]:
+    out = []
+    for path in python_files(root):
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > limit:
+            out.append(f"{path.relative_to(root)} ({lines} lines)")
+    return out
+
+
+def structure(root: Path = ROOT) -> dict[str, object]:
+    graph = import_graph(root)
+    readme = root / "README.md"
+    return {
+        "files_over_600_lines": long_files(root),
+        "import_cycles": import_cycles(graph),
+        "upward_imports": upward_imports(graph),
+        "readme_lines": readme.read_text(encoding="utf-8").count("\n") if readme.exists() else 0,
+    }
+
+
+def main() -> None:
+    report = structure()
+    out = ROOT / "benchmarks" / "results" / "structure.json"
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(report, indent=1))
+    print(f"written: {out}")
+
+
+if __name__ == "__main__":
+    main()
