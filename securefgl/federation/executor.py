@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -47,6 +48,11 @@ class LocalExecutor(Executor):
     :meth:`invoke` of one method on distinct parties, as ``protocols.run_phases`` issues
     them), the sum minus the max of the call times. A run's wall time minus it estimates
     the parallel critical path (network time excluded).
+
+    Per-call accounting: :attr:`seconds_by_call` sums the clock seconds of every call per
+    ``(party, sub-party, method)``, :attr:`wall_seconds_by_call` the same in wall-clock
+    seconds (equal when ``clock`` is ``time.perf_counter``); :meth:`seconds_by_party` sums
+    either over a party's calls.
     """
 
     def __init__(
@@ -59,10 +65,20 @@ class LocalExecutor(Executor):
         self.clock = clock  # e.g. time.process_time: CPU time, immune to other jobs' load
         self._overlap = 0.0
         self._phase: tuple[tuple[str, str], set[str], float, float] | None = None
+        self.seconds_by_call: defaultdict[tuple[str, str, str], float] = defaultdict(float)
+        self.wall_seconds_by_call: defaultdict[tuple[str, str, str], float] = defaultdict(float)
 
     @property
     def overlap_seconds(self) -> float:
         return self._overlap + (self._phase[2] - self._phase[3] if self._phase else 0.0)
+
+    def seconds_by_party(self, wall: bool = False) -> dict[str, float]:
+        """Seconds of each party's calls (the executor's clock, or wall-clock seconds)."""
+        table = self.wall_seconds_by_call if wall else self.seconds_by_call
+        out: defaultdict[str, float] = defaultdict(float)
+        for (pid, _, _), dt in table.items():
+            out[pid] += dt
+        return dict(out)
 
     def _close_phase(self) -> None:
         if self._phase is not None:
@@ -80,9 +96,12 @@ class LocalExecutor(Executor):
         fn = getattr(self.parties[pid].sub(sub), method, None)
         if not callable(fn):
             raise PartyError(f"{where}: no such method")
-        t = self.clock()
+        t, wall = self.clock(), time.perf_counter()
         out = fn(*args)
-        return out, self.clock() - t
+        dt = self.clock() - t
+        self.seconds_by_call[pid, sub, method] += dt
+        self.wall_seconds_by_call[pid, sub, method] += time.perf_counter() - wall
+        return out, dt
 
     def call(self, calls: Sequence[Call]) -> list[Any]:
         self._close_phase()

@@ -147,3 +147,18 @@ def test_executor_calls_only_declared_sub_parties_with_wire_arguments():
     with pytest.raises(TypeError, match="not a Party"):
         LocalExecutor({"x": object()})  # type: ignore[dict-item]
     assert len(probe.seen) == 1
+
+
+def test_executor_accounts_seconds_per_call_and_party():
+    ticks = iter(range(0, 1000, 5))  # every call lasts 5 clock units
+    probe, other = _Probe(), _Probe()
+    other.party_id = "q"
+    ex = LocalExecutor({"p": probe, "q": other}, clock=lambda: next(ticks))
+    ex.call([Call("p", "probe", "take", (1,)), Call("q", "probe", "take")])
+    ex.invoke("p", "probe", "take", [])
+    ex.invoke("q", "probe", "take", [])
+    assert ex.seconds_by_call == {("p", "probe", "take"): 10, ("q", "probe", "take"): 10}
+    assert ex.seconds_by_party() == {"p": 10, "q": 10}
+    assert ex.overlap_seconds == 10  # the batch and the phase each overlap one 5-unit call
+    assert set(ex.seconds_by_party(wall=True)) == {"p", "q"}
+    assert all(s >= 0 for s in ex.wall_seconds_by_call.values())
