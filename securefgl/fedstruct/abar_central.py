@@ -6,7 +6,8 @@ default (the paper's experiments), so ``Ā = Â^{L_s}``. :func:`central_abar` ne
 global graph (SIMULATOR SIDE); it follows the official code's ``calc_abar`` / ``prune``:
 optional pruning keeps the global top-``⌈p·n⌉`` values after every multiplication, without
 renormalisation. Ties at the cut-off are broken in (row, column) order (the official code's
-argsort leaves them arbitrary). The pruning helpers are shared with the federated build.
+argsort leaves them arbitrary; ``ties="paper"`` keeps that rule, e.g. to time it). The
+pruning helpers are shared with the federated build.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import scipy.sparse as sp
 
 __all__ = [
     "PRUNE_MODES",
+    "TIE_RULES",
     "central_abar",
     "keep_top_values",
     "normalized_adjacency",
@@ -26,6 +28,11 @@ __all__ = [
 ]
 
 PRUNE_MODES = ("sender", "receiver")
+#: How :func:`central_abar` breaks ties at the pruning cut-off: ``"canonical"`` keeps the
+#: first tied values in (row, column) order (:func:`top_values_of_product`, as the clients
+#: do); ``"paper"`` keeps those a partial argsort of the stored values happens to keep (the
+#: official code's rule: depends on storage order).
+TIE_RULES = ("canonical", "paper")
 
 
 def resolve_beta(hops: int, beta: Sequence[float] | None = None) -> tuple[float, ...]:
@@ -88,6 +95,21 @@ def top_values_of_product(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
         keep &= data != 0  # no explicit zeros (entries of Ā are products of values >= 0)
     kept_before = np.concatenate(([0], np.cumsum(keep)))
     return sp.csr_matrix((data[keep], m.indices[keep], kept_before[m.indptr]), shape=m.shape)
+
+
+def argsort_top_values(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
+    """The official code's top-``k``: zero the ``nnz - k`` smallest stored values by a
+    partial argsort (among ties at the cut-off, which are kept depends on storage order)
+    and drop them. Modifies and returns ``m`` (a fresh product) when it has more than
+    ``k`` stored values, else returns it unchanged."""
+    k = max(int(k), 0)
+    if m.nnz <= k:
+        return m
+    if k == 0:
+        return empty(*m.shape)
+    m.data[np.argpartition(m.data, m.nnz - k)[: m.nnz - k]] = 0.0
+    m.eliminate_zeros()
+    return m
 
 
 def scaled(beta: float, p: sp.csr_matrix, pruned: bool) -> sp.csr_matrix:
@@ -154,16 +176,22 @@ def central_abar(
     hops: int,
     beta: Sequence[float] | None = None,
     prune: float | None = None,
+    ties: str = "canonical",
 ) -> sp.csr_matrix:
     """SIMULATOR-SIDE reference: ``Ā = Σ_ℓ β_ℓ Â^ℓ`` from the GLOBAL graph (not federated).
 
     As the repository's ``calc_abar``: ``P ← Â P`` per hop; with ``prune = p`` the global
     top ``⌈p·n⌉`` values of ``P`` are kept after every multiplication (including the
     first), without renormalisation. Sparse throughout. Rows/columns are global node ids.
+    ``ties`` (:data:`TIE_RULES`) chooses which values tied at the cut-off are kept; both
+    rules keep the same number of entries and agree whenever no tie straddles a cut-off.
     """
     betas = resolve_beta(hops, beta)
     if prune is not None and not prune > 0:
         raise ValueError(f"prune (p) must be > 0, got {prune!r}")
+    if ties not in TIE_RULES:
+        raise ValueError(f"ties must be one of {TIE_RULES}, got {ties!r}")
+    keep = top_values_of_product if ties == "canonical" else argsort_top_values
     a_hat = normalized_adjacency(edge_index, num_nodes)
     n = a_hat.shape[0]
     p_mat = sp.identity(n, dtype=np.float64, format="csr")
@@ -171,7 +199,7 @@ def central_abar(
     for b in betas:
         p_mat = sp.csr_matrix(a_hat @ p_mat)
         if prune is not None:
-            p_mat = top_values_of_product(p_mat, budget(prune, n))
+            p_mat = keep(p_mat, budget(prune, n))
         if b != 0.0:
             abar = abar + b * p_mat
     abar = sp.csr_matrix(abar)

@@ -140,6 +140,38 @@ def test_central_prune_keeps_global_top_values():
     assert central_abar(d.edge_index, n, 4, prune=p).nnz <= p * n
 
 
+@pytest.mark.parametrize("hops", [1, 2, 3])
+def test_central_paper_tie_rule_agrees_without_ties_at_the_cut_off(hops):
+    """``ties="paper"`` (the official code's argsort) keeps as many entries as the canonical
+    rule, and the same ones when no tie straddles a cut-off on the way."""
+    d, _, _ = make_world(120, 2)
+    n, ei = d.num_nodes, np.asarray(d.edge_index)
+    a_hat = normalized_adjacency(ei, n)
+
+    def tie_free(k):  # no tie at the cut-off of any hop of the (canonical) pruned chain
+        pm = sp.identity(n, format="csr")
+        for _ in range(hops):
+            pm = sp.csr_matrix(a_hat @ pm)
+            top = np.sort(pm.data)[::-1]
+            if k < top.size and top[k - 1] == top[k]:
+                return False
+            pm = keep_top_values(pm, k)
+        return True
+
+    clean = [k for k in range(1, 200) if tie_free(k)]
+    assert clean and len(clean) < 199  # both cases occur on this graph
+    for k in sorted({*clean[:4], *range(1, 200, 23)}):
+        p = (k - 0.5) / n  # ⌈p·n⌉ = k
+        canonical = central_abar(ei, n, hops, prune=p)
+        paper = central_abar(ei, n, hops, prune=p, ties="paper")
+        assert (central_abar(ei, n, hops, prune=p, ties="canonical") != canonical).nnz == 0
+        assert paper.nnz == canonical.nnz
+        if k in clean:
+            assert (paper != canonical).nnz == 0
+    with pytest.raises(ValueError, match="ties"):
+        central_abar(ei, n, hops, prune=1, ties="storage")
+
+
 def test_keep_top_values_edge_cases():
     m = sp.csr_matrix(np.array([[0.5, 0, 0.2], [0.1, 0.9, 0]]))
     assert keep_top_values(m, 10) is m
