@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint install baselines clean
+.PHONY: demo test lint install baselines docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -29,5 +29,11 @@ lint: $(STAMP)
 baselines: $(STAMP)
 	$(BIN)/python benchmarks/baselines.py
 
+# The documentation site, built offline into site/ (mkdocs is installed here only).
+docs:
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q 'mkdocs==1.6.1'
+	$(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results site .pytest_cache
