@@ -1,0 +1,98 @@
+"""Saving results: atomic writes, lock files, resumable partial files, Markdown and figures.
+
+Every write goes to a temporary file in the same folder and is renamed over the target, so
+an interrupted run never leaves half a file and readers see the old or the new version.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json(
+    path: Path,
+    data: Any,
+    *,
+    indent: int = 1,
+    newline: bool = False,
+    default: Any = None,
+    allow_nan: bool = True,
+) -> None:
+    """``json.dumps(data, indent=indent, ...)`` (``+ "\\n"`` with ``newline``), atomically."""
+    text = json.dumps(data, indent=indent, default=default, allow_nan=allow_nan)
+    write_text(path, text + ("\n" if newline else ""))
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    """The JSON in ``path``, or ``default`` when the file does not exist."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else default
+
+
+@contextmanager
+def locked(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (created if missing) for the block: processes
+    that update one result file take turns."""
+    lock_path = Path(lock_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+class PartialFile:
+    """The rows a run has measured so far (a JSON list), saved after every cell so that an
+    interrupted run can resume; removed when the run completes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def load(self) -> list[Any]:
+        return read_json(self.path, [])
+
+    def save(self, rows: list[Any]) -> None:
+        write_json(self.path, rows, indent=1, newline=True)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 120) -> None:
+    """Lay out ``fig``, save it atomically (format from the suffix of ``path``) and close it."""
+    plt = pyplot()
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fig.tight_layout()
+    try:
+        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+        plt.close(fig)

@@ -1,0 +1,92 @@
+"""The grid: a cell is (protocol, n clients, dimension d, dropout fraction)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from protocols.base import AggregationProtocol
+from protocols.registry import TRANSPORTS, make_transport
+from protocols.secagg import SecAggregation
+
+try:  # TenSEAL is a dependency, but keep the PRG / secagg part usable without it
+    from protocols.ckks import CKKSParams
+
+    CKKS_SLOTS: int | None = CKKSParams().slots
+except ImportError:  # pragma: no cover
+    CKKS_SLOTS = None
+
+PROTOCOLS = tuple(TRANSPORTS)
+DEFAULT_CLIENTS = (10, 100, 500)
+DEFAULT_DIMS = (10**4, 10**5, 10**6)
+QUICK_CLIENTS = (10, 100)
+QUICK_DIMS = (10**4, 10**5)
+DEFAULT_DROPOUTS = (0.0, 0.1)
+#: The phase before which a dropping client goes silent (notes/protocol_overhead.md).
+DROP_PHASE = {"plain": "send_update", "secagg": "unmask", "secagg+": "unmask", "ckks": "decrypt"}
+#: The client phase that sends the protected input.
+INPUT_PHASE = {
+    "plain": "send_update",
+    "secagg": "masked_input",
+    "secagg+": "masked_input",
+    "ckks": "encrypt",
+}
+SECAGG_TARGET = 3.0  # client_seconds <= 3 x limit_seconds
+CKKS_BYTES_TARGET = 12.0  # client_bytes_up <= 12 x plain_bytes
+EXPERIMENT_ID = "benchmark-protocol-overhead"
+N_DISTINCT_INPUTS = 4  # clients cycle through a few input vectors (memory: not n x d floats)
+
+
+@dataclass(frozen=True)
+class Cell:
+    protocol: str
+    clients: int
+    dim: int
+    dropout: float
+    drop_phase: str = ""  # "" = DROP_PHASE[protocol]
+
+    @property
+    def phase(self) -> str:
+        return self.drop_phase or DROP_PHASE[self.protocol]
+
+    @property
+    def dropped_in_sum(self) -> bool:
+        """Whether dropping clients sent their input first (drop after the input phase)."""
+        methods = [ph.method for ph in make_protocol(self.protocol).round_phases]
+        return methods.index(self.phase) > methods.index(INPUT_PHASE[self.protocol])
+
+    @property
+    def n_dropped(self) -> int:
+        return math.ceil(self.dropout * self.clients - 1e-9) if self.dropout > 0 else 0
+
+    def client_ids(self) -> list[str]:
+        return [f"c{i:04d}" for i in range(self.clients)]
+
+    def dropped(self) -> dict[str, str]:
+        """Every (n / n_dropped)-th client drops before the protocol's post-input phase."""
+        ids = self.client_ids()
+        if not self.n_dropped:
+            return {}
+        step = self.clients / self.n_dropped
+        picked = sorted({int(i * step) for i in range(self.n_dropped)})
+        return {ids[i]: self.phase for i in picked}
+
+
+def make_protocol(name: str) -> AggregationProtocol:
+    return make_transport(name, EXPERIMENT_ID)
+
+
+def mask_degree(name: str, n: int) -> int:
+    """Mask neighbours per client: n - 1 for secagg, min(k, n - 1) for secagg+."""
+    protocol = make_protocol(name)
+    assert isinstance(protocol, SecAggregation)
+    k = protocol.config_for(n).k
+    return n - 1 if k is None or k >= n - 1 else int(k)
+
+
+def ckks_chunks(d: int) -> int:
+    return math.ceil((d + 1) / CKKS_SLOTS) if CKKS_SLOTS else math.ceil((d + 1) / 2048)
+
+
+def sort_key(row: dict) -> tuple:
+    return (PROTOCOLS.index(row["protocol"]), row["clients"], row["dim"], row["dropout"])
