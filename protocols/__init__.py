@@ -1,6 +1,7 @@
 """Privacy and crypto protocol layer. Graph-agnostic: works on flat arrays.
 
-Must stay importable without torch_geometric (see DESIGN.md).
+The lowest layer (``protocols`` <- ``securefgl`` <- ``attacks``): it imports neither of
+them nor any graph library, so it stays importable without torch_geometric.
 """
 
 from protocols.base import (

@@ -1,62 +1,19 @@
 """Homomorphic aggregation with CKKS (Cheon, Kim, Kim, Song, ASIACRYPT 2017) via TenSEAL.
 
 Clients encrypt ``w_i * x_i || w_i`` under one shared CKKS secret key, the server adds the
-ciphertexts without being able to read them, and the clients decrypt the sum and divide by
-the decrypted total weight. TenSEAL (Benaissa et al. 2021, on Microsoft SEAL) does the HE.
+ciphertexts, and the clients decrypt the sum and divide by the decrypted total weight.
+A key authority (``Role.AUTHORITY``, never the server) makes the context, sends the server
+the parameters only (no secret, public, relinearisation or Galois key: a sum needs none)
+and each client the secret context sealed with ChaCha20-Poly1305 under an X25519 key agreed
+with it. Round phases: client ``encrypt`` -> server ``add_and_broadcast`` -> client
+``decrypt``. Parameters (:class:`CKKSParams`): N = 4096, moduli (60, 40) bits (128-bit
+security by the HE Standard), scale 2^36, symmetric-key encryption; 32 bytes per value.
 
-Key distribution (setup phases). A key authority (``Role.AUTHORITY``, never the server):
-
-1. ``send_key``: each client sends a fresh X25519 public key to the authority;
-2. ``distribute_keys``: the authority makes the CKKS context, sends the server the context
-   *without* any key (``serialize(save_secret_key=False, save_public_key=False, ...)``: the
-   parameters only, ~90 bytes; TenSEAL's ``make_context_public()`` refuses symmetric
-   contexts, and the server needs no public key anyway) and sends each client the
-   secret context sealed with ChaCha20-Poly1305 under ``agree(authority, client,
-   binding(experiment, authority, client))``. It then forgets the secret context;
-3. ``install_public_context`` (server) refuses a context for which ``is_private()`` holds;
-4. ``install_secret_context`` (client) opens its sealed context (``IntegrityError`` if it
-   was meant for someone else, another experiment, or was tampered with).
-
-Unlike FedGraph (which pickles a secret-key context into its wheel and loads it on the
-server), the server here never receives the secret key, a public key, relinearisation or
-Galois keys: adding ciphertexts needs none of them.
-
-Round phases: client ``encrypt`` -> server ``add_and_broadcast`` (sums what arrived and
-sends the sum to those senders; the meta lists them) -> client ``decrypt``. Clients that
-drop before ``encrypt`` are not in the sum; the result names the participants.
-
-Parameters (:class:`CKKSParams`, defaults): ``N = 4096`` (2048 slots), coefficient moduli
-``(60, 40)`` bits, scale ``2^36``, symmetric-key encryption.
-
-* Security: 100 bits of total modulus <= 109, the HE Standard's (Albrecht et al. 2018)
-  bound for 128-bit classical security at N = 4096; SEAL checks it (``sec_level=tc128``) and
-  :class:`CKKSParams` rejects anything above ``MAX_COEFF_BITS_128``.
-* Size: a sum needs multiplicative depth 0, so ciphertexts live at a single data level (the
-  60-bit prime; the 40-bit prime is the key-switching "special" prime TenSEAL insists on,
-  never present in a ciphertext). A ciphertext is ``2 * N * 8`` bytes for ``N / 2`` values:
-  32 bytes per value = 8x float32 (SEAL's zstd compression gains nothing on 60-bit
-  residues). Measured: 8.2x at d = 10^4 (5 chunks, 2.4 % padding), against 20-31x for
-  FedGraph's 4-prime context. N = 8192 costs the same per value but pads to 4096 slots.
-* Precision (measured max abs error, values in [-1, 1]): one fresh symmetric encryption at
-  scale ``2^36`` errs by ~7e-9, a sum of 20 by ~5e-8 (~6.5e-8 after rounding to
-  ``2^-24``); the weighted mean's error is that divided by ``sum w``. The 60-bit prime leaves
-  ``2^(60-1-36) ~ 8e6`` of headroom for ``|sum_i w_i x_i|``; each client refuses values
-  above ``2^(60-2-36) / n_clients`` so the sum cannot wrap around.
-* Symmetric encryption: every encryptor holds the secret key anyway; SEAL's symmetric mode
-  is ~2x faster and ~10x less noisy than public-key encryption, and the server then needs
-  (and gets) no public key, so it cannot even make fresh encryptions.
-
-Threat model. Protects each client's update from an honest-but-curious server (and from
-eavesdroppers on the client-server link): the server sees ciphertexts, sizes, the
-participant list and timing. It does NOT protect against a server colluding with the key
-authority or with any client (all clients share one secret key, so one client plus the
-server's ciphertexts reveals every update), against a malicious server (it can drop,
-replay, reorder or alter ciphertexts, e.g. send a client someone else's ciphertext to
-decrypt; nothing is authenticated), or the aggregate from the clients (they all learn it,
-and with two participants each learns the other's update). Client-authority messages
-assume an authenticated channel (the X25519 keys are not signed). CKKS decryption leaks
-noise (Li & Micciancio 2021, IND-CPA^D); TenSEAL has no noise flooding, so decrypted sums
-are rounded to multiples of ``2^-round_bits`` before use, a heuristic mitigation only.
+Threat model: protects each update from an honest-but-curious server. Not protected: a
+server colluding with the key authority or with any client (clients share one key), a
+malicious server, the aggregate from the clients, IND-CPA^D noise leakage (Li & Micciancio
+2021; decrypted sums are rounded, a heuristic mitigation). Parameter choices, precision
+and the full threat model: ``docs/protocols.md``.
 """
 
 from __future__ import annotations
@@ -110,7 +67,7 @@ class CiphertextError(WireFormatError):
 
 @dataclass(frozen=True)
 class CKKSParams:
-    """CKKS parameters; the defaults are justified in the module docstring.
+    """CKKS parameters; the defaults are justified in ``docs/protocols.md``.
 
     ``coeff_mod_bit_sizes``: data primes first, then the special (key-switching) prime.
     ``round_bits``: decrypted sums are rounded to multiples of ``2^-round_bits``

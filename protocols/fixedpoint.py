@@ -1,18 +1,13 @@
 """Fixed-point encoding of real vectors into Z_2^w (w = 64 or 32) for masked sums, with a
 headroom check.
 
-``encode(x) = round(x * 2^frac_bits) mod 2^w`` (two's complement) as uint64 or uint32 words;
-numpy's unsigned arithmetic wraps modulo 2^w, so masked sums need no explicit reduction.
-``decode`` reads a sum back as a signed integer and divides by ``2^frac_bits``.
-Round-to-nearest adds at most ``2^-(frac_bits+1)`` of error per summand and coordinate.
-32-bit words halve the masks, bytes and additions of a sum, at ``2^31`` of total range.
-
-The sum of ``max_summands`` encodings is exact (no wrap-around) when every encoded entry is
-bounded by ``bound``: the codec refuses at construction a ``bound`` with
-``max_summands * round(bound * 2^frac_bits) > 2^(w-1) - 1`` and refuses on encode any entry
-with ``|x| > bound``. Without a declared bound it uses the largest one the headroom allows.
+``encode(x) = round(x * 2^frac_bits) mod 2^w`` (two's complement); numpy's unsigned
+arithmetic wraps modulo 2^w, so masked sums need no explicit reduction, and ``decode`` reads
+a sum as a signed integer. Each summand adds at most ``2^-(frac_bits+1)`` of error per
+coordinate. The codec refuses a ``bound`` whose ``max_summands`` encodings could wrap and, on
+encode, any ``|x| > bound`` (without a declared bound: the largest the headroom allows).
 This protects correctness for honest clients only: the masked sum hides inputs, so the
-server cannot check a malicious client's range (Flower merely warns on overflow).
+server cannot check a malicious client's range.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Cryptographic PRG for secure-aggregation masks: the ChaCha20 keystream as uint words.
 
-A mask of ``n`` words (uint64, or uint32 for masks in Z_2^32) is the first ``n`` words of the
-ChaCha20 keystream under a 32-byte seed (key) and an all-zero nonce, read little-endian;
-``offset`` reads words ``[offset, offset + n)`` of that stream (the block counter seeks to
-it, so a long stream can be consumed in disjoint segments by different calls without
-generating what lies before). This is the PRG of Bonawitz et al. 2017 (SecAgg) and Bell et
-al. 2020 (SecAgg+): its output is indistinguishable from uniform words to anyone without
-the 256-bit seed. Flower's
-SecAgg+ instead seeds ``numpy.random.RandomState`` with a 32-bit fold of the seed (32 bits
-of mask entropy, not a CSPRNG); we do not.
-
-The zero nonce is safe because every seed is single-use: seeds are fresh random values
-(self masks) or HKDF outputs bound to (experiment, round, purpose, pair), so no (key, nonce)
-pair ever encrypts two different streams. The 32-bit block counter limits one mask to
-2^38 bytes (over 3·10^10 uint64 words). A stream is read with one word width throughout.
+A mask of ``n`` words (uint64, or uint32 for masks in Z_2^32) is the ChaCha20 keystream
+under a 32-byte seed and an all-zero nonce, read little-endian; ``offset`` seeks to word
+``offset``, so disjoint segments of one stream can serve different calls. This is the PRG
+of Bonawitz et al. 2017 and Bell et al. 2020 (Flower's SecAgg+ seeds numpy with a 32-bit
+fold of the seed instead; we do not). The zero nonce is safe because every seed is
+single-use (fresh, or HKDF-bound to experiment, round, purpose and pair). The block counter
+limits one mask to 2^38 bytes; a stream is read with one word width throughout.
 """
 
 from __future__ import annotations

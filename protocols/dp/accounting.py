@@ -1,23 +1,14 @@
 """Privacy accounting: Opacus' RDP / PRV accountants, and pure-DP composition for LDP.
 
-One interface (:class:`Accountant`, after Opacus' ``IAccountant``: ``kind``, ``delta``,
-``epsilon(delta)``, ``len``, ``state_dict``, ``report``) and two ledgers behind it, for two
-kinds of mechanism:
-
-* :class:`PrivacyAccountant` — (ε, δ) of a sequence of (Poisson-subsampled) **Gaussian**
-  mechanisms, computed by Opacus' accountants (``"rdp"``: Mironov 2017 / Mironov, Talwar,
-  Zhang 2019; ``"prv"``: Gopi, Lee, Wutschitz 2021, ~10% tighter). Used for DP-FedAvg rounds
-  (sample rate = client sampling rate), DP-SGD steps and Gaussian LDP (sample rate 1: every
-  user releases every round, no amplification). ε always comes from the accountant over the
-  whole history, never from adding per-round ε (the FedGraph anti-pattern).
-* :class:`PureDPAccountant` — sequential composition of **pure ε-DP** releases (Laplace LDP,
-  EdgeRand, LapGraph). ``epsilon()`` is *basic* composition Σ ε_i (pure ε-DP, δ = 0);
-  ``epsilon_advanced(δ')`` is the heterogeneous advanced-composition bound of Kairouz, Oh,
-  Viswanath (ICML'15, Thm. 3.5), an (ε, δ')-DP guarantee, never larger than the basic sum.
-  A release without a guarantee (FeSoG's heuristic noise) is recorded as ``None`` and makes
-  every reported ε ``None``.
-
-Opacus is imported lazily so that ``import protocols.dp`` stays cheap.
+One interface, :class:`Accountant` (after Opacus' ``IAccountant``: ``kind``, ``delta``,
+``epsilon(delta)``, ``len``, ``state_dict``, ``report``), and two ledgers:
+:class:`PrivacyAccountant`, (ε, δ) of (Poisson-subsampled) Gaussian mechanisms by Opacus
+(``"rdp"``: Mironov 2017; ``"prv"``: Gopi, Lee, Wutschitz 2021) for DP-FedAvg rounds,
+DP-SGD steps and Gaussian LDP; :class:`PureDPAccountant`, pure ε-DP releases (Laplace LDP,
+EdgeRand, LapGraph) by basic composition or the advanced-composition bound of Kairouz, Oh,
+Viswanath (ICML 2015, Thm. 3.5). A release without a guarantee makes ε ``None``. ε always
+comes from the accountant over the whole history, never from adding per-round ε. Opacus is
+imported lazily so that ``import protocols.dp`` stays cheap.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """``DPAggregation``: a DP mechanism layered over any aggregation protocol.
 
-The runtime turns a stack such as ``["clip_noise", "secagg"]`` into
-``DPAggregation(SecAggregation(...), ClipNoiseMechanism(mode="distributed", ...))``. The
-wrapper keeps the inner protocol's phases, messages and threat model untouched and only
-wraps its parties:
-
-* each client party transforms its update in ``begin_round`` (clip, add a noise share, or
-  LDP-perturb it) before handing it to the inner client — so nothing un-noised ever enters
-  the inner protocol in distributed / local modes;
-* the output holder's ``result()`` is passed once per round through the mechanism's
-  ``server_apply`` (central noise, fixed denominator) and cached, so repeated calls return
-  the same noised aggregate.
-
-Any phase method (``send_update``, ``collect``, ...) is delegated to the inner party.
+A stack such as ``["clip_noise", "secagg"]`` becomes ``DPAggregation(SecAggregation(...),
+ClipNoiseMechanism(mode="distributed", ...))``. The inner protocol's phases, messages and
+threat model are untouched: each client transforms its update in ``begin_round`` (clip,
+noise share or LDP) before the inner client sees it, and the output holder's ``result()``
+passes once per round through the mechanism's ``server_apply`` (central noise, fixed
+denominator) and is cached. Other phase methods are delegated to the inner party.
 """
 
 from __future__ import annotations

@@ -1,50 +1,17 @@
 """DP-FedAvg: per-client L2 clipping + Gaussian noise on the sum of updates.
 
-McMahan, Ramage, Talwar, Zhang, "Learning Differentially Private Recurrent Language Models",
-ICLR'18 (DP-FedAvg); Andrew, Thakkar, McMahan, Ramaswamy, "Differentially Private Learning
-with Adaptive Clipping", NeurIPS'21 (the clip-then-noise-the-sum form used in TFF's
-``DifferentiallyPrivateFactory``). Distributed noise under secure aggregation follows
-Kairouz, Liu, Steinke, "The Distributed Discrete Gaussian Mechanism", ICML'21 (continuous
-Gaussian shares here, not discrete).
+McMahan, Ramage, Talwar, Zhang, ICLR 2018 (DP-FedAvg); the clip-then-noise-the-sum form of
+Andrew et al., NeurIPS 2021; distributed noise under secure aggregation after Kairouz, Liu,
+Steinke, ICML 2021 (continuous Gaussian shares here, not discrete).
 
-What is protected, from whom
-----------------------------
-User-level (client-level) DP: the released aggregate — and everything trained from it — is
-(ε, δ)-DP with respect to one client's whole update. Each update is clipped to L2 norm C, so
-the weighted sum ``Σ_i w_i clip(x_i)`` has L2 sensitivity ``S = w_max·C`` under adding or
-removing one client (``2S`` under replacing one).
-
-* ``mode="central"``: the server adds ``N(0, σ²S²)`` to the sum. Protects clients from
-  whoever sees the server's output (other clients, the released model), **not** from the
-  server, which sees the un-noised sum (with ``secagg``) or every clipped update (``plain``).
-  Needs a protocol whose output holder is the server (``plain``, ``secagg``); with an
-  output delivered to clients (``ckks``) no one could add the noise and it is rejected.
-* ``mode="distributed"``: each client adds ``N(0, σ²S²/n)`` with ``n = expected_clients``,
-  so the sum of ``n`` shares carries ``N(0, σ²S²)``. Combined with ``secagg`` (or ``ckks``)
-  the server sees only the noised sum, so the guarantee also holds against the server.
-  Assumes **honest clients** (each adds its share). If only ``m < n`` clients survive a
-  round the sum carries ``σ²S²·m/n`` (weaker privacy); a coalition of ``t`` colluding
-  clients (or a server colluding with them) can subtract its own shares, leaving
-  ``σ²S²·(m−t)/n``. :meth:`ClipNoiseMechanism.effective_noise_multiplier` and
-  :meth:`ClipNoiseMechanism.account` take both into account. With ``plain`` transport
-  each individual update carries only ``σ²S²/n`` noise, which is weak LDP, not DP-FedAvg.
-
-Weights and the denominator
----------------------------
-FedAvg weights clients by their example counts; a data-dependent weight changes the
-sensitivity, so under DP every client has weight 1 (``weighting="uniform"``, S = C) or a
-fixed, public weight capped at ``max_weight`` (``weighting="fixed"``, S = w_max·C; weights
-above the cap are lowered to it). The noised sum is divided by a fixed public denominator
-(``denominator="expected"``, McMahan et al.'s fixed-denominator estimator: the expected
-total weight) so that the output depends on the data only through the noised sum and the
-add/remove-one-client accounting holds. ``denominator="participants"`` divides by the
-realised total weight instead (what the inner protocol computes); then the number of
-participants is part of the output, only replace-one adjacency is meaningful, and
-:meth:`ClipNoiseMechanism.account` charges the doubled sensitivity 2S.
-
-Deviations: a fixed clip norm (no adaptive clipping); floating-point Gaussian noise from
-numpy's PCG64 (see :mod:`protocols.dp.rng`); continuous shares, whose fixed-point encoding
-in ``secagg`` rounds them (harmless for privacy at the precision used, not analysed here).
+Client-level (ε, δ) DP of the released aggregate; sensitivity ``S = w_max·C``.
+``mode="central"``: the server adds ``N(0, σ²S²)``, which protects from whoever sees its
+output, not from the server. ``mode="distributed"``: each of the ``n`` expected clients adds
+``N(0, σ²S²/n)``, so under ``secagg`` / ``ckks`` the server sees only the noised sum;
+assumes honest clients, and dropouts or colluding clients weaken it (both accounted). Under
+DP client weights are uniform or fixed and capped, and the sum is divided by a fixed public
+denominator (``denominator="participants"`` is charged 2S). Deviations: a fixed clip norm;
+floating-point noise from numpy's PCG64. In full: ``docs/protocols.md``.
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
 """DP-SGD through Opacus, for models whose training examples are independent rows.
 
-Abadi et al., "Deep Learning with Differential Privacy", CCS'16; Opacus (Yousefpour et al.
-2021) ``PrivacyEngine``: per-example gradient clipping to ``max_grad_norm``, Gaussian noise
-of std ``noise_multiplier·max_grad_norm`` on the summed batch gradient, Poisson sampling,
-and an RDP/PRV accountant. This module is a thin wrapper that returns the engine (whose
-accountant gives ε) together with the wrapped model, optimizer and loader.
+Abadi et al., CCS 2016; Opacus' ``PrivacyEngine`` (Yousefpour et al. 2021): per-example
+clipping, Gaussian noise on the summed batch gradient, Poisson sampling and an RDP / PRV
+accountant. A thin wrapper returning the engine with the wrapped model, optimizer and loader.
 
-What it protects: example-level DP for the **rows of the data loader** — the trained
-weights (and every later release derived from them) are (ε, δ)-DP with respect to adding
-or removing one row, against anyone who sees the weights (server, other clients, model
-users). The trainer itself sees its data.
-
-Where it is NOT node-level DP for graphs (read before using it on a GNN)
------------------------------------------------------------------------
-* A message-passing GNN couples nodes: node v's features enter the loss of every node in its
-  L-hop neighbourhood, so clipping each node's loss gradient bounds one *term*, not one
-  node's total influence (up to Σ_{i≤L} D^i terms). Opacus applied to a GNN therefore gives
-  no node-level (nor edge-level) guarantee (Daigavane et al., arXiv 2111.15521); it also
-  fails mechanically on PyG convolutions (opacus issue #588).
-* What we support: an MLP / linear head on **precomputed features**, e.g. SGC-style
-  X_K = Â^K X. DP-SGD then makes the weights DP with respect to one **row of X_K** (plus its
-  label). That is not one node: Â^K X mixes each node's features into the rows of its K-hop
-  neighbours, and the rows depend on the edges. A node-level (or edge-level) claim needs the
-  propagation step itself to be private and bounded — degree-capped sampling with
-  sensitivity ≤ Σ_{i≤K} D^i occurrences (Daigavane et al.) or GAP-style noisy aggregation
-  of unit-norm rows (Sajadmanesh et al., USENIX Sec'23) — composed with the DP-SGD ε.
-  We claim only the row-level guarantee; results must be labelled that way.
-* Full-batch training (sample rate 1) gets no amplification and burns ε fast.
-
-Noise is Opacus' (``torch.normal``); ``seed`` seeds the noise generator for reproducible
-tests, while Poisson sampling draws from torch's global RNG (``torch.manual_seed``).
-``secure_mode`` (torchcsprng) is not available in this environment.
+Protects the **rows of the data loader**: the weights are (ε, δ)-DP with respect to one row,
+against anyone who sees them. NOT node-level (nor edge-level) DP for a message-passing GNN,
+whose nodes enter each other's losses (Daigavane et al., arXiv 2111.15521). Supported: an
+MLP on precomputed features such as ``Â^K X``, DP per row of that matrix plus its label,
+which is still not one node; results must be labelled that way. ``seed`` seeds the noise;
+Poisson sampling uses torch's global RNG; ``secure_mode`` is not available here. In full:
+``docs/protocols.md``.
 """
 
 from __future__ import annotations

@@ -1,39 +1,18 @@
 """Edge-level DP for adjacency blocks: EdgeRand and LapGraph (LinkTeller, Wu et al. S&P'22).
 
-Wu, Long, Zhang, Li, "LinkTeller: Recovering Private Edges from Graph Neural Networks via
-Influence Analysis", IEEE S&P 2022 (arXiv 2108.06504); definitions follow the official code
-``AI-secure/LinkTeller`` (``worker.py``: ``perturb_adj_discrete`` = EdgeRand,
-``perturb_adj_continuous`` = LapGraph).
+Wu, Long, Zhang, Li, IEEE S&P 2022 (arXiv 2108.06504); definitions follow the official code
+(``perturb_adj_discrete`` = EdgeRand, ``perturb_adj_continuous`` = LapGraph). EdgeRand is
+randomised response on every pair (flip probability 1/(1 + e^ε)); ``preserve_sparsity``
+(our addition, after Hidano & Murakami 2022) spends part of ε on a Laplace estimate of |E|
+and subsamples the output to about |E| edges. LapGraph adds Laplace noise to every pair and
+keeps the top ``T = round(|E| + Lap(1/ε₁))`` (deviation: rounded, not truncated). Neither
+densifies the n×n matrix (exact sampling in pair-index space).
 
-Threat model: **edge-level** DP. Two adjacency blocks are neighbours if they differ in one
-entry — one undirected edge {u, v} (``symmetric=True``: a node set's own graph, the upper
-triangle is perturbed and mirrored) or one directed entry (``symmetric=False``: a
-rectangular cross-client block A[V_i, V_j]). The released block is ε-DP against everyone
-who receives it (server, other clients, whoever sees a model trained on it). It does not
-protect nodes (all edges of a node change together: group privacy gives deg·ε), node
-features or labels. A cross-client edge that appears in both A[V_i, V_j] and A[V_j, V_i]
-is charged twice if both blocks are perturbed independently — release one and transpose it.
-Inputs are binarised (any stored non-zero is an edge); self-loops of symmetric blocks are
-dropped.
-
-EdgeRand (LinkTeller Alg. "EdgeRand", randomised response)
-    s = 2/(e^ε + 1); every pair is kept w.p. 1 − s and re-drawn as Bernoulli(1/2) w.p. s,
-    i.e. flipped w.p. s/2 = 1/(1 + e^ε) — P[1|1]/P[1|0] = e^ε, so ε-edge DP. The output has
-    ≈ (n_pairs − |E|)/(1 + e^ε) false edges: dense for small ε.
-    ``preserve_sparsity=True`` (our addition, in the spirit of Hidano & Murakami's
-    degree-preserving randomised response, 2022; not in LinkTeller): spend ε₁ =
-    ``count_fraction``·ε on a Laplace estimate m̂ of |E|, run randomised response with
-    ε₂ = ε − ε₁, then keep every output edge independently w.p. q = m̂ / E[#edges after RR]
-    (post-processing). E[#edges out] ≈ |E|; total ε = ε₁ + ε₂ (sequential composition).
-LapGraph (LinkTeller's new mechanism)
-    ε₁ = ``count_fraction``·ε (0.01 in the paper's code) buys T = round(|E| + Lap(1/ε₁));
-    Laplace(1/ε₂) noise (ε₂ = ε − ε₁, sensitivity 1 per entry) is added to every pair and
-    the T largest noisy entries become the edges. Deviation: T is rounded, not truncated.
-
-Neither mechanism densifies the n×n matrix: non-edges are handled in "pair-index" space
-with geometric skip sampling (exactly i.i.d. Bernoulli per pair) and, for LapGraph, by
-sampling only the non-edges whose noise lands above a threshold (exact: the top-T set is
-determined by the entries above it; the threshold is lowered until ≥ T entries are found).
+Threat model: edge-level DP. Neighbouring blocks differ in one undirected edge
+(``symmetric=True``) or one directed entry (``symmetric=False``: a cross-client block); the
+released block is ε-DP against everyone who receives it. Not protected: nodes (deg·ε),
+features, labels. A cross edge perturbed in both directions is charged twice: perturb one
+block and transpose it. In full: ``docs/protocols.md``.
 """
 
 from __future__ import annotations

@@ -1,35 +1,17 @@
 """Local DP for per-user updates: clip each coordinate, add independent noise per coordinate.
 
-Used by FGL recommenders where every user uploads gradients of its own embedding / item rows:
-FedGNN (Wu et al., arXiv 2102.04925: g̃ = clip(g, δ) + Laplace(0, λ), ε = 2δ/λ) and FeSoG
-(Liu et al., ACM TIST'22: Laplace noise of scale λ·|mean(g)|).
+For FGL recommenders in which every user uploads gradients of its own rows: FedGNN (Wu et
+al., arXiv 2102.04925: ``clip(g, δ) + Laplace(0, λ)``, ε = 2δ/λ per coordinate) and FeSoG
+(Liu et al., ACM TIST 2022: Laplace noise of scale λ·|mean(g)|).
 
-Threat model: local DP. The protection holds against **everyone** who sees the perturbed
-update — the server, other clients, eavesdroppers — because the user perturbs it before it
-leaves the device; nothing is assumed about the transport. The unit of privacy is the user's
-entire update in one round (any two possible updates are neighbours).
-
-Sensitivities (any two inputs of the clipped domain, as LDP requires)
---------------------------------------------------------------------
-* Laplace, ``clip`` = δ with L∞ clipping: each coordinate lies in [−δ, δ], so one
-  coordinate moves by at most 2δ and the whole d-vector by at most 2δ·d in L1.
-  Per-coordinate noise Laplace(b) therefore gives ε_coord = 2δ/b for one coordinate and
-  ε_vector = 2δ·d/b for the update. :class:`LaplaceLDP` takes ``per="vector"`` (the
-  default: ε is the user's per-round budget, b = 2δd/ε) or ``per="coordinate"`` (ε is per
-  coordinate, b = 2δ/ε, and the update costs d·ε). FedGNN's ε = 2δ/λ is a **per-coordinate**
-  figure: its per-update cost is d·2δ/λ (:meth:`LaplaceLDP.fedgnn`).
-* Gaussian, ``clip_norm`` = C with L2 clipping: L2 diameter 2C; noise N(0, (z·2C)²) per
-  coordinate is a Gaussian mechanism with noise multiplier z, whose (ε, δ) over rounds comes
-  from :class:`protocols.dp.accounting.PrivacyAccountant` with sample rate 1.
-* FeSoG's rule (:class:`HeuristicLDP`): the noise scale depends on the data (λ·|mean(g)|)
-  and can be ~0, so it has **no** DP guarantee; it reports ``epsilon = None``.
-
-Deviation from both reference codes: they draw **one** scalar per tensor
-(``np.random.laplace(0, scale)`` without ``size``) and add it to every entry; here every
-coordinate gets its own independent draw, which the DP analysis needs.
-
-All mechanisms implement the :class:`protocols.dp.aggregation.UpdateMechanism` interface,
-so ``DPAggregation(inner, LaplaceLDP(...))`` perturbs each update before any transport.
+Threat model: local DP, against everyone who sees the perturbed update (the user perturbs it
+before it leaves the device); the unit is the user's whole update in one round.
+:class:`LaplaceLDP` (L∞ clip δ; ε per update with ``per="vector"``, per coordinate with
+``per="coordinate"``), :class:`GaussianLDP` (L2 clip, accounted by Opacus at sample rate 1)
+and FeSoG's :class:`HeuristicLDP` (data-dependent scale: **no** guarantee, ε = None).
+Deviation from both reference codes: an independent draw per coordinate, not one scalar per
+tensor. Each is a :class:`protocols.dp.aggregation.UpdateMechanism`. In full:
+``docs/protocols.md``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """Secure sums addressed to one receiver (FedStruct, Aliakbari et al. 2025, App. D,
 Algorithm 3: ``sum_k B_ijk``).
 
-Receiver r learns ``sum_{k in S} B_k`` over its public sender set S and, depending on the
-mode, nothing else; the server relays everything (clients have no direct links). Modes:
-
-* ``plain`` (:class:`PlainSum`): the paper's scheme, blocks in the clear; the receiver and
-  the server see every block.
-* ``masked`` (:class:`MaskedSum`): pairwise masks (Bonawitz et al. 2017) among the senders
-  plus a mask shared with the receiver; the receiver learns only the sum, the server nothing.
-* ``ckks`` (:class:`CKKSSum`): encrypted under the receiver's CKKS public key, added by the
-  server; the receiver learns only the sum, the server nothing (unless it colludes with the
-  receiver).
-
-Sparse blocks: ``plain`` ships COO; ``masked``/``ckks`` encode every entry (dense, default)
-or the entries of a public :class:`Support` given per job. Usage::
+Receiver r learns ``sum_{k in S} B_k`` over its public sender set S; the server relays
+everything. Modes (:data:`protocols.registry.SECURE_SUMS`): ``plain`` (:class:`PlainSum`,
+the paper's scheme: the receiver and the server see every block), ``masked``
+(:class:`MaskedSum`: pairwise + receiver masks; the receiver learns only the sum, the server
+nothing) and ``ckks`` (:class:`CKKSSum`: under the receiver's key; nothing to the server
+unless it colludes with the receiver). ``masked`` / ``ckks`` encode every entry of a block
+or those of a public :class:`Support`. Threat models: ``docs/protocols.md``. Usage::
 
     protocol = MaskedSum("exp-1")
     parties = protocol.create_parties("server", ["c0", "c1", "c2"])
@@ -22,11 +16,8 @@ or the entries of a public :class:`Support` given per job. Usage::
     out = run_secure_sums(protocol, parties, jobs, channel.transmit, round_idx=hop)
     out["c0"].total  # == B_01 + B_02
 
-Modules: :mod:`~protocols.secure_sum.blocks` (block types and checks),
-:mod:`~protocols.secure_sum.support` (public supports), :mod:`~protocols.secure_sum.jobs`
-(requests, results, errors), :mod:`~protocols.secure_sum.parties` (client, server, phases),
-:mod:`~protocols.secure_sum.driver` (in-process set-up and runs); one module per mode. The
-mode names are in :data:`protocols.registry.SECURE_SUMS`.
+Modules: ``blocks``, ``support``, ``jobs``, ``parties`` (client, server, phases), ``driver``
+(in-process runs), and one module per mode.
 """
 
 from protocols.secure_sum.blocks import Block

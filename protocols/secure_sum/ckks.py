@@ -1,40 +1,18 @@
 """``ckks``: senders encrypt under the RECEIVER's CKKS public key; the server adds.
 
-FedStruct App. D suggests the sum "could be performed on a secure server using homomorphic
-encryption"; this is that, with one key pair per receiver (Cheon et al. 2017, via TenSEAL).
+FedStruct (Aliakbari et al. 2025) App. D suggests the sum "could be performed on a secure
+server using homomorphic encryption"; this is that, with one key pair per receiver (Cheon et
+al. 2017, via TenSEAL). Setup: every client publishes, through the server, a public-key
+context without secret, relinearisation or Galois keys. Round: each sender encrypts its
+block at the job's positions under r's context; the server adds the ciphertexts (depth 0)
+and sends r ONE aggregate; r decrypts and rounds to ``2^-round_bits``. Parameters
+(:data:`DEFAULT_PARAMS`): N = 4096, moduli (60, 40) bits, scale 2^40, rounding to 2^-24.
 
-Setup: every client makes a public-key (asymmetric) CKKS context and keeps its secret key;
-it publishes the context with the public key only (no secret, relinearisation or Galois
-keys, ~114 kB at N = 4096) to the server, which checks ``is_private()`` is false and
-forwards it to every other client (its potential senders). Senders and the server never
-hold a secret key of anyone (asserted at every use).
-
-Round: sender k encrypts its block at the job's positions (every entry, or a public
-support) as ``ceil(d / slots)`` ciphertexts under r's public context; the server adds the
-ciphertexts of r's senders homomorphically (depth 0: no evaluation keys needed) and sends r
-ONE aggregate; r decrypts and rounds to multiples of ``2^-round_bits``.
-
-Parameters (:data:`DEFAULT_PARAMS`): N = 4096 (2048 slots), coefficient moduli (60, 40)
-bits = 100 <= 109, the HE Standard's 128-bit bound (checked by :class:`CKKSParams` and SEAL),
-scale 2^40, rounding to 2^-24. Public-key encryption is noisier than ckks.py's symmetric
-mode, hence the larger scale: measured max abs error of a sum of 20 blocks with values in
-[0, 1] ~2e-8 before rounding, <= ~5e-8 after (rounding adds <= 2^-25 ~ 3e-8). Headroom: the
-60-bit data prime holds |sum| < 2^19; each sender refuses |values| > 2^18 / n_clients
-(:class:`SumRangeError`). A ciphertext is 64 kB for 2048 values: 32 B/value (4x float64).
-
-Threat model (honest-but-curious; IND-CPA of CKKS under RLWE).
-* Server: sees ciphertexts, their count and sizes: nothing about values, not even the sum.
-* Senders: see only the receiver's public context.
-* Receiver: decrypts only the sum of its senders' ciphertexts: learns the sum (+ CKKS noise,
-  which is independent of the inputs up to encoding rounding) and nothing about individual
-  blocks or their supports inside the encoded positions.
-* Public: as in every mode (sender sets, shapes, support, sizes, timing).
-* NOT protected: server colluding with the receiver (the receiver's key decrypts every
-  individual ciphertext the server saw: weaker than ``masked`` here); an active server
-  (public contexts are not authenticated: it could substitute its own key; it can drop or
-  alter ciphertexts); IND-CPA^D (Li & Micciancio 2021): if the exact decryption of a sum
-  ever reaches a party holding ciphertexts, the key may leak; rounding is a heuristic
-  mitigation only (TenSEAL has no noise flooding). Dropouts abort the batch.
+Threat model (honest-but-curious; IND-CPA of CKKS): the server learns nothing about values,
+not even the sum; the receiver learns only the sum. Not protected: a server colluding with
+the receiver (weaker than ``masked`` there), an active server, IND-CPA^D if exact
+decryptions reach a party holding ciphertexts. Dropouts abort the batch. In full:
+``docs/protocols.md``.
 """
 
 from __future__ import annotations

@@ -1,62 +1,24 @@
 """``masked``: pairwise additive masks (Bonawitz et al., CCS 2017) addressed to one receiver.
 
-Setup: every client publishes one X25519 public key; the server forwards all of them to
-every client (any client may later be a co-sender or a receiver of any other).
-
-Round: sender k of receiver r's job with sender set S encodes its block at the job's
-positions in fixed point (``FixedPointCodec``, Z_2^w with w = 64 by default or 32,
-overflow-checked) and sends::
+Setup: every client publishes one X25519 public key; the server forwards them to every
+client. Round: sender k of receiver r's job (sender set S) encodes its block in fixed point
+in Z_2^w (w = 64 by default, or 32; overflow-checked) and sends::
 
     y_k = enc(B_k) + sum_{v in S, v != k} (+/-) PRG(s_kv) + PRG(s_kr)    (mod 2^w)
 
-+ for the smaller id (the sum runs over k's mask peers in S: all of S by default, see
-"Mask graph" below). PRG(s_kv) is job r's segment of ONE stream per pair and round, seeded
-HKDF(X25519(k, v), [experiment, round, "pair-stream", "", min(k,v), max(k,v)]) and cut into
-the jobs both k and v contribute to (sorted by receiver; their lengths are public), so each
-segment masks one job once; ``s_kr`` = HKDF(X25519(k, r), [experiment, round,
-"receiver-mask", r, k]); PRG = the ChaCha20 keystream (``protocols.crypto.prg``); each
-X25519 exchange runs once per peer and is cached. The server adds the y_k of a
-job and forwards that ONE vector; the pairwise masks cancel and r removes its own masks
-``sum_k PRG(s_kr)`` and decodes. The receiver masks are what keep the server from summing
-the relayed vectors itself (pairwise masks alone would hand it the sum).
+(+ for the smaller id; one ChaCha20 stream per pair and round, seeded by HKDF bound to the
+experiment, round and pair and cut into the jobs both senders share; ``s_kr`` bound to the
+receiver). The server adds a job's ``y_k`` and forwards ONE vector; the pairwise masks
+cancel and r removes its receiver masks, which are what hide the sum from the server.
 
-Positions: with no support every entry of the block is encoded (hides everything, costs
-``prod(shape)`` words per sender); with a public :class:`~protocols.secure_sum.support.Support`
-only its entries are (blocks must be zero outside it, else :class:`SupportViolationError`).
-
-Threat model (honest-but-curious parties, long-term X25519 keys from setup, every derived
-seed bound to (experiment, round, receiver or pair) and each keystream word used once:
-``round_idx`` may not repeat).
-* Server: sees only masked vectors, each uniform on Z_2^w and their sum still masked by the
-  receiver's masks: it learns nothing about any value, the sum included.
-* Receiver: learns ``sum_k B_k`` on the encoded positions (to 2^-frac_bits) and nothing
-  else about individual blocks, including which entries inside the support each one fills.
-  With one sender the sum is that sender's block (set ``min_senders=2`` to refuse).
-* Coalitions: any set of the server, the receiver and some senders learns nothing beyond
-  the sum of the honest senders' blocks (and nothing at all without the receiver). With a
-  ``collusion_threshold`` t (below) this holds for coalitions of at most t senders.
-* Public: sender sets, block shapes, the support, sizes, timing (see the package docstring).
-* Not protected: an active server (public keys are not authenticated: it could substitute
-  its own and unmask; it can also alter masked values undetected, giving a wrong sum),
-  senders lying about their blocks, what the sum itself reveals (not DP).
-* Mask graph: by default every pair of a job's senders shares a mask (the complete graph
-  of Bonawitz et al.): each sender generates ``|S| - 1`` mask streams per job, so a batch
-  costs ``O(|S|^2)`` keystream words per job entry. ``collusion_threshold=t`` instead masks
-  each sender with the ``2h`` nearest senders around the circle of the job's public sender
-  order, ``h = ceil((t + 1) / 2)`` (the circulant Harary graph ``C_m(1..h)``, which is
-  ``2h``-connected): removing any ``t <= 2h - 1`` corrupt senders leaves the honest ones
-  connected, and pairwise masks along a connected honest graph hide everything but the
-  honest sum (the argument of Bonawitz et al. 2017; Bell et al. 2020 use random sparse
-  graphs instead, for a probabilistic bound). A coalition of more than t senders with the
-  server and the receiver may learn partial sums of the honest blocks (over the components
-  left). Cost: ``2h + 1`` streams per sender and job, whatever ``|S|``.
-* Receiver masks only (``pair_masks=False``): no pairwise masks, one stream per sender and
-  job. The server alone still learns nothing, and the receiver with any senders still only
-  the honest sum (it sees only the relayed total); but a server colluding with the
-  receiver unmasks every block. This is the trust of the ``ckks`` sum (the receiver's
-  key, the server's ciphertexts) at a fraction of its cost.
-* Dropouts abort the batch (no Shamir recovery: the sums are a one-shot pre-training step
-  that must be complete).
+Threat model (honest-but-curious; ``round_idx`` may not repeat): the server learns nothing
+about any value, the sum included; the receiver learns only the sum on the encoded
+positions; any coalition learns at most the honest senders' sum. ``collusion_threshold=t``
+masks each sender with ``2*ceil((t+1)/2)`` others on a circulant graph (secure against at
+most t colluding senders); ``pair_masks=False`` keeps receiver masks only (broken by a
+server colluding with the receiver: the trust of ``ckks``). Not protected: an active server
+(unauthenticated keys), senders lying about their blocks, what the sum reveals. Dropouts
+abort the batch. In full: ``docs/protocols.md``.
 """
 
 from __future__ import annotations
@@ -302,7 +264,7 @@ class MaskedSum(SecureSum):
     ``FixedPointCodec.for_sum_bound``): about ``log2(n_clients)`` more fractional bits.
     ``collusion_threshold``: None (default) masks every pair of senders (any coalition);
     an int t >= 1 masks on a circulant graph that tolerates t colluding senders (module
-    docstring, "Mask graph"). ``pair_masks=False``: receiver masks only (module docstring:
+    docstring; ``docs/protocols.md``). ``pair_masks=False``: receiver masks only (module docstring:
     safe unless the server colludes with the receiver, the trust of ``ckks``).
     ``min_senders``, ``max_round_bytes``: as in :class:`SecureSum`.
     """

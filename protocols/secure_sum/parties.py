@@ -1,28 +1,17 @@
 """The parties of a secure sum: client (receiver and sender), server (relay), the protocol.
 
 Clients have no direct links: every message goes client -> server -> client through
-:func:`protocols.base.run_phases`, so the transcript records it. Round phases (identical for
-every mode)::
+:func:`protocols.base.run_phases`. Round phases, identical in every mode: receiver
+``announce`` (its public request) -> server ``route_requests`` -> sender ``contribute`` (its
+mode-encoded block) -> server ``deliver`` (the blocks, or ONE aggregate) -> receiver
+``finish``. Each party only gets its own inputs (:meth:`SecureSumClient.expect_sum`,
+:meth:`SecureSumClient.add_contribution`); the modes subclass the three classes.
 
-    client announce       receiver r -> server: its public SumRequest (senders, shape, support)
-    server route_requests server -> each sender k in S: r's request
-    client contribute     sender k -> server: its (mode-encoded) block for r, one per request
-    server deliver        server -> r: the individual blocks (plain) or ONE aggregate
-    client finish         r combines, adds its local term, keeps a SumResult
-
-Each party only gets its own inputs: a receiver calls :meth:`SecureSumClient.expect_sum`, a
-sender :meth:`SecureSumClient.add_contribution`. The modes (``plain``, ``masked``, ``ckks``)
-subclass the three classes and fill in the encoding; each mode's module states what its
-server and receiver learn.
-
-Public in every mode (to the server, the receiver and its senders): the receiver, the sender
-set, the block shape, the support (if any), message sizes and timing. A receiver that is also
-in S keeps its block as a *local term*: it never leaves the receiver.
-
-No dropout recovery (unlike SecAgg's Shamir recovery, Bonawitz et al. 2017): the sums are a
-one-shot pre-training computation where a missing term makes the result wrong rather than
-noisier, so a sender that drops aborts the batch with :class:`ProtocolError`; re-run with a
-fresh ``round_idx``.
+Public in every mode (server, receiver, its senders): the receiver, the sender set, the
+block shape, the support, message sizes and timing. A receiver's own block stays with it as
+a local term. No dropout recovery (unlike SecAgg): a missing term makes the result wrong,
+so a dropped sender aborts the batch with :class:`ProtocolError` (re-run with a fresh
+``round_idx``).
 """
 
 from __future__ import annotations
