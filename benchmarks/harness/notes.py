@@ -51,7 +51,7 @@ def _unwrap(lines: list[str]) -> str:
     return "\n\n".join(paragraphs)
 
 
-def section(name: str, key: str, **fields: Any) -> str:
+def section(name: str, key: str, /, **fields: Any) -> str:
     """Section ``key`` of ``notes/<name>.md``, with ``fields`` filled in when given."""
     text = sections(name)[key]
     return text.format(**fields) if fields else text
