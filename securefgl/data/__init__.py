@@ -1,6 +1,6 @@
 """Data layer: datasets, generated graphs, splits, partitions and client views.
 
-Flow (DESIGN.md): ``load_dataset`` / ``csbm`` -> ``random_split`` -> ``partition_graph``
+Flow: ``load_dataset`` / ``csbm`` -> ``random_split`` -> ``partition_graph``
 -> ``build_client_views`` (each client receives only what it may see).
 """
 

@@ -1,31 +1,18 @@
 """Named node-classification datasets, loaded offline-first through PyTorch Geometric.
 
-Root resolution (first that applies):
-
-1. the ``root`` argument,
-2. the environment variable ``SECUREFGL_DATA``,
-3. none: PyG downloads the raw files into the cache.
-
-A root follows PyG's *raw* layout, one folder per PyG class (see
-``/work/shared/datasets/README.md``)::
+Root, the first that applies: the ``root`` argument, ``$SECUREFGL_DATA``, else none (PyG
+downloads into the cache). A root follows PyG's raw layout, one folder per PyG class::
 
     <root>/Planetoid/Cora/raw/ind.cora.x ...
     <root>/Amazon/Photo/raw/amazon_electronics_photo.npz
-    <root>/Coauthor/CS/raw/ms_academic_cs.npz
     <root>/WikipediaNetwork/chameleon/geom_gcn/raw/out1_graph_edges.txt ...
 
-Nothing is ever written into the root: the raw files of the requested dataset are
-copied into the writable cache ``$SECUREFGL_CACHE`` (default
-``~/.cache/securefgl/datasets``) and PyG reads / writes ``processed/`` there. A cached
-raw file is re-copied when the root's copy differs in size or modification time, and
-the stale ``processed/`` folder is then removed. Copying and PyG's processing run under
-an exclusive per-dataset lock file in the cache, so processes sharing a cache (e.g.
-benchmark seeds run side by side) do not race on ``processed/``.
-
-Every loaded graph is normalised the same way: ``x`` float32, ``y`` int64, ``edge_index``
-symmetrised, coalesced and without self-loops (seed_fedstruct.md §8.18), PyG's preset
-masks dropped (splits come from :func:`securefgl.data.random_split`), plus ``data.name``
-and ``data.num_classes``.
+The root is never written to: the dataset's raw files are copied into ``$SECUREFGL_CACHE``
+(default ``~/.cache/securefgl/datasets``), re-copied when the root's copy changes (removing
+the stale ``processed/``), under a per-dataset lock so processes sharing a cache do not
+race. Every graph is normalised: ``x`` float32, ``y`` int64, ``edge_index`` symmetrised,
+coalesced and without self-loops, PyG's preset masks dropped (splits come from
+:func:`securefgl.data.random_split`), plus ``data.name`` and ``data.num_classes``.
 """
 
 from __future__ import annotations

@@ -1,33 +1,20 @@
-"""Partition a graph's nodes into K clients (seed_fedstruct.md §3.3, §9).
+"""Partition a graph's nodes into K clients, as FedStruct (Aliakbari et al. 2025, Sec. 6,
+App. F) and its official code.
 
-Methods:
+* ``random``: a seeded permutation cut into K near-equal parts (deviation: the official code
+  draws i.i.d. client ids, so its sizes are only approximately equal);
+* ``louvain``: python-louvain ``community.best_partition`` (``random_state=seed``), then the
+  balancing below;
+* ``kmeans``: k-means on the node features (our own seeded Lloyd with k-means++ init, in
+  numpy; the official code uses scikit-learn), then the same balancing.
 
-* ``random``: a seeded random permutation cut into K near-equal parts (sizes differ by
-  at most 1). Deviation: the FedStruct repo draws i.i.d. ``np.random.choice(K, n)``,
-  so its client sizes are only approximately equal.
-* ``louvain``: python-louvain ``community.best_partition`` (``random_state=seed``) on
-  the undirected graph, then the FedSage+ balancing rule below.
-* ``kmeans``: k-means on the node features (our own seeded Lloyd with k-means++ init,
-  one run, in numpy; the repo uses ``sklearn.cluster.k_means(X, K, n_init="auto")``),
-  then the same balancing with the K clusters as communities.
-
-Balancing (FedSage+, Zhang et al. 2021, as in the FedStruct repo), with
-``cap = ceil(n/K) + slack`` and default ``slack = ceil(0.05 * n / K)`` (the repo uses
-``floor(n/K) + 20``):
-
-1. cut every community larger than ``cap`` into consecutive pieces of ``cap`` nodes
-   (the last one smaller); if there are fewer than K pieces, halve the largest piece
-   until there are K, so every client is non-empty;
-2. sort the pieces by size, descending (ties: by first node), give the first K to
-   clients 0..K-1;
-3. put each further piece on the first client whose total stays <= cap;
-4. if none fits, cut the piece to fill the least-loaded clients up to cap.
-   Deviation: the repo gives the whole piece to the smallest client, which may exceed
-   its capacity; here every client ends with at most ``cap`` nodes.
-
-Pieces are contiguous in a BFS order of the community's induced subgraph (each
-connected component in turn, BFS from a pseudo-peripheral node), computed for all
-communities at once with two scipy BFS calls, so a cut community keeps compact chunks.
+Balancing (FedSage+, Zhang et al. 2021, as in the official code), ``cap = ceil(n/K) + slack``
+(default ``slack = ceil(0.05 * n / K)``; the code uses ``floor(n/K) + 20``): cut every
+community larger than ``cap`` into pieces contiguous in a BFS order (halving the largest
+until there are K), give the K largest pieces to the K clients, put each further piece on the
+first client it fits, and cut a piece that fits nowhere to fill the least-loaded clients.
+Deviation: the code gives such a piece whole to the smallest client; here no client exceeds
+``cap``.
 """
 
 from __future__ import annotations
@@ -323,7 +310,7 @@ def balance_communities(
     communities: np.ndarray, num_clients: int, cap: int, pairs: np.ndarray | None = None
 ) -> np.ndarray:
     """FedSage+ balancing of community labels into ``num_clients`` clients of size
-    ``<= cap`` (steps 1-4 of the module docstring). ``pairs``: undirected edges [2, m]
+    ``<= cap`` (the module docstring). ``pairs``: undirected edges [2, m]
     used for the BFS order inside communities (node order if None)."""
     comm = np.asarray(communities, dtype=np.int64)
     n, K = comm.size, int(num_clients)

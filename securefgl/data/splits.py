@@ -1,6 +1,6 @@
 """Uniform random train/val/test node splits.
 
-FedStruct (seed_fedstruct.md §3.2 and §9) splits the *global* node set uniformly at
+FedStruct (Sec. 6, and its official code) splits the *global* node set uniformly at
 random into 10% / 10% / 80%, not stratified, before partitioning into clients; the
 label-rate study uses x% / 10% / (90 - x)%. Sizes are ``round(frac * n)`` (half up),
 taken in the order train, val, test, each capped by what is left, so the three masks

@@ -1,27 +1,17 @@
-"""Client views: the threat model in code (DESIGN.md, "Client views enforce the threat
-model").
+"""Client views: the threat model in code.
 
-The simulator holds the global graph and builds one :class:`ClientGraph` per client.
-A client object holds ONLY:
+The simulator holds the global graph and builds one :class:`ClientGraph` per client, which
+holds ONLY its own nodes' features, labels and split masks; its internal edges (local
+indices, both directions); and, with ``cross_edges="known"`` (FedStruct, FedGCN), its own
+cross-client edges as ``(local endpoint, opaque global id of the external endpoint)`` plus
+the client owning that endpoint — never an external node's features or label. With
+``"hidden"`` (FedSage+, FedGLS, SpreadFGL) cross-client edges are removed.
 
-* its own nodes' features, labels and split masks;
-* its internal edges (both endpoints its own), in local indices, both directions;
-* in ``cross_edges="known"`` mode (FedStruct, FedGCN) its own cross-client edges:
-  ``(local own endpoint, opaque global id of the external endpoint)`` plus the client
-  owning that endpoint (FedStruct needs it to route messages); never the external
-  node's features or label. In ``"hidden"`` mode (FedSage+, FedGLS, SpreadFGL)
-  cross-client edges are removed.
-
-Opaque ids are a seeded random permutation of ``[0, n)`` drawn by the simulator
-(:func:`opaque_id_permutation`): ``node_ids[i] = perm[v]`` for the global node ``v``
-of local node ``i``, so ids do not reveal the dataset's node order. Local nodes are
-ordered by ascending opaque id, for the same reason. Documented leaks: the size of the
-id space ``n`` (public in FedStruct, seed_fedstruct.md §8.7) and, in known mode, the
-owner of each external neighbour.
-
-Every tensor of a ClientGraph owns its storage (a fresh compact copy), so no view or
-shared storage reaches the global tensors; :meth:`ClientGraph.__post_init__` copies any
-tensor that does not.
+Opaque ids are a seeded random permutation of ``[0, n)`` (:func:`opaque_id_permutation`) and
+local nodes are ordered by opaque id, so ids do not reveal the dataset's node order.
+Documented leaks: ``n`` (FedStruct's S and Ā columns need a global id space) and, in known
+mode, the owner of each external neighbour. Every tensor of a ClientGraph owns its storage
+(:meth:`ClientGraph.__post_init__` copies any that does not).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def pooled_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict
     """Accuracy and macro-F1 per split over the union of the clients' nodes.
 
     Pooling weights every node equally (FedStruct weights clients by node count, which
-    equals this only when weighted by *test*-node count; see seed_fedstruct.md §8.12).
+    equals this only when weighted by *test*-node count).
     """
     out: dict[str, float] = {}
     for split in ("val", "test"):

@@ -139,7 +139,7 @@ class PlainHopSum(HopSum):
 
     Threat model: none. Client ``i`` (and a relaying server) sees every individual
     ``B_ik``; a row of ``i`` with one neighbour ``u`` in ``k`` reveals row ``u`` of
-    ``[Â^[k]]^{ℓ-1}`` exactly (seed_fedstruct.md §7.3).
+    ``[Â^[k]]^{ℓ-1}`` exactly (a leak the paper does not discuss).
     """
 
     name: ClassVar[str] = "plain"

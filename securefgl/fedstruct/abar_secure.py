@@ -1,28 +1,18 @@
 """Secure hop sums for FedStruct's federated Ā: Algorithm 3 over hosted secure sums.
 
-At every hop ``ℓ = 2..L_s`` client ``i`` needs only ``Σ_{k≠i} B_ik`` (FedStruct, Aliakbari
-et al. 2025, App. D, Eq. 36), yet the paper's exchange (:class:`PlainHopSum`) hands it, and
-a relaying server, every ``B_ik`` (a row of ``i`` with one neighbour ``u`` in ``k`` shows
-row ``u`` of ``k``'s ``[Â^[k]]^{ℓ-1}``). :class:`SecureHopSum` replaces it by one batch of
-hosted secure sums per hop (:class:`~securefgl.federation.secure_sums.SecureSumDriver`):
-receiver ``i``'s job has its neighbouring clients as senders, shape ``(n, n)`` (rows:
-opaque ids); ``B_ii`` never leaves ``i``. Modes: ``masked`` (the server learns nothing,
-``i`` only the sum) and ``ckks`` (under ``i``'s key; broken by a server colluding with ``i``).
+At every hop client ``i`` needs only ``Σ_{k≠i} B_ik`` (FedStruct, Aliakbari et al. 2025,
+App. D, Eq. 36), yet the paper's exchange (:class:`PlainHopSum`) hands it, and a relaying
+server, every ``B_ik``. :class:`SecureHopSum` runs one batch of hosted secure sums per hop
+instead (:class:`~securefgl.federation.secure_sums.SecureSumDriver`): receiver ``i``'s
+senders are its neighbouring clients, shape ``(n, n)`` (rows: opaque ids); ``B_ii`` never
+leaves ``i``. ``masked``: the server learns nothing, ``i`` only the sum; ``ckks``: under
+``i``'s key, broken by a server colluding with ``i``.
 
-Public coordinates (``support``):
-
-* ``"rows"`` (default): ``R_i × [n]``, ``R_i`` = ``i``'s boundary nodes, published by ``i``
-  (the server and ``i``'s neighbouring clients learn them). Nothing about any sender's
-  support leaks; every sender encodes ``|R_i|·n`` values per hop, so pruning saves no bytes.
-* ``"union"``: each sender sends the server its pattern ``supp(B_ik)``; the server forms
-  ``U_i = ∪_k supp(B_ik)`` and sends it to ``i``, who sums on it (so its senders see
-  ``U_i``). The server learns every individual support (never a value); cost ``O(|U_i|)``.
-
-A receiver with one neighbouring client learns that client's block (the sum IS the block):
-it is logged and counted per hop (``hop_notes``); ``min_senders=2`` refuses such sums.
-Under a secure sum ``prune="receiver"`` is the meaningful pruning (``i`` prunes the sum).
-CKKS sums are rounded to ``2^-round_bits`` and entries at or below it are dropped, so Ā
-keeps its exact support to that precision.
+Public coordinates: ``support="rows"`` (``i``'s boundary nodes × all columns: the server and
+``i``'s senders learn the boundary nodes; pruning saves no bytes) or ``"union"`` (the union
+of the senders' supports: the server learns each sender's support, never a value). A
+receiver with one neighbouring client learns that client's block (counted per hop;
+``min_senders=2`` refuses it). In full: ``docs/algorithms/fedstruct.md``.
 """
 
 from __future__ import annotations
@@ -353,7 +343,7 @@ class MaskedHopSum(SecureHopSum):
     """:class:`SecureHopSum` over :class:`~protocols.secure_sum.MaskedSum` (fixed point
     ``2^-frac_bits``; exact up to that rounding). ``collusion_threshold``: None masks every
     pair of a receiver's senders; t masks on a circulant graph that tolerates t colluding
-    senders (``protocols.secure_sum.masked``, "Mask graph"), ``O(t)`` instead of ``O(K)``
+    senders (``protocols.secure_sum.masked``), ``O(t)`` instead of ``O(K)``
     mask streams per sender and receiver. ``pair_masks=False``: receiver masks only, one
     stream per sender and receiver; private unless the server colludes with the receiver
     (the trust of :class:`CKKSHopSum`).

@@ -1,57 +1,23 @@
 """FedStruct training (Aliakbari et al., ICLR 2025, Alg. 1 and Alg. 2) on securefgl's runtime.
 
-Pre-training (all through the Channel, counted as setup bytes):
+Pre-training, through the channel (set-up bytes): edge DP on Ā's inputs if configured
+(:mod:`~securefgl.fedstruct.edge_dp`); Ā^[i] for every client by Algorithm 3
+(``abar="federated"``, :mod:`~securefgl.fedstruct.abar_build`, plain or secure hop sums) or
+by the simulator (``abar="oracle"``: NOT private, what the official code does); the NSFs,
+through the server (``fedstruct/nsf``, ``fedstruct/nsf-all``; Hop2Vec's S travels with the
+model); the initial model θ = (θ_f ‖ θ_s), plus S for Hop2Vec.
 
-1. Ā^[i] for every client: Algorithm 3 (``adjacency.build_abar``, ``abar="federated"``;
-   per-hop sums ``abar_sum="plain"``, the paper's blocks in the clear, client to client
-   or relayed, or ``"masked"`` / ``"ckks"`` secure sums through the server,
-   ``adjacency_secure``), or — simulator shortcut, NOT private — from the pooled
-   structure of all views (``abar="oracle"``: ``adjacency.central_abar`` on every view's
-   edges, which is what the official code does on its server). Needs
-   ``cross_edges="known"``.
-2. NSFs (``nsf.py``): each client computes ``S_i`` and sends ``(opaque ids, S_i)`` to the
-   server (``fedstruct/nsf``), which assembles ``S`` in opaque-id order. Task-agnostic
-   NSFs go back to every client (``fedstruct/nsf-all``, Alg. 1 "share S_i with all
-   clients"); for Hop2Vec ``S`` becomes part of the model and travels in the initial
-   ``fedstruct/model`` broadcast (Alg. 2: every client initialises and shares its rows).
-3. The server initialises θ = (θ_f ‖ θ_s) and broadcasts the model (θ, plus S for H2V).
+Rounds: FedSGD, as the official code, reusing :class:`~securefgl.algorithms.fedavg.FedAvg`'s
+loop. Each client uploads ``-∇`` of its cross-entropy over its labelled nodes w.r.t. θ (and
+its replica of S for Hop2Vec, Prop. 2) with weight ``|Ṽ_i|`` (Eq. 5;
+``loss_weighting="nodes"``: n_i, the official code) through the configured stack; Adam
+(λ = λ_s) is applied to (θ ‖ S) by whoever holds the aggregate (the server, or every client
+under ``ckks``). Deviation: Alg. 2 applies the S-gradient one round late; like the official
+code we step θ and S together.
 
-Rounds (FedSGD, as the official code): every client computes the gradient of its mean
-cross-entropy over its labelled nodes w.r.t. θ and, with Hop2Vec, w.r.t. its replica of S
-(``n × d_s``, Prop. 2 by autograd). It uploads the FedSGD delta ``-∇`` with weight
-``|Ṽ_i|`` (``loss_weighting="labelled"``), so the protocol's weighted mean is
-``-(1/|Ṽ|) Σ_i ∇L_i`` with sum-CE ``L_i`` (Eq. 5); ``"nodes"`` weights by ``n_i`` (the
-official code). The vector goes through the configured stack exactly as in
-:mod:`securefgl.algorithms.fedavg` (this class reuses its round loop, sampling and
-broadcast), and Adam (:class:`GlobalOptimizer`, ``lr`` = λ = λ_s, ``weight_decay``) is
-applied to (θ ‖ S) by whoever holds the aggregate: the server (plain, secagg, secagg+),
-or every client (ckks, the server then never learns the model). **Deviation**: Alg. 2
-applies the S-gradient one round late; like the official code we step θ and S together.
-
-Evaluation: each client predicts its own nodes with the current (last-round) model.
-
-What crosses the channel, and who learns what (seed_fedstruct.md §1.5, §2.11, §7.3):
-
-* ``fedstruct/nsf`` (client → server): the client's opaque node ids and ``S_i``. The
-  server learns which ids each client owns, ``n_i``, and the NSFs (DEG/FED*: each node's
-  degree and return probabilities; H2V: random numbers, but the server then knows S_0).
-* ``fedstruct/nsf-all`` (server → clients): ``S`` of every node, by opaque id but without
-  owners: the paper's acknowledged leak (App. G.1; with DEG every client learns every
-  node's degree). Not sent for H2V.
-* per round, client → server (inside the aggregation protocol): ``-∇_θ L_i / |Ṽ_i|`` and,
-  for H2V, ``-∇_S L_i / |Ṽ_i|``. Over ``plain`` the server reads each client's update:
-  the θ_f part carries the usual gradient-inversion risk for ``X_i``; the S part is
-  non-zero exactly on the rows ``u`` in the support of Ā^[i]'s labelled rows (nodes
-  within ``L_s`` hops of the client's labelled nodes, after pruning), with row values
-  ``Σ_v Ā_vu J_g(s_u)^T (ŷ_v - y_v)`` (pure H2V: ``Σ_v Ā_vu (ŷ_v - y_v)``, Prop. 2):
-  a structure fingerprint of the client plus mixtures of label residuals. ``secagg`` /
-  ``secagg+`` / ``ckks`` hide each individual upload from the server; the aggregate is
-  still learnt by the server (secagg) and by every client (the model is broadcast), so
-  the union of the supports and summed residuals leak, and with two clients each one
-  learns the other's update. ``clip_noise`` clips and noises the whole (θ ‖ S) vector.
-* per round, server → clients ``fedstruct/model``: θ (and S for H2V), float32.
-
-The Ā build leaks what ``adjacency.py`` documents (blocks ``B_ik`` to client ``i``).
+Leaks: the server learns each client's opaque ids and NSFs; every client learns S of every
+node (App. G.1; not for Hop2Vec); over ``plain`` the server reads each upload, whose S part
+reveals the client's L_s-hop reach. In full: ``docs/algorithms/fedstruct.md``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
-"""Edge-level DP on the input blocks of FedStruct's Ā (issue: Ā construction, optional DP).
+"""Edge-level DP on the input blocks of FedStruct's Ā (an addition: FedStruct has none).
 
-Before Algorithm 3 every edge of the federation is perturbed exactly once, by a party that
-already knows it, with EdgeRand or LapGraph (``protocols.dp.graph_dp``, LinkTeller, Wu et
-al. S&P'22):
-
-* internal block ``A[V_k, V_k]``: client ``k`` perturbs it locally (symmetric, ε);
-* cross block ``A[V_i, V_k]`` of every pair ``i < k`` (all pairs, not only neighbouring
-  ones: whether two clients share an edge is itself edge information): ``k`` sends ``i``
-  the opaque ids of its nodes, ``i`` perturbs the rectangular block (directed entries, ε)
-  and sends ``k`` the noisy edges; both then hold the same noisy block.
-
-Each entry of the global adjacency belongs to exactly one block, so by parallel composition
-the perturbed graph is **ε-edge-DP** against everyone who does not know the edge already
-(the server, other clients, whoever sees Ā, the NSFs or the trained model), by
-post-processing. Both endpoint owners of a cross edge know it by construction of the
-``known`` setting. Not protected: node membership (client ``i`` learns which opaque ids
-belong to ``k``; the relaying server too), node-level privacy (a node's deg edges change
-together: deg·ε), features and labels.
-
-FedStruct then runs unchanged on the perturbed views: Ā (any hop-sum mode), the structural
-NSFs (degree, FedStar) and nothing else; the local NFE ``f_θf`` keeps the true internal
-edges (a client's own model on its own data: what its gradients leak is the training
-protocol's business). Deviation from the paper: FedStruct has no edge DP.
+Before Algorithm 3 every edge is perturbed exactly once, by a party that already knows it,
+with EdgeRand or LapGraph (:mod:`protocols.dp.graph_dp`; LinkTeller, Wu et al. S&P 2022):
+client ``k`` its internal block (symmetric, ε); for every pair ``i < k`` (all pairs, not only
+neighbouring ones) ``k`` sends ``i`` its opaque ids, ``i`` perturbs the cross block
+(directed entries, ε) and sends ``k`` the noisy edges, both through the relaying server. By
+parallel composition the perturbed graph is ε-edge-DP against everyone who does not know
+the edge already, and so are Ā, the structural NSFs and the model (post-processing). Not
+protected: node membership (``i`` and the server learn ``k``'s ids), nodes (deg·ε),
+features, labels. The local NFE keeps the true internal edges. See
+``docs/algorithms/fedstruct.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """The FedStruct predictor (Aliakbari et al., ICLR 2025, Eqs. 6-10 and 15).
 
-For a node ``v`` of client ``i``::
-
-    ŷ_v = softmax( f_θf(v) + Σ_u Ā_vu g_θs(s_u) )                      (Eq. 10)
-
-* NFE ``f_θf`` (Eq. 7): a *local decoupled GCN* ``Â_loc^L · MLP_θf(X_i)`` with
-  ``Â_loc = D_loc^{-1}(A_loc + I)`` from the client's internal edges only (the paper leaves
-  the architecture open; this is the official code's, seed_fedstruct.md §8.11).
-* NSE ``z_v = Σ_u Ā_vu g_θs(s_u)`` (Eqs. 8-9): the client's rows ``Ā^[i]`` (columns = opaque
-  global ids) times the structure MLP applied to the NSFs ``S`` of all nodes.
-* Pure Hop2Vec (Eq. 15, ``structure_mlp=False``): ``g`` is the identity and ``S ∈ R^{n×c}``.
-
-MLPs follow the official code: ``LayerNorm(input) → Linear → ReLU → Dropout → … → Linear``
-(no final activation; the softmax sits in the loss). Both branches output ``c`` logits and
-are summed before the softmax.
-
-Sparsity: ``g`` acts row by row, so only the NSF rows in the column support of the Ā rows
-in use are pushed through it (:class:`AbarRows`). For the training loss these are the
-labelled rows, so the S-gradient is non-zero exactly on that support (Prop. 2).
+For a node ``v`` of client ``i``: ``ŷ_v = softmax(f_θf(v) + Σ_u Ā_vu g_θs(s_u))`` (Eq. 10).
+The NFE ``f_θf`` (Eq. 7) is a local decoupled GCN ``Â_loc^L · MLP_θf(X_i)`` on the client's
+internal edges (the paper leaves it open; this is the official code's); the NSE (Eqs. 8-9)
+is the client's rows ``Ā^[i]`` (opaque-id columns) times the structure MLP on the NSFs of
+all nodes; pure Hop2Vec (Eq. 15, ``structure_mlp=False``) drops ``g``. MLPs follow the
+official code (``LayerNorm → Linear → ReLU → Dropout → … → Linear``); both branches give
+``c`` logits, summed before the softmax. Only the NSF rows in the column support of the Ā
+rows in use go through ``g`` (:class:`AbarRows`), so the S-gradient is non-zero exactly on
+that support (Prop. 2).
 """
 
 from __future__ import annotations

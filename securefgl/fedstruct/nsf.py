@@ -1,28 +1,17 @@
 """Node structure features (NSFs) of FedStruct (Aliakbari et al., ICLR 2025, Sec. 5.1, App. A).
 
-Each client computes the rows ``S_i`` of its own nodes from what its view holds (own
-internal edges, own cross edges in ``cross_edges="known"`` mode) and shares them with all
-clients (Alg. 1 / Alg. 2, "share S_i with all clients"; see ``algorithm.py`` for what that
-leaks). Generators (``NSF_KINDS``):
+Each client computes the rows ``S_i`` of its own nodes from its own view (internal edges and,
+in the ``known`` setting, its cross edges). Generators (``NSF_KINDS``): ``degree`` (DEG: a
+one-hot of the full degree, clipped to ``dim - 1`` as in the official code); ``fedstar``
+(FED*: ``rw_steps`` random-walk return probabilities + a one-hot degree); ``random`` (a fixed
+N(0, 1) control); ``hop2vec`` (H2V, Sec. 5.5: the N(0, init_std²) initialisation of the
+learnable NSFs, trained by :mod:`~securefgl.fedstruct.algorithm`).
 
-* ``degree`` (DEG): one-hot of the node's *full* degree (internal + cross-client edges,
-  which a client knows in the known setting), clipped to ``dim - 1`` (the official code's
-  rule; the paper does not say how large degrees are handled).
-* ``fedstar`` (FED*): ``rw_steps`` random-walk return probabilities followed by a one-hot
-  degree of width ``dim - rw_steps`` (official code: 50 steps). **Deviation**: the paper
-  takes ``diag(Â^k)`` during the federated computation of Ā (Alg. 3). Our Ā build returns
-  only the client's rows of Ā, so here step ``k`` is ``diag(P_i^k)`` with
-  ``P_i = D̃_i^{-1}(A_ii + I)``: the client's own block of the global random-walk matrix
-  Â (full degree, so walks that would leave the client are lost). It equals the exact
-  ``diag(Â^k)`` for every node whose ``k``-step return walks stay inside the client and
-  is a lower bound otherwise. This is FedStar's own construction (Tan et al. 2023, RWSE
-  of the local graph) with FedStruct's global-degree normalisation.
-* ``random``: a fixed ``N(0, 1)`` matrix (a structure-free control).
-* ``hop2vec`` (H2V, Sec. 5.5): the random initialisation ``N(0, init_std²)`` (official
-  code: std 0.05) of the learnable NSFs; ``algorithm.py`` trains them.
-
-Every generator returns float32 ``[n_i, dim]``; random draws depend only on
-``(seed, client_id, kind)``.
+Deviation (FED*): the paper takes ``diag(Â^k)`` during the federated Ā build, which returns
+only the client's rows; here step k is ``diag(P_i^k)`` with ``P_i = D̃_i^{-1}(A_ii + I)``, the
+client's own block of Â (FedStar's construction, Tan et al. 2023, with global degrees):
+exact when the k-step return walks stay inside the client, a lower bound otherwise. Every
+generator returns float32 ``[n_i, dim]``; draws depend only on ``(seed, client_id, kind)``.
 """
 
 from __future__ import annotations

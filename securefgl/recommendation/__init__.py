@@ -1,4 +1,4 @@
-"""User-level federated graph recommendation (survey §4.1–4.2): FeSoG and FedGNN.
+"""User-level federated graph recommendation: FeSoG and FedGNN.
 
 One client is one user holding only its own ratings (and, for FeSoG, its own social
 links). The server holds item embeddings, model parameters and (FeSoG) user embeddings and

@@ -1,33 +1,19 @@
 """Server-side aggregation of the users' uploads, in the clear or under secure aggregation.
 
-Aggregate (``FeSoG/server.py::aggregator``, also used for FedGNN with weight 1): for item
-rows, Σ_u w_u g_{u,i} / #{u returning i}; for user rows, Σ_u w_u g_{u,v} / Σ_{u returning v}
-w_u; for model parameters Σ_u w_u g_u / Σ_u w_u; then SGD with weight decay on the touched
-rows and the parameters (:func:`server_update`).
+Aggregate (FeSoG's ``server.py::aggregator``, also used for FedGNN with weight 1): item rows
+Σ_u w_u g_{u,i} / #{u returning i}; user rows Σ_u w_u g_{u,v} / Σ_{u returning v} w_u; model
+parameters Σ_u w_u g_u / Σ_u w_u; then SGD with weight decay on the touched rows and the
+parameters (:func:`server_update`). Backends:
 
-Backends (what the server sees):
+* ``plain`` — the server sees every user's sparse upload (:class:`ServerView` ``per_user``);
+* ``ckks`` / ``secagg`` / ``secagg+`` — the real protocols, one client per user, twice per
+  round: a secure sum of row indicators gives the per-row counts and so the support
+  (:func:`secure_support`), then a secure sum of the weighted rows over that support; the
+  server learns the cohort's ids, the sums and the counts, no user's row set;
+* ``ideal`` — the ideal functionality of secure aggregation (the same sums in one tensor
+  program, checked against the protocols), for long runs.
 
-* ``plain`` — every user's sparse upload (row ids + gradients): the interaction-inference
-  attack's view (:class:`ServerView` with ``per_user``).
-* ``ckks`` / ``secagg`` / ``secagg+`` — the real protocols of :mod:`protocols`, each user a
-  protocol client, run twice per round over the sampled users. Phase 1 (support,
-  :func:`secure_support`): each user sums, under the protocol, a dense indicator over all
-  ``n_items + n_users`` rows of the server's tables (1 for each item row it uploads, real
-  or pseudo; ``w_u`` for each user row); the server learns the per-row counts, and the
-  **support** is the rows with a non-zero count. Phase 2: each user scatters its weighted
-  rows into a dense vector over that support, appends its weighted model gradients and
-  weight, and the protocol returns only the sum (CKKS: the server adds ciphertexts and
-  holds no key; the clients decrypt the sum and hand it back; SecAgg(+): pairwise ChaCha20
-  masks, dropouts recovered by the protocol). The server learns the cohort's ids, the sums,
-  and the per-row counts (hence the support) — no user's row set. Cost: phase 1 is dense
-  over all rows, so it dominates on big catalogues: 256 users, FilmTrust (3.6k rows) CKKS
-  2.0 s / 83 MB of 5.4 s / 436 MB; Ciao (112k rows) CKKS 24 s / 1.9 GB, SecAgg+ 4.3 s /
-  234 MB, about phase 2's cost again; Epinions (318k rows) ~2.8x Ciao's.
-* ``ideal`` — the ideal functionality of secure aggregation for long training runs: the
-  simulator computes the same sums in one tensor program and the server's view is the sum
-  only. It is numerically the protocols' output (up to CKKS's 2^-20 rounding), which a test
-  checks on a small round; its cost is not that of the crypto (timed separately with
-  ``ckks`` in the benchmark).
+Costs and details: ``docs/recommendation.md``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """Rating + trust datasets for federated recommendation, read offline from the data root.
 
-Layouts (``/work/shared/datasets/README.md``), under the root resolved exactly like the node
-datasets (:func:`securefgl.data.datasets.data_root`: argument, else ``$SECUREFGL_DATA``):
-
-* ``SocialRec/FilmTrust/{ratings.txt, trust.txt}`` (Guo et al. 2013; ratings 0.5–4.0),
-* ``SocialRec/{Ciao,Epinions}/{rating.mat, trustnetwork.mat}`` (Tang et al. 2012; column 3 is
-  the 1–5 rating; Ciao's few 0 ratings are dropped),
-* ``MovieLens100K/raw/u.data`` (Harper & Konstan 2015; no trust links).
-
-The files are small enough to parse directly, read-only; nothing is written into the root,
-so unlike the PyG node datasets no cache copy is needed. Ids are remapped to contiguous
-``0..n-1``; duplicate (user, item) ratings keep the last one; trust links are kept only
-between kept users, without self-loops. ``max_users`` keeps a seeded random subset of users
-and drops items nobody in the subset rated.
-
-``variant="fesog"`` reproduces the FeSoG authors' FilmTrust preprocessing (checked against
-their ``filmtrust_FedMF.pkl``: 874 users, 1957 items, 18,662 ratings in 0..7): keep the
-ratings of users that appear in the trust file and map r ↦ 2r − 1, so RMSE/MAE are on the
-doubled scale of FeSoG's Table 4. For Ciao / Epinions FeSoG's preprocessing is not available
-(its pickles are not in the dataset folder), so ``"fesog"`` is the raw data there.
+Layouts under the root (resolved like the node datasets: argument, else
+``$SECUREFGL_DATA``): ``SocialRec/FilmTrust/{ratings.txt, trust.txt}`` (Guo et al. 2013),
+``SocialRec/{Ciao,Epinions}/{rating.mat, trustnetwork.mat}`` (Tang et al. 2012; Ciao's few
+0 ratings dropped), ``MovieLens100K/raw/u.data`` (Harper & Konstan 2015; no trust links).
+Read-only, no cache copy. Ids are remapped to ``0..n-1``; duplicate (user, item) ratings
+keep the last; trust links are kept between kept users, without self-loops; ``max_users``
+keeps a seeded subset of users. ``variant="fesog"`` reproduces the FeSoG authors' FilmTrust
+preprocessing (874 users, 1957 items, 18,662 ratings: users in the trust file, r ↦ 2r − 1,
+the doubled scale of FeSoG's Table 4); for Ciao / Epinions it is the raw data.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """FedGNN (Wu, Wu, Cao, Huang, Xie, arXiv 2102.04925, FL-ICML'21): federated GNN
 recommendation with client-held user embeddings, LDP, Gaussian pseudo-item gradients and
-third-party graph expansion (survey §4.2, anchors §3.4).
+third-party graph expansion.
 
-Local graph of user u: u, its rated items k and, after expansion (:mod:`.expansion`),
-anonymous neighbour users v attached to each item they co-rated (fixed embeddings).
-
-* item level (GAT, one head): over {e_k} ∪ {e_v}: s = LeakyReLU(a₁ᵀ[W₁e_k ‖ W₁x]),
-  α = softmax, h_k = Σ α W₁x;
-* user level: over {e_u} ∪ {h_k}: s = LeakyReLU(a₂ᵀ[W₂e_u ‖ W₂x]), h_u = Σ α W₂x;
-* rating r̂_{u,t} = h_u · e_t (e_t the server's item embedding; a test item has no
-  expanded neighbours on the user's side); per-user loss √mean((r̂ − r)²).
-
-The user embedding never leaves the client except to the third party during expansion; it
-is updated locally with the same SGD rule. Uploaded: item-embedding gradients of the rated
-items plus ``pseudo_items`` rows of Gaussian noise with the real rows' mean / covariance,
-and model-parameter gradients; LDP (clip δ, Laplace λ per coordinate, ε = 2δ/λ per
-coordinate) is applied by the trainer. Deviations: one GAT layer per level with LeakyReLU
-slope 0.1 (the paper evaluates several backbones); the per-user loss is the RMSE of
-FeSoG's code rather than the MSE (with plain SGD at lr 0.1 the MSE diverges within ten
-rounds on FilmTrust; the RMSE's gradient is scale-free), embedding dimension 8 like FeSoG's code
-so both methods compare at equal size, neighbour lists capped at ``max_neighbors`` per item.
+User u's local graph: u, its rated items k and, after expansion (:mod:`.expansion`),
+anonymous neighbour users v attached to co-rated items (fixed embeddings). An item-level GAT
+(one head) over {e_k} ∪ {e_v} gives h_k, a user-level GAT over {e_u} ∪ {h_k} gives h_u;
+rating ``r̂_{u,t} = h_u · e_t``. The user embedding is updated locally and never leaves the
+client except to the third party. Uploaded: item-embedding gradients of the rated items,
+``pseudo_items`` Gaussian rows and model gradients; LDP (ε = 2δ/λ per coordinate) is
+applied by the trainer. Deviations: one GAT layer per level (LeakyReLU slope 0.1); FeSoG's
+per-user RMSE loss instead of the MSE (which diverges within ten rounds with plain SGD at
+lr 0.1 on FilmTrust); embedding dimension 8 like FeSoG's code; neighbour lists capped at
+``max_neighbors`` per item.
 """
 
 from __future__ import annotations

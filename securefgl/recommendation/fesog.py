@@ -1,5 +1,5 @@
 """FeSoG (Liu, Yang, Fan, Peng, Yu, ACM TIST 2022): federated social recommendation with a
-local relational GAT, server-held embeddings, LDP and pseudo-item sampling (survey §4.1).
+local relational GAT, server-held embeddings, LDP and pseudo-item sampling.
 
 Per user n (one client), with e = server-held embeddings:
 

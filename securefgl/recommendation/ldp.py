@@ -1,22 +1,14 @@
 """Per-user LDP on uploaded gradients, vectorised over a batch of users, with a ledger.
 
-Modes (anchors_privacy.md §3.4; the scalar mechanisms live in :mod:`protocols.dp.ldp`):
-
-* ``"heuristic"`` — FeSoG's rule (``FeSoG/user.py::LDP``): for every uploaded tensor of a
-  user (each model-parameter gradient, the item-gradient block, the user-gradient block)
-  s = λ·|mean(g)| computed *before* clipping, then g ← clamp(g, −δ, δ) + Laplace(0, s) with
-  an independent draw per coordinate (the reference draws one scalar per tensor — not
-  copied). Data-dependent scale: **no** DP guarantee, the ledger records ``None``.
-* ``"laplace"`` — formal: L∞ clip to δ and Laplace noise per coordinate with scale from the
-  clip bound, :class:`protocols.dp.ldp.LaplaceLDP`. With ``per="coordinate"`` (FedGNN's
-  ε = 2δ/λ is a per-coordinate figure) the scale is λ = 2δ/ε and one upload of D
-  coordinates costs D·ε; with ``per="vector"`` the user's whole upload is ε-LDP (scale
-  2δ·D/ε). Each user's releases are composed over rounds by a
-  :class:`protocols.dp.accounting.PureDPAccountant` (basic composition, pure DP).
-
-What LDP does *not* hide: the set of uploaded rows. Noise is added only to the rows a user
-uploads (as in both papers), so the row ids still reveal rated items unless pseudo items or
-secure aggregation hide them (measured by :mod:`attacks.interaction_inference`).
+Modes (the scalar mechanisms are in :mod:`protocols.dp.ldp`): ``"heuristic"`` is FeSoG's
+rule (scale λ·|mean(g)| per uploaded tensor, computed before clipping to δ; an independent
+draw per coordinate, not the reference's one scalar per tensor): data-dependent, **no** DP
+guarantee, the ledger records ``None``. ``"laplace"`` clips to δ in L∞ and adds Laplace noise
+scaled from the clip bound (:class:`protocols.dp.ldp.LaplaceLDP`; ``per="coordinate"`` as
+FedGNN's ε = 2δ/λ, or ``per="vector"``), composed per user over rounds by a
+:class:`protocols.dp.accounting.PureDPAccountant`. LDP does not hide which rows a user
+uploads (noise goes on those rows only, as in both papers); pseudo items or secure
+aggregation must (measured by :mod:`attacks.interaction_inference`).
 """
 
 from __future__ import annotations

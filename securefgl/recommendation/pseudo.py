@@ -1,4 +1,4 @@
-"""Pseudo items that hide which items a user rated (survey §4.1–4.2).
+"""Pseudo items that hide which items a user rated (FeSoG, FedGNN).
 
 * :func:`sample_non_interacted` — q items per user drawn uniformly from the items the user
   has **not** rated (train split), without repetition within a user; vectorised rejection
