@@ -1,22 +1,16 @@
 """Empirical DP lower bound of the clip-and-noise mechanism, in one run (Steinke, Nasr,
 Jagielski, "Privacy Auditing with One (1) Training Run", NeurIPS 2023).
 
-The audited object is :class:`protocols.dp.ClipNoiseMechanism` with a configuration's
-clip ``C``, noise multiplier ``σ`` and number of rounds ``R`` (client-level DP-FedAvg; q = 1,
-the server sees every round). ``m`` canary clients each hold a Dirac update ``C·e_j`` on
-their own coordinate (the strongest white-box "gradient canary" of Nasr et al. 2021/2023)
-and take part with probability 1/2, independently, in every round. The adversary sees every
-round's noised sum (the server in central mode), scores canary j by the sum of coordinate
-j over the rounds, guesses "in" for the top ``k₊`` and "out" for the bottom ``k₋`` and
-abstains otherwise. With ``v`` correct of ``r = k₊ + k₋`` guesses, Steinke et al.'s
-Theorem gives ``ε_LB`` = the largest ε with
-``P[Binom(r, e^ε/(1+e^ε)) ≥ v] + 2mδ·α(ε) < β`` (β = 0.05), ``α`` as in their Prop. 5.7
-(anchors_privacy.md §5). It is printed beside the accountant's ε (Opacus RDP/PRV): a
-lower bound above the accountant's ε would reveal a bug.
-
-Deviations: canaries are injected into the mechanism, not into GNN training (no model
-in the loop: the audit checks the mechanism and its accounting, as in the paper's
-white-box setting); other clients' updates are known to the adversary (set to 0).
+Audits :class:`protocols.dp.ClipNoiseMechanism` with a configuration's clip ``C``, noise
+multiplier ``σ`` and rounds ``R`` (client-level DP-FedAvg; q = 1). ``m`` canary clients each
+hold a Dirac update ``C·e_j`` (the strongest white-box gradient canary, Nasr et al.) and take
+part with probability 1/2 in every round. The adversary (the server in central mode) scores
+canary j by the sum of coordinate j over the rounds and guesses "in" for the top ``k₊``,
+"out" for the bottom ``k₋``. With ``v`` correct of ``r`` guesses, Steinke et al.'s theorem
+gives ``ε_LB``, the largest ε with ``P[Binom(r, e^ε/(1+e^ε)) ≥ v] + 2mδ·α(ε) < β``
+(β = 0.05, α as in their Prop. 5.7), printed beside the accountant's ε: a lower bound above
+it would reveal a bug. Deviations: canaries are injected into the mechanism, not into GNN
+training; other clients' updates are known to the adversary (set to 0).
 """
 
 from __future__ import annotations

@@ -1,29 +1,21 @@
 """Gradient inversion of node features from one client's FedAvg-GCN update (server).
 
-* Analytic part (Phong et al. 2017; iDLG, Zhao et al. 2020): the first layer's weight
-  gradient is ``Σ_v (Â X)_v ⊗ δ_v``, so its rows for input feature f are zero exactly when
-  no node in the training nodes' receptive field has feature f: for binary bag-of-words
-  features the server reads the client's vocabulary (**feature-support recovery**). For
-  one node and a linear layer with bias, ``x = g_Wᵀ g_b / ‖g_b‖²`` exactly.
-* Optimisation part (DLG, Zhu et al. 2019; cosine loss of Geiping et al. 2020): dummy
-  rows ``X' = sigmoid(Z)`` (binary features) for the ``B`` training nodes (B = the
-  update's weight, FedAvg weights by training nodes), restricted to the recovered
-  support, labels from the last bias gradient (per-class counts ≈ ``B(1/C − g_b)``, the
-  batch version of iDLG's sign trick), Adam on ``1 − cos(∇'(X'), ∇)``.
-
 Adversary: the server, from its transcript view: the client's update in round ``r``
 (``-client_lr·∇`` for one local SGD step: FedSGD) and the model it broadcast before.
-Metrics: ``support_auc`` (headline for sparse features: column-norm score against the
-true vocabulary of the training nodes' receptive field), support precision / recall / F1
-of "column ≠ 0" (``details["support_f1_predict_all"]`` is the trivial baseline), and for
-the DLG rows the mean cosine similarity and MSE to the true training-node features after
-optimal matching (Hungarian), plus the per-row support F1 at threshold 0.5 (headline
-``cosine`` when features are dense).
 
-Deviations: the server does not know the client's edges, so DLG models the client graph
-as edgeless (``Â = I``); the client trains with dropout, the server's replay does not.
-Both make the optimisation part an underestimate of what a stronger (e.g. GRAIN-style)
-attack recovers. Under secagg / ckks no individual update is visible: not applicable.
+* Analytic (Phong et al. 2017; iDLG, Zhao et al. 2020): the first layer's weight gradient is
+  ``Σ_v (Â X)_v ⊗ δ_v``, so its rows for feature f vanish exactly when no node in the
+  training nodes' receptive field has f: for bag-of-words features the server reads the
+  client's vocabulary (**feature-support recovery**, headline ``support_auc``; support
+  precision / recall / F1 beside the trivial ``support_f1_predict_all``).
+* Optimisation (DLG, Zhu et al. 2019; cosine loss of Geiping et al. 2020): dummy rows
+  ``sigmoid(Z)`` for the update's training nodes on the recovered support, labels from the
+  last bias gradient, Adam on ``1 − cos(∇', ∇)``; cosine and MSE to the true features after
+  Hungarian matching.
+
+Deviations: the server knows neither the client's edges (DLG assumes ``Â = I``) nor its
+dropout masks, so the optimisation part underestimates a stronger attack. Under secagg /
+ckks no individual update is visible: not applicable.
 """
 
 from __future__ import annotations

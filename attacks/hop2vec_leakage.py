@@ -3,7 +3,7 @@
 With Hop2Vec every client uploads ``∇_S L_i`` (``n × d_s``) each round. Row ``u`` is
 ``Σ_{v ∈ Ṽ_i} Ā_vu J_g(s_u)ᵀ(ŷ_v − y_v)``: non-zero exactly on the nodes in the support of
 client i's labelled Ā rows, i.e. the nodes it reaches within L_s hops (after pruning)
-(seed_fedstruct.md §2.11). Adversary: the server, from its transcript view of one round:
+(Eq. 16; not discussed by the paper). Adversary: the server, from its transcript view of one round:
 it cuts the update at ``|θ|`` (it built the model and knows ``n`` and ``d_s``) and scores
 node ``u`` by the row norm ``‖∇_S L_i[u]‖₂``. Metrics (pooled over clients): ROC AUC
 against the true reach set, precision / recall of "row ≠ 0", and the Jaccard index of

@@ -1,25 +1,16 @@
 """Interaction inference against federated recommenders (FeSoG / FedGNN).
 
-Adversary: the honest-but-curious server, looking at what it received in a round
-(:class:`securefgl.recommendation.aggregation.ServerView`). Goal: which items did user u
-rate? Ground truth: u's training items (the only items its gradients involve).
-
-Scores per (user, item):
-
-* ``"rows"`` — 1 for every item row in u's upload, 0 otherwise (the non-zero-row attack);
-* ``"magnitude"`` — the L2 norm of u's uploaded gradient row (0 if absent): real rows carry
-  the rating residual, FeSoG's pseudo rows are trained towards their own rounded prediction
-  and tend to be smaller.
-* Under secure aggregation the server holds only the cohort's sum; the best it can do per
-  user is score every user of the cohort with the aggregate's per-row norms (a popularity
-  prior). That is what is measured for ``ckks`` / ``secagg`` / ``ideal`` views.
-
-Metrics, averaged over the round's users: ROC AUC over all items (ties count ½); the AUC
-among the user's *uploaded* rows only (real vs pseudo items: what pseudo items are meant to
-hide; ½ = indistinguishable, undefined without pseudo items or without per-user uploads);
-precision@k. A third-party attack on FedGNN's graph expansion is included:
-:func:`token_dictionary_attack` (collusion with a key holder: exact recovery) and
-:func:`frequency_attack` (third party + server popularity knowledge, no key).
+Adversary: the honest-but-curious server, on what it received in a round
+(:class:`securefgl.recommendation.aggregation.ServerView`); goal: which items did user u
+rate (ground truth: u's training items). Scores per (user, item): ``"rows"`` (1 for every
+item row in u's upload), ``"magnitude"`` (the L2 norm of the uploaded row: FeSoG's pseudo
+rows tend to be smaller); under secure aggregation (``ckks`` / ``secagg`` / ``ideal``
+views) only the cohort's per-row norms, the same for every user (a popularity prior).
+Metrics, averaged over the round's users: ROC AUC over all items (ties ½), the AUC among
+the user's uploaded rows (real vs pseudo items; ½ = indistinguishable), precision@k.
+Against FedGNN's graph expansion: :func:`token_dictionary_attack` (the third party
+colluding with a key holder: exact recovery) and :func:`frequency_attack` (the third party
+with the server's popularity knowledge, no key).
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """Link stealing from posteriors: He, Jia, Backes, Gong, Zhang, "Stealing Links from Graph
 Neural Networks", USENIX Security 2021 (arXiv 2005.02131), Attack-0 (unsupervised).
 
-Adversary: the model holder — anyone who can query the released model's posteriors on a
-deployment (a client serving predictions on its own subgraph, or ``central`` on the
-global graph). It knows nothing of the edges. For a node pair (u, v) the score is
-``-distance(posterior_u, posterior_v)`` for the 8 scipy metrics of the paper (cosine,
-euclidean, correlation, chebyshev, braycurtis, canberra, cityblock, sqeuclidean); the
-AUC is over balanced linked / unlinked pairs of the deployment's true graph (GAP's
-re-implementation: ≤ 10 000 pairs, half edges). Headline: correlation, the paper's best.
-
-For a global deployment (``central``) ``auc_within_clients`` repeats the attack with
-pairs drawn inside each client of the partition, the pair distribution of the client
-deployments (a diagnostic: Louvain clients are communities, so their non-edges are
-harder negatives than random pairs of the whole graph).
-
-Deviations: the paper flips each AUC to ≥ 0.5 after the fact (an adversary cannot know
-the direction without labels); we keep the fixed direction "closer = linked". Pairs
-are sampled within each client's deployment (an edge between two clients is never
-served by one model) and pooled over deployments.
+Adversary: the model holder, querying the posteriors of a deployment (a client serving on
+its own subgraph, or ``central`` on the global graph) and knowing no edge. A pair's score is
+``-distance(posterior_u, posterior_v)`` for the paper's 8 scipy metrics; the AUC is over
+balanced linked / unlinked pairs of the deployment's true graph (≤ 10 000 pairs, half
+edges, as GAP's re-implementation). Headline: correlation, the paper's best. For
+``central``, ``auc_within_clients`` repeats it on pairs inside each client (Louvain clients
+are communities: harder negatives). Deviations: the paper flips each AUC to ≥ 0.5 after
+the fact; we keep the fixed direction "closer = linked". Pairs are sampled within each
+client's deployment and pooled over deployments.
 """
 
 from __future__ import annotations

@@ -1,23 +1,16 @@
 """Neighbour-feature inference from FedGCN's neighbour sums (client i).
 
-FedGCN (Yao et al., NeurIPS 2023) pre-training gives client i, for each of its nodes v,
-``H¹_v = r_v (Σ_{u ∈ V_i ∩ Ñ(v)} s_u x_u + Σ_{u external} s_u x_u)`` with
-``s_u = d̃_u^{-1/2}`` (``securefgl.algorithms.fedgcn``). Client i knows ``r_v``, its own
-features and internal edges, so it isolates ``R_v = Σ_{u ∈ N_ext(v)} s_u x_u`` — with
-one external neighbour, that neighbour's scaled feature vector (FedStruct footnote 2;
-Ngo et al. 2024). Adversary: client i (each in turn). Views:
-
-* ``plain``: its transcript view holds every sender's contribution ``C_ki`` separately,
-  so ``R_v`` splits per neighbouring client;
-* ``masked`` / ``ckks``: it learns only ``Σ_k C_ki``, recovered from its own hop-1 output.
-
-For every external neighbour u the estimate is the residual row of the adjacent v with
-the fewest external neighbours in that view, normalised to max 1 (exact for binary
-features when that count is 1). Metrics (over all external neighbours u): mean cosine
-similarity to the true ``x_u`` (headline), the fraction recovered exactly (same support),
-and pooled support precision / recall of ``estimate > 0``.
-
-The pre-training runs here (``run_neighbour_sums``, 1 hop, through a fresh channel).
+FedGCN (Yao et al., NeurIPS 2023) pre-training gives client i, for each node v,
+``H¹_v = r_v (Σ_{u ∈ V_i ∩ Ñ(v)} s_u x_u + Σ_{u external} s_u x_u)``
+(:mod:`securefgl.fedgcn.neighbour_sums`). Knowing ``r_v``, its own features and internal
+edges, i isolates ``R_v = Σ_{u ∈ N_ext(v)} s_u x_u`` — with one external neighbour, that
+neighbour's scaled features (FedStruct footnote 2; Ngo et al. 2024). With ``plain`` its view
+splits ``R_v`` per sending client; with ``masked`` / ``ckks`` only the total is known. For
+every external neighbour u the estimate is the residual row of the adjacent v with the
+fewest external neighbours in that view, normalised to max 1 (exact for binary features
+when that count is 1). Metrics: mean cosine similarity to the true ``x_u`` (headline), the
+fraction recovered exactly, support precision / recall. The pre-training runs here
+(``run_neighbour_sums``, 1 hop, through a fresh channel).
 """
 
 from __future__ import annotations

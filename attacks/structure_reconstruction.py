@@ -2,29 +2,16 @@
 
 FedStruct (Aliakbari et al., ICLR 2025) App. D / Algorithm 3: at hop 2 client ``k`` sends
 client ``i`` ``B_ik = Ã^[i]_k Â^[k]`` (rows: i's nodes adjacent to k). Row ``v`` is
-``Σ_{u ∈ N(v) ∩ V_k} Â[u, :]`` and ``Â[u, :]`` is non-zero exactly on ``N(u) ∪ {u}``: a
-node of ``i`` with one neighbour ``u`` in ``k`` shows u's whole neighbourhood (k's
-internal edges of u and u's edges to third clients; seed_fedstruct.md §7.3). Client ``i``
-knows which external nodes its rows are adjacent to (``known`` cross edges), so it scores
-a candidate edge ``(u, w)`` by ``Σ_{v ~ u} B[v, w] / |N_blk(v)|``.
-
-Views per mode (the build runs here through the real channel and hop-sum code,
-``fedstruct.abar_build.build_abar`` with L_s = 2):
-
-* ``plain``: i's transcript view holds every ``B_ik`` separately (per sender).
-* ``masked`` / ``ckks``: i learns only ``Σ_{k≠i} B_ik``; it recovers it from its own
-  output ``Ā^[i] = D̃^{-1}(B_ii + Σ_k B_ik)`` (it knows ``D̃`` and ``B_ii``) and scores
-  with all of v's external neighbours mixed in one row.
-* edge-DP (``edge_dp=("edgerand" | "lapgraph", ε)``): every edge is perturbed once before
-  the build, internal blocks by their owner and cross blocks by the lower-id client of the
-  pair (:mod:`securefgl.fedstruct.edge_dp`); the attack is scored against the TRUE graph
-  and the utility cost is the relative Frobenius error of Ā.
-
-Metrics (pooled over every client as adversary): ROC AUC over the true edges of the
-external nodes ``u`` adjacent to i (to nodes outside ``V_i``) vs as many sampled
-non-edges, and precision / recall of the predicted support (score > 0).
-
-Deviation: only the hop-2 exchange is attacked (the first one; deeper hops mix more).
+``Σ_{u ∈ N(v) ∩ V_k} Â[u, :]``, non-zero exactly on ``N(u) ∪ {u}``: a node of ``i`` with one
+neighbour ``u`` in ``k`` shows u's whole neighbourhood (a leak the paper does not discuss).
+Client ``i`` knows which external nodes its rows are adjacent to, so it scores a candidate
+edge ``(u, w)`` by ``Σ_{v ~ u} B[v, w] / |N_blk(v)|``. The build runs through the real channel
+and hop-sum code (L_s = 2): with ``plain`` i sees every ``B_ik``; with ``masked`` / ``ckks``
+only ``Σ_{k≠i} B_ik`` (recovered from its own ``Ā^[i]``); with ``edge_dp`` every edge is
+perturbed once before the build (:mod:`securefgl.fedstruct.edge_dp`) and the attack is
+scored against the TRUE graph. Metrics, pooled over every client as adversary: ROC AUC over
+the true edges of the external nodes adjacent to ``i`` vs as many sampled non-edges, and
+precision / recall of the predicted support. Deviation: only the hop-2 exchange is attacked.
 """
 
 from __future__ import annotations
