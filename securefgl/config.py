@@ -114,12 +114,7 @@ class ExperimentConfig:
         for name, kind in SECTIONS.items():
             section = getattr(self, name)
             if isinstance(section, dict):
-                try:
-                    setattr(self, name, kind(**section))
-                except TypeError as err:
-                    raise ConfigError(f"[{name}]: {err}") from None
-                except ValueError as err:
-                    raise ConfigError(f"{name}: {err}") from None
+                setattr(self, name, _section_from_dict(name, kind, section))
         self.validate()
 
     def validate(self) -> ExperimentConfig:
