@@ -10,24 +10,22 @@ Grid (one seed; every cell trains once and runs the attacks that target its algo
 ``attacks.registry``):
 
 * ``central`` (GCN, not federated): link stealing, LinkTeller, node MIA — the published
-  single-graph setting, the reference for the ballparks (anchors_privacy.md §4.9);
+  single-graph setting, the reference for the ballparks (:data:`BALLPARK`);
 * ``fedavg`` (FedSGD GCN, 100 rounds) × plain / secagg / ckks / clip_noise (σ = 1 and
   0.1, central noise) / secagg+clip_noise (distributed noise) / client-side EdgeRand
   (ε = 1, 8): the model-holder attacks on every client's deployment, gradient inversion
   by the server, the one-run DP audit;
 * ``fedstruct`` (Hop2Vec, Table 5 preset) × plain / secagg (masked Ā sums) / EdgeRand ε = 1:
-  S-gradient leakage to the server, Ā-construction structure reconstruction. No ckks cell:
-  CKKS on FedStruct's n·d_s-dimensional H2V updates takes > 20 s per round here (> 13 min
-  per run); its accuracy equals plain (fedstruct.md) and a ckks Ā sum delivers the same
-  sum as masked (``tests/securefgl/fedstruct/test_adjacency_secure.py``), so the attack
-  values match;
+  S-gradient leakage to the server, Ā-construction structure reconstruction. No ckks cell
+  (CKKS on the n·d_s-dimensional H2V updates is too slow here): its accuracy equals plain
+  (``benchmarks/results/fedstruct.md``) and a ckks Ā sum delivers the same sum as masked
+  (``tests/securefgl/fedstruct/test_adjacency_secure.py``), so the attack values match;
 * ``fedgcn`` (2-hop) × plain / secagg (masked sums) / ckks: neighbour-feature inference.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import time
 from pathlib import Path
@@ -35,6 +33,8 @@ from typing import Any
 
 import numpy as np
 import torch
+from harness.notes import note_path
+from harness.results import read_json, write_json, write_text
 from tqdm.auto import tqdm
 
 from attacks.audit import AuditConfig, markdown_table, plot_audit, run_audit
@@ -72,7 +72,8 @@ SEED_CELLS = {
 }
 QUICK = {("central", "plain"), ("fedavg", "plain"), ("fedavg", "secagg"), ("fedstruct", "plain")}
 
-#: published ballparks (anchors_privacy.md §4, [R] = recalled, verify against the PDFs)
+#: published ballparks ([R] = recalled, to verify against the paper; [V abstract] = checked
+#: against the abstract)
 BALLPARK = {
     "link_stealing": "He et al. 2021 Attack-0 (correlation), 2-layer GCN: AUC ≈ 0.95 on "
     "Cora and CiteSeer [R]; issue target ≳ 0.9 on Cora",
@@ -83,9 +84,10 @@ BALLPARK = {
     "gradient_inversion": "DLG/iDLG recover small batches exactly on images; graph "
     "versions (GLG, GRAIN) report exact recovery for small graphs [V abstracts]",
     "structure_reconstruction": "no published number (FedStruct claims pruning and low "
-    "rank prevent reconstruction; seed_fedstruct §7.3 notes single-neighbour rows)",
-    "hop2vec_leakage": "no published number (seed_fedstruct §2.11: the S-gradient support "
-    "is the client's L_s-hop reach)",
+    "rank prevent reconstruction; a receiver with a single neighbouring client learns that "
+    "client's block)",
+    "hop2vec_leakage": "no published number (FedStruct, Aliakbari et al. 2025: the "
+    "S-gradient support is the client's L_s-hop reach)",
     "neighbour_feature_inference": "FedStruct footnote 2 / Ngo et al. 2024: FedGCN's sums "
     "reveal neighbours' features (no number)",
     "dp_audit": "Steinke et al. 2023: one-run bounds saturate well below the true ε "
@@ -118,18 +120,16 @@ def _meta_path(path: Path) -> Path:
 def load(path: Path) -> dict[str, Any]:
     """``{"rows": [...], "settings": {...}, ("dp_audit_sweep": [...])}`` from the two files."""
     payload: dict[str, Any] = {"settings": {}, "rows": []}
-    if path.exists():
-        payload["rows"] = json.loads(path.read_text())
-    if _meta_path(path).exists():
-        payload.update(json.loads(_meta_path(path).read_text()))
+    payload["rows"] = read_json(path, payload["rows"])
+    payload.update(read_json(_meta_path(path), {}))
     return payload
 
 
 def save(payload: dict[str, Any], path: Path) -> None:
     """The rows to ``path`` (a list, as the other result files); the rest to ``*_meta.json``."""
     meta = {k: v for k, v in payload.items() if k != "rows"}
-    path.write_text(json.dumps(payload["rows"], indent=1, default=str) + "\n")
-    _meta_path(path).write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    write_json(path, payload["rows"], indent=1, default=str, newline=True)
+    write_json(_meta_path(path), meta, indent=1, default=str, newline=True)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -347,7 +347,7 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
         "",
         markdown_table(rows),
     ]
-    (OUT / f"{NAME}.md").write_text("\n".join(md))
+    write_text(OUT / f"{NAME}.md", "\n".join(md))
     plot_audit(rows, OUT / f"{NAME}.png")
 
 
@@ -369,7 +369,7 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="ignore the existing JSON")
     parser.add_argument("--render-only", action="store_true")
     args = parser.parse_args()
-    notes = Path(__file__).parent / "privacy_audit_notes.md"
+    notes = note_path(NAME)
     OUT.mkdir(parents=True, exist_ok=True)
     if args.render_only:
         write_outputs(load(OUT / f"{NAME}.json"), notes)
