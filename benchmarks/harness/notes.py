@@ -5,7 +5,8 @@ A notes file is split into sections by marker lines ``<!-- section: KEY -->`` (t
 the first marker is a comment for the reader). In a section, the lines of a paragraph are
 joined with single spaces (so the file can be wrapped freely) and paragraphs are separated
 by a blank line; ``{field}`` placeholders are filled with ``str.format`` by
-:func:`section`. ``benchmarks/data/<name>.json`` holds reference numbers (papers' tables).
+:func:`section`. A notes file without markers is included whole (:func:`note_path`).
+``benchmarks/data/<name>.json`` holds reference numbers (papers' tables).
 """
 
 from __future__ import annotations
