@@ -19,16 +19,20 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from protocols.dp.rng import make_rng
 from securefgl.data import ClientGraph
-from securefgl.fedstruct.edge_dp import EdgeDP
+from securefgl.fedstruct.settings import EdgeDP
 
 
-def perturb_view(view: ClientGraph, mechanism: str, epsilon: float, seed: int) -> ClientGraph:
-    """``view`` with its internal edges replaced by an ε-edge-DP release of them."""
+def perturb_view(
+    view: ClientGraph, mechanism: str, epsilon: float, noise_seed: int | None = None
+) -> ClientGraph:
+    """``view`` with its internal edges replaced by an ε-edge-DP release of them; the noise
+    is the client's own secret (``noise_seed``: reproducible, NOT private, tests only)."""
     n = view.num_nodes
     src, dst = view.edge_index.numpy()
     adj = sp.csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
-    rng = np.random.default_rng([seed, view.client_id])
+    rng = make_rng(noise_seed, "edge-dp-defence", view.client_id)
     out = EdgeDP(mechanism, epsilon).perturb(adj, symmetric=True, rng=rng)
     coo = sp.coo_matrix(out)
     edge_index = torch.as_tensor(np.stack([coo.row, coo.col]), dtype=torch.long)
@@ -36,11 +40,11 @@ def perturb_view(view: ClientGraph, mechanism: str, epsilon: float, seed: int) -
 
 
 def edge_dp_hook(
-    mechanism: str, epsilon: float, seed: int = 0
+    mechanism: str, epsilon: float, noise_seed: int | None = None
 ) -> Callable[[list[ClientGraph]], list[ClientGraph]]:
     """A ``views_hook`` applying :func:`perturb_view` to every client."""
 
     def hook(views: list[ClientGraph]) -> list[ClientGraph]:
-        return [perturb_view(v, mechanism, epsilon, seed) for v in views]
+        return [perturb_view(v, mechanism, epsilon, noise_seed) for v in views]
 
     return hook

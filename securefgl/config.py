@@ -65,6 +65,13 @@ class ExperimentConfig:
         CROSS_EDGES,
     )  # fmt: skip
     client_fraction: float = _opt(1.0, "clients sampled per round", "federation")
+    client_sampling: str = _opt(
+        "fixed",
+        "fixed: the server picks client_fraction·K clients (no DP amplification claimed); "
+        "poisson: each client joins with probability client_fraction by its own secret coin",
+        "federation",
+        ("fixed", "poisson"),
+    )
     algorithms: list[str] = _opt(
         ["fedavg", "local", "central"], "algorithms to compare (`securefgl.registry`)", "federation"
     )
@@ -85,6 +92,16 @@ class ExperimentConfig:
         ("auto", "central", "distributed"),
     )  # fmt: skip
     dp_accountant: str = _opt("rdp", "Opacus accountant", "protocol stack", ACCOUNTANT_KINDS)
+    dp_colluding_clients: int = _opt(
+        0, "distributed noise: clients assumed to collude with the server (accounted)",
+        "protocol stack",
+    )  # fmt: skip
+    seeded_noise: bool = _opt(
+        False,
+        "NOT PRIVATE: draw all privacy noise from the public experiment seed (reproducible "
+        "debugging runs; results are marked not private)",
+        "protocol stack",
+    )
     # model and training
     model: str = _opt("gcn", "backbone of fedavg / fedprox / local / central", "training",
                       MODEL_NAMES)  # fmt: skip
@@ -130,6 +147,7 @@ class ExperimentConfig:
         _choice("server_optimizer", self.server_optimizer, ("adam", "sgd"))
         _choice("dp_mode", self.dp_mode, ("auto", "central", "distributed"))
         _choice("dp_accountant", self.dp_accountant, ACCOUNTANT_KINDS)
+        _choice("client_sampling", self.client_sampling, ("fixed", "poisson"))
         try:
             parse_stack(self.protocol)
         except ValueError as err:
@@ -154,6 +172,10 @@ class ExperimentConfig:
             raise ConfigError("seeds: give at least one seed")
         if self.threads < 1:
             raise ConfigError(f"threads must be ≥ 1, got {self.threads}")
+        if not 0 <= self.dp_colluding_clients < self.clients:
+            raise ConfigError(
+                f"dp_colluding_clients must lie in [0, clients), got {self.dp_colluding_clients}"
+            )
         for name, kind in SECTIONS.items():
             if not isinstance(getattr(self, name), kind):
                 raise ConfigError(f"{name} must be a {kind.__name__} (or a dict of its fields)")

@@ -50,9 +50,17 @@ class UpdateMechanism(Protocol):
         ...
 
     def account_round(
-        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+        self,
+        accountant: Accountant,
+        *,
+        sample_rate: float,
+        survivors: int,
+        dim: int,
+        colluding: int = 0,
     ) -> None:
-        """Charge one aggregation round (``survivors`` clients, ``dim``-long updates)."""
+        """Charge one aggregation round (``survivors`` clients, ``dim``-long updates) at
+        sampling rate ``sample_rate``, with ``colluding`` clients' noise known to the
+        adversary (distributed noise)."""
         ...
 
 
@@ -134,6 +142,14 @@ class DPServer(_Delegating, AggregationServer):
 
     def result(self) -> AggregateResult | None:
         return self._cache.get(self._inner.result(), self._mechanism, self._rng)
+
+    def empty_round_result(self, dim: int) -> AggregateResult | None:
+        """A round nobody took part in: a mechanism that noises at the output holder still
+        releases (noise around a zero sum), so that an empty sample is not visible in the
+        output (Poisson-sampled DP-SGD does the same). ``None`` for other mechanisms."""
+        if not self._mechanism.requires_server_output:
+            return None
+        return self._mechanism.server_apply(AggregateResult(np.zeros(dim), 0.0, ()), self._rng)
 
 
 class DPAggregation(AggregationProtocol):

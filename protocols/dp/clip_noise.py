@@ -184,10 +184,16 @@ class ClipNoiseMechanism:
         return PrivacyAccountant(kind, delta)
 
     def account_round(
-        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+        self,
+        accountant: Accountant,
+        *,
+        sample_rate: float,
+        survivors: int,
+        dim: int,
+        colluding: int = 0,
     ) -> None:
         assert isinstance(accountant, PrivacyAccountant)
-        self.account(accountant, sample_rate, n_survivors=survivors)
+        self.account(accountant, sample_rate, n_survivors=survivors, colluding=colluding)
 
     def account(
         self,

@@ -71,7 +71,13 @@ class _LocalMechanism:
         return PureDPAccountant()
 
     def account_round(
-        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+        self,
+        accountant: Accountant,
+        *,
+        sample_rate: float,
+        survivors: int,
+        dim: int,
+        colluding: int = 0,
     ) -> None:
         """Each client releases once per round it takes part in."""
         raise NotImplementedError
@@ -126,7 +132,13 @@ class LaplaceLDP(_LocalMechanism):
         ledger.step(self.epsilon_per_release(dim), releases)
 
     def account_round(
-        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+        self,
+        accountant: Accountant,
+        *,
+        sample_rate: float,
+        survivors: int,
+        dim: int,
+        colluding: int = 0,
     ) -> None:
         assert isinstance(accountant, PureDPAccountant)
         self.account(accountant, dim)
@@ -167,7 +179,13 @@ class GaussianLDP(_LocalMechanism):
         return PrivacyAccountant(kind, delta)
 
     def account_round(
-        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+        self,
+        accountant: Accountant,
+        *,
+        sample_rate: float,
+        survivors: int,
+        dim: int,
+        colluding: int = 0,
     ) -> None:
         assert isinstance(accountant, PrivacyAccountant)
         self.account(accountant)
@@ -209,7 +227,13 @@ class HeuristicLDP(_LocalMechanism):
         ledger.step(None, releases)
 
     def account_round(
-        self, accountant: Accountant, *, sample_rate: float, survivors: int, dim: int
+        self,
+        accountant: Accountant,
+        *,
+        sample_rate: float,
+        survivors: int,
+        dim: int,
+        colluding: int = 0,
     ) -> None:
         assert isinstance(accountant, PureDPAccountant)
         self.account(accountant)

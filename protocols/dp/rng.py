@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 import numpy as np
 
@@ -38,3 +39,11 @@ def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     return make_rng(rng)
+
+
+def make_torch_generator(seed: int | None = None, *key: str | int) -> Any:
+    """A ``torch.Generator`` seeded like :func:`make_rng` (``None``: from ``secrets``)."""
+    import torch
+
+    state = make_rng(seed, *key).integers(0, 2**63 - 1)
+    return torch.Generator().manual_seed(int(state))

@@ -30,6 +30,7 @@ class Federation:
     stack: ProtocolStack
     seed: int
     progress: bool = False  # long set-up steps (e.g. FedStruct's Ā hops) may show a bar
+    noise_seed: int | None = None  # privacy noise: None = secret (never the public seed)
 
     def make_executor(self, parties: Mapping[str, Party]) -> Executor:
         return LocalExecutor(parties)

@@ -30,6 +30,7 @@ from protocols.base import (
     run_phases,
     setup_parties,
 )
+from protocols.dp.rng import make_rng
 from protocols.wire import Payload
 from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
@@ -60,6 +61,16 @@ class ClientHeldModel:
     agg: AggregationClient
     params: np.ndarray | None
     global_opt: GlobalOptimizer | None
+    weight: float
+    coin: np.random.Generator  # this client's own secret randomness for Poisson sampling
+
+    def training_weight(self) -> float:
+        """This client's weight in the federated mean (e.g. its labelled nodes)."""
+        return self.weight
+
+    def joins_round(self, round_idx: int, probability: float) -> bool:
+        """Poisson sampling: this client's own coin decides whether it takes part."""
+        return bool(self.coin.random() < probability)
 
     def optimizer_settings(self) -> tuple[str, float, float]:
         """(kind, lr, weight decay) of the global optimizer."""
@@ -80,9 +91,15 @@ class FedAvgClient(ClientHeldModel, Party):
     SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
 
     def __init__(
-        self, view: ClientGraph, config: ExperimentConfig, agg: AggregationClient, num_classes: int
+        self,
+        view: ClientGraph,
+        config: ExperimentConfig,
+        agg: AggregationClient,
+        num_classes: int,
+        noise_seed: int | None = None,
     ) -> None:
         self.party_id = client_party_id(view.client_id)
+        self.coin = make_rng(noise_seed, "client-sampling", self.party_id)
         self.data: Data = view.to_data()
         self.model = build_model(
             config.model,
@@ -160,6 +177,13 @@ class FedAvgServer(Party):
         if result is not None and self.params is not None:
             self.params = self.optimizer.step(result.mean)
 
+    def apply_empty_round(self, round_idx: int, dim: int) -> None:
+        """Nobody took part: a mechanism with central noise still releases a noisy step."""
+        release = getattr(self.agg, "empty_round_result", None)
+        result = release(dim) if release is not None else None
+        if result is not None and self.params is not None:
+            self.params = self.optimizer.step(result.mean)
+
 
 class FedAvg(Algorithm):
     name = "fedavg"
@@ -184,8 +208,9 @@ class FedAvg(Algorithm):
             )
         self.dim = sum(p.numel() for p in init.parameters())
         self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
+        agg, noise = self.agg_parties.clients, federation.noise_seed
         self.clients = {
-            cid: FedAvgClient(v, cfg, self.agg_parties.clients[cid], num_classes)
+            cid: FedAvgClient(v, cfg, agg[cid], num_classes, noise)
             for cid, v in zip(ids, views, strict=True)
         }
         holds = protocol.output_role is Role.SERVER
@@ -202,7 +227,13 @@ class FedAvg(Algorithm):
         setup_parties(
             protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
         )
+        self._start(ids)
+
+    def _start(self, ids: list[str]) -> None:
+        """The initial model to every client; every client's weight in the mean."""
         self._broadcast(-1)
+        weights = self.executor.map(ids, TRAIN, "training_weight")
+        self._weights = dict(zip(ids, weights, strict=True))
 
     def _broadcast(self, round_idx: int) -> None:
         """The server sends the global model (if it holds one) to every client."""
@@ -213,9 +244,14 @@ class FedAvg(Algorithm):
             inbox[env.receiver].append(env)
         self.executor.call([Call(c, TRAIN, "receive_model", (inbox[c],)) for c in ids if inbox[c]])
 
-    def _sample(self) -> list[str]:
-        ids = list(self.clients)
-        k = max(1, round(self.config.client_fraction * len(ids)))
+    def _sample(self, round_idx: int) -> list[str]:
+        """``fixed``: the server draws ``client_fraction·K`` clients (it knows who takes
+        part either way); ``poisson``: each client flips its own secret coin."""
+        ids, q = list(self.clients), self.config.client_fraction
+        if self.config.client_sampling == "poisson":
+            joins = self.executor.map(ids, TRAIN, "joins_round", round_idx, q)
+            return [c for c, join in zip(ids, joins, strict=True) if join]
+        k = max(1, round(q * len(ids)))
         if k == len(ids):
             return ids
         return sorted(self.rng.choice(ids, size=k, replace=False).tolist())
@@ -223,17 +259,22 @@ class FedAvg(Algorithm):
     def train_round(self, round_idx: int) -> float:
         channel, ex = self.federation.channel, self.executor
         channel.round = round_idx
-        sampled = self._sample()
+        sampled = self._sample(round_idx)
+        stack, q = self.federation.stack, self.config.client_fraction
+        if not sampled:  # Poisson: nobody joined; central noise is still released
+            ex.call([Call(SERVER, TRAIN, "apply_empty_round", (round_idx, self.dim))])
+            self._broadcast(round_idx)
+            stack.account_round(q, 0, self.dim)
+            return float("nan")
         mu = self.config.mu if self.mu_used else 0.0
         losses = ex.call([Call(c, TRAIN, "local_update", (round_idx, mu)) for c in sampled])
         ex.call([Call(SERVER, TRAIN, "begin_aggregation", (round_idx, sampled))])
         roles = {**self.roles, Role.CLIENT: sampled}
-        stack = self.federation.stack
         run_phases(stack.protocol.round_phases, roles, ex.phases(AGG), channel.transmit)
         ex.map([SERVER, *self.clients], TRAIN, "apply_result", round_idx)
         self._broadcast(round_idx)  # every client holds the current model after each round
-        stack.account_round(len(sampled) / len(self.clients), len(sampled), self.dim)
-        weights = np.array([self.clients[c].weight for c in sampled])
+        stack.account_round(q, len(sampled), self.dim)
+        weights = np.array([self._weights[c] for c in sampled])
         return float(np.average(losses, weights=weights)) if weights.sum() else 0.0
 
     def predict(self) -> list[SplitPredictions]:

@@ -42,10 +42,14 @@ def markdown_table(result: ExperimentResult) -> str:
 
 
 def format_epsilon(row: dict) -> str:
-    """``"3.21 (1e-05)"``, or ``"–"`` for a run without differential privacy."""
+    """``"3.21 (1e-05) vs server"``; ``"–"`` for a run without differential privacy;
+    ``NOT PRIVATE`` when the noise was seeded from the public seed."""
+    if row.get("private") is False:
+        return "NOT PRIVATE (seeded noise)"
     if row.get("epsilon") is None:
         return "–"
-    return f"{row['epsilon']:.2f} ({row['delta']:g})"
+    against = f" vs {row['adversary']}" if row.get("adversary") else ""
+    return f"{row['epsilon']:.2f} ({row['delta']:g}){against}"
 
 
 def save_result(result: ExperimentResult, output_dir: str | Path | None = None) -> Path:

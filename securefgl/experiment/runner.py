@@ -123,6 +123,8 @@ class ExperimentResult:
             eps = [r.privacy.get("epsilon") for r in runs]
             row["epsilon"] = None if None in eps else float(np.mean(eps))
             row["delta"] = runs[0].privacy.get("delta")
+            row["adversary"] = runs[0].privacy.get("adversary")
+            row["private"] = all(r.privacy.get("private", True) for r in runs)
             row["seconds"] = float(np.mean([r.seconds for r in runs]))
             row["setup_seconds"] = float(np.mean([r.setup_seconds for r in runs]))
             rows.append(row)
@@ -188,10 +190,12 @@ def run_single(
         transcript = Transcript(store_payloads=config.store_payloads)
     channel = Channel(transcript)
     per_round = max(1, round(config.client_fraction * config.clients))
-    stack = build_stack(config, per_round, experiment_id=f"{config.name or 'run'}|seed={seed}")
+    noise_seed = seed if config.seeded_noise else None  # privacy noise: secret by default
+    experiment_id = f"{config.name or 'run'}|seed={seed}"
+    stack = build_stack(config, per_round, experiment_id=experiment_id, seed=noise_seed)
     algo = cls(config)
     t_setup = time.perf_counter()
-    federation = Federation(views, channel, stack, seed, progress)
+    federation = Federation(views, channel, stack, seed, progress, noise_seed)
     algo.setup(federation, graph if algo.needs_global_graph else None)
     setup_seconds = time.perf_counter() - t_setup
     if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
@@ -241,13 +245,24 @@ def run_single(
         history,
         part.report(graph).to_dict(),
         setup_bytes,
-        {**stack.privacy(), **algo.privacy()},
+        _privacy(stack.privacy(), algo.privacy(), config.seeded_noise),
         transcript if transcript.store_payloads else None,
         SimulationState(graph, np.asarray(part.assignment), views, algo, view_seed)
         if keep_state
         else None,
         setup_seconds,
     )
+
+
+def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> dict[str, Any]:
+    """The run's privacy claims; with seeded noise every claim is void and says so."""
+    out = {**stack, **algorithm}
+    if out:
+        out["noise"] = (
+            "seeded from the public experiment seed: NOT PRIVATE" if seeded else "secret"
+        )
+        out["private"] = not seeded
+    return out
 
 
 def run_experiment(config: ExperimentConfig, progress: bool = True) -> ExperimentResult:

@@ -24,31 +24,81 @@ from protocols.dp.accounting import Accountant
 from protocols.registry import make_transport, parse_stack
 from securefgl.config import ExperimentConfig
 
+SERVER_ADVERSARY = "server"
+OBSERVERS = "model observers"
+LOCAL = "everyone (local DP)"
+
+
+@dataclass
+class Ledger:
+    """The ε spent against one adversary, and what that claim rests on."""
+
+    adversary: str
+    accountant: Accountant
+    amplified: bool  # client sampling amplifies against this adversary
+    assumes: str  # the collusion assumption, or ""
+
 
 @dataclass
 class ProtocolStack:
-    """The protocol the parties run, plus the privacy ledger of its DP mechanism."""
+    """The protocol the parties run, plus one privacy ledger per adversary of its DP
+    mechanism (the first is the headline: the strongest adversary it protects against).
+
+    Against the server no sampling amplification is claimed: it sees who takes part.
+    Against observers of the released model it is claimed only for Poisson sampling drawn
+    by each client from its own secret randomness (``client_sampling = "poisson"``) with
+    central noise, which the server adds every round, empty rounds included; the server's
+    fixed-size sample (``"fixed"``) and distributed noise (which only participants add) are
+    charged at q = 1.
+    """
 
     protocol: AggregationProtocol
     names: list[str]
     mechanism: Any = None
-    accountant: Accountant | None = None
+    ledgers: list[Ledger] = field(default_factory=list)
+    sampling: str = "fixed"
+    colluding: int = 0
     rounds: int = field(default=0)
 
+    @property
+    def accountant(self) -> Accountant | None:
+        """The headline ledger's accountant."""
+        return self.ledgers[0].accountant if self.ledgers else None
+
     def account_round(self, sample_rate: float, survivors: int, dim: int) -> None:
-        """Charge one aggregation round to the ledger (no-op without a DP mechanism)."""
+        """Charge one aggregation round to every ledger (no-op without a DP mechanism)."""
         self.rounds += 1
-        if self.mechanism is not None and self.accountant is not None:
+        for ledger in self.ledgers:
+            q = sample_rate if ledger.amplified else 1.0
             self.mechanism.account_round(
-                self.accountant, sample_rate=sample_rate, survivors=survivors, dim=dim
-            )
+                ledger.accountant, sample_rate=q, survivors=survivors, dim=dim,
+                colluding=self.colluding,
+            )  # fmt: skip
 
     def privacy(self) -> dict[str, Any]:
-        """``{"epsilon", "delta", "accountant", "dp_rounds"}`` so far; empty without DP or
-        rounds."""
-        if self.accountant is None or self.rounds == 0:
+        """The headline ``{"epsilon", "delta", "accountant", "adversary", ...}`` and every
+        ledger under ``"guarantees"``; empty without DP or rounds."""
+        if not self.ledgers or self.rounds == 0:
             return {}
-        return {**self.accountant.report(), "dp_rounds": self.rounds}
+        guarantees = [
+            {
+                **ledger.accountant.report(),
+                "adversary": ledger.adversary,
+                "sampling": self._sampling_claim(ledger),
+                **({"collusion": ledger.assumes} if ledger.assumes else {}),
+            }
+            for ledger in self.ledgers
+        ]
+        return {**guarantees[0], "guarantees": guarantees, "dp_rounds": self.rounds}
+
+    def _sampling_claim(self, ledger: Ledger) -> str:
+        if ledger.amplified:
+            return "Poisson, each client's secret coin: amplified (q = sampled fraction)"
+        if ledger.adversary == SERVER_ADVERSARY:
+            return "none claimed (the server sees who takes part): q = 1"
+        if self.mechanism is not None and getattr(self.mechanism, "mode", "") == "distributed":
+            return "none claimed (distributed noise comes from the participants only): q = 1"
+        return f"none claimed ({self.sampling} sampling): q = 1"
 
 
 def _mechanism(name: str, config: ExperimentConfig, transport: str, clients: int) -> Any:
@@ -81,12 +131,28 @@ def build_stack(
         transport_name, experiment_id, threshold=threshold, neighbours=config.secagg_k
     )
     names = [n for n in (mech_name, transport_name) if n]
+    sampling, colluding = config.client_sampling, config.dp_colluding_clients
     if mech_name is None:
-        return ProtocolStack(transport, names)
+        return ProtocolStack(transport, names, sampling=sampling)
     mechanism = _mechanism(mech_name, config, transport_name, clients_per_round)
-    accountant = mechanism.new_accountant(config.dp_accountant, config.dp_delta)
+
+    def ledger(adversary: str, amplified: bool, assumes: str = "") -> Ledger:
+        accountant = mechanism.new_accountant(config.dp_accountant, config.dp_delta)
+        return Ledger(adversary, accountant, amplified, assumes)
+
+    poisson = sampling == "poisson"  # secret client-side coins
+    if mech_name != "clip_noise":
+        ledgers = [ledger(LOCAL, False)]
+    elif mechanism.mode == "distributed":
+        assumes = (
+            f"at most {colluding} client(s) collude with the server (their noise shares are "
+            "known to it; accounted); the other clients add their noise honestly"
+        )
+        ledgers = [ledger(SERVER_ADVERSARY, False, assumes), ledger(OBSERVERS, False, assumes)]
+    else:  # central noise: the server sees clean updates, so nothing is claimed against it
+        ledgers = [ledger(OBSERVERS, poisson)]
     protocol = DPAggregation(transport, mechanism, seed=seed)
-    return ProtocolStack(protocol, names, mechanism, accountant)
+    return ProtocolStack(protocol, names, mechanism, ledgers, sampling, colluding)
 
 
 def build_protocol(stack: Sequence[str], experiment_id: str = "securefgl") -> AggregationProtocol:

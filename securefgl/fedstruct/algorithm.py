@@ -34,6 +34,7 @@ from torch.nn.utils import parameters_to_vector
 from torch_geometric.data import Data
 
 from protocols.base import AggregationClient, AggregationServer, Envelope, Role, setup_parties
+from protocols.dp.rng import make_rng
 from protocols.secure_sum import SumTooLargeError
 from protocols.wire import Payload
 from securefgl.algorithms.base import Federation, SplitPredictions
@@ -87,6 +88,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MODEL_TAG = "fedstruct/model"
+#: What FedStruct's edge-DP ε protects (and what it does not).
+EDGE_DP_COVERS = (
+    "every edge, once, before Ā and the structural NSFs are built (edge-level, against "
+    "everyone who did not know the edge); NOT the feature branch, which trains on the true "
+    "internal edges"
+)
 NSF_TAG = "fedstruct/nsf"
 NSF_ALL_TAG = "fedstruct/nsf-all"
 
@@ -131,8 +138,11 @@ class FedStructClient(ClientHeldModel, Party):
         agg: AggregationClient,
         config: ExperimentConfig,
         seed: int,
+        noise_seed: int | None = None,
     ) -> None:
         self.party_id = client_party_id(view.client_id)
+        self.noise_seed = noise_seed  # privacy noise: None = secret
+        self.coin = make_rng(noise_seed, "client-sampling", self.party_id)
         self.view = view
         self.structure_view = view  # what Ā and the NSFs are built from (edge DP: perturbed)
         self.perturber: edge_dp.EdgePerturber | None = None
@@ -185,9 +195,10 @@ class FedStructClient(ClientHeldModel, Party):
         self.adjacency = None  # the per-hop state is no longer needed
         return int(self.abar.nnz) if self.abar is not None else 0
 
-    def host_edge_dp(self, mechanism: str, epsilon: float, seed: int) -> None:
-        """Start this client's edge perturbation (:mod:`securefgl.fedstruct.edge_dp`)."""
-        rng = np.random.default_rng([seed, 0xED6E, self.view.client_id])
+    def host_edge_dp(self, mechanism: str, epsilon: float) -> None:
+        """Start this client's edge perturbation (:mod:`securefgl.fedstruct.edge_dp`), with
+        noise from its own secret randomness."""
+        rng = make_rng(self.noise_seed, "edge-dp", self.party_id)
         dp = EdgeDP(mechanism, epsilon)
         self.perturber = edge_dp.EdgePerturber(self.view, self.party_id, dp, rng)
 
@@ -440,7 +451,9 @@ class FedStruct(FedAvg):
         self.dim = theta.size + (n * nsf_dim if st.learnable_nsf else 0)  # θ ‖ vec(S)
         self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
         self.clients = {
-            cid: FedStructClient(v, st, self.agg_parties.clients[cid], cfg, federation.seed)
+            cid: FedStructClient(
+                v, st, self.agg_parties.clients[cid], cfg, federation.seed, federation.noise_seed
+            )
             for cid, v in zip(ids, views, strict=True)
         }
         holds = protocol.output_role is Role.SERVER
@@ -456,7 +469,7 @@ class FedStruct(FedAvg):
         setup_parties(
             protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
         )
-        self._broadcast(-1)
+        self._start(ids)
 
     def _perturb_edges(self, ids: list[str]) -> None:
         """Edge DP on every block before Algorithm 3 (``settings.edge_dp``)."""
@@ -466,7 +479,7 @@ class FedStruct(FedAvg):
         if self.abar_rows is not None or self.settings.abar != "federated":
             raise ConfigError("edge DP perturbs the federated Ā build: use abar = 'federated'")
         views = self.federation.views
-        host = (dp.mechanism, dp.epsilon, self.federation.seed)
+        host = (dp.mechanism, dp.epsilon)
         ex.call([Call(c, TRAIN, "host_edge_dp", host) for c in ids])
         ctx = HopContext(ids, ex, self.federation.channel, SERVER)
         pairs = [(v.client_id, c) for v, c in zip(views, ids, strict=True)]
@@ -475,7 +488,13 @@ class FedStruct(FedAvg):
 
     def privacy(self) -> dict[str, Any]:
         dp = self.settings.edge_dp
-        return {} if dp is None else {"edge_dp": dp.mechanism, "edge_epsilon": dp.epsilon}
+        if dp is None:
+            return {}
+        return {
+            "edge_dp": dp.mechanism,
+            "edge_epsilon": dp.epsilon,
+            "edge_dp_covers": EDGE_DP_COVERS,
+        }
 
     def _build_abar(self, ids: list[str]) -> None:
         st, ex = self.settings, self.executor

@@ -22,9 +22,10 @@ import scipy.sparse as sp
 import torch
 
 from protocols.base import Envelope
+from protocols.dp.rng import make_rng
 from protocols.wire import Payload, WireFormatError
 from securefgl.data.views import ClientGraph
-from securefgl.federation import Call, Channel, LocalExecutor, Party
+from securefgl.federation import Call, Channel, LocalExecutor, Party, client_party_id
 from securefgl.fedstruct.abar_build import HopContext, origin_of, relay_envelope
 from securefgl.fedstruct.abar_client import AdjacencyRelay
 from securefgl.fedstruct.settings import EdgeDP
@@ -160,18 +161,25 @@ def perturb_views(clients: Sequence[tuple[int, str]], ctx: HopContext) -> None:
 
 
 def perturb_federation(
-    views: Sequence[ClientGraph], dp: EdgeDP, seed: int = 0, channel: Channel | None = None
+    views: Sequence[ClientGraph],
+    dp: EdgeDP,
+    noise_seed: int | None = None,
+    channel: Channel | None = None,
 ) -> list[ClientGraph]:
     """Every client's perturbed view, by the exchange of :func:`perturb_views` run through
-    ``channel`` with a relaying server (a stand-alone simulation: attacks, tests)."""
+    ``channel`` with a relaying server (a stand-alone simulation: attacks, tests). The noise
+    is secret unless ``noise_seed`` is given (tests only: then it is reproducible)."""
     parties = {
-        f"client-{v.client_id}": EdgePerturber(
-            v, f"client-{v.client_id}", dp, np.random.default_rng([seed, v.client_id])
+        client_party_id(v.client_id): EdgePerturber(
+            v,
+            client_party_id(v.client_id),
+            dp,
+            make_rng(noise_seed, "edge-dp", client_party_id(v.client_id)),
         )
         for v in views
     }
     ids = list(parties)
     executor = LocalExecutor({**parties, "server": AdjacencyRelay("server", ids)})
     ctx = HopContext(ids, executor, channel if channel is not None else Channel(), "server")
-    perturb_views([(v.client_id, f"client-{v.client_id}") for v in views], ctx)
+    perturb_views([(v.client_id, client_party_id(v.client_id)) for v in views], ctx)
     return [p.result(len(views)) for p in parties.values()]

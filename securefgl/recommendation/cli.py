@@ -40,6 +40,11 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=int, default=2000)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seeded-noise",
+        action="store_true",
+        help="NOT PRIVATE: LDP noise and pseudo items from --seed (reproducible debugging)",
+    )
     p.add_argument("--budget", type=float, default=None, help="time budget in seconds")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -78,6 +83,7 @@ def cmd_recommend(
             ldp=LDPConfig(mode, clip, args.lam),
             backend=args.backend,
             seed=args.seed,
+            seeded_noise=args.seeded_noise,
             time_budget_s=args.budget,
         )
         tr = FedRecTrainer(views, cfg)

@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from protocols.dp.rng import make_rng, make_torch_generator
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
 from securefgl.recommendation import fedgnn, fesog
@@ -48,6 +49,7 @@ class RecConfig:
     max_neighbors: int = 5
     expand_every: int = 20
     seed: int = 0
+    seeded_noise: bool = False  # NOT PRIVATE: LDP noise and pseudo items from ``seed``
     keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
     time_budget_s: float | None = None
 
@@ -86,9 +88,13 @@ class RecResult:
 class FedRecTrainer:
     def __init__(self, views: ClientViews, cfg: RecConfig) -> None:
         self.views, self.cfg = views, cfg
-        self.gen = torch.Generator().manual_seed(cfg.seed)
-        self.rng = np.random.default_rng([cfg.seed, 3])
-        self.noise_gen = torch.Generator().manual_seed(cfg.seed + 10_000)
+        self.gen = torch.Generator().manual_seed(cfg.seed)  # model initialisation
+        self.rng = np.random.default_rng([cfg.seed, 3])  # the server's choice of users
+        # privacy randomness (LDP noise, pseudo items and their gradients, the third party's
+        # shuffles): secret unless seeded_noise, never derivable from the published seed
+        noise_seed = cfg.seed if cfg.seeded_noise else None
+        self.private_rng = make_rng(noise_seed, "recommendation-private")
+        self.noise_gen = make_torch_generator(noise_seed, "recommendation-noise")
         init = fesog.init_fesog if cfg.method == "fesog" else fedgnn.init_fedgnn
         self.state = init(views.n_users, views.n_items, cfg.dim, self.gen)
         self.active = views.active_users()
@@ -115,7 +121,7 @@ class FedRecTrainer:
             self.token_key,
             self.third_party,
             self.channel,
-            self.rng,
+            self.private_rng,
         )
 
     # ------------------------------------------------------------------ one round
@@ -138,7 +144,7 @@ class FedRecTrainer:
                 self.views,
                 users,
                 fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items),
-                self.rng,
+                self.private_rng,
             )
         up, g_self = fedgnn.local_gradients(
             self.state,
@@ -146,7 +152,7 @@ class FedRecTrainer:
             users,
             fedgnn.FedGNNConfig(cfg.dim, cfg.pseudo_items, cfg.max_neighbors),
             self.expansion,
-            self.rng,
+            self.private_rng,
             self.noise_gen,
         )
         if not update_local:
@@ -241,6 +247,8 @@ class FedRecTrainer:
             "lam": cfg.ldp.lam,
             "paper_epsilon_per_coordinate": cfg.ldp.paper_epsilon,
             **self.ledger.summary(),
+            "noise": "seeded from the public seed: NOT PRIVATE" if cfg.seeded_noise else "secret",
+            "private": not cfg.seeded_noise,
         }
         return RecResult(
             cfg.to_dict(),

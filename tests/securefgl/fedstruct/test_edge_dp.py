@@ -12,7 +12,7 @@ from tests.securefgl.fedstruct.test_adjacency import make_world
 
 def perturbed(views, mechanism: str, epsilon: float, seed: int = 0):
     channel = Channel()
-    return perturb_federation(views, EdgeDP(mechanism, epsilon), seed, channel), channel
+    return perturb_federation(views, EdgeDP(mechanism, epsilon), seed, channel=channel), channel
 
 
 def edge_set(view) -> set[tuple[int, int]]:
@@ -65,7 +65,10 @@ def test_fedstruct_reports_the_edge_budget_and_equals_no_dp_at_huge_epsilon() ->
         ),
         progress=False,
     )
-    assert dp.runs[0].privacy == {"edge_dp": "edgerand", "edge_epsilon": 3000.0}
+    privacy = dp.runs[0].privacy
+    assert (privacy["edge_dp"], privacy["edge_epsilon"]) == ("edgerand", 3000.0)
+    assert privacy["private"] and privacy["noise"] == "secret"
+    assert "NOT the feature branch" in privacy["edge_dp_covers"]
     assert dp.summary()[0]["test_acc"] == plain.summary()[0]["test_acc"]
     with pytest.raises(ConfigError, match="edge_epsilon"):
         ExperimentConfig(**base, fedstruct={**section, "edge_dp": "lapgraph"})
