@@ -9,21 +9,31 @@ node ``u`` by the row norm ``‖∇_S L_i[u]‖₂``. Metrics (pooled over clien
 against the true reach set, precision / recall of "row ≠ 0", and the Jaccard index of
 the predicted and true reach sets.
 
+The true reach set is the support of the labelled rows of the Ā built by Algorithm 3
+(same L_s, β and pruning) from the TRUE client views: under edge DP the run's Ā comes from
+perturbed edges, and its support is not the clients' true reach (``details``:
+``auc_against_run_abar`` is the score against the run's own Ā).
+
 With the structure MLP ("H2V+MLP") a row can also vanish where ``J_g(s_u)`` is zero (all
 hidden ReLUs dead), so recall may fall below 1; pure H2V rows vanish only off the support.
 
 Under secagg / secagg+ / ckks the individual upload is hidden: not applicable (the
 aggregate still reveals the union of the reach sets to the server and the clients).
+
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from attacks.base import SERVER, AttackResult, not_applicable
 from attacks.metrics import roc_auc
 from attacks.simulation import AuditRun
 from attacks.updates import individual_update_or_reason, model_sent
+from securefgl.federation import Channel, LocalExecutor, Party
+from securefgl.fedstruct.abar_build import PlainHopSum, build_abar
+from securefgl.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay
 
 NAME = "hop2vec_leakage"
 MODEL_TAG = "fedstruct/model"
@@ -35,6 +45,47 @@ def reach_scores(update: np.ndarray, theta_dim: int, n: int) -> np.ndarray:
     if s.size % n:
         raise ValueError(f"S part of {s.size} values is not n={n} rows")
     return np.linalg.norm(s.reshape(n, -1), axis=1)
+
+
+def true_abar(run: AuditRun) -> dict[str, sp.csr_matrix]:
+    """GROUND TRUTH: every client's Ā^[i] from the true views (the run's own Ā when no
+    edge DP perturbed it; otherwise Algorithm 3 re-run with the run's settings)."""
+    algo = run.state.algorithm
+    st = algo.settings
+    if st.edge_dp is None:
+        return {cid: c.abar for cid, c in algo.clients.items()}
+    clients = {f"client-{v.client_id}": AdjacencyClient(v) for v in run.views}
+    parties: dict[str, Party] = dict(clients)
+    parties["server"] = AdjacencyRelay("server", list(clients))
+    prune = None if st.prune == "none" else st.prune
+    build_abar(
+        clients, Channel(), LocalExecutor(parties), st.structure_hops, st.hop_weights,
+        prune, st.prune_p, PlainHopSum(), "server",  # type: ignore[arg-type]
+    )  # fmt: skip
+    return {cid: sp.csr_matrix(c.abar) for cid, c in clients.items()}
+
+
+def reach_set(abar: sp.csr_matrix, rows: np.ndarray, n: int) -> np.ndarray:
+    """Boolean mask of the column support of ``abar[rows]``."""
+    out = np.zeros(n, bool)
+    sub = sp.csr_matrix(abar[rows])
+    sub.eliminate_zeros()
+    out[np.unique(sub.indices)] = True
+    return out
+
+
+def score_reach(scores: np.ndarray, truth: np.ndarray) -> AttackResult:
+    """Pooled (client, node) scores against the true reach."""
+    truth = np.asarray(truth, bool)
+    hit = np.asarray(scores) > 0
+    tp, p, t = int((hit & truth).sum()), int(hit.sum()), int(truth.sum())
+    metrics = {
+        "auc": roc_auc(scores, truth),
+        "precision": tp / max(p, 1),
+        "recall": tp / max(t, 1),
+        "jaccard": tp / max(p + t - tp, 1),
+    }
+    return AttackResult(NAME, SERVER, metrics, primary="auc")
 
 
 def hop2vec_leakage(run: AuditRun, round_idx: int = 0) -> AttackResult:
@@ -50,34 +101,25 @@ def hop2vec_leakage(run: AuditRun, round_idx: int = 0) -> AttackResult:
     d_s = st.nsf_dim if st.structure_mlp else run.views[0].num_classes
     theta_dim = init.size - n * d_s
     view = run.view(SERVER)
-    scores, labels = [], []
-    tp = pred = true_total = 0
+    got_all = {}
     for v in run.views:
         cid = f"client-{v.client_id}"
         got = individual_update_or_reason(view, cid, round_idx)
         if isinstance(got, str):
             return not_applicable(NAME, SERVER, got)
-        s = reach_scores(got[0], theta_dim, n)
-        client = algo.clients[cid]  # ground truth: the support of its labelled Ā rows
-        truth = np.zeros(n, bool)
-        truth[np.unique(client.abar[client.train_rows].indices)] = True
-        scores.append(s)
-        labels.append(truth)
-        hit = s > 0
-        tp += int((hit & truth).sum())
-        pred += int(hit.sum())
-        true_total += int(truth.sum())
-    y = np.concatenate(labels)
-    precision, recall = tp / max(pred, 1), tp / max(true_total, 1)
-    return AttackResult(
-        NAME,
-        SERVER,
-        {
-            "auc": roc_auc(np.concatenate(scores), y),
-            "precision": precision,
-            "recall": recall,
-            "jaccard": tp / max(pred + true_total - tp, 1),
-        },
-        primary="auc",
-        details={"round": round_idx, "theta_dim": int(theta_dim), "nsf_dim": int(d_s)},
-    )
+        got_all[cid] = got[0]
+    truth_abar = true_abar(run)
+    scores, truth, run_truth = [], [], []
+    for v in run.views:
+        cid = f"client-{v.client_id}"
+        client = algo.clients[cid]
+        scores.append(reach_scores(got_all[cid], theta_dim, n))
+        truth.append(reach_set(truth_abar[cid], client.train_rows, n))  # GROUND TRUTH
+        run_truth.append(reach_set(client.abar, client.train_rows, n))  # the run's Ā
+    s = np.concatenate(scores)
+    result = score_reach(s, np.concatenate(truth))
+    result.details.update(round=round_idx, theta_dim=int(theta_dim), nsf_dim=int(d_s))
+    if st.edge_dp is not None:
+        result.details["auc_against_run_abar"] = roc_auc(s, np.concatenate(run_truth))
+        result.details["edge_dp"] = [st.edge_dp.mechanism, st.edge_dp.epsilon]
+    return result

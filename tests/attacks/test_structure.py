@@ -112,3 +112,14 @@ def test_an_adversary_without_candidates_scores_nothing():
     )  # fmt: skip
     assert tp == pred == 0 and true_total > 0
     assert (s[y] == 0).all()
+
+
+def test_hop2vec_leakage_is_scored_against_the_true_reach_under_edge_dp(h2v_data):
+    """Under strong edge DP the S-gradients still reveal the PERTURBED Ā's support exactly;
+    against the true graph's reach the score drops well below its no-DP value."""
+    clean = hop2vec_leakage(simulate(H2V, "fedstruct", 0, h2v_data))
+    dp_cfg = H2V.replace(fedstruct={"edge_dp": "edgerand", "edge_epsilon": 0.1})
+    dp = hop2vec_leakage(simulate(dp_cfg, "fedstruct", 0, h2v_data))
+    assert clean.value == 1.0
+    assert dp.details["auc_against_run_abar"] == 1.0  # what the old scoring reported
+    assert dp.value < clean.value - 0.2
