@@ -20,6 +20,10 @@ hidden ReLUs dead), so recall may fall below 1; pure H2V rows vanish only off th
 Under secagg / secagg+ / ckks the individual upload is hidden: not applicable (the
 aggregate still reveals the union of the reach sets to the server and the clients).
 
+Baseline (:mod:`attacks.naive`): the server knows each client's own opaque ids (from the
+NSF exchange) and guesses "client i reaches its own nodes": the AUC of that indicator
+(at least 0.5); for precision / recall / Jaccard the better of that set and a random set as
+large as the attack's prediction.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import scipy.sparse as sp
 
 from attacks.base import SERVER, AttackResult, not_applicable
 from attacks.metrics import roc_auc
+from attacks.naive import auc_margin, chance_or, random_set_guess
 from attacks.simulation import AuditRun
 from attacks.updates import individual_update_or_reason, model_sent
 from securefgl.federation import Channel, LocalExecutor, Party
@@ -74,18 +79,25 @@ def reach_set(abar: sp.csr_matrix, rows: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def score_reach(scores: np.ndarray, truth: np.ndarray) -> AttackResult:
-    """Pooled (client, node) scores against the true reach."""
-    truth = np.asarray(truth, bool)
+def score_reach(scores: np.ndarray, truth: np.ndarray, own: np.ndarray) -> AttackResult:
+    """Pooled (client, node) scores against the true reach, beside the own-node guess."""
+    truth, own = np.asarray(truth, bool), np.asarray(own, bool)
     hit = np.asarray(scores) > 0
-    tp, p, t = int((hit & truth).sum()), int(hit.sum()), int(truth.sum())
-    metrics = {
-        "auc": roc_auc(scores, truth),
-        "precision": tp / max(p, 1),
-        "recall": tp / max(t, 1),
-        "jaccard": tp / max(p + t - tp, 1),
-    }
-    return AttackResult(NAME, SERVER, metrics, primary="auc")
+
+    def sets(pred: np.ndarray) -> dict[str, float]:
+        tp, p, t = int((pred & truth).sum()), int(pred.sum()), int(truth.sum())
+        return {"precision": tp / max(p, 1), "recall": tp / max(t, 1),
+                "jaccard": tp / max(p + t - tp, 1)}  # fmt: skip
+
+    auc = roc_auc(scores, truth)
+    pos, neg = int(truth.sum()), int((~truth).sum())
+    mine, rand = sets(own), random_set_guess(int(hit.sum()), pos, truth.size)
+    baselines = {k: max(mine[k], rand[k]) for k in mine}
+    baselines["auc"] = chance_or(roc_auc(own.astype(float), truth))
+    margins = {"auc": auc_margin(auc, pos, neg)}
+    return AttackResult(
+        NAME, SERVER, {"auc": auc, **sets(hit)}, "auc", None, {}, baselines, margins
+    )
 
 
 def hop2vec_leakage(run: AuditRun, round_idx: int = 0) -> AttackResult:
@@ -109,15 +121,18 @@ def hop2vec_leakage(run: AuditRun, round_idx: int = 0) -> AttackResult:
             return not_applicable(NAME, SERVER, got)
         got_all[cid] = got[0]
     truth_abar = true_abar(run)
-    scores, truth, run_truth = [], [], []
+    scores, truth, own, run_truth = [], [], [], []
     for v in run.views:
         cid = f"client-{v.client_id}"
         client = algo.clients[cid]
         scores.append(reach_scores(got_all[cid], theta_dim, n))
         truth.append(reach_set(truth_abar[cid], client.train_rows, n))  # GROUND TRUTH
         run_truth.append(reach_set(client.abar, client.train_rows, n))  # the run's Ā
+        mine = np.zeros(n, bool)
+        mine[v.node_ids.numpy()] = True  # the server's knowledge: i's opaque ids
+        own.append(mine)
     s = np.concatenate(scores)
-    result = score_reach(s, np.concatenate(truth))
+    result = score_reach(s, np.concatenate(truth), np.concatenate(own))
     result.details.update(round=round_idx, theta_dim=int(theta_dim), nsf_dim=int(d_s))
     if st.edge_dp is not None:
         result.details["auc_against_run_abar"] = roc_auc(s, np.concatenate(run_truth))

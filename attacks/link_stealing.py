@@ -9,7 +9,13 @@ edges, as GAP's re-implementation). Headline: correlation, the paper's best. For
 ``central``, ``auc_within_clients`` repeats it on pairs inside each client (Louvain clients
 are communities: harder negatives). Deviations: the paper flips each AUC to ≥ 0.5 after
 the fact; we keep the fixed direction "closer = linked". Pairs are sampled within each
-client's deployment and pooled over deployments.
+client's deployment and pooled over deployments. Also on FedStruct's deployments
+(:mod:`attacks.deployment`).
+
+Baseline (:mod:`attacks.naive`): the better of chance (0.5) and the same pairs scored by
+the same distance between the nodes' raw features (the paper's adversaries with node
+attributes as prior knowledge: what the features say without the model). The model holder knows no
+edge, so it has no degree heuristic.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import numpy as np
 from attacks.base import MODEL_HOLDER, AttackResult, not_applicable
 from attacks.deployment import Deployment, applicability, deployments
 from attacks.metrics import roc_auc
+from attacks.naive import auc_margin, chance_or
 from attacks.pairs import sample_pairs
 from attacks.simulation import AuditRun
 
@@ -69,6 +76,43 @@ def attack0_aucs(posteriors: np.ndarray, pairs: np.ndarray, labels: np.ndarray) 
     return {m: roc_auc(-pair_distance(a, b, m), labels) for m in METRICS}
 
 
+def pair_scores(rows: np.ndarray, pairs: np.ndarray) -> dict[str, np.ndarray]:
+    """``-distance(rows[u], rows[v])`` of every pair, for every metric."""
+    a, b = rows[pairs[:, 0]], rows[pairs[:, 1]]
+    return {m: -pair_distance(a, b, m) for m in METRICS}
+
+
+def result_from_scores(
+    post: dict[str, np.ndarray], feat: dict[str, np.ndarray], y: np.ndarray
+) -> AttackResult:
+    """Posterior AUCs (the attack) beside feature AUCs (the baseline) on the same pairs."""
+    aucs = {m: roc_auc(post[m], y) for m in METRICS}
+    feat_aucs = {m: roc_auc(feat[m], y) for m in METRICS}
+    best = max(aucs, key=lambda m: aucs[m])
+    pos, neg = int(y.sum()), int((~y).sum())
+    metrics = {"auc": aucs["correlation"], "auc_best": aucs[best]}
+    baselines = {
+        "auc": chance_or(feat_aucs["correlation"]),
+        "auc_best": chance_or(max(feat_aucs.values())),
+    }
+    margins = {k: auc_margin(v, pos, neg) for k, v in metrics.items()}
+    details = {
+        "auc_by_metric": aucs,
+        "best_metric": best,
+        "feature_auc_by_metric": feat_aucs,
+        "pairs": int(y.size),
+    }
+    return AttackResult(NAME, MODEL_HOLDER, metrics, "auc", None, details, baselines, margins)
+
+
+def attack0(
+    posteriors: np.ndarray, features: np.ndarray, pairs: np.ndarray, labels: np.ndarray
+) -> AttackResult:
+    """Attack-0 on one set of pairs, with its feature-similarity baseline."""
+    y = np.asarray(labels, bool)
+    return result_from_scores(pair_scores(posteriors, pairs), pair_scores(features, pairs), y)
+
+
 def link_stealing(run: AuditRun, max_pairs: int = 10_000, seed: int = 0) -> AttackResult:
     """Attack-0 on every deployment of ``run``'s released model; AUC per metric."""
     reason = applicability(run)
@@ -77,51 +121,57 @@ def link_stealing(run: AuditRun, max_pairs: int = 10_000, seed: int = 0) -> Atta
     rng = np.random.default_rng(seed)
     deps = deployments(run)
     per_dep = max(2, max_pairs // len(deps))
-    scores: dict[str, list[np.ndarray]] = {m: [] for m in METRICS}
+    post: dict[str, list[np.ndarray]] = {m: [] for m in METRICS}
+    feat: dict[str, list[np.ndarray]] = {m: [] for m in METRICS}
     labels: list[np.ndarray] = []
     for dep in deps:
         truth = run.truth_adjacency if dep.client is None else run.truth_local_adjacency(dep.client)
-        pairs, lab = sample_pairs(truth, per_dep, rng)
+        pairs, lab = sample_pairs(truth, per_dep, rng)  # TRUE graph, whatever the run perturbed
         if not len(pairs):
             continue
-        post = dep.posteriors()
-        a, b = post[pairs[:, 0]], post[pairs[:, 1]]
-        for m in METRICS:
-            scores[m].append(-pair_distance(a, b, m))
+        for out, scores in (
+            (post, pair_scores(dep.posteriors(), pairs)),
+            (feat, pair_scores(dep.data.x.numpy(), pairs)),
+        ):
+            for m in METRICS:
+                out[m].append(scores[m])
         labels.append(lab)
     if not labels:
         return not_applicable(NAME, MODEL_HOLDER, "no deployment has an internal edge to score")
     y = np.concatenate(labels)
-    aucs = {m: roc_auc(np.concatenate(scores[m]), y) for m in METRICS}
-    best = max(aucs, key=lambda m: aucs[m])
-    metrics = {"auc": aucs["correlation"], "auc_best": aucs[best]}
-    if len(deps) == 1 and deps[0].client is None and run.result.federated is False:
-        metrics["auc_within_clients"] = _within_clients_auc(run, deps[0], per_dep, rng)
-    return AttackResult(
-        NAME,
-        MODEL_HOLDER,
-        metrics,
-        primary="auc",
-        details={"auc_by_metric": aucs, "best_metric": best, "pairs": int(y.size)},
+    result = result_from_scores(
+        {m: np.concatenate(v) for m, v in post.items()},
+        {m: np.concatenate(v) for m, v in feat.items()},
+        y,
     )
+    if len(deps) == 1 and deps[0].client is None and run.result.federated is False:
+        auc, base, n_pos, n_neg = _within_clients_auc(run, deps[0], per_dep, rng)
+        result.metrics["auc_within_clients"] = auc
+        result.baselines["auc_within_clients"] = base
+        result.margins["auc_within_clients"] = auc_margin(auc, n_pos, n_neg)
+    return result
 
 
 def _within_clients_auc(
     run: AuditRun, dep: Deployment, max_pairs: int, rng: np.random.Generator
-) -> float:
-    """Diagnostic for a global deployment: correlation AUC when the pairs are drawn inside
-    each client of the partition (as a client deployment's pairs are), i.e. with harder,
-    same-community negatives."""
-    post = dep.posteriors()
-    scores, labels = [], []
+) -> tuple[float, float, int, int]:
+    """Diagnostic for a global deployment: correlation AUC (and its feature baseline) when
+    the pairs are drawn inside each client of the partition (as a client deployment's
+    pairs are), i.e. with harder, same-community negatives."""
+    post, x = dep.posteriors(), dep.data.x.numpy()
+    scores, feats, labels = [], [], []
     k = len(run.views)
     for c in range(k):
         g = run.global_nodes(c)
         pairs, lab = sample_pairs(run.truth_local_adjacency(c), max(2, max_pairs // k), rng)
         if len(pairs):
-            a, b = post[g[pairs[:, 0]]], post[g[pairs[:, 1]]]
-            scores.append(-pair_distance(a, b, "correlation"))
+            u, v = g[pairs[:, 0]], g[pairs[:, 1]]
+            scores.append(-pair_distance(post[u], post[v], "correlation"))
+            feats.append(-pair_distance(x[u], x[v], "correlation"))
             labels.append(lab)
     if not labels:
-        return float("nan")
-    return roc_auc(np.concatenate(scores), np.concatenate(labels))
+        return float("nan"), 0.5, 0, 0
+    y = np.concatenate(labels)
+    auc = roc_auc(np.concatenate(scores), y)
+    base = chance_or(roc_auc(np.concatenate(feats), y))
+    return auc, base, int(y.sum()), int((~y).sum())

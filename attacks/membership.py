@@ -9,7 +9,11 @@ Networks", 2021, arXiv 2102.05429; metric-based attack of Salem et al. 2019 / Ye
 
 Deviation: threshold attack only (no shadow model: the threshold-free AUC upper-bounds a
 threshold chosen on shadow data, so it is the stronger report of this signal); 2-hop
-queries (the deployment answers with the node's neighbourhood, as served).
+queries (the deployment answers with the node's neighbourhood, as served). Also on
+FedStruct's deployments (:mod:`attacks.deployment`).
+
+Baseline: chance, i.e. AUC 0.5 and TPR 0.01 at 1 % FPR (a guess that ignores the model;
+the split is random, so no public node property predicts membership).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 from attacks.base import MODEL_HOLDER, AttackResult, not_applicable
 from attacks.deployment import applicability, deployments
 from attacks.metrics import roc_auc, tpr_at_fpr
+from attacks.naive import CHANCE_AUC, auc_margin, proportion_margin
 from attacks.simulation import AuditRun
 
 NAME = "membership_inference"
@@ -53,12 +58,24 @@ def membership_inference(run: AuditRun) -> AttackResult:
     y = np.concatenate(member) if member else np.zeros(0, bool)
     if not y.any() or y.all():
         return not_applicable(NAME, MODEL_HOLDER, "needs both training and test nodes")
-    s = {k: np.concatenate(v) for k, v in signals.items()}
-    aucs = {k: roc_auc(v, y) for k, v in s.items()}
+    return score_members({k: np.concatenate(v) for k, v in signals.items()}, y)
+
+
+def score_members(signals: dict[str, np.ndarray], member: np.ndarray) -> AttackResult:
+    """AUC (headline: ``confidence``) and TPR at 1 % FPR beside chance."""
+    y = np.asarray(member, bool)
+    pos, neg = int(y.sum()), int((~y).sum())
+    aucs = {k: roc_auc(v, y) for k, v in signals.items()}
+    tpr = tpr_at_fpr(signals["confidence"], y, 0.01)
     return AttackResult(
         NAME,
         MODEL_HOLDER,
-        {"auc": aucs["confidence"], "tpr_at_1pct_fpr": tpr_at_fpr(s["confidence"], y, 0.01)},
+        {"auc": aucs["confidence"], "tpr_at_1pct_fpr": tpr},
         primary="auc",
-        details={"auc_by_signal": aucs, "members": int(y.sum()), "non_members": int((~y).sum())},
+        details={"auc_by_signal": aucs, "members": pos, "non_members": neg},
+        baselines={"auc": CHANCE_AUC, "tpr_at_1pct_fpr": 0.01},
+        margins={
+            "auc": auc_margin(aucs["confidence"], pos, neg),
+            "tpr_at_1pct_fpr": proportion_margin(0.01, pos),
+        },
     )

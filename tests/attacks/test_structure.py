@@ -106,12 +106,12 @@ def test_an_adversary_without_candidates_scores_nothing():
     w = world(small(), ASSIGN)
     view = w.views[0]
     empty = sp.csr_matrix((view.num_nodes, view.num_global_nodes))
-    s, y, tp, pred, true_total = score_client(
+    got = score_client(
         view, [(np.arange(view.num_nodes), empty, None)], w.truth_opaque_adjacency,
         np.random.default_rng(0),
     )  # fmt: skip
-    assert tp == pred == 0 and true_total > 0
-    assert (s[y] == 0).all()
+    assert got.tp == got.pred == 0 and got.true_total > 0 and got.candidates > 0
+    assert (got.scores[got.labels] == 0).all()
 
 
 def test_hop2vec_leakage_is_scored_against_the_true_reach_under_edge_dp(h2v_data):
@@ -120,6 +120,26 @@ def test_hop2vec_leakage_is_scored_against_the_true_reach_under_edge_dp(h2v_data
     clean = hop2vec_leakage(simulate(H2V, "fedstruct", 0, h2v_data))
     dp_cfg = H2V.replace(fedstruct={"edge_dp": "edgerand", "edge_epsilon": 0.1})
     dp = hop2vec_leakage(simulate(dp_cfg, "fedstruct", 0, h2v_data))
-    assert clean.value == 1.0
+    assert clean.value == 1.0 and clean.leaks()
     assert dp.details["auc_against_run_abar"] == 1.0  # what the old scoring reported
     assert dp.value < clean.value - 0.2
+    assert dp.advantage() < clean.advantage() - 0.2
+
+
+def test_structure_and_feature_attacks_report_their_baselines():
+    w = world(small(), ASSIGN)
+    r = structure_reconstruction(w, "plain", adversaries=[0])
+    assert 0.5 <= r.baseline() < r.value and r.leaks()
+    assert r.baseline("precision") == r.details["edge_density"] < r.metrics["precision"]
+    f = neighbour_features(w, "plain", adversaries=[0])
+    assert f.baseline() < f.value and f.leaks()  # own mean feature vs exact recovery
+    assert set(f.baselines) == set(f.metrics)
+
+
+def test_structure_baseline_counts_common_neighbours():
+    from attacks.structure_reconstruction import common_neighbours
+
+    w = world(small(), ASSIGN)
+    cn = common_neighbours(w.views[0])  # client 0 = {0, 1}: node 0 ~ 2, 5; node 1 ~ 6
+    o = w.opaque_of_global
+    assert cn[o[2], o[5]] == 1 and cn[o[5], o[6]] == 0 and cn[o[2], o[6]] == 0
