@@ -5,6 +5,11 @@ on its own subgraph (its deployment); ``central`` serves on the global graph. Th
 holder (a third party with query access, or anyone the model is released to) sees
 posteriors for the nodes it queries (He et al. 2021; LinkTeller's inference API), and may
 query with features it chooses (LinkTeller). It never sees the deployment's edges.
+
+FedStruct (Aliakbari et al., ICLR 2025, Eq. 10) serves client i's nodes with
+``f_θf(X_i; Â_loc) + Ā^[i] g_θs(S)``: the feature branch on the client's TRUE internal
+edges (edge DP covers only Ā and the structural NSFs), the structure branch on its Ā rows;
+:class:`FedStructServing` wraps that as a ``model(x, edge_index)`` oracle.
 """
 
 from __future__ import annotations
@@ -17,12 +22,46 @@ import torch
 from torch_geometric.data import Data
 
 from attacks.simulation import AuditRun
+from securefgl.fedstruct.algorithm import FedStructClient
+from securefgl.fedstruct.model import AbarRows, FedStructModel
 from securefgl.models import set_flat
 
 Logits = Callable[[torch.Tensor], torch.Tensor]  # node features -> logits (edges fixed)
 
-#: algorithms whose released model is one GNN ``model(x, edge_index)``
-SUPPORTED = ("fedavg", "fedprox", "central")
+#: algorithms whose released model answers ``model(x, edge_index)`` on a deployment
+SUPPORTED = ("fedavg", "fedprox", "central", "fedstruct")
+
+
+class FedStructServing(torch.nn.Module):
+    """Client i's FedStruct predictor with its graph baked in; ``edge_index`` is ignored.
+
+    ``x`` may stack ``b`` copies of the client's ``n_i`` rows (LinkTeller's batch): each
+    copy is propagated over ``Â_loc`` separately and gets the same structure logits.
+    """
+
+    def __init__(
+        self, model: FedStructModel, a_local: torch.Tensor, abar: AbarRows, s: torch.Tensor
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.a_local = a_local.coalesce()
+        self.abar = abar.matrix.coalesce()
+        self.rows = torch.from_numpy(np.asarray(abar.rows, np.int64))
+        self.register_buffer("s_rows", s[torch.from_numpy(abar.cols)].detach().clone())
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor | None = None) -> torch.Tensor:
+        del edge_index  # the deployment's edges are Â_loc and Ā^[i]
+        n = self.a_local.shape[0]
+        b = x.shape[0] // n
+        a = self.a_local.to(x.dtype)
+        h = self.model.feature_mlp(x)
+        c = h.shape[1]
+        h = h.view(b, n, c).permute(1, 0, 2).reshape(n, b * c)
+        for _ in range(self.model.feature_hops):
+            h = torch.sparse.mm(a, h)
+        h = h.view(n, b, c).permute(1, 0, 2)[:, self.rows]
+        z = self.model.structure_logits(self.abar.to(x.dtype), self.s_rows.to(x.dtype))
+        return (h + z).reshape(-1, c)
 
 
 @dataclass
@@ -45,6 +84,18 @@ class Deployment:
         return torch.softmax(self.logits(), dim=-1).numpy().astype(np.float64)
 
 
+def fedstruct_serving(client: FedStructClient) -> FedStructServing:
+    """The global (θ ‖ S) as ``client`` holds it, serving its nodes."""
+    if client.params is None or client.abar is None:
+        raise RuntimeError(f"{client.party_id} holds no model or no Ā")
+    params, theta_dim, s = client.params, client.theta_dim, client.s
+    set_flat(client.model, params[:theta_dim])
+    if client.settings.learnable_nsf:
+        s = torch.from_numpy(np.asarray(params[theta_dim:], np.float32)).view_as(s)
+    rows = AbarRows.of(client.abar, np.arange(client.view.num_nodes))
+    return FedStructServing(client.model, client.a_local, rows, s)
+
+
 def deployments(run: AuditRun) -> list[Deployment]:
     """Where the released model of ``run`` serves (one per client, or the global graph)."""
     algo = run.state.algorithm
@@ -59,8 +110,12 @@ def deployments(run: AuditRun) -> list[Deployment]:
         client = algo.clients[f"client-{view.client_id}"]
         if client.params is None:
             raise RuntimeError(f"client {c} holds no model")
-        set_flat(client.model, client.params)
-        out.append(Deployment(f"client-{c}", view.to_data(), run.global_nodes(c), c, client.model))
+        if name == "fedstruct":
+            model: torch.nn.Module = fedstruct_serving(client)
+        else:
+            set_flat(client.model, client.params)
+            model = client.model
+        out.append(Deployment(f"client-{c}", view.to_data(), run.global_nodes(c), c, model))
     return out
 
 
@@ -68,7 +123,7 @@ def applicability(run: AuditRun) -> str | None:
     """``None`` if the run released a model this module can query, else the reason."""
     if run.result.algorithm not in SUPPORTED:
         return (
-            f"{run.result.algorithm!r} does not release one GNN model(x, edge_index) "
-            f"(model-holder attacks here support {SUPPORTED})"
+            f"{run.result.algorithm!r} does not release a model answering queries on a "
+            f"deployment (model-holder attacks here support {SUPPORTED})"
         )
     return None

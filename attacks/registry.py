@@ -62,18 +62,15 @@ def _dp_audit(cell: Cell) -> AttackResult:
     )
 
 
+#: algorithms whose released model the model holder queries (:mod:`attacks.deployment`)
+RELEASED_MODEL = ("central", "fedavg", "fedprox", "fedstruct")
+
 ATTACKS: dict[str, AttackSpec] = {
     spec.name: spec
     for spec in (
-        AttackSpec(
-            "link_stealing", ("central", "fedavg", "fedprox"), lambda c: link_stealing(c.run)
-        ),
-        AttackSpec("linkteller", ("central", "fedavg", "fedprox"), lambda c: linkteller(c.run)),
-        AttackSpec(
-            "membership_inference",
-            ("central", "fedavg", "fedprox"),
-            lambda c: membership_inference(c.run),
-        ),
+        AttackSpec("link_stealing", RELEASED_MODEL, lambda c: link_stealing(c.run)),
+        AttackSpec("linkteller", RELEASED_MODEL, lambda c: linkteller(c.run)),
+        AttackSpec("membership_inference", RELEASED_MODEL, lambda c: membership_inference(c.run)),
         AttackSpec(
             "gradient_inversion",
             ("fedavg", "fedprox"),
