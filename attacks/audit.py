@@ -6,8 +6,10 @@ adversary's view (:mod:`attacks.registry`). A protocol is a stack as in
 ``securefgl run --protocol`` (``plain``, ``secagg``, ``ckks``, ``clip_noise``,
 ``secagg,clip_noise`` …) optionally with a client-side edge-DP defence on each client's
 own graph (``edgerand:1``, ``lapgraph:4``; :mod:`attacks.defences`). Each attack yields
-one row per metric (the headline first, ``primary: true``) with the cell's test accuracy
-and ε; an attack that does not apply yields ``value: null`` and a ``reason``.
+one row per metric (the headline first, ``primary: true``) with its naive ``baseline``,
+``advantage = value − baseline`` and ``leaks`` (advantage above the stated ``margin``;
+:mod:`attacks.naive`), the cell's test accuracy and ε with what that ε ``covers``; an
+attack that does not apply yields ``value: null`` and a ``reason``.
 
 Outputs (:func:`save_audit`): ``<name>.json`` (the rows), ``<name>_meta.json`` (settings),
 ``<name>.md`` (headline rows) and ``<name>.png`` (accuracy vs attack value per attack;
@@ -95,6 +97,37 @@ def cell_config(
     return cfg
 
 
+def guarantees(
+    algorithm: str, stack: list[str], edge_dp: tuple[str, float] | None, run: Any
+) -> list[dict[str, Any]]:
+    """Each ε of a cell with its unit and what it ``covers`` (edge DP first)."""
+    out = []
+    if edge_dp is not None:
+        mech, eps = edge_dp
+        covers = (
+            "Ā and structural NSFs (edge-level, internal + cross blocks); not the "
+            "feature branch (true internal edges), features, labels"
+            if algorithm == "fedstruct"
+            else "each client's internal edges as trained on and served (edge-level); "
+            "not cross-client edges, features, labels"
+        )
+        out.append({"epsilon": eps, "unit": f"edge-level ({mech})", "covers": covers})
+    privacy = run.result.privacy
+    if run.epsilon is not None:
+        mech = parse_stack(stack)[1]
+        against = f"; against the {privacy['adversary']}" if privacy.get("adversary") else ""
+        covers = (
+            f"released model updates (client-level, clip_noise{against})"
+            if mech == "clip_noise"
+            else f"each client's uploaded update (client-level local DP, {mech}{against})"
+        )
+        out.append({"epsilon": run.epsilon, "unit": "client-level (accountant)", "covers": covers})
+    if privacy.get("private") is False:  # seeded noise: every claim is void
+        for g in out:
+            g["covers"] += " — seeded noise: NOT PRIVATE"
+    return out
+
+
 def _rows(
     result: AttackResult,
     metric: str,
@@ -104,6 +137,7 @@ def _rows(
     seed: int,
     run: Any,
 ) -> list[dict[str, Any]]:
+    first = run.guarantees[0] if run.guarantees else {}
     base = {
         "dataset": dataset,
         "algorithm": algorithm,
@@ -112,20 +146,28 @@ def _rows(
         "attack": result.attack,
         "adversary": result.adversary,
         "accuracy": run.accuracy,
-        "epsilon": run.epsilon,
-        "epsilon_unit": run.epsilon_unit,
+        "epsilon": first.get("epsilon"),
+        "epsilon_unit": first.get("unit"),
+        "covers": first.get("covers"),
+        "guarantees": list(run.guarantees),
     }
     if not result.applicable:
         primary = result.primary or metric
+        none = dict.fromkeys(("baseline", "advantage", "margin", "leaks"))
         return [
-            {**base, "metric": primary, "value": None, "primary": True, "reason": result.reason}
-        ]
+            {**base, "metric": primary, "value": None, **none, "primary": True,
+             "reason": result.reason}
+        ]  # fmt: skip
     keys = [result.primary] + [k for k in result.metrics if k != result.primary]
     return [
         {
             **base,
             "metric": k,
             "value": _finite(result.metrics[k]),
+            "baseline": _finite(result.baseline(k)),
+            "advantage": _finite(result.advantage(k)),
+            "margin": _finite(result.margin(k)),
+            "leaks": result.leaks(k),
             "primary": k == result.primary,
             "details": result.details if k == result.primary else {},
         }
@@ -133,15 +175,14 @@ def _rows(
     ]
 
 
-def _finite(x: float) -> float | None:
+def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 @dataclass
 class _RunInfo:
     accuracy: float
-    epsilon: float | None
-    epsilon_unit: str | None
+    guarantees: list[dict[str, Any]]
 
 
 def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]:
@@ -162,18 +203,14 @@ def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]
         stack, edge_dp = parse_protocol(proto)
         cfg = cell_config(audit, algo, stack, edge_dp)
         hook = (
-            edge_dp_hook(*edge_dp, seed=seed)
+            edge_dp_hook(*edge_dp, noise_seed=seed if cfg.seeded_noise else None)
             if edge_dp and algo not in ("central", "fedstruct")
             else None
         )
         t0 = time.perf_counter()
         run = simulate(cfg, algo, seed, data, progress=False, views_hook=hook)
         world = make_world(cfg, seed, data)
-        eps, unit = run.epsilon, ("client-level (accountant)" if run.epsilon else None)
-        if edge_dp is not None:
-            scope = "internal + cross blocks of Ā" if algo == "fedstruct" else "internal edges"
-            eps, unit = edge_dp[1], f"edge-level ({edge_dp[0]}, {scope})"
-        info = _RunInfo(run.accuracy, eps, unit)
+        info = _RunInfo(run.accuracy, guarantees(algo, stack, edge_dp, run))
         log.info("%s %s: acc %.4f (%.1fs)", algo, proto, run.accuracy, time.perf_counter() - t0)
         cell = Cell(run, world, tuple(stack), edge_dp)
         for spec in attacks_for(algo, audit.attacks):
@@ -188,10 +225,33 @@ def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]
 # ------------------------------------------------------------------------------- outputs
 
 
+def epsilon_cells(row: dict[str, Any]) -> tuple[str, str]:
+    """The ε cell ("1 (edge)"; several joined by "; ") and its "covers" cell."""
+    gs = row.get("guarantees") or (
+        [] if row.get("epsilon") is None
+        else [{"epsilon": row["epsilon"], "unit": row.get("epsilon_unit") or "",
+               "covers": row.get("covers")}]
+    )  # fmt: skip
+    eps = "; ".join(
+        f"{g['epsilon']:.3g}" + (" (edge)" if str(g.get("unit", "")).startswith("edge") else "")
+        for g in gs
+    )
+    covers = "; ".join(str(g.get("covers") or "not stated") for g in gs)
+    return eps or "–", covers or "–"
+
+
+def _num(x: float | None, sign: bool = False) -> str:
+    return "–" if x is None else (f"{x:+.3f}" if sign else f"{x:.3f}")
+
+
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """Headline rows as a Markdown table (N/A rows show their reason)."""
-    head = "| dataset | algorithm | protocol | attack | adversary | metric | value | accuracy | ε |"
-    lines = [head, "|" + "---|" * 9]
+    """Headline rows as a Markdown table: value beside its naive baseline, the advantage
+    and the leak verdict; ε beside what it covers (N/A rows show their reason)."""
+    head = (
+        "| dataset | algorithm | protocol | attack | adversary | metric | value | baseline | "
+        "advantage | leaks | accuracy | ε | ε covers |"
+    )
+    lines = [head, "|" + "---|" * 13]
     notes = []
     for r in rows:
         if not r.get("primary", True):
@@ -201,12 +261,13 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             value = f"n/a [{len(notes)}]"
         else:
             value = "undefined" if r["value"] is None else f"{r['value']:.3f}"
-        eps = "–" if r["epsilon"] is None else f"{r['epsilon']:.3g}"
-        if r["epsilon"] is not None and str(r.get("epsilon_unit", "")).startswith("edge"):
-            eps += " (edge)"
+        leaks = {True: "yes", False: "no"}.get(r.get("leaks"), "–")  # type: ignore[arg-type]
+        eps, covers = epsilon_cells(r)
         lines.append(
             f"| {r['dataset']} | {r['algorithm']} | {r['protocol']} | {r['attack']} | "
-            f"{r['adversary']} | {r['metric']} | {value} | {100 * r['accuracy']:.1f} | {eps} |"
+            f"{r['adversary']} | {r['metric']} | {value} | {_num(r.get('baseline'))} | "
+            f"{_num(r.get('advantage'), sign=True)} | {leaks} | {100 * r['accuracy']:.1f} | "
+            f"{eps} | {covers} |"
         )
     if notes:
         lines += ["", "Not applicable:", ""]

@@ -16,7 +16,8 @@ Grid (one seed; every cell trains once and runs the attacks that target its algo
   (ε = 1, 8): the model-holder attacks on every client's deployment, gradient inversion
   by the server, the one-run DP audit;
 * ``fedstruct`` (Hop2Vec, Table 5 preset) × plain / secagg (masked Ā sums) / EdgeRand ε = 1:
-  S-gradient leakage to the server, Ā-construction structure reconstruction. No ckks cell
+  S-gradient leakage to the server, Ā-construction structure reconstruction, and the
+  model-holder attacks on every client's deployment. No ckks cell
   (CKKS on the n·d_s-dimensional H2V updates is too slow here): its accuracy equals plain
   (``benchmarks/results/fedstruct.md``) and a ckks Ā sum delivers the same sum as masked
   (``tests/securefgl/fedstruct/test_adjacency_secure.py``), so the attack values match;
@@ -37,7 +38,7 @@ from harness.notes import note_path
 from harness.results import read_json, write_json, write_text
 from tqdm.auto import tqdm
 
-from attacks.audit import AuditConfig, markdown_table, plot_audit, run_audit
+from attacks.audit import AuditConfig, epsilon_cells, markdown_table, plot_audit, run_audit
 from attacks.dp_audit import dp_audit
 from securefgl.config import ExperimentConfig
 
@@ -226,6 +227,13 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
+def _fmt_adv(row: dict[str, Any]) -> str:
+    """``value (advantage over the naive baseline)``; rows saved before baselines: value."""
+    if row["value"] is None or row.get("advantage") is None:
+        return _fmt(row["value"])
+    return f"{row['value']:.3f} ({row['advantage']:+.3f})"
+
+
 def summary_tables(rows: list[dict[str, Any]], seed: int = 0) -> str:
     """Per dataset: one line per (algorithm, protocol) cell with its headline numbers."""
     out = []
@@ -239,21 +247,17 @@ def summary_tables(rows: list[dict[str, Any]], seed: int = 0) -> str:
         out += [f"### {ds}", ""]
         cols = " | ".join(f"{a} ({next(r['metric'] for r in head if r['attack'] == a)})"
                           for a in attacks)  # fmt: skip
-        out.append(f"| algorithm | protocol | test acc % | ε | {cols} |")
+        out.append(f"| algorithm | protocol | test acc % | ε: what it covers | {cols} |")
         out.append("|" + "---|" * (4 + len(attacks)))
         order = {(a, p + sfx): i for i, (a, p, _, sfx) in enumerate(CELLS)}
         cells = dict.fromkeys((r["algorithm"], r["protocol"]) for r in head)
         for algo, proto in sorted(cells, key=lambda c: order.get(c, len(order))):
             cell = [r for r in head if r["algorithm"] == algo and r["protocol"] == proto]
             by = {r["attack"]: r for r in cell}
-            eps = cell[0]["epsilon"]
-            unit = str(cell[0].get("epsilon_unit") or "")
-            e = (
-                "–"
-                if eps is None
-                else f"{eps:.3g}" + (" (edge)" if unit.startswith("edge") else "")
-            )
-            vals = " | ".join("" if a not in by else _fmt(by[a]["value"]) for a in attacks)
+            e, covers = epsilon_cells(cell[0])
+            if e != "–":
+                e += f": {covers}"
+            vals = " | ".join("" if a not in by else _fmt_adv(by[a]) for a in attacks)
             out.append(f"| {algo} | {proto} | {100 * cell[0]['accuracy']:.1f} | {e} | {vals} |")
         out.append("")
     return "\n".join(out)
@@ -316,10 +320,13 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
         f"{st.get('central_rounds')} epochs, FedStruct = Hop2Vec with the Table 5 preset, "
         "FedGCN 2-hop. Command: `python benchmarks/privacy_audit.py` (or `securefgl audit "
         "...` for one grid). Values are the headline metric of each attack (AUC unless "
-        "named); accuracy is the cell's test accuracy; ε is the client-level accountant "
-        "ε (DP-FedAvg, δ = 1e-5) or the edge-level ε of client-side EdgeRand (marked "
-        "'edge'). Every row of the JSON also carries the attack's adversary and, when it "
-        "does not apply, the reason instead of a value.",
+        "named), in brackets its advantage over the attack's naive baseline (rows saved "
+        "before baselines existed show the value alone); accuracy is the cell's test "
+        "accuracy; ε is the client-level accountant ε (DP-FedAvg, δ = 1e-5) or an "
+        "edge-level ε (marked 'edge'), each with what it covers ('not stated' for rows "
+        "saved before that field existed). Every row of the JSON also carries the attack's "
+        "adversary, baseline and leak verdict and, when it does not apply, the reason "
+        "instead of a value.",
         "",
         "## Headline numbers",
         "",

@@ -90,3 +90,40 @@ def test_simulate_keeps_payloads_only_up_to_the_attacked_round():
     dropped = {e.round for e in run.transcript.entries if e.data is None}
     assert kept == {-1, 0} and dropped == {1, 2}
     assert all(e.nbytes > 0 for e in run.transcript.entries)  # sizes are always counted
+
+
+def test_rows_carry_baselines_and_what_each_epsilon_covers(tmp_path):
+    base = ExperimentConfig(
+        dataset="csbm",
+        csbm={"num_nodes": 120, "feature_signal": 0.5, "homophily": 0.8},
+        clients=3,
+        partition="random",
+        rounds=2,
+        hidden=8,
+        dp_noise=2.0,
+    )
+    audit = AuditConfig(
+        base=base,
+        algorithms=["fedavg", "fedstruct"],
+        protocols=["clip_noise", "edgerand:2"],
+        attacks=["link_stealing", "hop2vec_leakage"],
+        fedstruct_preset=False,
+    )
+    rows = run_audit(audit, progress=False)
+    assert {r["algorithm"] for r in rows if r["attack"] == "link_stealing"} == {
+        "fedavg",
+        "fedstruct",
+    }
+    for r in rows:
+        assert {"baseline", "advantage", "leaks", "covers"} <= set(r)
+        if r["value"] is not None and r["baseline"] is not None:
+            assert np.isclose(r["advantage"], r["value"] - r["baseline"])
+            assert r["leaks"] == (r["advantage"] > r["margin"])
+        assert r["epsilon"] is None or r["covers"]
+    covers = {(r["algorithm"], r["protocol"]): r["covers"] for r in rows}
+    assert covers["fedstruct", "edgerand:2"].startswith("Ā and structural NSFs")
+    assert "feature branch" in covers["fedstruct", "edgerand:2"]
+    assert covers["fedavg", "clip_noise"].startswith("released model updates (client-level")
+    md = save_audit(rows, tmp_path, "grid")["md"].read_text()
+    assert "| baseline | advantage | leaks |" in md and "ε covers" in md
+    assert "Ā and structural NSFs" in md and "released model updates" in md
