@@ -170,6 +170,8 @@ def _rows(
             "leaks": result.leaks(k),
             "primary": k == result.primary,
             "details": result.details if k == result.primary else {},
+            # a measured lower bound above the run's own claimed ε: the claim is false
+            "violation": bool(result.details.get("violation")) if k == result.primary else False,
         }
         for k in keys
     ]
@@ -261,6 +263,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             value = f"n/a [{len(notes)}]"
         else:
             value = "undefined" if r["value"] is None else f"{r['value']:.3f}"
+        if r.get("violation"):
+            value += " **⚠ above the claimed ε**"
         leaks = {True: "yes", False: "no"}.get(r.get("leaks"), "–")  # type: ignore[arg-type]
         eps, covers = epsilon_cells(r)
         lines.append(
@@ -272,7 +276,22 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     if notes:
         lines += ["", "Not applicable:", ""]
         lines += [f"{i}. {n}" for i, n in enumerate(notes, 1)]
+    bad = violations(rows)
+    if bad:
+        lines = [
+            f"**⚠ {len(bad)} DP claim(s) do not hold: the one-run audit's lower bound exceeds "
+            "the ε the run reports** ("
+            + "; ".join(f"{r['algorithm']} · {r['protocol']}: ε_LB {r['value']:.2f}" for r in bad)
+            + ")",
+            "",
+            *lines,
+        ]
     return "\n".join(lines) + "\n"
+
+
+def violations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows whose measured lower bound refutes the run's own claimed ε."""
+    return [r for r in rows if r.get("violation")]
 
 
 def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:

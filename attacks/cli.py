@@ -8,6 +8,7 @@ imports ``attacks``.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from attacks.audit import (
@@ -17,6 +18,7 @@ from attacks.audit import (
     markdown_table,
     run_audit,
     save_audit,
+    violations,
 )
 from attacks.interaction_inference import interaction_inference
 from attacks.registry import describe
@@ -45,6 +47,11 @@ def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
     )
     group.add_argument("--central-rounds", type=int, default=None, help="rounds of central")
     group.add_argument("--list-attacks", action="store_true", help="list attacks and exit")
+    group.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 3 when a DP audit's lower bound exceeds the run's claimed ε",
+    )
     add_config_flags(audit)
     return {"audit": cmd_audit}
 
@@ -72,6 +79,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     out = save_audit(rows, base.output_dir, name, audit_settings(audit))
     print(markdown_table(rows))
     print("results: " + ", ".join(str(p) for p in out.values()))
+    bad = violations(rows)
+    if bad:
+        message = f"securefgl: {len(bad)} DP claim(s) refuted by the audit (see the table)"
+        print(message, file=sys.stderr)
+        return 3 if args.strict else 0
     return 0
 
 

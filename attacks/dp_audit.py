@@ -1,20 +1,23 @@
-"""Empirical DP lower bound of the clip-and-noise mechanism, in one run (Steinke, Nasr,
+"""Empirical DP lower bound of a run's clip-and-noise mechanism, in one run (Steinke, Nasr,
 Jagielski, "Privacy Auditing with One (1) Training Run", NeurIPS 2023).
 
-Audits :class:`protocols.dp.ClipNoiseMechanism` with a configuration's clip ``C``, noise
-multiplier ``σ`` and rounds ``R`` (client-level DP-FedAvg; q = 1). ``m`` canary clients each
-hold a Dirac update ``C·e_j`` (the strongest white-box gradient canary, Nasr et al.) and take
-part with probability 1/2 in every round. The adversary (the server in central mode) scores
-canary j by the sum of coordinate j over the rounds and guesses "in" for the top ``k₊``,
-"out" for the bottom ``k₋``. With ``v`` correct of ``r`` guesses, Steinke et al.'s theorem
-gives ``ε_LB``, the largest ε with ``P[Binom(r, e^ε/(1+e^ε)) ≥ v] + 2mδ·α(ε) < β``
-(β = 0.05, α as in their Prop. 5.7), printed beside the accountant's ε: a lower bound above
-it would reveal a bug. Deviations: canaries are injected into the mechanism, not into GNN
-training; other clients' updates are known to the adversary (set to 0).
+Audits :class:`protocols.dp.ClipNoiseMechanism` as the run ran it: its clip ``C``, noise
+multiplier ``σ``, rounds, noise mode (central: the server adds the noise every round, empty
+rounds included; distributed: each participant adds a share, colluders' shares are removed)
+and client sampling (fixed-size or Poisson at the run's fraction). ``m`` canary clients each
+hold a Dirac update ``C·e_j`` (the strongest white-box canary, Nasr et al.) and are in the
+federation with probability 1/2. The adversary is the one the run's ε is stated against:
+the server knows who took part each round and scores canary j by coordinate j over the
+rounds it joined; an observer of the released model scores it over every round. It guesses
+"in" for the top ``r/2`` and "out" for the bottom ``r/2``; with ``v`` correct of ``r``,
+Steinke et al.'s theorem gives ``ε_LB``, the largest ε with
+``P[Binom(r, e^ε/(1+e^ε)) ≥ v] + 2mδ·α(ε) < β`` (β = 0.05; α as in their Prop. 5.7). ``r``
+is chosen so that a perfect guesser could certify more than the run's claimed ε (100
+guesses cap ε_LB at 3.47). ``ε_LB`` above the claimed ε is a violation: the claim is false.
+Deviations: canaries are injected into the mechanism, not into GNN training; the other
+clients' updates are known to the adversary (zero).
 
-Baseline: 0 (guessing without the run certifies nothing); margin 0, since ε_LB > 0 already
-holds with confidence 1 − β. The accountant's ε is a reference, not an attack metric: it
-has no baseline.
+Baseline: 0 (guessing without the run certifies nothing); margin 0.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from scipy.stats import binom
 
 from attacks.base import SERVER, AttackResult
 from protocols.base import AggregateResult
-from protocols.dp import ClipNoiseMechanism, PrivacyAccountant
+from protocols.dp import ClipNoiseMechanism, PrivacyAccountant, clip_l2
+from protocols.dp.rng import make_rng
 
 NAME = "dp_audit"
+MAX_GUESSES = 20_000
 
 
 def _p_value(eps: float, r: int, v: int, m: int, delta: float) -> float:
@@ -52,6 +57,15 @@ def epsilon_lower_bound(
     return lo
 
 
+def guesses_for(epsilon: float, delta: float, margin: float = 0.5) -> int:
+    """The fewest guesses (≥ 100, even, canaries = 2·guesses) whose perfect score certifies
+    more than ``epsilon + margin``; :data:`MAX_GUESSES` if none does."""
+    r = 100
+    while r < MAX_GUESSES and epsilon_lower_bound(r, r, 2 * r, delta) <= epsilon + margin:
+        r *= 2
+    return min(r, MAX_GUESSES)
+
+
 def accountant_epsilon(
     noise_multiplier: float, rounds: int, delta: float, kind: str = "rdp"
 ) -> float:
@@ -68,47 +82,86 @@ def dp_audit(
     noise_multiplier: float,
     rounds: int,
     delta: float = 1e-5,
-    canaries: int = 1000,
-    guesses: int = 100,
+    *,
+    claimed_epsilon: float | None = None,
+    mode: str = "central",
+    sample_rate: float = 1.0,
+    sampling: str = "fixed",
+    knows_participation: bool = True,
+    colluding: int = 0,
     accountant: str = "rdp",
+    guesses: int | None = None,
     seed: int = 0,
 ) -> AttackResult:
-    """One-run audit of ``ClipNoiseMechanism(clip, σ)`` over ``rounds`` rounds."""
-    rng = np.random.default_rng(seed)
-    mech = ClipNoiseMechanism(clip, noise_multiplier, mode="central", expected_clients=1)
-    included = rng.random(canaries) < 0.5
-    score = np.zeros(canaries)
-    # every canary's update 2C·e_j goes through the mechanism's own clipping (to C·e_j)
-    idx = np.flatnonzero(included)
-    dirac = np.zeros((idx.size, canaries))
-    dirac[np.arange(idx.size), idx] = 2.0 * clip
-    clipped = np.stack([mech.client_apply(row, 1.0, rng)[0] for row in dirac])
-    canary_sum = clipped.sum(axis=0) if idx.size else np.zeros(canaries)
+    """One-run audit of ``ClipNoiseMechanism(clip, σ)`` over ``rounds`` rounds, as the run
+    ran it (module docstring); ``claimed_epsilon``: the run's reported ε (default: the
+    accountant's at q = 1)."""
+    claimed = (
+        accountant_epsilon(noise_multiplier, rounds, delta, accountant)
+        if claimed_epsilon is None
+        else float(claimed_epsilon)
+    )
+    r = guesses or guesses_for(min(claimed, 30.0), delta)
+    m = 2 * r
+    design = make_rng(seed, "dp-audit-design")  # which canaries are in: the auditor's choice
+    noise = make_rng(None)  # the mechanism's noise: secret, as in the run
+    included = np.flatnonzero(design.random(m) < 0.5)
+    n_in = max(included.size, 1)
+    expected = max(1, round(sample_rate * n_in))
+    mech = ClipNoiseMechanism(clip, noise_multiplier, mode=mode, expected_clients=expected)
+    score = np.zeros(m)
     for _ in range(rounds):
-        total = canary_sum.copy()
-        out = mech.server_apply(AggregateResult(total, 1.0, ()), rng)
-        score += np.asarray(out.mean) * out.total_weight
+        if sampling == "poisson":
+            joined = included[noise.random(included.size) < sample_rate]
+        else:
+            joined = np.sort(noise.choice(included, min(expected, included.size), replace=False))
+        # each participant's update C·e_j (its Dirac 2C·e_j clipped by the mechanism) and, in
+        # distributed mode, its noise share N(0, share_std²); the colluders' shares are known
+        # to the adversary, so only the honest participants' shares remain
+        total = np.zeros(m)
+        total[joined] = clip_l2(np.array([2.0 * clip]), clip)[0]
+        honest = max(joined.size - colluding, 0)
+        if mode == "distributed" and honest:
+            total += noise.normal(0.0, mech.share_std * np.sqrt(honest), size=m)
+        if mode == "central":  # released every round, empty ones included
+            out = mech.server_apply(AggregateResult(total, 1.0, ()), noise)
+            total = np.asarray(out.mean) * out.total_weight
+        elif joined.size == 0:
+            continue  # distributed noise: nothing is released without participants
+        if knows_participation:
+            score[joined] += total[joined]
+        else:
+            score += total
     order = np.argsort(-score)
-    k = guesses // 2
+    k = r // 2
     guess_in, guess_out = order[:k], order[-k:]
-    correct = int(included[guess_in].sum() + (~included[guess_out]).sum())
-    eps_lb = epsilon_lower_bound(2 * k, correct, canaries, delta)
-    eps_acc = accountant_epsilon(noise_multiplier, rounds, delta, accountant)
+    is_in = np.zeros(m, dtype=bool)
+    is_in[included] = True
+    correct = int(is_in[guess_in].sum() + (~is_in[guess_out]).sum())
+    eps_lb = epsilon_lower_bound(2 * k, correct, m, delta)
+    cap = epsilon_lower_bound(2 * k, 2 * k, m, delta)
     return AttackResult(
         NAME,
-        SERVER,
-        {"epsilon_lower_bound": eps_lb, "accountant_epsilon": eps_acc},
+        SERVER if knows_participation else "model observers",
+        {"epsilon_lower_bound": eps_lb, "claimed_epsilon": claimed},
         primary="epsilon_lower_bound",
         baselines={"epsilon_lower_bound": 0.0},
         margins={"epsilon_lower_bound": 0.0},
         details={
-            "canaries": canaries,
+            "violation": bool(eps_lb > claimed),
+            "canaries": m,
             "guesses": 2 * k,
             "correct": correct,
+            "max_lower_bound_for_these_guesses": cap,
+            "can_refute_claim": bool(cap > claimed),
             "rounds": rounds,
             "noise_multiplier": noise_multiplier,
             "clip": clip,
             "delta": delta,
-            "max_lower_bound_for_these_guesses": epsilon_lower_bound(2 * k, 2 * k, canaries, delta),
+            "mode": mode,
+            "sampling": sampling,
+            "sample_rate": sample_rate,
+            "colluding": colluding,
+            "adversary_knows_participation": knows_participation,
         },
     )

@@ -57,8 +57,28 @@ def _dp_audit(cell: Cell) -> AttackResult:
     if cell.mechanism != "clip_noise":
         reason = "no client-level DP mechanism (clip_noise) in the stack: nothing to audit"
         return not_applicable("dp_audit", "server", reason)
+    privacy = cell.run.result.privacy  # the run's own claim, against its own adversary
+    transport = parse_stack(cell.stack)[0]
+    mode = (
+        cfg.dp_mode
+        if cfg.dp_mode != "auto"
+        else "central"
+        if transport == "plain"
+        else ("distributed")
+    )
     return dp_audit(
-        cfg.dp_clip, cfg.dp_noise, cfg.rounds, cfg.dp_delta, accountant=cfg.dp_accountant
+        cfg.dp_clip,
+        cfg.dp_noise,
+        cfg.rounds,
+        cfg.dp_delta,
+        claimed_epsilon=privacy.get("epsilon"),
+        mode=mode,
+        sample_rate=cfg.client_fraction,
+        sampling=cfg.client_sampling,
+        knows_participation=privacy.get("adversary") == "server",
+        colluding=cfg.dp_colluding_clients,
+        accountant=cfg.dp_accountant,
+        seed=cell.run.result.seed,
     )
 
 

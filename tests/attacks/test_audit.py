@@ -8,6 +8,7 @@ import pytest
 from attacks.audit import AuditConfig, parse_protocol, run_audit, save_audit
 from attacks.dp_audit import _p_value, dp_audit, epsilon_lower_bound
 from attacks.registry import ATTACKS
+from protocols.dp import PrivacyAccountant
 from securefgl.cli import main
 from securefgl.config import ExperimentConfig
 
@@ -21,16 +22,41 @@ def test_lower_bound_is_the_largest_eps_with_p_below_beta(r, v):
 
 
 def test_audit_without_noise_gets_every_guess_right():
-    r = dp_audit(clip=1.0, noise_multiplier=0.0, rounds=1, canaries=200, guesses=40)
-    assert r.details["correct"] == r.details["guesses"]
+    r = dp_audit(clip=1.0, noise_multiplier=0.0, rounds=1, guesses=40)
+    assert r.details["correct"] == r.details["guesses"] == 40
     assert r.value == r.details["max_lower_bound_for_these_guesses"]
-    assert r.metrics["accountant_epsilon"] == float("inf")
+    assert r.metrics["claimed_epsilon"] == float("inf") and not r.details["violation"]
 
 
-@pytest.mark.parametrize(("sigma", "rounds"), [(0.8, 1), (3.0, 5)])
-def test_audit_bound_stays_below_the_accountant(sigma, rounds):
-    r = dp_audit(clip=1.0, noise_multiplier=sigma, rounds=rounds, canaries=400, guesses=100)
-    assert r.value <= r.metrics["accountant_epsilon"]
+@pytest.mark.parametrize(
+    ("sigma", "rounds", "mode", "sampling", "knows", "q_claimed"),
+    [
+        (0.8, 1, "central", "fixed", False, 1.0),
+        (3.0, 5, "central", "fixed", True, 1.0),
+        (2.5, 5, "distributed", "fixed", True, 1.0),
+        (1.5, 5, "central", "poisson", False, 0.5),  # an observer: amplification claimed
+    ],
+)
+def test_audit_bound_stays_below_the_claim_and_could_refute_it(
+    sigma, rounds, mode, sampling, knows, q_claimed
+):
+    accountant = PrivacyAccountant("rdp", 1e-5)
+    accountant.step(sigma, q_claimed, rounds)
+    r = dp_audit(
+        clip=1.0, noise_multiplier=sigma, rounds=rounds, mode=mode, sampling=sampling,
+        sample_rate=0.5, knows_participation=knows, claimed_epsilon=accountant.epsilon(),
+    )  # fmt: skip
+    assert r.value <= r.metrics["claimed_epsilon"] and not r.details["violation"]
+    # enough guesses that a perfect guesser could refute the claim (100 cap it at 3.47)
+    assert r.details["max_lower_bound_for_these_guesses"] > r.metrics["claimed_epsilon"]
+    assert r.details["can_refute_claim"]
+
+
+def test_a_false_claim_is_flagged():
+    """σ = 0.3 for 10 rounds, claimed as if it were ε = 1 (e.g. an amplification the
+    adversary does not grant): the audit's lower bound exceeds the claim."""
+    r = dp_audit(clip=1.0, noise_multiplier=0.3, rounds=10, claimed_epsilon=1.0)
+    assert r.details["violation"] and r.value > 1.0
 
 
 def test_parse_protocol():
@@ -127,3 +153,23 @@ def test_rows_carry_baselines_and_what_each_epsilon_covers(tmp_path):
     md = save_audit(rows, tmp_path, "grid")["md"].read_text()
     assert "| baseline | advantage | leaks |" in md and "ε covers" in md
     assert "Ā and structural NSFs" in md and "released model updates" in md
+
+
+def test_a_refuted_claim_is_flagged_in_rows_table_and_exit_code(monkeypatch, tmp_path, capsys):
+    from attacks import registry
+    from attacks.audit import markdown_table, violations
+
+    def false_claim(cell):  # an audit whose lower bound beats the run's claim
+        return dp_audit(clip=1.0, noise_multiplier=0.3, rounds=10, claimed_epsilon=1.0)
+
+    spec = registry.ATTACKS["dp_audit"]
+    monkeypatch.setitem(registry.ATTACKS, "dp_audit", type(spec)(spec.name, spec.targets,
+                                                                 false_claim, spec.metric))
+    argv = ["audit", "--csbm", '{"num_nodes": 120}', "--clients", "3", "--rounds", "2",
+            "--algorithms", "fedavg", "--protocols", "clip_noise", "--attacks", "dp_audit",
+            "--output-dir", str(tmp_path), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0  # reported, not fatal by default ...
+    assert main([*argv, "--strict"]) == 3  # ... but fatal with --strict
+    assert "refuted" in capsys.readouterr().err
+    rows = json.loads((tmp_path / "audit_csbm.json").read_text())
+    assert violations(rows) and "above the claimed ε" in markdown_table(rows)
