@@ -9,7 +9,9 @@ the body is the fields' raw little-endian bytes, concatenated in header order wi
 padding. ``dtype`` is a numpy dtype string from a fixed allow-list, or ``"bytes"`` for an
 opaque blob (e.g. a TenSEAL serialization). The decoder checks every length, dtype and
 shape before touching the body and raises :class:`WireFormatError` on truncated,
-oversized, trailing or mistyped input.
+oversized, trailing or mistyped input, on NaN / Infinity or integers outside int64 in the
+header, and on shapes with more than :data:`MAX_NDIM` axes or whose extent (zeros counted
+as ones) exceeds the message limit. The encoder refuses the same, and object arrays.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ VERSION = 1
 _PREFIX = struct.Struct("<4sB3xI")
 MAX_HEADER_BYTES = 1 << 20
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 32
+MAX_NDIM = 32
+INT_RANGE = (-(1 << 63), (1 << 63) - 1)  # JSON integers in a header must fit int64
 BYTES_DTYPE = "bytes"
 ALLOWED_DTYPES = frozenset(
     {"<f2", "<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"}
@@ -40,6 +44,13 @@ FieldValue = np.ndarray | bytes
 
 class WireFormatError(ValueError):
     """Raised when bytes on the channel are not a well-formed message."""
+
+
+class MissingFieldError(WireFormatError, KeyError):
+    """A message lacks a field its reader requires (also a ``KeyError``)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass
@@ -55,16 +66,22 @@ class Payload:
     def __contains__(self, name: object) -> bool:
         return name in self.fields
 
+    def _get(self, name: str) -> FieldValue:
+        try:
+            return self.fields[name]
+        except KeyError:
+            raise MissingFieldError(f"message has no field {name!r}") from None
+
     def array(self, name: str) -> np.ndarray:
         """The field ``name``, which must be an array."""
-        value = self.fields[name]
+        value = self._get(name)
         if not isinstance(value, np.ndarray):
             raise WireFormatError(f"field {name!r} is a byte blob, not an array")
         return value
 
     def blob(self, name: str) -> bytes:
         """The field ``name``, which must be a byte blob."""
-        value = self.fields[name]
+        value = self._get(name)
         if not isinstance(value, bytes):
             raise WireFormatError(f"field {name!r} is an array, not a byte blob")
         return value
@@ -88,6 +105,46 @@ def _wire_dtype(array: np.ndarray) -> np.dtype:
     return dtype
 
 
+def _check_extent(name: str, shape: tuple[int, ...], itemsize: int) -> int:
+    """Bytes of a field of ``shape``; refuses too many axes and shapes whose extent (zero
+    axes counted as one) could not fit in a message (numpy would refuse some of them)."""
+    if len(shape) > MAX_NDIM:
+        raise WireFormatError(f"field {name!r}: {len(shape)} axes, at most {MAX_NDIM}")
+    extent = itemsize
+    for s in shape:
+        extent *= max(s, 1)
+        if extent > DEFAULT_MAX_MESSAGE_BYTES:
+            raise WireFormatError(
+                f"field {name!r}: shape {list(shape)[:4]}... exceeds the message limit of "
+                f"{DEFAULT_MAX_MESSAGE_BYTES} bytes"
+            )
+    return math.prod(shape) * itemsize
+
+
+def _check_meta(value: Any, depth: int = 0) -> None:
+    """Meta must be finite JSON with string keys and int64 integers (what decode accepts)."""
+    if depth > 64:
+        raise WireFormatError("meta is nested too deeply")
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int):
+        if not INT_RANGE[0] <= value <= INT_RANGE[1]:
+            raise WireFormatError(f"meta integer {value} is outside int64")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise WireFormatError(f"meta must be finite JSON, got {value}")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_meta(item, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise WireFormatError(f"meta keys must be str, got {key!r}")
+            _check_meta(item, depth + 1)
+    else:
+        raise WireFormatError(f"meta must be finite JSON, got a {type(value).__name__}")
+
+
 def _chunks(payload: Payload) -> Iterator[tuple[dict[str, Any], bytes | memoryview]]:
     for name, value in payload.fields.items():
         if not isinstance(name, str):
@@ -97,6 +154,7 @@ def _chunks(payload: Payload) -> Iterator[tuple[dict[str, Any], bytes | memoryvi
             yield {"name": name, "dtype": BYTES_DTYPE, "shape": [len(raw)]}, raw
         elif isinstance(value, np.ndarray):
             dtype = _wire_dtype(value)
+            _check_extent(name, value.shape, dtype.itemsize)  # before any copy
             arr = (
                 value
                 if value.dtype == dtype and value.flags.c_contiguous
@@ -114,10 +172,16 @@ def _chunks(payload: Payload) -> Iterator[tuple[dict[str, Any], bytes | memoryvi
 
 def encode(payload: Payload) -> bytes:
     """Serialize ``payload`` (see module docstring for the layout)."""
-    specs, bodies = [], []
+    if not isinstance(payload.meta, dict):
+        raise WireFormatError(f"meta must be a dict, got {type(payload.meta).__name__}")
+    _check_meta(payload.meta)
+    specs, bodies, total = [], [], 0
     for spec, raw in _chunks(payload):
         specs.append(spec)
         bodies.append(raw)
+        total += len(raw) if isinstance(raw, bytes) else raw.nbytes
+        if total > DEFAULT_MAX_MESSAGE_BYTES:
+            raise WireFormatError(f"message body exceeds {DEFAULT_MAX_MESSAGE_BYTES} bytes")
     try:
         header = json.dumps(
             {"meta": payload.meta, "fields": specs}, allow_nan=False, separators=(",", ":")
@@ -142,10 +206,30 @@ def _field_nbytes(spec: Any) -> tuple[str, str, tuple[int, ...], int]:
     if dtype == BYTES_DTYPE:
         if len(shape) != 1:
             raise WireFormatError(f"field {name!r}: a byte blob has a 1-d shape")
-        return name, dtype, tuple(shape), shape[0]
-    if dtype not in ALLOWED_DTYPES:
+        return name, dtype, tuple(shape), _check_extent(name, tuple(shape), 1)
+    if not isinstance(dtype, str) or dtype not in ALLOWED_DTYPES:
         raise WireFormatError(f"field {name!r}: dtype {dtype!r} not allowed")
-    return name, dtype, tuple(shape), math.prod(shape) * _DTYPES[dtype].itemsize
+    return name, dtype, tuple(shape), _check_extent(name, tuple(shape), _DTYPES[dtype].itemsize)
+
+
+def _no_constant(name: str) -> Any:
+    raise WireFormatError(f"header holds {name}: only finite numbers are allowed")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise WireFormatError(f"header number {text[:24]} is not finite")
+    return value
+
+
+def _int64(text: str) -> int:
+    if len(text.lstrip("-")) > 19:
+        raise WireFormatError(f"header integer {text[:24]}... is outside int64")
+    value = int(text)
+    if not INT_RANGE[0] <= value <= INT_RANGE[1]:
+        raise WireFormatError(f"header integer {value} is outside int64")
+    return value
 
 
 def decode(
@@ -169,8 +253,15 @@ def decode(
     if header_len > MAX_HEADER_BYTES or _PREFIX.size + header_len > len(view):
         raise WireFormatError(f"header length {header_len} exceeds the message")
     try:
-        header = json.loads(bytes(view[_PREFIX.size : _PREFIX.size + header_len]).decode())
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        header = json.loads(
+            bytes(view[_PREFIX.size : _PREFIX.size + header_len]).decode(),
+            parse_constant=_no_constant,
+            parse_float=_finite,
+            parse_int=_int64,
+        )
+    except WireFormatError:
+        raise
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
         raise WireFormatError(f"header is not valid JSON: {err}") from err
     if not isinstance(header, dict) or set(header) != {"meta", "fields"}:
         raise WireFormatError("header must hold exactly 'meta' and 'fields'")
