@@ -11,11 +11,14 @@ import os
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
+from protocols.base import ProtocolError
+
 NONCE_BYTES = 12
 
 
-class IntegrityError(ValueError):
-    """A sealed message failed authentication (tampered, truncated or misaddressed)."""
+class IntegrityError(ProtocolError, ValueError):
+    """A sealed message failed authentication (tampered, truncated or misaddressed): a
+    protocol error (the round aborts), and a ``ValueError`` as before."""
 
 
 def seal(key: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
@@ -24,7 +27,7 @@ def seal(key: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
 
 
 def open_sealed(key: bytes, sealed: bytes, associated_data: bytes) -> bytes:
-    if len(sealed) < NONCE_BYTES + 16:
+    if not isinstance(sealed, bytes) or len(sealed) < NONCE_BYTES + 16:
         raise IntegrityError("sealed message is too short")
     try:
         return ChaCha20Poly1305(key).decrypt(
