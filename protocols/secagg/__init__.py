@@ -9,11 +9,13 @@ ring, O(k (d + log n)) per client instead of O(n d).
 
 Threat model: an honest-but-curious server colluding with fewer than t clients learns the
 weighted sum of the clients whose masked inputs it received, and who took part; no
-individual input. Up to h - t share holders may drop per neighbourhood; fewer survivors
-abort. The mask graph is public, so SecAgg+ holds against corruptions chosen independently
-of it. Not protected: an active server (no PKI), malicious clients, what the sum reveals,
-traffic analysis. Deviations: fresh keys per round, HKDF bound to (experiment, round, step,
-pair), a commitment to ``b_u``, heuristic SecAgg+ defaults. In full: ``docs/protocols.md``.
+individual input. t > h/2 is enforced (Bonawitz et al. 2017), so up to h - t < h/2 share
+holders may drop per neighbourhood; fewer survivors abort; a masked input that arrives
+after the survivor set is fixed is ignored. The mask graph is public, so SecAgg+ holds
+against corruptions chosen independently of it. Not protected: an active server (no PKI),
+malicious clients, what the sum reveals, traffic analysis. Deviations: fresh keys per
+round, HKDF bound to (experiment, round, step, pair), a commitment to ``b_u``, heuristic
+SecAgg+ defaults. In full: ``docs/protocols.md``.
 
 Modules: :mod:`~protocols.secagg.rounds` (public parameters, mask graph),
 :mod:`~protocols.secagg.messages` (tags and message fields), :mod:`~protocols.secagg.client`,
@@ -35,7 +37,9 @@ from protocols.secagg.rounds import (
     MaskGraph,
     RoundInfo,
     SecAggConfig,
+    check_threshold,
     default_degree,
+    min_threshold,
     resolve_threshold,
 )
 from protocols.secagg.server import SecAggServer
@@ -55,6 +59,8 @@ __all__ = [
     "SecAggPlus",
     "SecAggServer",
     "SecAggregation",
+    "check_threshold",
     "default_degree",
+    "min_threshold",
     "resolve_threshold",
 ]

@@ -13,6 +13,7 @@ few share holders.
 
 from __future__ import annotations
 
+import logging
 import math
 import secrets
 from collections.abc import Sequence
@@ -23,7 +24,13 @@ import numpy as np
 from protocols.base import AggregationClient, Envelope, Inbox, ProtocolError
 from protocols.crypto import shamir
 from protocols.crypto.aead import IntegrityError, open_sealed, seal
-from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, agree
+from protocols.crypto.keyagreement import (
+    PUBLIC_KEY_BYTES,
+    KeyAgreementError,
+    KeyPair,
+    agree,
+    check_public_key,
+)
 from protocols.crypto.prg import SEED_BYTES, add_mask
 from protocols.secagg.messages import (
     SHARE_BYTES,
@@ -40,6 +47,8 @@ from protocols.secagg.messages import (
 )
 from protocols.secagg.rounds import RoundInfo, SecAggConfig
 from protocols.wire import Payload, WireFormatError
+
+logger = logging.getLogger(__name__)
 
 
 class SecAggClient(AggregationClient):
@@ -127,7 +136,10 @@ class SecAggClient(AggregationClient):
         participants = id_list(msg.meta, "participants", who)
         if who not in participants or not set(participants) <= self.federation:
             raise ProtocolError(f"{who}: participant list is not a subset of the federation")
-        info = self._info = RoundInfo.build(self.config, self._r, participants)
+        try:
+            info = self._info = RoundInfo.build(self.config, self._r, participants)
+        except ValueError as err:
+            raise ProtocolError(f"{who}: unusable participant list: {err}") from err
         ids = id_list(msg.meta, "ids", who)
         if not set(ids) <= set(info.graph.neighbours(who)):
             raise ProtocolError(f"{who}: server sent keys of clients that are not its neighbours")
@@ -142,7 +154,13 @@ class SecAggClient(AggregationClient):
             raise ProtocolError(
                 f"{who}: only {len(ids) + 1} share holders advertised keys, threshold {info.t}"
             )
-        self._peers = {v: (c_pk[i].tobytes(), s_pk[i].tobytes()) for i, v in enumerate(ids)}
+        try:
+            self._peers = {
+                v: (check_public_key(c_pk[i].tobytes()), check_public_key(s_pk[i].tobytes()))
+                for i, v in enumerate(ids)
+            }
+        except KeyAgreementError as err:
+            raise ProtocolError(f"{who}: bad public key in the key list: {err}") from err
         assert self._c is not None and self._s is not None
         self._self_seed = secrets.token_bytes(SEED_BYTES)
         holders = [who, *ids]
@@ -212,6 +230,11 @@ class SecAggClient(AggregationClient):
     def unmask(self, inbox: Inbox) -> list[Envelope]:
         """Round 3: shares of b_v for survivors, of s_v^SK for dropped v; never both."""
         who, info = self.party_id, self._info
+        if not inbox and self._round is not None:
+            # No request: the server fixed the survivors without this client (its masked
+            # input was late or lost); it counts as dropped, so there is nothing to reveal.
+            logger.debug("%s: no unmask request in round %s (counted as dropped)", who, self._r)
+            return []
         if self._answered:
             raise ProtocolError(
                 f"{who}: refusing a second unmask request in round {self._round} (answering "

@@ -13,15 +13,22 @@ from typing import Any, ClassVar
 from protocols.base import AggregationParties, AggregationProtocol, Phase, Role
 from protocols.fixedpoint import FixedPointCodec
 from protocols.secagg.client import SecAggClient
-from protocols.secagg.rounds import SecAggConfig, default_degree
+from protocols.secagg.rounds import (
+    SecAggConfig,
+    check_fraction,
+    check_threshold,
+    default_degree,
+)
 from protocols.secagg.server import SecAggServer
 
 
 class SecAggregation(AggregationProtocol):
     """SecAgg (Bonawitz et al. 2017): complete mask graph, t-of-n Shamir dropout recovery.
 
-    ``experiment_id`` is bound into every derived key. ``threshold``: int, fraction of the
-    share holders, or None (floor(h/2) + 1). ``value_bound``: max ``|w_i x_i|`` coordinate and
+    ``experiment_id`` is bound into every derived key. ``threshold``: an int, a fraction in
+    (1/2, 1] of the share holders, or None (floor(h/2) + 1); it must exceed half of the
+    share holders (``ValueError`` otherwise, naming the minimum), so fewer than half of
+    them may drop. ``value_bound``: max ``|w_i x_i|`` coordinate and
     max ``w_i``, checked by each client before masking and against the fixed-point headroom
     (None = the largest the headroom allows for the federation size).
     """
@@ -51,8 +58,8 @@ class SecAggregation(AggregationProtocol):
             raise ValueError("experiment_id must be a non-empty string (it binds every key)")
         if isinstance(threshold, bool) or (isinstance(threshold, int) and threshold < 2):
             raise ValueError(f"an integer threshold must be >= 2, got {threshold!r}")
-        if isinstance(threshold, float) and not 0 < threshold <= 1:
-            raise ValueError(f"a fractional threshold must be in (0, 1], got {threshold}")
+        if isinstance(threshold, float):
+            check_fraction(threshold)
         self.experiment_id = experiment_id
         self.threshold = threshold
         self.frac_bits = frac_bits
@@ -62,8 +69,13 @@ class SecAggregation(AggregationProtocol):
         return None
 
     def config_for(self, n_clients: int) -> SecAggConfig:
+        """Public parameters for ``n_clients``; refuses (``ValueError``) a threshold that is
+        at most half of the share holders of a full round (smaller rounds have fewer)."""
         codec = FixedPointCodec(self.frac_bits, self.value_bound, max_summands=n_clients)
-        return SecAggConfig(self.experiment_id, codec, self._degree(n_clients), self.threshold)
+        k = self._degree(n_clients)
+        if isinstance(self.threshold, int) and n_clients >= 2:  # fractions: checked in __init__
+            check_threshold(self.threshold, n_clients if k is None else min(k, n_clients - 1) + 1)
+        return SecAggConfig(self.experiment_id, codec, k, self.threshold)
 
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int

@@ -7,8 +7,13 @@ complete graph (Bonawitz et al. 2017); SecAgg+ along the Harary graph H_{k,n} (B
 k/2 nearest on either side. The graph is public and predictable (see the package docstring
 for what that means for corruptions).
 
-Deviation: the default degree k = 2 ceil(log2 n) and threshold t = floor(h/2) + 1 are
-heuristics, not Bell et al.'s derivation from the corrupt and dropout fractions.
+Thresholds: every t must exceed half of the share holders h (t > h/2, so at most
+ceil(h/2) - 1 holders may drop). With t <= h/2 a server that sends different dropout lists
+to two halves of the holders could collect t shares of both the self-mask seed and the mask
+key of one client and unmask its input (Bonawitz et al. 2017, Sec. 4: t > n/2 against an
+active server); such thresholds are refused. Deviation: the default degree
+k = 2 ceil(log2 n) and threshold t = floor(h/2) + 1 are heuristics, not Bell et al.'s
+derivation from the corrupt and dropout fractions.
 """
 
 from __future__ import annotations
@@ -48,17 +53,49 @@ def default_degree(n: int) -> int:
     return 2 * max(1, math.ceil(math.log2(max(n, 2))))
 
 
+def min_threshold(holders: int) -> int:
+    """The smallest admissible Shamir threshold for ``holders`` share holders: floor(h/2) + 1
+    (t > h/2; Bonawitz et al. 2017)."""
+    return holders // 2 + 1
+
+
+def check_fraction(threshold: float) -> None:
+    """A fractional threshold must lie in (1/2, 1]: ceil(f h) > h/2 for every h only then."""
+    if not 0.5 < threshold <= 1:
+        raise ValueError(
+            f"a fractional secagg threshold must be in (0.5, 1] (t > n/2 of the share "
+            f"holders), got {threshold}"
+        )
+
+
+def check_threshold(t: int, holders: int) -> None:
+    """Refuse ``t <= holders / 2`` with a :class:`ValueError` naming the minimum."""
+    if 2 * t <= holders:
+        raise ValueError(
+            f"secagg threshold t={t} is at most half of the {holders} share holders: a server "
+            "that sends different dropout lists to different clients could collect both the "
+            "self-mask and the mask-key shares of one client; the minimum is "
+            f"t={min_threshold(holders)} (t > n/2)"
+        )
+
+
 def resolve_threshold(threshold: int | float | None, holders: int) -> int:
     """Shamir threshold for ``holders`` share holders (the client and its neighbours).
 
-    ``None`` = floor(h/2) + 1; a float in (0, 1] = that fraction of h (at least 2).
+    ``None`` = floor(h/2) + 1 (the minimum); a float in (1/2, 1] = that fraction of h
+    (rounded up, at least 2); an int as is. Raises :class:`ValueError` when t <= h/2 (an
+    active server lying about dropouts could unmask a client; the message names the
+    minimum) and :class:`ProtocolError` when t > h (too few holders in this round). The
+    dropout tolerance is then h - t < h/2 holders per neighbourhood.
     """
     if threshold is None:
-        t = holders // 2 + 1
+        t = min_threshold(holders)
     elif isinstance(threshold, float):
+        check_fraction(threshold)
         t = max(2, math.ceil(threshold * holders))
     else:
         t = threshold
+    check_threshold(t, holders)
     if t > holders:
         raise ProtocolError(
             f"secagg threshold {t} exceeds the {holders} share holders of a neighbourhood"

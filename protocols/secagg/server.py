@@ -5,11 +5,15 @@ mod 2^64, asks the survivors for shares, reconstructs every survivor's self-mask
 (checked against its commitment) and every dropped client's mask key (checked against its
 public key), removes the masks and decodes the weighted mean. Honest-but-curious: it learns
 the sum and who took part, nothing else (package docstring); below t live share holders
-anywhere it aborts rather than return a wrong sum.
+anywhere it aborts rather than return a wrong sum. A masked input that arrives after the
+survivor set is fixed (its sender is already counted as dropped) is ignored, never added:
+the server holds that client's mask key shares, but its self mask still hides the input
+(Bonawitz et al. 2017, the reason for double masking).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +22,13 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from protocols.base import AggregateResult, AggregationServer, Envelope, Inbox, ProtocolError
 from protocols.crypto import shamir
-from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, agree
+from protocols.crypto.keyagreement import (
+    PUBLIC_KEY_BYTES,
+    KeyAgreementError,
+    KeyPair,
+    agree,
+    check_public_key,
+)
 from protocols.crypto.prg import SEED_BYTES, add_mask
 from protocols.secagg.messages import (
     TAG_KEYLIST,
@@ -33,6 +43,8 @@ from protocols.secagg.messages import (
 )
 from protocols.secagg.rounds import RoundInfo, SecAggConfig
 from protocols.wire import Payload, WireFormatError
+
+logger = logging.getLogger(__name__)
 
 
 class SecAggServer(AggregationServer):
@@ -71,6 +83,8 @@ class SecAggServer(AggregationServer):
             raise ProtocolError("secagg server: begin_round was not called")
         got: dict[str, Payload] = {}
         for env in inbox:
+            if self._late(env, tag):
+                continue
             if env.tag != tag or env.sender not in allowed:
                 raise ProtocolError(
                     f"secagg server: unexpected {env.tag!r} from {env.sender!r} (expected {tag!r})"
@@ -83,6 +97,23 @@ class SecAggServer(AggregationServer):
                 )
             got[env.sender] = env.payload
         return got
+
+    def _late(self, env: Envelope, tag: str) -> bool:
+        """A masked input after the survivor set was fixed: from a client counted as
+        dropped this round, or for an earlier round. Ignored (logged at debug)."""
+        assert self._info is not None
+        if env.tag != TAG_MASKED or tag == TAG_MASKED:
+            return False
+        r = env.payload.meta.get("round")
+        stale = isinstance(r, int) and not isinstance(r, bool) and r < self._info.round_idx
+        if stale or (r == self._info.round_idx and env.sender in self._dropped):
+            logger.debug(
+                "secagg server: ignoring the masked input of %r for round %r: it arrived "
+                "after the survivor set was fixed",
+                env.sender, r,
+            )  # fmt: skip
+            return True
+        return False
 
     def _require(self, live: set[str], holders_of: dict[str, list[str]], stage: str) -> None:
         """Abort unless every client in ``holders_of`` keeps >= t live share holders."""
@@ -112,9 +143,10 @@ class SecAggServer(AggregationServer):
                 c_pk, s_pk = msg.blob("c_pk"), msg.blob("s_pk")
             except (KeyError, WireFormatError) as err:
                 raise ProtocolError(f"secagg server: malformed keys from {cid}: {err}") from err
-            if len(c_pk) != PUBLIC_KEY_BYTES or len(s_pk) != PUBLIC_KEY_BYTES:
-                raise ProtocolError(f"secagg server: public keys from {cid} are not 32 bytes")
-            self._keys[cid] = (c_pk, s_pk)
+            try:
+                self._keys[cid] = (check_public_key(c_pk), check_public_key(s_pk))
+            except KeyAgreementError as err:
+                raise ProtocolError(f"secagg server: bad public key from {cid}: {err}") from err
         live = set(self._keys)
         self._require(live, {u: [u, *info.graph.neighbours(u)] for u in live}, "advertise_keys")
         out = []
