@@ -7,7 +7,9 @@ the paper's scheme: the receiver and the server see every block), ``masked``
 (:class:`MaskedSum`: pairwise + receiver masks; the receiver learns only the sum, the server
 nothing) and ``ckks`` (:class:`CKKSSum`: under the receiver's key; nothing to the server
 unless it colludes with the receiver). ``masked`` / ``ckks`` encode every entry of a block
-or those of a public :class:`Support`. Threat models: ``docs/protocols.md``. Usage::
+or those of a public :class:`Support`. A job needs ``min_senders`` senders (default 2: a
+one-sender "sum" is that sender's block; :class:`TooFewSendersError` unless
+``min_senders=1``). Threat models: ``docs/protocols.md``. Usage::
 
     protocol = MaskedSum("exp-1")
     parties = protocol.create_parties("server", ["c0", "c1", "c2"])
@@ -29,6 +31,7 @@ from protocols.secure_sum.jobs import (
     SumResult,
     SumTooLargeError,
     SupportViolationError,
+    TooFewSendersError,
 )
 from protocols.secure_sum.masked import MaskedSum
 from protocols.secure_sum.parties import (
@@ -55,6 +58,7 @@ __all__ = [
     "SumResult",
     "Support",
     "SupportViolationError",
+    "TooFewSendersError",
     "run_secure_sums",
     "setup_secure_sums",
 ]

@@ -18,11 +18,22 @@ Block = np.ndarray | sp.sparray | sp.spmatrix
 Total = np.ndarray | sp.csr_array
 
 
+#: Bounds on a block shape: numpy's axes, and row-major flat indices that fit int64.
+MAX_AXES = 32
+MAX_ENTRIES = 2**62
+
+
 def as_shape(shape: Iterable[int]) -> tuple[int, ...]:
-    """``shape`` as a validated tuple of ints (non-empty, non-negative)."""
+    """``shape`` as a validated tuple of ints (non-empty, non-negative, at most
+    :data:`MAX_AXES` axes and :data:`MAX_ENTRIES` entries)."""
     out = tuple(int(s) for s in shape)
-    if not out or any(s < 0 for s in out):
-        raise ValueError(f"a block shape is a non-empty tuple of non-negative ints, got {shape}")
+    if not out or len(out) > MAX_AXES or any(s < 0 for s in out):
+        raise ValueError(
+            f"a block shape is a non-empty tuple of at most {MAX_AXES} non-negative ints, got "
+            f"{shape}"
+        )
+    if math.prod(max(s, 1) for s in out) > MAX_ENTRIES:
+        raise ValueError(f"block shape {out} has more than 2^62 entries")
     return out
 
 

@@ -96,7 +96,8 @@ def _unpack(payload: Payload, n_chunks: int, what: str) -> list[bytes]:
         set(payload.fields) != {"ct", "ct_len"}
         or lengths.dtype != np.uint64
         or lengths.shape != (n_chunks,)
-        or int(lengths.sum()) != len(blob)
+        or any(int(n) > len(blob) for n in lengths)
+        or sum(int(n) for n in lengths) != len(blob)
     ):
         raise CiphertextError(
             f"{what}: expected {n_chunks} ciphertexts whose lengths add up to the blob"
@@ -260,7 +261,7 @@ class CKKSSum(SecureSum):
         self,
         params: CKKSParams | None = None,
         *,
-        min_senders: int = 1,
+        min_senders: int = 2,
         max_round_bytes: float | None = None,
     ) -> None:
         super().__init__(min_senders=min_senders, max_round_bytes=max_round_bytes)

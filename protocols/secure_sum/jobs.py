@@ -30,6 +30,12 @@ class SumRangeError(ProtocolError, OverflowError):
     """A block holds values too large for the mode's exact range (raised before sending)."""
 
 
+class TooFewSendersError(ProtocolError):
+    """A job has fewer senders than ``min_senders``: with one sender the "sum" is that
+    sender's block, revealed to the receiver (raised by the receiver before it announces
+    the job, and by the server and the senders)."""
+
+
 class SumTooLargeError(ProtocolError):
     """The server refuses a round whose sums exceed its ``max_round_bytes`` (raised when it
     routes the requests, before any sender encodes a value)."""

@@ -30,7 +30,14 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from protocols.base import Envelope, Inbox, ProtocolError
-from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, derive_key, shared_secret
+from protocols.crypto.keyagreement import (
+    PUBLIC_KEY_BYTES,
+    KeyAgreementError,
+    KeyPair,
+    check_public_key,
+    derive_key,
+    shared_secret,
+)
 from protocols.crypto.prg import MaskStream, add_mask
 from protocols.fixedpoint import WORD_BITS, FixedPointCodec
 from protocols.secure_sum.blocks import Block, Total
@@ -125,7 +132,10 @@ class MaskedSumClient(SecureSumClient):
             or keys.shape != (len(peers), PUBLIC_KEY_BYTES)
         ):
             raise ProtocolError(f"{who}: garbled key list (must hold every other client's key)")
-        self._peer_keys = {v: keys[i].tobytes() for i, v in enumerate(peers)}
+        try:
+            self._peer_keys = {v: check_public_key(keys[i].tobytes()) for i, v in enumerate(peers)}
+        except KeyAgreementError as err:
+            raise ProtocolError(f"{who}: bad public key in the key list: {err}") from err
         self._shared = {}
         return []
 
@@ -218,8 +228,10 @@ class MaskedSumServer(SecureSumServer):
     def setup_forward(self, inbox: Inbox) -> list[Envelope]:
         keys = self.collect_setup_blobs(inbox, TAG_KEY, "x25519_public", "public key")
         for sender, key in keys.items():
-            if len(key) != PUBLIC_KEY_BYTES:
-                raise ProtocolError(f"server: key from {sender!r} is not {PUBLIC_KEY_BYTES} B")
+            try:
+                check_public_key(key)
+            except KeyAgreementError as err:
+                raise ProtocolError(f"server: bad public key from {sender!r}: {err}") from err
         out = []
         for u in sorted(self.federation):
             ids = sorted(self.federation - {u})
@@ -280,7 +292,7 @@ class MaskedSum(SecureSum):
         frac_bits: int | None = 32,
         value_bound: float | None = None,
         sum_bound: float | None = None,
-        min_senders: int = 1,
+        min_senders: int = 2,
         collusion_threshold: int | None = None,
         pair_masks: bool = True,
         max_round_bytes: float | None = None,

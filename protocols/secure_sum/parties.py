@@ -34,9 +34,11 @@ from protocols.secure_sum.jobs import (
     SumRequest,
     SumResult,
     SumTooLargeError,
+    TooFewSendersError,
     add_local,
     empty_total,
 )
+from protocols.wire import DEFAULT_MAX_MESSAGE_BYTES as MAX_MESSAGE
 from protocols.wire import Payload, WireFormatError
 
 TAG_REQUEST = "secure-sum/request"
@@ -105,6 +107,14 @@ class SecureSumClient(ProtocolParty):
             raise ValueError(f"{who}: the receiver's own block is the local term, not a sender")
         if not set(request.senders) <= self.federation:
             raise ValueError(f"{who}: senders outside the federation: {request.senders}")
+        n = len(request.senders)
+        if 0 < n < self.min_senders:
+            what = "that sender's block itself" if n == 1 else f"the sum of only {n} blocks"
+            raise TooFewSendersError(
+                f"receiver {who!r}: refusing a sum over {n} sender(s) {list(request.senders)} "
+                f"(min_senders={self.min_senders}): the receiver would learn {what}; set "
+                f"min_senders={n} to allow it"
+            )
         if local is not None:
             shape, _ = check_block(local, who)
             if shape != request.shape:
@@ -165,7 +175,7 @@ class SecureSumClient(ProtocolParty):
         out = []
         for receiver, request in requests.items():
             if len(request.senders) < self.min_senders:
-                raise ProtocolError(
+                raise TooFewSendersError(
                     f"{who}: refusing to contribute to {receiver!r}'s sum of only "
                     f"{len(request.senders)} senders (min_senders={self.min_senders})"
                 )
@@ -254,6 +264,7 @@ class SecureSumServer(ProtocolParty):
         self._requests: dict[str, SumRequest] = {}
         self.max_round_bytes: float | None = None  # set by SecureSum (admission limit)
         self.bytes_per_value = 8.0  # what one encoded value costs on the wire in this mode
+        self.encodes_entries = True  # senders send one encoded value per job position
 
     def begin_round(self, round_idx: int) -> None:
         self._round = round_idx
@@ -288,9 +299,14 @@ class SecureSumServer(ProtocolParty):
             if r in request.senders or not set(request.senders) <= self.federation:
                 raise ProtocolError(f"server: request of {r!r} lists invalid senders")
             if not request.senders or len(request.senders) < self.min_senders:
-                raise ProtocolError(
-                    f"server: {r!r} asks for a sum of {len(request.senders)} senders "
+                raise TooFewSendersError(
+                    f"server: {r!r} asks for a sum of {len(request.senders)} sender(s) "
                     f"(min_senders={self.min_senders})"
+                )
+            if self.encodes_entries and request.length * self.bytes_per_value > MAX_MESSAGE:
+                raise ProtocolError(
+                    f"server: {r!r} asks for a sum of {request.length} values: one encoded "
+                    f"contribution would exceed the {MAX_MESSAGE} B message limit"
                 )
             self._requests[r] = request
             payload = request.to_payload(self._r, r)
@@ -320,7 +336,11 @@ class SecureSumServer(ProtocolParty):
         for env in inbox:
             self._check(env, TAG_CONTRIBUTION, self.federation)
             r = env.payload.meta.get("receiver")
-            if r not in got or env.sender not in self._requests[r].senders:
+            if (
+                not isinstance(r, str)
+                or r not in got
+                or env.sender not in self._requests[r].senders
+            ):
                 raise ProtocolError(f"server: unexpected contribution from {env.sender!r} to {r!r}")
             if env.sender in got[r]:
                 raise ProtocolError(f"server: two contributions from {env.sender!r} to {r!r}")
@@ -375,8 +395,9 @@ class SecureSumParties:
 class SecureSum(ABC):
     """A way to deliver ``sum_k B_k`` to one receiver per job (modes: plain, masked, ckks).
 
-    ``min_senders``: senders refuse (and the server rejects) jobs with fewer remote senders;
-    with one sender any "sum" is that sender's block, so privacy needs at least 2.
+    ``min_senders`` (default 2): the receiver, the server and the senders refuse jobs with
+    fewer remote senders (:class:`TooFewSendersError`); with one sender the "sum" is that
+    sender's block, so ``min_senders=1`` must be asked for explicitly.
     ``max_round_bytes``: the server refuses a round whose contributions would exceed it
     (:class:`SumTooLargeError`, before any value is encoded); None: no limit.
     """
@@ -385,7 +406,7 @@ class SecureSum(ABC):
     setup_phases: ClassVar[tuple[Phase, ...]] = ()
     round_phases: ClassVar[tuple[Phase, ...]] = ROUND_PHASES
 
-    def __init__(self, *, min_senders: int = 1, max_round_bytes: float | None = None) -> None:
+    def __init__(self, *, min_senders: int = 2, max_round_bytes: float | None = None) -> None:
         if isinstance(min_senders, bool) or not isinstance(min_senders, int) or min_senders < 1:
             raise ValueError(f"min_senders must be an int >= 1, got {min_senders!r}")
         if max_round_bytes is not None and not max_round_bytes > 0:

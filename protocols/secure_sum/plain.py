@@ -111,6 +111,10 @@ def _as_coo(
 
 
 class PlainSumServer(SecureSumServer):
+    def __init__(self, party_id: str, client_ids: Sequence[str], min_senders: int) -> None:
+        super().__init__(party_id, client_ids, min_senders)
+        self.encodes_entries = False  # blocks travel as they are (sparse as COO)
+
     def _aggregate(
         self, receiver: str, request: SumRequest, contributions: dict[str, Payload]
     ) -> list[Payload]:

@@ -20,13 +20,16 @@ from protocols.wire import Payload
 
 SERVER = "server"
 FRAC_BITS = 32
-MODES: dict[str, Callable[[], SecureSum]] = {
+#: mode -> factory taking the protocol's options (e.g. ``min_senders=1``)
+MODES: dict[str, Callable[..., SecureSum]] = {
     "plain": PlainSum,
-    "masked": lambda: MaskedSum("exp-test", frac_bits=FRAC_BITS),
+    "masked": lambda **o: MaskedSum("exp-test", frac_bits=FRAC_BITS, **o),
     # Z_2^32 with the finest resolution that fits |entries| <= 1 (2^-24 or finer up to 127)
-    "masked32": lambda: MaskedSum("exp-test", word_bits=32, frac_bits=None, value_bound=1.0),
+    "masked32": lambda **o: MaskedSum(
+        "exp-test", word_bits=32, frac_bits=None, value_bound=1.0, **o
+    ),
     # receiver masks only (no pairwise masks): the trust of ckks
-    "masked-rx": lambda: MaskedSum("exp-test", frac_bits=FRAC_BITS, pair_masks=False),
+    "masked-rx": lambda **o: MaskedSum("exp-test", frac_bits=FRAC_BITS, pair_masks=False, **o),
     "ckks": CKKSSum,
 }
 
@@ -61,16 +64,18 @@ def as_dense(block) -> np.ndarray:
     return block.toarray() if sp.issparse(block) else np.asarray(block, dtype=np.float64)
 
 
-def make_parties(mode: str, n: int, transmit=no_transport):
-    protocol = MODES[mode]()
+def make_parties(mode: str, n: int, transmit=no_transport, **options):
+    protocol = MODES[mode](**options)
     parties = protocol.create_parties(SERVER, client_ids(n))
     setup_secure_sums(protocol, parties, transmit)
     return protocol, parties
 
 
-def run_mode(mode: str, n: int, jobs, transmit=no_transport, round_idx=0, **kwargs):
-    protocol, parties = make_parties(mode, n)
-    return run_secure_sums(protocol, parties, jobs, transmit, round_idx=round_idx, **kwargs)
+def run_mode(mode: str, n: int, jobs, transmit=no_transport, round_idx=0, *, options=None, **kw):
+    """One batch of ``jobs`` in ``mode``; ``options`` go to the protocol (``min_senders``),
+    ``kw`` to :func:`run_secure_sums`."""
+    protocol, parties = make_parties(mode, n, **(options or {}))
+    return run_secure_sums(protocol, parties, jobs, transmit, round_idx=round_idx, **kw)
 
 
 def tolerance_for(mode: str, n_senders: int) -> float:

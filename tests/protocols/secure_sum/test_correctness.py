@@ -55,7 +55,10 @@ def test_every_mode_equals_the_plain_sum(n, seed, data) -> None:
         elif where == "union":
             supports[r] = Support.union_of(jobs[r].values())
     for mode in MODES:
-        results = run_mode(mode, n, jobs, supports=supports, round_idx=seed % 1000)
+        # one-sender jobs included (correctness, not the min_senders policy): allowed
+        results = run_mode(
+            mode, n, jobs, supports=supports, round_idx=seed % 1000, options={"min_senders": 1}
+        )
         assert set(results) == set(receivers)
         for r, blocks in jobs.items():
             res = results[r]

@@ -95,7 +95,8 @@ def test_bad_jobs_rejected_locally() -> None:
     with pytest.raises(ValueError, match="differ in shape"):
         run_secure_sums(protocol, parties, {"c00": {"c01": np.ones((2, 2)), "c02": np.ones(3)}})
     with pytest.raises(ValueError, match="NaN"):
-        run_secure_sums(protocol, parties, {"c00": {"c01": np.full((2, 2), np.nan)}}, round_idx=1)
+        nan = {"c01": np.full((2, 2), np.nan), "c02": np.ones((2, 2))}
+        run_secure_sums(protocol, parties, {"c00": nan}, round_idx=1)
     with pytest.raises(ValueError, match="unknown"):
         run_secure_sums(protocol, parties, {"c00": {"zz": np.ones(2)}}, round_idx=2)
 
