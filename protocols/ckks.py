@@ -43,7 +43,7 @@ from protocols.base import (
     Role,
 )
 from protocols.crypto.aead import open_sealed, seal
-from protocols.crypto.keyagreement import PUBLIC_KEY_BYTES, KeyPair, agree
+from protocols.crypto.keyagreement import KeyAgreementError, KeyPair, agree, check_public_key
 from protocols.wire import Payload, WireFormatError
 
 logger = logging.getLogger(__name__)
@@ -246,10 +246,10 @@ class CKKSKeyAuthority(ProtocolParty):
                 continue
             if env.sender not in self.client_ids or env.sender in client_keys:
                 raise ProtocolError(f"unexpected or duplicate client key from {env.sender!r}")
-            key = env.payload.blob("x25519_public")
-            if len(key) != PUBLIC_KEY_BYTES:
-                raise ProtocolError(f"client key from {env.sender!r} has {len(key)} bytes")
-            client_keys[env.sender] = key
+            try:
+                client_keys[env.sender] = check_public_key(env.payload.blob("x25519_public"))
+            except (KeyError, KeyAgreementError) as err:
+                raise ProtocolError(f"bad client key from {env.sender!r}: {err}") from err
         if not client_keys:
             raise ProtocolError("ckks key authority: no client key arrived")
         missing = [c for c in self.client_ids if c not in client_keys]
@@ -390,6 +390,8 @@ class CKKSClient(AggregationClient):
         if self._keypair is None:
             raise ProtocolError(f"{self.party_id}: send_key has not run")
         binding = _binding(self.experiment_id, self.authority_id, self.party_id)
+        if set(payload.fields) != {"sealed_context", "authority_public"}:
+            raise ProtocolError(f"{self.party_id}: malformed secret-context message")
         key = agree(self._keypair, payload.blob("authority_public"), binding)
         return open_sealed(key, payload.blob("sealed_context"), binding)
 

@@ -5,6 +5,7 @@ Threat model: none. The server sees every client's (weighted) update in the clea
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,10 +62,16 @@ class PlainServer(AggregationServer):
         weight = 0.0
         for env in updates:
             vec = env.payload.array("weighted")
-            if vec.shape != (self.dim,):
-                raise ProtocolError(f"update from {env.sender} has shape {vec.shape}")
+            if vec.shape != (self.dim,) or vec.dtype != np.float64:
+                raise ProtocolError(
+                    f"update from {env.sender} is {vec.dtype} {vec.shape}, not float64 "
+                    f"({self.dim},)"
+                )
+            w = env.payload.meta.get("weight")
+            if isinstance(w, bool) or not isinstance(w, int | float) or not 0 <= w < math.inf:
+                raise ProtocolError(f"update from {env.sender} has no valid weight: {w!r}")
             total += vec
-            weight += float(env.payload.meta["weight"])
+            weight += float(w)
         if weight <= 0:
             raise ProtocolError("plain aggregation: total weight is not positive")
         self._result = AggregateResult(total / weight, weight, tuple(e.sender for e in updates))
