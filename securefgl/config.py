@@ -152,6 +152,14 @@ class ExperimentConfig:
             parse_stack(self.protocol)
         except ValueError as err:
             raise ConfigError(f"protocol: {err}") from None
+        t, k = self.secagg_threshold, self.secagg_k
+        if t is not None and (t <= 0.5 or 1 < t < 2 or (isinstance(t, int) and t == 1)):
+            raise ConfigError(
+                f"secagg_threshold must be a fraction in (0.5, 1] or a count ≥ 2 (Shamir t must "
+                f"exceed half of the share holders), got {t}"
+            )
+        if k is not None and (k < 2 or k % 2):
+            raise ConfigError(f"secagg_k must be an even integer ≥ 2, got {k}")
         if self.dp_clip <= 0 or self.dp_noise < 0 or self.dp_epsilon <= 0:
             raise ConfigError("dp_clip and dp_epsilon must be > 0, dp_noise ≥ 0")
         if not 0 < self.dp_delta < 1:

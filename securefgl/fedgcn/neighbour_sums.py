@@ -10,10 +10,11 @@ hop's ``Σ_k`` is one batch of hosted secure sums
 the owners of its external neighbours, the job shape ``(n, d)`` (rows: opaque ids) on the
 public support ``R_i`` (its boundary nodes) × all columns.
 
-Who learns what: the receiver learns ``Σ_k C_ki`` (with one external neighbour, that
-neighbour's scaled features; ``min_senders=2`` refuses one-sender sums); with ``plain`` the
-receiver and the server see every ``C_ki``; with ``masked`` / ``ckks`` the server learns
-nothing of any value and holds no decryption key. Public: sender sets, shapes, ``R_i``.
+Who learns what: the receiver learns ``Σ_k C_ki`` (with one neighbouring client, that
+client's contribution: ``masked`` / ``ckks`` refuse it unless ``min_senders = 1``); with
+``plain`` the receiver and the server see every ``C_ki``; with ``masked`` / ``ckks`` the
+server learns nothing of any value and holds no decryption key. Public: sender sets,
+shapes, ``R_i``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ import scipy.sparse as sp
 import torch
 
 from protocols.base import ProtocolError
-from protocols.secure_sum import SecureSumClient, SecureSumServer, SumRequest, Support
+from protocols.secure_sum import (
+    SecureSumClient,
+    SecureSumServer,
+    SumRequest,
+    Support,
+    TooFewSendersError,
+)
 from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
 from securefgl.federation import SERVER, SUMS, Call, Channel, Executor, Party, client_party_id
@@ -53,8 +60,12 @@ FEDGCN = "fedgcn"  # the sub-party that computes the hop features
 
 
 def sum_spec(settings: FedGCNSettings, experiment_id: str) -> SumSpec:
-    """The secure-sum mode of ``settings`` as plain data."""
-    return SumSpec(settings.sum_mode, experiment_id, {"min_senders": settings.min_senders})
+    """The secure-sum mode of ``settings`` as plain data; ``min_senders`` applies to the
+    ``masked`` / ``ckks`` sums (``plain`` shows every contribution anyway)."""
+    secure = settings.sum_mode != "plain"
+    return SumSpec(
+        settings.sum_mode, experiment_id, {"min_senders": settings.min_senders if secure else 1}
+    )
 
 
 class NeighbourSumClient(Party):
@@ -227,11 +238,20 @@ def run_neighbour_sums(
         lambda pid: Call(pid, FEDGCN, "host", (spec.to_wire(), server_id, ids))
     )
     for hop in range(1, settings.hops + 1):
-        counts, _ = driver.round(
-            hop - 1,
-            prepare=lambda c, hop=hop: Call(c, FEDGCN, "prepare", (hop,)),
-            finish=lambda c, hop=hop: Call(c, FEDGCN, "finish", (hop,)),
-        )
+        try:
+            counts, _ = driver.round(
+                hop - 1,
+                prepare=lambda c, hop=hop: Call(c, FEDGCN, "prepare", (hop,)),
+                finish=lambda c, hop=hop: Call(c, FEDGCN, "finish", (hop,)),
+            )
+        except TooFewSendersError as err:
+            raise ConfigError(
+                f"FedGCN {spec.mode} neighbour sums refused at hop {hop}: {err}. A client "
+                "with a single neighbouring client would learn that client's contribution "
+                "(its scaled features). To allow it, set min_senders = 1 in "
+                "[experiment.fedgcn] (--fedgcn-min-senders 1), or use a partition where "
+                "every client has at least 2 neighbouring clients"
+            ) from err
         report.single_sender_receivers.append(sum(1 for k in counts if k == 1))
     entries = channel.transcript.entries[start:]
     report.seconds = time.perf_counter() - t0

@@ -30,7 +30,11 @@ class FedGCNSettings:
         metadata={"help": "model input: ÂᴸX, [ÂX ‖ …] or [x ‖ ÂX ‖ …]", "choices": FEATURES},
     )
     min_senders: int = field(
-        default=1, metadata={"help": "secure sums refuse jobs with fewer sending clients"}
+        default=2,
+        metadata={
+            "help": "masked/ckks sums refuse a client with fewer neighbouring clients (1: "
+            "allow one, whose contribution the client then learns; plain: not applied)"
+        },
     )
 
     def __post_init__(self) -> None:
@@ -42,6 +46,8 @@ class FedGCNSettings:
             raise ValueError(f"unknown norm {self.norm!r}; choose from {list(NORMS)}")
         if self.features not in FEATURES:
             raise ValueError(f"unknown features {self.features!r}; choose from {list(FEATURES)}")
+        if isinstance(self.min_senders, bool) or not isinstance(self.min_senders, int):
+            raise ValueError(f"min_senders must be an int >= 1, got {self.min_senders!r}")
         if self.min_senders < 1:
             raise ValueError(f"min_senders must be >= 1, got {self.min_senders}")
 

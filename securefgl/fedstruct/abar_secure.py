@@ -11,8 +11,9 @@ leaves ``i``. ``masked``: the server learns nothing, ``i`` only the sum; ``ckks`
 Public coordinates: ``support="rows"`` (``i``'s boundary nodes × all columns: the server and
 ``i``'s senders learn the boundary nodes; pruning saves no bytes) or ``"union"`` (the union
 of the senders' supports: the server learns each sender's support, never a value). A
-receiver with one neighbouring client learns that client's block (counted per hop;
-``min_senders=2`` refuses it). In full: ``docs/algorithms/fedstruct.md``.
+receiver with one neighbouring client would learn that client's block: refused by default
+(``min_senders=2``; ``min_senders=1`` allows it, counted per hop). In full:
+``docs/algorithms/fedstruct.md``.
 """
 
 from __future__ import annotations
@@ -375,7 +376,7 @@ class MaskedHopSum(SecureHopSum):
         word_bits: int = 64,
         degree_bound: int = 2047,
         frac_bits: int | None = None,
-        min_senders: int = 1,
+        min_senders: int = 2,
         collusion_threshold: int | None = None,
         pair_masks: bool = True,
         max_round_bytes: float | None = None,
@@ -410,7 +411,7 @@ class CKKSHopSum(SecureHopSum):
         support: SupportKind = "rows",
         *,
         params: CKKSParams | None = None,
-        min_senders: int = 1,
+        min_senders: int = 2,
         max_round_bytes: float | None = None,
     ) -> None:
         options: dict[str, Any] = {"min_senders": min_senders, "max_round_bytes": max_round_bytes}

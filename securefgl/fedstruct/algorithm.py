@@ -35,7 +35,7 @@ from torch_geometric.data import Data
 
 from protocols.base import AggregationClient, AggregationServer, Envelope, Role, setup_parties
 from protocols.dp.rng import make_rng
-from protocols.secure_sum import SumTooLargeError
+from protocols.secure_sum import SumTooLargeError, TooFewSendersError
 from protocols.wire import Payload
 from securefgl.algorithms.base import Federation, SplitPredictions
 from securefgl.algorithms.fedavg import ClientHeldModel, FedAvg, FedAvgServer
@@ -389,7 +389,10 @@ def _hop_sum(settings: FedStructSettings, experiment_id: str) -> HopSum:
     (:mod:`~securefgl.fedstruct.abar_secure`; they run through the server)."""
     if settings.abar_sum == "plain":
         return PlainHopSum()
-    options: dict[str, Any] = {"max_round_bytes": settings.max_round_bytes}
+    options: dict[str, Any] = {
+        "max_round_bytes": settings.max_round_bytes,
+        "min_senders": settings.abar_min_senders,
+    }
     if settings.abar_collusion_threshold is not None:
         options["collusion_threshold"] = settings.abar_collusion_threshold
     if settings.abar_sum == "masked":
@@ -514,6 +517,13 @@ class FedStruct(FedAvg):
                     SERVER if st.abar_relay or st.abar_sum != "plain" else None,
                     progress=self.federation.progress,
                 )
+            except TooFewSendersError as err:
+                raise ConfigError(
+                    f"Ā build refused ({st.abar_sum} sums): {err}. A client with a single "
+                    "neighbouring client k would learn k's block B_ik itself. To allow it, "
+                    "set abar_min_senders = 1 in [experiment.fedstruct] (--abar-min-senders 1), "
+                    "or use a partition where every client has at least 2 neighbouring clients"
+                ) from err
             except SumTooLargeError as err:
                 raise ConfigError(
                     f"Ā build refused: {err}. With abar_support = {st.abar_support!r}: "

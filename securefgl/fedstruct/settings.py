@@ -102,6 +102,7 @@ class FedStructSettings:
     abar_ring_bits: int = 64  # masked: Z_2^64, or Z_2^32 (~20 % faster, Ā to ~1e-6)
     abar_degree_bound: int = 2047  # masked Z_2^32: public bound on boundary degrees
     abar_max_round_gib: float = 4.0  # masked/ckks: the relay refuses hops sending more
+    abar_min_senders: int = 2  # masked/ckks: refuse receivers with fewer neighbouring clients
     edge_dp: EdgeDP | None = None  # ε-edge DP on Ā's input blocks (fedstruct.edge_dp)
 
     def __post_init__(self) -> None:
@@ -152,6 +153,9 @@ class FedStructSettings:
                 "abar_collusion_threshold / abar_ring_bits / abar_pair_masks apply to "
                 "abar_sum='masked'"
             )
+        m = self.abar_min_senders
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ValueError(f"abar_min_senders must be an int >= 1, got {m!r}")
         limit = self.abar_max_round_gib
         if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0:
             raise ValueError(f"abar_max_round_gib must be > 0 (inf: no limit), got {limit!r}")
@@ -228,6 +232,10 @@ class FedStructOptions:
     abar_ring_bits: int | None = _option("masked: ring Z_2^64 or Z_2^32", (64, 32))
     abar_degree_bound: int | None = _option("masked Z_2^32: public bound on boundary degrees")
     abar_max_round_gib: float | None = _option("masked/ckks: refuse hops sending more (inf: off)")
+    abar_min_senders: int | None = _option(
+        "masked/ckks: refuse a client with fewer neighbouring clients (default 2; 1 allows "
+        "one, whose block B_ik the client then learns)"
+    )
     edge_dp: str | None = _option("ε-edge DP on Ā's input blocks", EDGE_DP_MECHANISMS)
     edge_epsilon: float | None = _option("ε of the edge DP (the whole graph is ε-edge-DP)")
 

@@ -59,7 +59,9 @@ def secure_build(views, mode, support="rows", hops=3, channel=None, hop_sum=None
 def test_unpruned_secure_rows_equal_central(mode, support, K, hops):
     d, _, views = make_world(120, K, seed=K * 10 + hops)
     beta = np.random.default_rng(hops).uniform(0.1, 1.0, size=hops).tolist()
-    clients, channel, report, _ = secure_build(views, mode, support, hops, beta=beta)
+    # correctness with K = 2 (every client has one neighbouring client): allow one sender
+    hop_sum = hop_sum_for(mode, "test-exp", support=support, min_senders=1)
+    clients, channel, report, _ = secure_build(views, mode, hops=hops, hop_sum=hop_sum, beta=beta)
     ref = to_opaque(central_abar(d.edge_index, d.num_nodes, hops, beta))
     err = max_err(clients, ref)
     assert err < TOL[mode], err
@@ -361,8 +363,9 @@ def test_bytes_are_counted(mode):
 
 def test_single_neighbouring_client_is_warned_and_counted(caplog):
     d, _, views = make_world(120, 2, seed=2)
+    allow = MaskedHopSum("x", min_senders=1)  # explicitly allowed: then warned and counted
     with caplog.at_level(logging.WARNING, logger="securefgl.fedstruct.abar_secure"):
-        clients, _, report, _ = secure_build(views, "masked", hops=3)
+        clients, _, report, _ = secure_build(views, "masked", hops=3, hop_sum=allow)
     assert max_err(clients, to_opaque(central_abar(d.edge_index, d.num_nodes, 3))) < 1e-6
     assert [h.notes["single_sender_receivers"] for h in report.hops[1:]] == [2, 2]
     assert "single neighbouring client" in caplog.text
@@ -381,10 +384,14 @@ def test_fresh_round_and_keys_per_hop_and_build():
     assert r1.hops[1].notes["setup_bytes"] > 0 and r2.hops[1].notes["setup_bytes"] > 0
 
 
-def test_min_senders_two_refuses_single_sender_sums():
+@pytest.mark.parametrize("mode", MODES)
+def test_min_senders_two_refuses_single_sender_sums(mode):
     _, _, views = make_world(120, 2, seed=2)
-    with pytest.raises(ProtocolError, match="min_senders"):
-        secure_build(views, "masked", hops=2, hop_sum=MaskedHopSum("x", min_senders=2))
+    clients, channel, _, _ = federate(views)
+    assert hop_sum_for(mode, "x").protocol.min_senders == 2  # the default
+    with pytest.raises(ProtocolError, match=r"receiver 'client-\d'.*min_senders=2"):
+        secure_build(views, mode, hops=2, channel=channel)
+    assert not [e for e in channel.transcript.entries if e.tag == TAG_CONTRIBUTION]
 
 
 def test_factory_and_validation():
