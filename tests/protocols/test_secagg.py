@@ -313,7 +313,10 @@ def test_server_view_holds_no_individual_input() -> None:
     plain = PlainAggregation()
     aggregate(plain, plain.create_parties(SERVER, _ids(n), d), 0, inputs, transmit=plain_rec)
     x, w = inputs["c00"]
-    assert any(np.array_equal(e.payload.array("weighted"), x * w) for e in plain_rec.to(SERVER))
+    assert any(
+        np.array_equal(e.payload.array("weighted"), (x * w).astype(np.float32))
+        for e in plain_rec.to(SERVER)
+    )
 
 
 def test_client_refuses_to_reveal_both_secrets() -> None:

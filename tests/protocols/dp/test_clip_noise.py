@@ -133,7 +133,7 @@ def test_noise_free_limit_equals_plain_mean_of_clipped_updates(mode: str) -> Non
     mech = ClipNoiseMechanism(clip, 0.0, mode=mode, expected_clients=len(CLIENTS))
     result, _ = run(DPAggregation(PlainAggregation(), mech, seed=0), inputs)
     expected = np.mean([clip_l2(v, clip) for v, _ in inputs.values()], axis=0)
-    np.testing.assert_allclose(result.mean, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(result.mean, expected, rtol=1e-6, atol=1e-7)  # float32 wire
     assert result.total_weight == len(CLIENTS)
     assert set(result.participants) == set(CLIENTS)
     plain, _ = run(PlainAggregation(), {c: (clip_l2(v, clip), 1.0) for c, (v, _) in inputs.items()})
@@ -148,7 +148,7 @@ def test_fixed_weights_noise_free() -> None:
     result, _ = run(DPAggregation(PlainAggregation(), mech), inputs)
     ws = np.array([min(w, 30.0) for _, w in inputs.values()])
     xs = np.array([clip_l2(v, 1.0) for v, _ in inputs.values()])
-    np.testing.assert_allclose(result.mean, ws @ xs / ws.sum(), rtol=1e-12)
+    np.testing.assert_allclose(result.mean, ws @ xs / ws.sum(), rtol=1e-6)  # float32 wire
     assert result.total_weight == pytest.approx(ws.sum())
 
 
