@@ -65,7 +65,8 @@ def neighbour_features(
     from the hop-1 sums."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
-    settings = FedGCNSettings(hops=1, sum_mode=mode)
+    # single-sender sums allowed: the worst case, what a client learns when a run allows them
+    settings = FedGCNSettings(hops=1, sum_mode=mode, min_senders=1)
     parties: dict[str, Party] = {
         client_party_id(v.client_id): NeighbourSumClient(v, settings) for v in world.views
     }

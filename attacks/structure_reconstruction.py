@@ -42,12 +42,16 @@ MODES = ("plain", "masked", "ckks")
 
 
 def build(views: list[ClientGraph], mode: str, hops: int = 2) -> tuple[dict, Channel]:
-    """Algorithm 3 through a fresh channel; returns the client parties and the channel."""
+    """Algorithm 3 through a fresh channel; returns the client parties and the channel.
+
+    Secure sums over a single sender are allowed here (``min_senders=1``): the worst case,
+    what a receiver learns when a run allows them (by default a run refuses them)."""
     clients = {f"client-{v.client_id}": AdjacencyClient(v) for v in views}
     parties: dict[str, Party] = dict(clients)
     parties["server"] = AdjacencyRelay("server", list(clients))
     channel = Channel()
-    hop_sum = hop_sum_for(mode, "securefgl/audit")
+    options = {} if mode == "plain" else {"min_senders": 1}
+    hop_sum = hop_sum_for(mode, "securefgl/audit", **options)
     run_build(clients, channel, LocalExecutor(parties), hops, hop_sum=hop_sum, server_id="server")
     return clients, channel
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols.dp.accounting import KINDS as ACCOUNTANT_KINDS
-from protocols.registry import parse_stack
+from protocols.registry import parse_stack, secure_sum_for_stack
 from securefgl.data.datasets import resolve_name
 from securefgl.fedgcn.settings import FedGCNSettings
 from securefgl.fedstruct.settings import FedStructOptions, FedStructSettings
@@ -212,9 +212,13 @@ class ExperimentConfig:
 
     def fedstruct_settings(self) -> FedStructSettings:
         """FedStruct's settings: the dataset's Table 5 preset ← the ``fedstruct`` section ←
-        this experiment's lr, weight decay and dropout."""
+        this experiment's lr, weight decay and dropout; Ā's hop sums default to what the
+        transport implies (plain → plain, secagg/secagg+ → masked, ckks → ckks)."""
+        options = self.fedstruct
+        if options.abar_sum is None:
+            options = options.replace(abar_sum=secure_sum_for_stack(self.protocol))
         return FedStructSettings.resolve(
-            self.fedstruct,
+            options,
             self.dataset,
             lr=self.lr,
             weight_decay=self.weight_decay,

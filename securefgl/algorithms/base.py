@@ -56,6 +56,15 @@ class Algorithm(ABC):
     def train_round(self, round_idx: int) -> float:
         """One round; returns the mean training loss."""
 
+    def protection(self) -> dict[str, str]:
+        """How each family of this algorithm's messages travels (``{"model updates":
+        "secagg", ...}``), as applied: recorded in result.json."""
+        return {}
+
+    def model_label(self) -> str:
+        """The model as it is (e.g. ``"GCN"``, ``"MLP on ÂᴸX"``) for result tables."""
+        return str(self.config.model).upper()
+
     def privacy(self) -> dict[str, Any]:
         """Guarantees the algorithm adds beyond its protocol stack (e.g. FedStruct's edge DP
         on Ā's inputs: ``{"edge_dp": ..., "edge_epsilon": ...}``)."""

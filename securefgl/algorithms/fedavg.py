@@ -49,6 +49,8 @@ from securefgl.federation import (
 from securefgl.models import build_model, get_flat, set_flat
 
 MODEL_TAG = "fedavg/model"
+MODEL_UPDATES = "model updates (clients -> server)"
+MODEL_BROADCAST = "model (server -> clients)"
 
 
 class ClientHeldModel:
@@ -279,6 +281,13 @@ class FedAvg(Algorithm):
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(list(self.clients), TRAIN, "predict")
+
+    def protection(self) -> dict[str, str]:
+        stack = self.federation.stack
+        return {
+            MODEL_UPDATES: "+".join(stack.names) or "plain",
+            MODEL_BROADCAST: "plain (every client holds the model)",
+        }
 
 
 class FedProx(FedAvg):

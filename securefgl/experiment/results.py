@@ -21,18 +21,19 @@ def markdown_table(result: ExperimentResult) -> str:
         f"# {cfg.dataset} · {cfg.partition} partition · {cfg.clients} clients · "
         f"protocol {'+'.join(cfg.protocol) or 'plain'}",
         "",
-        f"{cfg.model.upper()}, {cfg.rounds} rounds × {cfg.local_epochs} local epoch(s), "
+        f"{cfg.rounds} rounds × {cfg.local_epochs} local epoch(s), "
         f"split {'/'.join(f'{f:g}' for f in cfg.split)}, seeds {cfg.seeds}. "
         "Accuracy and macro-F1 in % (mean ± std over seeds), last-round model. MB and "
         "seconds include the set-up (e.g. FedStruct's Ā build).",
         "",
-        "| algorithm | federated | test acc | test macro-F1 | val acc | ε (δ) | MB exchanged "
-        "| seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| algorithm | model | federated | test acc | test macro-F1 | val acc | ε (δ) "
+        "| MB exchanged | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result.summary():
         lines.append(
-            f"| {row['algorithm']} | {'yes' if row['federated'] else 'no (upper bound)'} "
+            f"| {row['algorithm']} | {row.get('model', '')} "
+            f"| {'yes' if row['federated'] else 'no (upper bound)'} "
             f"| {row['test_acc']:.2f} ± {row['test_acc_std']:.2f} "
             f"| {row['test_f1']:.2f} ± {row['test_f1_std']:.2f} "
             f"| {row['val_acc']:.2f} ± {row['val_acc_std']:.2f} | {format_epsilon(row)} "

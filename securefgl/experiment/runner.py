@@ -72,6 +72,8 @@ class RunResult:
     transcript: Transcript | None = field(default=None, repr=False)
     state: SimulationState | None = field(default=None, repr=False)
     setup_seconds: float = 0.0  # algo.setup: e.g. FedStruct's Ā build, FedGCN's sums
+    protection: dict[str, str] = field(default_factory=dict)  # per message family, as applied
+    model: str = ""  # the model as it is (e.g. "MLP on ÂᴸX" for FedGCN)
 
     @property
     def seconds(self) -> float:
@@ -89,6 +91,8 @@ class RunResult:
             "history": self.history,
             "partition": self.partition,
             "privacy": self.privacy,
+            "protection": self.protection,
+            "model": self.model,
         }
 
 
@@ -125,6 +129,7 @@ class ExperimentResult:
             row["delta"] = runs[0].privacy.get("delta")
             row["adversary"] = runs[0].privacy.get("adversary")
             row["private"] = all(r.privacy.get("private", True) for r in runs)
+            row["model"] = runs[0].model
             row["seconds"] = float(np.mean([r.seconds for r in runs]))
             row["setup_seconds"] = float(np.mean([r.setup_seconds for r in runs]))
             rows.append(row)
@@ -251,6 +256,8 @@ def run_single(
         if keep_state
         else None,
         setup_seconds,
+        algo.protection(),
+        algo.model_label(),
     )
 
 

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from torch_geometric.data import Data
 
+from protocols.registry import secure_sum_for_stack
 from securefgl.algorithms.base import Federation
 from securefgl.algorithms.fedavg import FedAvg
 from securefgl.config import ConfigError, ExperimentConfig
@@ -32,6 +33,8 @@ from securefgl.fedgcn.settings import FedGCNSettings
 
 log = logging.getLogger(__name__)
 
+NEIGHBOUR_SUMS = "neighbour sums (pre-training)"
+
 
 class FedGCN(FedAvg):
     """FedGCN-2hop: secure neighbour sums, then FedAvg/FedSGD of an MLP on the propagated
@@ -45,6 +48,8 @@ class FedGCN(FedAvg):
     def __init__(self, config: ExperimentConfig, settings: FedGCNSettings | None = None) -> None:
         super().__init__(dataclasses.replace(config, model="mlp"))
         settings = settings or config.fedgcn
+        if settings.sum_mode is None:  # as protected as the training rounds' transport
+            settings = settings.replace(sum_mode=secure_sum_for_stack(config.protocol))
         self.settings = settings if self.hops is None else settings.replace(hops=self.hops)
         self.report: PrecomputeReport | None = None
 
@@ -66,6 +71,13 @@ class FedGCN(FedAvg):
         )  # fmt: skip
         augmented = executor.map(ids, FEDGCN, "augmented_view")
         super().setup(dataclasses.replace(federation, views=augmented), global_data)
+
+    def protection(self) -> dict[str, str]:
+        return {**super().protection(), NEIGHBOUR_SUMS: str(self.settings.sum_mode)}
+
+    def model_label(self) -> str:
+        kind = {"last": "ÂᴸX", "hops": "[ÂX ‖ … ‖ ÂᴸX]", "all": "[X ‖ ÂX ‖ … ‖ ÂᴸX]"}
+        return f"MLP on {kind[self.settings.features]} (L = {self.settings.hops})"
 
 
 class FedGCN1Hop(FedGCN):

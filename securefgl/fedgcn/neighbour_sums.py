@@ -62,10 +62,9 @@ FEDGCN = "fedgcn"  # the sub-party that computes the hop features
 def sum_spec(settings: FedGCNSettings, experiment_id: str) -> SumSpec:
     """The secure-sum mode of ``settings`` as plain data; ``min_senders`` applies to the
     ``masked`` / ``ckks`` sums (``plain`` shows every contribution anyway)."""
-    secure = settings.sum_mode != "plain"
-    return SumSpec(
-        settings.sum_mode, experiment_id, {"min_senders": settings.min_senders if secure else 1}
-    )
+    mode = settings.sum_mode or "plain"
+    secure = mode != "plain"
+    return SumSpec(mode, experiment_id, {"min_senders": settings.min_senders if secure else 1})
 
 
 class NeighbourSumClient(Party):

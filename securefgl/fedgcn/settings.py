@@ -14,12 +14,17 @@ FEATURES = ("last", "hops", "all")
 @dataclass(frozen=True)
 class FedGCNSettings:
     """How FedGCN's neighbour sums run and what the model sees (defaults: FedGCN-2hop, the
-    GCN normalisation, sums in the clear as in the paper)."""
+    GCN normalisation, the sums as protected as the training rounds' transport; ``None``
+    outside an experiment means the paper's sums in the clear)."""
 
     hops: int = field(default=2, metadata={"help": "L: the sums give ÂX (and Â²X)"})
-    sum_mode: str = field(
-        default="plain",
-        metadata={"help": "neighbour sums in the clear, masked or CKKS", "choices": SUM_MODES},
+    sum_mode: str | None = field(
+        default=None,
+        metadata={
+            "help": "neighbour sums in the clear, masked or CKKS (default: what the protocol "
+            "stack's transport implies: plain, secagg/secagg+ -> masked, ckks -> ckks)",
+            "choices": SUM_MODES,
+        },
     )
     norm: str = field(
         default="sym",
@@ -40,7 +45,7 @@ class FedGCNSettings:
     def __post_init__(self) -> None:
         if self.hops not in (1, 2):
             raise ValueError(f"FedGCN hops must be 1 or 2, got {self.hops!r}")
-        if self.sum_mode not in SUM_MODES:
+        if self.sum_mode is not None and self.sum_mode not in SUM_MODES:
             raise ValueError(f"unknown sum mode {self.sum_mode!r}; choose from {list(SUM_MODES)}")
         if self.norm not in NORMS:
             raise ValueError(f"unknown norm {self.norm!r}; choose from {list(NORMS)}")

@@ -88,6 +88,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MODEL_TAG = "fedstruct/model"
+ABAR_SUMS = "Ā hop sums (pre-training)"
+NSF_EXCHANGE = "node structure features (pre-training)"
 #: What FedStruct's edge-DP ε protects (and what it does not).
 EDGE_DP_COVERS = (
     "every edge, once, before Ā and the structural NSFs are built (edge-level, against "
@@ -488,6 +490,29 @@ class FedStruct(FedAvg):
         pairs = [(v.client_id, c) for v, c in zip(views, ids, strict=True)]
         edge_dp.perturb_views(pairs, ctx)
         ex.map(ids, TRAIN, "adopt_perturbed_view", len(ids))
+
+    def protection(self) -> dict[str, str]:
+        st = self.settings
+        if self.abar_rows is not None or st.abar == "oracle":
+            abar = "none: computed by the simulator (not federated, not private)"
+        elif st.abar_sum == "plain":
+            abar = "plain (every B_ik in the clear" + (", relayed)" if st.abar_relay else ")")
+        else:
+            abar = f"{st.abar_sum} ({st.abar_support} support)"
+        nsf = (
+            "inside the model updates (Hop2Vec)"
+            if st.learnable_nsf
+            else "plain (every client learns S: the paper's acknowledged leak)"
+        )
+        return {
+            **super().protection(),
+            ABAR_SUMS: abar,
+            NSF_EXCHANGE: nsf,
+            **({"Ā inputs": f"{st.edge_dp.mechanism} edge DP"} if st.edge_dp else {}),
+        }
+
+    def model_label(self) -> str:
+        return f"FedStruct ({self.settings.nsf} NSFs, decoupled GCN)"
 
     def privacy(self) -> dict[str, Any]:
         dp = self.settings.edge_dp

@@ -223,7 +223,10 @@ class FedStructOptions:
         "Ā by Algorithm 3 (federated) or by the simulator (oracle: not private)", ABAR_MODES
     )
     abar_sum: str | None = _option(
-        "how client i gets Σ_k B_ik: in the clear, masked or CKKS", ABAR_SUMS, alias="adjacency"
+        "how client i gets Σ_k B_ik: in the clear, masked or CKKS (default: what the "
+        "protocol stack's transport implies: plain, secagg/secagg+ -> masked, ckks -> ckks)",
+        ABAR_SUMS,
+        alias="adjacency",
     )
     abar_support: str | None = _option("public support of masked/ckks sums", ABAR_SUPPORTS)
     abar_relay: bool | None = _option("plain Ā blocks relayed by the server")

@@ -35,7 +35,7 @@ def test_run_writes_json_and_markdown(tmp_path, capsys):
     central = next(r for r in result["summary"] if r["algorithm"] == "central")
     assert central["federated"] is False
     md = (tmp_path / "smoke" / "result.md").read_text()
-    assert "| fedavg | yes |" in md and "no (upper bound)" in md
+    assert "| fedavg | GCN | yes |" in md and "no (upper bound)" in md
     assert "fedavg" in capsys.readouterr().out
 
 

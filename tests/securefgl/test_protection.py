@@ -1,0 +1,79 @@
+"""Every configured protection is the one applied to the messages on the transcript.
+
+A run records how each family of its messages travels (``RunResult.protection``); here the
+transcript is read independently (tags and payload types) and must agree, message by
+message, for model updates, FedGCN's neighbour sums and FedStruct's Ā hop sums.
+"""
+
+import pytest
+
+from protocols.secure_sum.parties import TAG_CONTRIBUTION
+from securefgl.config import ExperimentConfig
+from securefgl.experiment.runner import load_graph, run_single
+from securefgl.fedgcn.algorithm import NEIGHBOUR_SUMS
+from securefgl.fedstruct.algorithm import ABAR_SUMS
+
+UPDATE_TAGS = {"plain/update": "plain", "secagg/masked-input": "secagg", "ckks/update": "ckks"}
+PLAIN_BLOCK = "fedstruct/abar/B"
+
+
+def _sum_mode(payload) -> str:
+    """What a secure-sum contribution carries: masked words, ciphertexts or clear values."""
+    if "y" in payload.fields:
+        return "masked"
+    if any(isinstance(v, bytes) for v in payload.fields.values()):
+        return "ckks"
+    return "plain"
+
+
+def observed(run) -> dict[str, set[str]]:
+    """Protection per message family, read off the transcript alone."""
+    seen: dict[str, set[str]] = {}
+    for entry in run.transcript.entries:
+        if entry.tag in UPDATE_TAGS:
+            seen.setdefault("updates", set()).add(UPDATE_TAGS[entry.tag])
+        elif entry.tag == TAG_CONTRIBUTION:
+            family = "sums" if entry.round < 0 else "round sums"
+            seen.setdefault(family, set()).add(_sum_mode(entry.payload()))
+        elif entry.tag == PLAIN_BLOCK:
+            seen.setdefault("sums", set()).add("plain")
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "protocol", "section"),
+    [
+        ("fedavg", [], {}),
+        ("fedavg", ["secagg"], {}),
+        ("fedgcn", [], {}),
+        ("fedgcn", ["secagg"], {}),  # the sums follow the transport: masked
+        ("fedgcn", ["ckks"], {}),
+        ("fedgcn", ["secagg"], {"fedgcn": {"sum_mode": "plain"}}),  # explicit, recorded
+        ("fedstruct", ["secagg"], {"fedstruct": {"nsf": "degree"}}),
+        ("fedstruct", [], {"fedstruct": {"nsf": "degree", "abar_sum": "masked"}}),
+    ],
+)
+def test_recorded_protection_is_what_the_transcript_shows(algorithm, protocol, section):
+    cfg = ExperimentConfig(
+        csbm={"num_nodes": 240, "num_features": 8, "homophily": 0.8}, clients=3,
+        partition="random", rounds=1, algorithms=[algorithm], protocol=protocol,
+        store_payloads=True, **section,
+    )  # fmt: skip
+    if algorithm == "fedstruct":
+        cfg = cfg.replace(fedstruct={"structure_hops": 2})
+    run = run_single(cfg, algorithm, 0, load_graph(cfg), progress=False)
+    seen, claimed = observed(run), run.protection
+    transport = protocol[0] if protocol else "plain"
+    assert seen["updates"] == {transport}
+    assert claimed["model updates (clients -> server)"] == transport
+    family = {"fedgcn": NEIGHBOUR_SUMS, "fedstruct": ABAR_SUMS}.get(algorithm)
+    if family is None:
+        assert "sums" not in seen
+        return
+    mode = claimed[family].split(" ")[0]
+    assert seen["sums"] == {mode}, (claimed, seen)
+    if not section.get(algorithm, {}).get("sum_mode") and "abar_sum" not in section.get(
+        algorithm, {}
+    ):
+        assert mode == {"plain": "plain", "secagg": "masked", "ckks": "ckks"}[transport]
+    assert run.to_dict()["protection"] == claimed
