@@ -184,12 +184,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 SWEEP = [(0.0, 1), (1.0, 1), (2.0, 1), (5.0, 1), (5.0, 10), (2.0, 10), (1.0, 10), (1.0, 100)]
 
 
-def dp_sweep(canaries: int = 5000, guesses: int = 1000) -> list[dict[str, Any]]:
-    """``dp_audit`` of ClipNoiseMechanism(C = 1, σ) over ``rounds``, beside the accountant."""
+def dp_sweep(guesses: int = 1000) -> list[dict[str, Any]]:
+    """``dp_audit`` of ClipNoiseMechanism(C = 1, σ) over ``rounds`` (full participation,
+    central noise; ``2·guesses`` canaries), beside the accountant's ε it could refute."""
     out = []
     for sigma, rounds in SWEEP:
-        r = dp_audit(1.0, sigma, rounds, 1e-5, canaries=canaries, guesses=guesses)
-        acc = r.metrics["accountant_epsilon"]
+        r = dp_audit(1.0, sigma, rounds, 1e-5, guesses=guesses)
+        acc = r.metrics["claimed_epsilon"]
         out.append(
             {
                 "noise_multiplier": sigma,
@@ -198,7 +199,7 @@ def dp_sweep(canaries: int = 5000, guesses: int = 1000) -> list[dict[str, Any]]:
                 "accountant_epsilon": None if acc == float("inf") else acc,
                 "correct": r.details["correct"],
                 "guesses": r.details["guesses"],
-                "canaries": canaries,
+                "canaries": r.details["canaries"],
                 "max_lower_bound": r.details["max_lower_bound_for_these_guesses"],
             }
         )

@@ -80,6 +80,10 @@ def make_config(cell: Cell, args: argparse.Namespace) -> tuple[ExperimentConfig,
         client_lr=1.0,
         threads=1,
         protocol=["ckks"] if cell.aggregation == "ckks" else [],
+        # the paper's pre-training in the clear (Algorithm 3, FedGCN's sums), whatever the
+        # training rounds' transport: the CKKS cells encrypt the rounds only
+        fedstruct={"abar_sum": "plain"},
+        fedgcn={"sum_mode": "plain"},
         name=f"fedstruct-repro|{cell.dataset}|{cell.partition}|{cell.clients}|{cell.method}",
     )
     if cell.method in FEDSTRUCT_NSF:
