@@ -28,11 +28,15 @@ MAX_LINES = 600
 
 
 def python_files(root: Path = ROOT) -> list[Path]:
-    """The tracked Python files (every ``*.py`` outside hidden and virtual-env folders when
-    git is not available)."""
+    """The Python files git tracks or would track (every ``*.py`` outside hidden and
+    virtual-env folders when git is not available)."""
     try:
         out = subprocess.run(
-            ["git", "ls-files", "*.py"], cwd=root, capture_output=True, text=True, check=True
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         return sorted(root / line for line in out.splitlines() if (root / line).exists())
     except (OSError, subprocess.CalledProcessError):
@@ -90,10 +94,20 @@ def imports_of(path: Path, name: str, modules: set[str]) -> set[str]:
             found.add(sub if sub in modules else base)
     resolved = set()
     for target in found:
-        while target and target not in modules and "." in target:
-            target = target.rpartition(".")[0]  # a name inside a module: the module
-        resolved.add(target)
+        # the benchmark scripts run with benchmarks/ on sys.path: ``import harness`` there
+        # is benchmarks.harness
+        sibling = f"benchmarks.{target}"
+        if name.startswith("benchmarks.") and _resolve(sibling, modules) in modules:
+            target = sibling
+        resolved.add(_resolve(target, modules))
     return resolved
+
+
+def _resolve(target: str, modules: set[str]) -> str:
+    """A name inside a module stands for the module."""
+    while target and target not in modules and "." in target:
+        target = target.rpartition(".")[0]
+    return target
 
 
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:

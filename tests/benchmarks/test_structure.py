@@ -44,11 +44,18 @@ def test_the_check_finds_cycles_upward_imports_and_graph_libraries_in_protocols(
             "securefgl/cli.py": "def main():\n    from attacks.b import run\n",
             "attacks/__init__.py": "",
             "attacks/b.py": "from securefgl.x import g\n",
+            # benchmark scripts import their siblings by bare name
+            "benchmarks/run.py": "import helpers.io\n",
+            "benchmarks/helpers/__init__.py": "",
+            "benchmarks/helpers/io.py": "from run import main\n",
         },
     )
     graph = structure.import_graph(root)
     assert graph["securefgl.z"] == {"typing", "securefgl.x"}  # relative; TYPE_CHECKING left out
-    assert structure.import_cycles(graph) == [["securefgl.x", "securefgl.y"]]
+    assert structure.import_cycles(graph) == [
+        ["benchmarks.helpers.io", "benchmarks.run"],
+        ["securefgl.x", "securefgl.y"],
+    ]
     assert structure.upward_imports(graph) == [
         "protocols.a -> torch_geometric",
         "securefgl.cli -> attacks.b",
