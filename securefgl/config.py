@@ -10,14 +10,22 @@ raises :class:`ConfigError` naming the field and the allowed values. Each field'
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import numbers
+import os
 import tomllib
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocols.base import Role
 from protocols.dp.accounting import KINDS as ACCOUNTANT_KINDS
-from protocols.registry import parse_stack, secure_sum_for_stack
+from protocols.registry import TRANSPORTS, parse_stack, secure_sum_for_stack
 from securefgl.data.datasets import resolve_name
+from securefgl.data.synthetic import check_csbm_options
 from securefgl.fedgcn.settings import FedGCNSettings
 from securefgl.fedstruct.settings import FedStructOptions, FedStructSettings
 
@@ -46,6 +54,9 @@ class ExperimentConfig:
     # data
     dataset: str = _opt("csbm", "dataset name (`securefgl datasets`) or csbm", "data")
     data_root: str | None = _opt(None, "data root (default: $SECUREFGL_DATA)", "data")
+    download: bool = _opt(
+        False, "let PyG download a dataset missing from the data root (off: never)", "data"
+    )
     # generator options for "csbm": weak features + homophilous edges, so that structure
     # matters (central ≫ local) and the demo's comparison is informative
     csbm: dict[str, Any] = _opt(
@@ -128,10 +139,16 @@ class ExperimentConfig:
     store_payloads: bool = _opt(False, "keep every message's payload in the transcript", "output")
 
     def __post_init__(self) -> None:
+        _check_types(self)
         for name, kind in SECTIONS.items():
             section = getattr(self, name)
             if isinstance(section, dict):
                 setattr(self, name, _section_from_dict(name, kind, section))
+            elif not isinstance(section, kind):
+                raise ConfigError(
+                    f"{name} must be a table ([experiment.{name}]) of {kind.__name__} fields, "
+                    f"got {_show(section)}"
+                )
         self.validate()
 
     def validate(self) -> ExperimentConfig:
@@ -149,7 +166,7 @@ class ExperimentConfig:
         _choice("dp_accountant", self.dp_accountant, ACCOUNTANT_KINDS)
         _choice("client_sampling", self.client_sampling, ("fixed", "poisson"))
         try:
-            parse_stack(self.protocol)
+            transport, mechanism = parse_stack(self.protocol)
         except ValueError as err:
             raise ConfigError(f"protocol: {err}") from None
         t, k = self.secagg_threshold, self.secagg_k
@@ -160,6 +177,20 @@ class ExperimentConfig:
             )
         if k is not None and (k < 2 or k % 2):
             raise ConfigError(f"secagg_k must be an even integer ≥ 2, got {k}")
+        if mechanism == "clip_noise" and self.dp_mode == "central":
+            role = TRANSPORTS[transport].output_role
+            if role is not Role.SERVER:
+                raise ConfigError(
+                    f"dp_mode = 'central' cannot be used with protocol {transport!r}: central "
+                    f"noise is added by the server to the aggregate, but {transport!r} "
+                    f"delivers the aggregate to the {role.value}s and the server never sees it; "
+                    "use dp_mode = 'distributed' (or 'auto')"
+                )
+        check_run_name(self.name)
+        try:
+            check_csbm_options(self.csbm)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"csbm: {err}") from None
         if self.dp_clip <= 0 or self.dp_noise < 0 or self.dp_epsilon <= 0:
             raise ConfigError("dp_clip and dp_epsilon must be > 0, dp_noise ≥ 0")
         if not 0 < self.dp_delta < 1:
@@ -266,15 +297,32 @@ class ExperimentConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> ExperimentConfig:
+        """From a TOML file: keys under ``[experiment]`` or all at the top level."""
         try:
             with open(path, "rb") as fh:
                 values = tomllib.load(fh)
         except FileNotFoundError as err:
             raise ConfigError(f"config file {path} does not exist") from err
+        except OSError as err:
+            raise ConfigError(f"config file {path} cannot be read: {err.strerror}") from err
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"config file {path} is not valid TOML: not UTF-8 text") from err
         except tomllib.TOMLDecodeError as err:
             raise ConfigError(f"config file {path} is not valid TOML: {err}") from err
-        values = values.get("experiment", values)
-        return cls.from_dict(values)
+        if "experiment" in values:
+            values, outside = values["experiment"], sorted(set(values) - {"experiment"})
+            if not isinstance(values, dict):
+                raise ConfigError(f"config file {path}: experiment must be a table, "
+                                  f"got {_show(values)}")  # fmt: skip
+            if outside:
+                raise ConfigError(
+                    f"config file {path}: keys {outside} are outside [experiment]; put every "
+                    "key under [experiment] (or none)"
+                )
+        try:
+            return cls.from_dict(values)
+        except ConfigError as err:
+            raise ConfigError(f"config file {path}: {err}") from None
 
 
 def section_aliases(kind: type) -> dict[str, str]:
@@ -298,6 +346,8 @@ def _section_from_dict(name: str, kind: type, values: dict[str, Any]) -> Any:
     unknown = sorted(set(values) - {f.name for f in dataclasses.fields(kind)})
     if unknown:
         raise ConfigError(f"unknown [{name}] keys {unknown}; known: {sorted(_section_keys(kind))}")
+    hints = _hints(kind)
+    values = {k: _checked(f"{name}.{k}", v, hints[k]) for k, v in values.items()}
     try:
         return kind(**values)
     except ValueError as err:
@@ -307,3 +357,100 @@ def _section_from_dict(name: str, kind: type, values: dict[str, Any]) -> Any:
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ConfigError(f"unknown {key} value {value!r}; choose from {list(allowed)}")
+
+
+def check_run_name(name: str | None) -> None:
+    """Refuse a run ``name`` that is not one plain folder name (``/``, ``..``, absolute)."""
+    if name is None:
+        return
+    if (
+        not name.strip()
+        or name in (".", "..")
+        or any(sep in name for sep in ("/", "\\", os.sep, "\0"))
+        or os.path.isabs(name)
+    ):
+        raise ConfigError(
+            f"name {name!r} must be a plain folder name under output_dir "
+            "(no '/', '\\', '..' or absolute path)"
+        )
+
+
+# ----------------------------------------------------------------------- field types
+
+_KINDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+
+
+@functools.cache
+def _hints(kind: type) -> dict[str, Any]:
+    return typing.get_type_hints(kind)
+
+
+def _show(value: Any) -> str:
+    """``'ten' (a string)``: a value and its kind, for messages."""
+    kind = next((k for t, k in _KINDS.items() if type(value) is t), None)
+    if kind is None:
+        kind = {list: "a list", tuple: "a list", dict: "a table"}.get(type(value))
+    return f"{value!r} ({kind or type(value).__name__})"
+
+
+def _describe(hint: Any) -> str:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [_describe(a) for a in args if a is not type(None)]
+        return " or ".join(inner) + (" (or unset)" if type(None) in args else "")
+    if origin in (list, tuple):
+        return f"a list of {_describe(args[0]).split(' ', 1)[1]}s" if args else "a list"
+    if origin is dict or hint is dict:
+        return "a table"
+    return _KINDS.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _checked(name: str, value: Any, hint: Any) -> Any:
+    """``value`` if it has type ``hint`` (ints accepted for floats, tuples for lists, both
+    converted), else a :class:`ConfigError` naming the field, the expected and the given."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _checked(name, value, arg)
+            except ConfigError:
+                continue
+    elif hint is bool and isinstance(value, bool):
+        return value
+    elif hint is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    elif hint is float and isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if value == value:  # NaN is no setting
+            return float(value)
+    elif hint is str and isinstance(value, str):
+        return value
+    elif origin in (list, tuple) and isinstance(value, list | tuple):
+        elem = args[0] if args else Any
+        items = [_checked(f"{name}[{i}]", v, elem) for i, v in enumerate(value)]
+        return items if origin is list else tuple(items)
+    elif (origin is dict or hint is dict) and isinstance(value, dict):
+        return value
+    elif origin is None and inspect.isclass(hint) and hint not in _KINDS:
+        return _instance(name, value, hint)
+    note = ' (e.g. ["secagg"])' if name == "protocol" else ""
+    note += " (not NaN)" if isinstance(value, float) and value != value else ""
+    raise ConfigError(f"{name} must be {_describe(hint)}{note}, got {_show(value)}")
+
+
+def _instance(name: str, value: Any, kind: type) -> Any:
+    if not isinstance(value, kind):
+        raise ConfigError(f"{name} must be a {kind.__name__}, got {_show(value)}")
+    return value
+
+
+def _check_types(config: Any) -> None:
+    """Check (and convert) every non-section field of a dataclass against its type."""
+    hints = _hints(type(config))
+    for f in dataclasses.fields(config):
+        if f.name not in SECTIONS:
+            value = getattr(config, f.name)
+            setattr(config, f.name, _checked(f.name, value, hints[f.name]))

@@ -20,14 +20,17 @@ memory (never an n x n matrix):
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
+import numbers
+from typing import Any
 
 import numpy as np
 import torch
 from torch_geometric.data import Data
 
-__all__ = ["csbm", "edge_homophily"]
+__all__ = ["check_csbm_options", "csbm", "edge_homophily"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,20 +40,14 @@ def _check(cond: bool, msg: str) -> None:
         raise ValueError(msg)
 
 
-def csbm(
-    num_nodes: int = 3000,
-    num_classes: int = 5,
-    num_features: int = 64,
-    avg_degree: float = 8.0,
-    homophily: float = 0.8,
-    feature_signal: float = 1.0,
-    seed: int = 0,
-) -> Data:
-    """Generate a CSBM graph (see module docstring); deterministic in ``seed``.
-
-    Returns a ``Data`` with ``x`` [n, F] float32, ``y`` [n] int64, an undirected,
-    coalesced ``edge_index`` without self-loops, ``name="csbm"`` and ``num_classes``.
-    """
+def _check_args(
+    num_nodes: int,
+    num_classes: int,
+    num_features: int,
+    avg_degree: float,
+    homophily: float,
+    feature_signal: float,
+) -> None:
     _check(
         isinstance(num_nodes, int | np.integer) and num_nodes >= 2,
         f"num_nodes must be an integer >= 2, got {num_nodes!r}",
@@ -79,6 +76,44 @@ def csbm(
         math.isfinite(feature_signal) and feature_signal >= 0,
         f"feature_signal must be a finite number >= 0, got {feature_signal!r}",
     )
+
+
+def check_csbm_options(options: dict[str, Any]) -> None:
+    """Check ``csbm(**options)``'s arguments without generating: names against the
+    signature, types against the defaults' (ints for floats accepted), then the values."""
+    if not isinstance(options, dict):
+        raise TypeError(f"give a table of csbm() arguments, got {options!r}")
+    params = inspect.signature(csbm).parameters
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        raise ValueError(f"unknown csbm option(s) {unknown}; known: {list(params)}")
+    for key, value in options.items():
+        kind = type(params[key].default)
+        ok = isinstance(value, numbers.Integral if kind is int else numbers.Real)
+        if not ok or isinstance(value, bool):
+            what = "an integer" if kind is int else "a number"
+            raise TypeError(f"{key} must be {what}, got {value!r}")
+    _check(options.get("seed", 0) >= 0, f"seed must be >= 0, got {options.get('seed')!r}")
+    args = {k: p.default for k, p in params.items() if k != "seed"}
+    args.update((k, v) for k, v in options.items() if k != "seed")
+    _check_args(**args)
+
+
+def csbm(
+    num_nodes: int = 3000,
+    num_classes: int = 5,
+    num_features: int = 64,
+    avg_degree: float = 8.0,
+    homophily: float = 0.8,
+    feature_signal: float = 1.0,
+    seed: int = 0,
+) -> Data:
+    """Generate a CSBM graph (see module docstring); deterministic in ``seed``.
+
+    Returns a ``Data`` with ``x`` [n, F] float32, ``y`` [n] int64, an undirected,
+    coalesced ``edge_index`` without self-loops, ``name="csbm"`` and ``num_classes``.
+    """
+    _check_args(num_nodes, num_classes, num_features, avg_degree, homophily, feature_signal)
     n, C = int(num_nodes), int(num_classes)
     rng = np.random.default_rng(seed)
 
