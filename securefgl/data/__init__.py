@@ -6,6 +6,9 @@ Flow: ``load_dataset`` / ``csbm`` -> ``random_split`` -> ``partition_graph``
 
 from securefgl.data.datasets import (
     DATASETS,
+    DatasetCorruptError,
+    DatasetError,
+    DatasetIntegrityError,
     DatasetNotAvailableError,
     available_datasets,
     cache_dir,
@@ -36,6 +39,9 @@ __all__ = [
     "DATASETS",
     "METHODS",
     "ClientGraph",
+    "DatasetCorruptError",
+    "DatasetError",
+    "DatasetIntegrityError",
     "DatasetNotAvailableError",
     "Partition",
     "PartitionReport",

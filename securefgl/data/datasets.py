@@ -7,11 +7,14 @@ downloads into the cache). A root follows PyG's raw layout, one folder per PyG c
     <root>/Amazon/Photo/raw/amazon_electronics_photo.npz
     <root>/WikipediaNetwork/chameleon/geom_gcn/raw/out1_graph_edges.txt ...
 
-The root is never written to: the dataset's raw files are copied into ``$SECUREFGL_CACHE``
-(default ``~/.cache/securefgl/datasets``), re-copied when the root's copy changes (removing
-the stale ``processed/``), under a per-dataset lock so processes sharing a cache do not
-race. Every graph is normalised: ``x`` float32, ``y`` int64, ``edge_index`` symmetrised,
-coalesced and without self-loops, PyG's preset masks dropped (splits come from
+The root is never written to, and its files are untrusted: the dataset's raw files are
+copied into ``$SECUREFGL_CACHE`` (default ``~/.cache/securefgl/datasets``; new folders mode
+0700), each checked against the SHA-256 claimed for it by the packaged list of published
+files and by the root's ``SHA256SUMS`` (:mod:`securefgl.data.integrity`) before PyG reads
+it, re-copied when the root's copy changes (removing the stale ``processed/``), under a
+per-dataset lock so processes sharing a cache do not race. PyG downloads only when asked
+(``download=True``). Every graph is normalised: ``x`` float32, ``y`` int64, ``edge_index``
+symmetrised, coalesced and without self-loops, PyG's preset masks dropped (splits come from
 :func:`securefgl.data.random_split`), plus ``data.name`` and ``data.num_classes``.
 """
 
@@ -20,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,8 +32,20 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import remove_self_loops, to_undirected
 
+from securefgl.data.integrity import (
+    DatasetCorruptError,
+    DatasetError,
+    DatasetIntegrityError,
+    DatasetNotAvailableError,
+    copy_verified,
+    verify_copy,
+)
+
 __all__ = [
     "DATASETS",
+    "DatasetCorruptError",
+    "DatasetError",
+    "DatasetIntegrityError",
     "DatasetNotAvailableError",
     "DatasetSpec",
     "available_datasets",
@@ -46,10 +60,6 @@ logger = logging.getLogger(__name__)
 ENV_DATA = "SECUREFGL_DATA"
 ENV_CACHE = "SECUREFGL_CACHE"
 _DEFAULT_CACHE = Path("~/.cache/securefgl/datasets")
-
-
-class DatasetNotAvailableError(RuntimeError):
-    """A named dataset is neither present offline nor downloadable."""
 
 
 @dataclass(frozen=True)
@@ -207,32 +217,42 @@ def cache_dir() -> Path:
     return (Path(env) if env else _DEFAULT_CACHE).expanduser()
 
 
-def _sync_raw(spec: DatasetSpec, root: Path, cache: Path) -> None:
+def private_dir(path: Path, stop: Path | None = None) -> Path:
+    """Create ``path`` and its missing parents with mode 0700; folders between ``stop``
+    (exclusive) and ``path`` that exist and are ours are restricted to 0700 too."""
+    path = Path(path)
+    chain = [path, *path.parents]
+    chain = chain[: chain.index(stop)] if stop in chain else chain
+    for folder in reversed(chain):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            if stop is not None and folder.is_dir() and folder.stat().st_uid == os.getuid():
+                folder.chmod(0o700)
+    return path
+
+
+def _sync_raw(spec: DatasetSpec, root: Path, cache: Path, verify: bool) -> None:
     """Copy the dataset's raw files from ``root`` into ``cache`` (never the reverse).
 
-    Files are copied to a temporary name and renamed, so a concurrent reader never
-    sees half a file. A changed source file invalidates the cached ``processed/``.
+    Each file goes through a temporary name and is checked (``verify``) against its claimed
+    SHA-256 before the rename, so PyG never reads an unverified or half-copied file. A
+    changed source file invalidates the cached ``processed/``.
     """
     src, dst = spec.raw_dir(root), spec.raw_dir(cache)
-    dst.mkdir(parents=True, exist_ok=True)
     changed = False
-    for entry in sorted(src.iterdir()):
-        if not entry.is_file():
-            continue
-        target = dst / entry.name
+    for name in spec.raw_files:
+        entry, target = src / name, dst / name
+        relpath = f"{spec.pyg_class}/{spec.raw_subdir}/{name}"
         st = entry.stat()
         if target.is_file():
             tt = target.stat()
             if tt.st_size == st.st_size and int(tt.st_mtime) == int(st.st_mtime):
+                if verify:  # copied earlier, maybe before a hash was claimed for it
+                    verify_copy(root, relpath, target)
                 continue
-        fd, tmp = tempfile.mkstemp(dir=dst, prefix=f".{entry.name}.")
-        os.close(fd)
-        try:
-            shutil.copy2(entry, tmp)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        private_dir(dst, cache)
+        copy_verified(root, relpath, target, verify)
         changed = True
         logger.debug("copied %s -> %s", entry, target)
     processed = dst.parent / "processed"
@@ -241,20 +261,24 @@ def _sync_raw(spec: DatasetSpec, root: Path, cache: Path) -> None:
         shutil.rmtree(processed)
 
 
-def _not_available(spec: DatasetSpec, root: Path | None, cache: Path, why: str) -> str:
-    looked = [
-        str(spec.raw_dir(root))
-        if root is not None
-        else f"no offline root (root=None and {ENV_DATA} is not set)"
-    ]
-    looked.append(f"{spec.raw_dir(cache)} (cache)")
+def _not_available(
+    spec: DatasetSpec, root: Path | None, cache: Path, why: str, downloaded: bool = False
+) -> str:
     example = Path("<root>") / spec.pyg_class / spec.raw_subdir / spec.raw_files[0]
+    if root is None:
+        where = f"no data root (--data-root is not given and {ENV_DATA} is not set)"
+    elif not root.is_dir():
+        where = f"the data root {root} does not exist or is not a folder"
+    else:
+        raw = spec.raw_dir(root)
+        missing = [f for f in spec.raw_files if not (raw / f).is_file()]
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if missing[3:] else "")
+        where = f"{raw} lacks {shown}"
+    fix = "" if downloaded else ", or pass --download to let PyG fetch it"
     return (
-        f"dataset {spec.name!r} is not available. Looked for its raw files "
-        f"({', '.join(spec.raw_files[:3])}{', ...' if len(spec.raw_files) > 3 else ''}) in: "
-        f"{'; '.join(looked)}. {why} To fix: set {ENV_DATA} (or pass root=) to a folder in "
-        f"PyG raw layout, e.g. {example}, or let PyG download it (network access and "
-        f"download=True)."
+        f"dataset {spec.name!r} is not available offline: {where}; not in the cache "
+        f"{spec.raw_dir(cache)} either. {why} To fix: export {ENV_DATA}=/path/to/datasets "
+        f"(a folder in PyG raw layout, e.g. {example}){fix}."
     )
 
 
@@ -266,42 +290,56 @@ def _cache_lock(cache: Path, name: str) -> Iterator[None]:
     except ImportError:  # Windows: no advisory locks; concurrent first loads may race
         yield
         return
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / f".{name}.lock", "w") as lock:
+    private_dir(cache)
+    fd = os.open(cache / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 
-def _load_pyg(spec: DatasetSpec, root: Path | None, download: bool) -> Data:
+def _load_pyg(spec: DatasetSpec, root: Path | None, download: bool, verify: bool) -> Data:
     cache = cache_dir()
+    if cache.exists() and cache.stat().st_uid != os.getuid():
+        raise DatasetError(
+            f"the dataset cache {cache} belongs to another user; set {ENV_CACHE} to a folder "
+            "of your own"
+        )
     with _cache_lock(cache, spec.name):
-        return _sync_and_process(spec, root, cache, download)
+        return _sync_and_process(spec, root, cache, download, verify)
 
 
-def _sync_and_process(spec: DatasetSpec, root: Path | None, cache: Path, download: bool) -> Data:
+def _sync_and_process(
+    spec: DatasetSpec, root: Path | None, cache: Path, download: bool, verify: bool
+) -> Data:
     if root is not None and spec.present(root):
-        _sync_raw(spec, root, cache)
+        _sync_raw(spec, root, cache, verify)
     elif not spec.present(cache):
         if not download:
-            why = "Download is disabled (download=False)."
+            why = "Downloading is disabled (the default)."
             raise DatasetNotAvailableError(_not_available(spec, root, cache, why))
         logger.info(
             "%s: raw files not found offline; downloading with PyG into %s", spec.name, cache
         )
     raw_existed = spec.raw_dir(cache).is_dir()
+    private_dir(spec.raw_dir(cache).parent / "processed", cache)
     try:
         dataset = spec.factory(str(cache / spec.pyg_class))
     except Exception as exc:  # PyG raises URLError/OSError/aiohttp/fsspec errors
-        if spec.present(cache):
-            raise  # raw files are there: a processing error, not an availability one
+        if spec.present(cache):  # raw files are there: a processing error
+            files = ", ".join(spec.raw_files[:3]) + (", ..." if spec.raw_files[3:] else "")
+            raise DatasetCorruptError(
+                f"dataset {spec.name!r}: PyG could not read its raw files ({files} in "
+                f"{spec.raw_dir(root if root is not None else cache)}): "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         if not raw_existed:  # remove the empty / partial folders the failed download left
-            shutil.rmtree(spec.raw_dir(cache), ignore_errors=True)
-            parent = spec.raw_dir(cache).parent
+            shutil.rmtree(spec.raw_dir(cache).parent, ignore_errors=True)
+            parent = spec.raw_dir(cache).parent.parent
             while parent != cache and parent.is_dir() and not any(parent.iterdir()):
                 parent.rmdir()
                 parent = parent.parent
         why = f"PyG download failed: {type(exc).__name__}: {exc}."
-        raise DatasetNotAvailableError(_not_available(spec, root, cache, why)) from exc
+        raise DatasetNotAvailableError(_not_available(spec, root, cache, why, True)) from exc
     return dataset[0]  # type: ignore[index]
 
 
@@ -320,16 +358,21 @@ def _normalise(data: Data, name: str, num_classes: int) -> Data:
     return out
 
 
-def load_dataset(name: str, root: str | Path | None = None, *, download: bool = True) -> Data:
+def load_dataset(
+    name: str, root: str | Path | None = None, *, download: bool = False, verify: bool = True
+) -> Data:
     """Load a named dataset as a normalised PyG ``Data`` (see the module docstring).
 
     ``name`` is case-insensitive and accepts aliases (``"amazon-photo"``,
     ``"coauthor-cs"``). ``"csbm"`` returns :func:`securefgl.data.csbm` with its
-    defaults and needs no root. ``download=False`` forbids PyG downloads.
+    defaults and needs no root. ``download=True`` lets PyG download a dataset missing
+    offline; ``verify=False`` skips the SHA-256 checks (your own modified copies).
 
     Raises:
         ValueError: unknown name.
-        DatasetNotAvailableError: not present offline and not downloadable.
+        DatasetNotAvailableError: not present offline and not downloaded.
+        DatasetIntegrityError: a root file does not match its claimed SHA-256.
+        DatasetCorruptError: PyG cannot parse the raw files.
     """
     key = resolve_name(name)
     if key == "csbm":
@@ -337,7 +380,7 @@ def load_dataset(name: str, root: str | Path | None = None, *, download: bool = 
 
         return csbm()
     spec = DATASETS[key]
-    raw = _load_pyg(spec, data_root(root), download)
+    raw = _load_pyg(spec, data_root(root), download, verify)
     num_classes = max(spec.num_classes, int(raw.y.max()) + 1)
     data = _normalise(raw, spec.name, num_classes)
     logger.info(

@@ -139,7 +139,7 @@ class ExperimentResult:
 def load_graph(config: ExperimentConfig) -> Data:
     if config.dataset.lower() in ("csbm", "sbm", "synthetic"):
         return csbm(**config.csbm)
-    return load_dataset(config.dataset, config.data_root)
+    return load_dataset(config.dataset, config.data_root, download=config.download)
 
 
 def derive_seeds(seed: int, count: int) -> list[int]:

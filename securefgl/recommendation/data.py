@@ -4,21 +4,30 @@ Layouts under the root (resolved like the node datasets: argument, else
 ``$SECUREFGL_DATA``): ``SocialRec/FilmTrust/{ratings.txt, trust.txt}`` (Guo et al. 2013),
 ``SocialRec/{Ciao,Epinions}/{rating.mat, trustnetwork.mat}`` (Tang et al. 2012; Ciao's few
 0 ratings dropped), ``MovieLens100K/raw/u.data`` (Harper & Konstan 2015; no trust links).
-Read-only, no cache copy. Ids are remapped to ``0..n-1``; duplicate (user, item) ratings
-keep the last; trust links are kept between kept users, without self-loops; ``max_users``
-keeps a seeded subset of users. ``variant="fesog"`` reproduces the FeSoG authors' FilmTrust
-preprocessing (874 users, 1957 items, 18,662 ratings: users in the trust file, r ↦ 2r − 1,
-the doubled scale of FeSoG's Table 4); for Ciao / Epinions it is the raw data.
+Read-only, no cache copy; each file is read once and checked against the SHA-256 claimed
+for it (:mod:`securefgl.data.integrity`) before it is parsed. Ids are remapped to
+``0..n-1``; duplicate (user, item) ratings keep the last; trust links are kept between
+kept users, without self-loops; ``max_users`` keeps a seeded subset of users.
+``variant="fesog"`` reproduces the FeSoG authors' FilmTrust preprocessing (874 users,
+1957 items, 18,662 ratings: users in the trust file, r ↦ 2r − 1, the doubled scale of
+FeSoG's Table 4); for Ciao / Epinions it is the raw data.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from securefgl.data.datasets import ENV_DATA, DatasetNotAvailableError, data_root
+from securefgl.data.datasets import ENV_DATA, data_root
+from securefgl.data.integrity import (
+    DatasetCorruptError,
+    DatasetError,
+    DatasetNotAvailableError,
+    read_verified,
+)
 
 RATING_DATASETS: dict[str, tuple[str, ...]] = {
     "FilmTrust": ("SocialRec/FilmTrust/ratings.txt", "SocialRec/FilmTrust/trust.txt"),
@@ -66,20 +75,41 @@ def resolve_rating_name(name: str) -> str:
     return _ALIASES[key]
 
 
-def _read_raw(name: str, root: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    files = [root / f for f in RATING_DATASETS[name]]
-    if name == "FilmTrust":
-        r = np.loadtxt(files[0], dtype=np.float64, ndmin=2)
-        t = np.loadtxt(files[1], dtype=np.int64, ndmin=2)
-        return r[:, 0].astype(np.int64), r[:, 1].astype(np.int64), r[:, 2], t[:, :2].T
-    if name == "MovieLens100K":
-        r = np.loadtxt(files[0], dtype=np.int64, ndmin=2)
-        return r[:, 0], r[:, 1], r[:, 2].astype(np.float64), np.zeros((2, 0), np.int64)
-    from scipy.io import loadmat
+def _columns(name: str, root: Path, relpath: str, verify: bool) -> np.ndarray:
+    """One file's rows as an array (text files with ``>= 3`` / ``>= 2`` columns, ``.mat``)."""
+    data = read_verified(root, relpath, verify)
+    path = root / relpath
+    try:
+        if relpath.endswith(".mat"):
+            from scipy.io import loadmat
 
-    r = loadmat(files[0])["rating"].astype(np.int64)
-    t = loadmat(files[1])["trustnetwork"].astype(np.int64)
-    return r[:, 0], r[:, 1], r[:, 3].astype(np.float64), t[:, :2].T
+            key = Path(relpath).stem
+            rows = loadmat(io.BytesIO(data))[key]
+        else:
+            rows = np.loadtxt(io.BytesIO(data), dtype=np.float64, ndmin=2)
+    except Exception as err:  # numpy / scipy parse errors have no common base class
+        raise DatasetCorruptError(f"{name}: {path} cannot be parsed: {err}") from err
+    width = 2 if Path(relpath).name.startswith("trust") else 3
+    if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] < width:
+        raise DatasetCorruptError(
+            f"{name}: {path} must hold rows of at least {width} numbers, got shape {rows.shape}"
+        )
+    if not np.isfinite(rows).all():
+        raise DatasetCorruptError(f"{name}: {path} holds non-finite values")
+    return rows
+
+
+def _read_raw(
+    name: str, root: Path, verify: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    files = RATING_DATASETS[name]
+    r = _columns(name, root, files[0], verify)
+    t = np.zeros((0, 2)) if len(files) == 1 else _columns(name, root, files[1], verify)
+    col = 3 if files[0].endswith(".mat") else 2  # .mat: [user, item, category, rating, ...]
+    if files[0].endswith(".mat") and r.shape[1] < 4:
+        raise DatasetCorruptError(f"{name}: {root / files[0]} has no rating column")
+    ids = r[:, :2].astype(np.int64)
+    return ids[:, 0], ids[:, 1], r[:, col].astype(np.float64), t[:, :2].astype(np.int64).T
 
 
 def load_ratings(
@@ -90,23 +120,34 @@ def load_ratings(
     min_ratings: int = 1,
     seed: int = 0,
     variant: str = "raw",
+    verify: bool = True,
 ) -> RatingData:
-    """Load a rating dataset by name (FilmTrust, Ciao, Epinions, MovieLens100K)."""
+    """Load a rating dataset by name (FilmTrust, Ciao, Epinions, MovieLens100K);
+    ``verify=False`` skips the SHA-256 checks (your own modified copies)."""
     if variant not in ("raw", "fesog"):
         raise ValueError(f"variant must be 'raw' or 'fesog', got {variant!r}")
     name = resolve_rating_name(name)
     base = data_root(root)
-    if base is None or not all((base / f).is_file() for f in RATING_DATASETS[name]):
-        where = base if base is not None else f"no root (pass root= or set {ENV_DATA})"
+    missing = [f for f in RATING_DATASETS[name] if base is None or not (base / f).is_file()]
+    if missing:
+        if base is None:
+            where = f"no data root is set (--root, or the {ENV_DATA} environment variable)"
+        elif not base.is_dir():
+            where = f"the data root {base} does not exist or is not a folder"
+        else:
+            where = f"{base} lacks {', '.join(missing)}"
         raise DatasetNotAvailableError(
-            f"{name}: files {RATING_DATASETS[name]} not found under {where}"
+            f"rating dataset {name!r} is not available: {where}. To fix: export "
+            f"{ENV_DATA}=/path/to/datasets (with {RATING_DATASETS[name][0]} under it)"
         )
-    u, i, r, t = _read_raw(name, base)
+    u, i, r, t = _read_raw(name, base, verify)
     keep = r > 0
     if variant == "fesog" and name == "FilmTrust":
         keep &= np.isin(u, t)
         r = 2.0 * r - 1.0
     u, i, r = u[keep], i[keep], r[keep]
+    if u.size == 0 or u.min() < 0 or i.min() < 0:
+        raise DatasetError(f"{name}: no usable ratings (or negative ids) under {base}")
     # dedupe (user, item): keep the last occurrence
     key = u * (int(i.max()) + 1) + i
     _, last = np.unique(key[::-1], return_index=True)
