@@ -7,25 +7,46 @@ topic (data, federation, protocol stack, training, output) and per algorithm sec
 modules named in the ``securefgl.plugins`` entry-point group; each may define
 ``register_commands(subparsers) -> {name: handler}`` and ``recommend_reports``, callables
 ``(trainer, views, backend) -> dict`` whose results ``securefgl recommend`` prints.
+
+Errors (every command, plug-ins included): one line ``securefgl: ...`` on stderr, no
+traceback unless ``-v``; exit status 2 for usage and configuration errors, 1 for data,
+protocol and other run-time errors, 130 when interrupted (docs/robustness.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import json
 import logging
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
 
+from protocols.base import ProtocolError
+from protocols.fixedpoint import FixedPointOverflowError
 from securefgl.config import SECTIONS, ConfigError, ExperimentConfig, section_aliases
+from securefgl.data.integrity import DatasetError
 from securefgl.recommendation.cli import add_recommend_parser, cmd_recommend
 
 Handler = Callable[[argparse.Namespace], int]
+
+#: Exit statuses: usage / configuration errors, run-time errors (data, protocol, I/O).
+EXIT_USAGE, EXIT_RUNTIME, EXIT_INTERRUPTED = 2, 1, 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``securefgl: usage error: ...``, exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        hint = f"(see '{self.prog} --help')"
+        self.exit(EXIT_USAGE, f"securefgl: usage error: {self.prog}: {message} {hint}\n")
+
 
 #: Per section: the argparse group title and the flag prefix of its fields.
 SECTION_FLAGS = {
@@ -33,13 +54,29 @@ SECTION_FLAGS = {
     "fedgcn": ("FedGCN (Yao et al. 2023)", "fedgcn-"),
 }
 _SCALARS = {"int": int, "float": float, "str": str}
+_NAMES = {int: "integer", float: "number", str: "string"}
 
 
 def _csv(kind: type) -> Callable[[str], list]:
     def parse(text: str) -> list:
-        return [kind(t) for t in text.split(",") if t.strip()]
+        try:
+            return [kind(t) for t in text.split(",") if t.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a comma-separated list of {_NAMES[kind]}s"
+            ) from None
 
     return parse
+
+
+def _json_table(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object ({{...}})")
+    return value
 
 
 def _add_flag(group: Any, f: dataclasses.Field, names: list[str], dest: str, default: Any) -> None:
@@ -55,7 +92,7 @@ def _add_flag(group: Any, f: dataclasses.Field, names: list[str], dest: str, def
     if kind.startswith("list["):
         options.update(type=_csv(_SCALARS[kind[5:-1]]), metavar="A,B,...")
     elif kind.startswith("dict"):
-        options.update(type=json.loads, metavar="JSON")
+        options.update(type=_json_table, metavar="JSON")
     else:
         options["type"] = _SCALARS[kind]
     if meta.get("choices"):
@@ -121,8 +158,10 @@ def load_plugins() -> list[ModuleType]:
 
 def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentParser, dict]:
     """The parser and the handler of each command (plug-ins add theirs)."""
-    parser = argparse.ArgumentParser(prog="securefgl", description=__doc__.split("\n\n")[0])
-    parser.add_argument("-v", "--verbose", action="count", default=0)
+    parser = Parser(prog="securefgl", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging; tracebacks on errors"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train and compare algorithms; saves JSON + Markdown")
     run.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
@@ -146,6 +185,11 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
         register = getattr(plugin, "register_commands", None)
         if register is not None:
             handlers.update(register(sub))
+    for command in sub.choices.values():  # -v after the command too (plug-ins included)
+        with contextlib.suppress(argparse.ArgumentError):  # the command has its own -v
+            command.add_argument(
+                "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="as above"
+            )
     return parser, handlers
 
 
@@ -184,16 +228,21 @@ def print_table(result: Any, folder: Any) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from securefgl.experiment import run_experiment
-    from securefgl.experiment.results import save_result
+    from securefgl.experiment.results import check_output_dir, save_result
 
-    result = run_experiment(config_from_args(args), progress=not args.no_progress)
+    config = config_from_args(args)
+    check_output_dir(config.output_dir)  # before hours of training, not after
+    result = run_experiment(config, progress=not args.no_progress)
     print_table(result, save_result(result))
     return 0
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
-    from securefgl.data import available_datasets
+    from securefgl.data import DatasetNotAvailableError, available_datasets, data_root
 
+    root = data_root(args.root)
+    if root is not None and not root.is_dir():
+        raise DatasetNotAvailableError(f"the data root {root} does not exist or is not a folder")
     rows = available_datasets(args.root)
     width = max(len(r["name"]) for r in rows)
     for r in rows:
@@ -202,19 +251,48 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def report_error(err: BaseException) -> tuple[int, str]:
+    """``(exit status, message)`` of an error raised by a command."""
+    if isinstance(err, ConfigError):
+        return EXIT_USAGE, f"configuration error: {_one_line(err)}"
+    if isinstance(err, DatasetError):
+        return EXIT_RUNTIME, f"data error: {_one_line(err)}"
+    if isinstance(err, FixedPointOverflowError):
+        return EXIT_RUNTIME, f"fixed-point overflow during the run: {_one_line(err)}"
+    if isinstance(err, ProtocolError):
+        return EXIT_RUNTIME, f"protocol error during the run: {_one_line(err)}"
+    if isinstance(err, KeyboardInterrupt):
+        return EXIT_INTERRUPTED, "interrupted"
+    if isinstance(err, OSError):
+        where = f" ({err.filename})" if err.filename and str(err.filename) not in str(err) else ""
+        return EXIT_RUNTIME, f"error: {_one_line(err)}{where}"
+    return EXIT_RUNTIME, (
+        f"error: {type(err).__name__}: {_one_line(err)} (unexpected: rerun with -v for the "
+        "traceback and report it if the input was valid)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; errors become one line on stderr and an exit status."""
     parser, handlers = build_parser(load_plugins())
     try:
         args = parser.parse_args(argv)
-    except SystemExit as done:  # --help, or a bad flag (argparse printed why)
+    except SystemExit as done:  # --help, or a bad flag (the parser printed why)
         return int(done.code or 0)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         return handlers[args.command](args)
-    except ConfigError as err:
-        print(f"securefgl: configuration error: {err}", file=sys.stderr)
-        return 2
+    except (Exception, KeyboardInterrupt) as err:
+        code, message = report_error(err)
+        if args.verbose:
+            traceback.print_exc()
+        print(f"securefgl: {message}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

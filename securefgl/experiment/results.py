@@ -1,11 +1,16 @@
-"""Saving results: one JSON file (config, per-run histories, summary) and a Markdown table."""
+"""Saving results: one JSON file (config, per-run histories, summary) and a Markdown table,
+each written atomically (a temporary file in the same folder, then ``os.replace``), so a
+folder never holds half a ``result.json``."""
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 from pathlib import Path
 
+from securefgl.config import ConfigError, check_run_name
 from securefgl.experiment.runner import ExperimentResult
 
 
@@ -53,9 +58,37 @@ def format_epsilon(row: dict) -> str:
     return f"{row['epsilon']:.2f} ({row['delta']:g}){against}"
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in its folder and ``os.replace``:
+    readers (and an interrupted run) see the old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def check_output_dir(output_dir: str | Path) -> None:
+    """Refuse (:class:`ConfigError`) an output folder that cannot be created or written:
+    the nearest existing ancestor must be a writable folder."""
+    path = Path(output_dir).expanduser()
+    existing = next(p for p in (path, *path.parents) if p.exists() or p == Path(p.anchor))
+    if not existing.is_dir():
+        raise ConfigError(f"output_dir {output_dir}: {existing} exists and is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"output_dir {output_dir}: {existing} is not writable")
+
+
 def save_result(result: ExperimentResult, output_dir: str | Path | None = None) -> Path:
-    """Write ``result.json`` and ``result.md`` into ``<output_dir>/<name>/``; returns it."""
+    """Write ``result.json`` and ``result.md`` atomically into ``<output_dir>/<name>/``;
+    returns the folder."""
     cfg = result.config
+    check_run_name(cfg.name)
     folder = Path(output_dir or cfg.output_dir) / (cfg.name or default_name(result))
     folder.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -63,8 +96,8 @@ def save_result(result: ExperimentResult, output_dir: str | Path | None = None) 
         "summary": result.summary(),
         "runs": [r.to_dict() for r in result.runs],
     }
-    (folder / "result.json").write_text(json.dumps(payload, indent=2))
-    (folder / "result.md").write_text(markdown_table(result))
+    write_atomic(folder / "result.json", json.dumps(payload, indent=2))
+    write_atomic(folder / "result.md", markdown_table(result))
     for run in result.runs:
         if run.transcript is not None:
             run.transcript.save(folder / f"transcript-{run.algorithm}-seed{run.seed}")

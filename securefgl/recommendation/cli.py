@@ -12,10 +12,40 @@ from typing import Any
 RATING_DATASETS = ("FilmTrust", "Ciao", "Epinions", "MovieLens100K")
 
 
+def _dataset(text: str) -> str:
+    from securefgl.recommendation.data import resolve_rating_name
+
+    try:
+        return resolve_rating_name(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _positive(kind: type) -> Callable[[str], Any]:
+    """An argparse type: a ``kind`` number > 0 (finite)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {_KIND[kind]}") from None
+        if not value > 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+        return value
+
+    parse.__name__ = _KIND[kind]
+    return parse
+
+
+_KIND = {int: "an integer", float: "a number"}
+
+
 def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("recommend", help="federated recommendation (FeSoG / FedGNN) + attack")
     p.add_argument("--method", choices=("fesog", "fedgnn", "central"), default="fesog")
-    p.add_argument("--dataset", default="FilmTrust", help=", ".join(RATING_DATASETS))
+    p.add_argument(
+        "--dataset", type=_dataset, default="FilmTrust", help=", ".join(RATING_DATASETS)
+    )
     p.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
     p.add_argument(
         "--variant",
@@ -23,30 +53,36 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
         default="fesog",
         help="fesog: FeSoG's FilmTrust preprocessing (ratings 2r-1)",
     )
-    p.add_argument("--max-users", type=int, default=None, help="seeded user subsample")
+    p.add_argument("--max-users", type=_positive(int), help="seeded user subsample")
     p.add_argument(
         "--ldp",
         choices=("none", "heuristic", "laplace"),
         default=None,
         help="default: heuristic for fesog, laplace for fedgnn",
     )
-    p.add_argument("--clip", type=float, default=None, help="δ (default 0.3 / 0.1)")
-    p.add_argument("--lam", type=float, default=0.1, help="λ")
-    p.add_argument("--pseudo-items", type=int, default=10)
+    p.add_argument("--clip", type=_positive(float), default=None, help="δ (default 0.3 / 0.1)")
+    p.add_argument("--lam", type=_positive(float), default=0.1, help="λ")
+    p.add_argument("--pseudo-items", type=_nonnegative_int, default=10)
     p.add_argument(
         "--backend", default="plain", choices=("plain", "ideal", "ckks", "secagg", "secagg+")
     )
-    p.add_argument("--users-per-round", type=int, default=256)
-    p.add_argument("--rounds", type=int, default=2000)
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--users-per-round", type=_positive(int), default=256)
+    p.add_argument("--rounds", type=_positive(int), default=2000)
+    p.add_argument("--lr", type=_positive(float), default=0.1)
+    p.add_argument("--seed", type=_nonnegative_int, default=0)
     p.add_argument(
         "--seeded-noise",
         action="store_true",
         help="NOT PRIVATE: LDP noise and pseudo items from --seed (reproducible debugging)",
     )
-    p.add_argument("--budget", type=float, default=None, help="time budget in seconds")
+    p.add_argument("--budget", type=_positive(float), help="time budget in seconds")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _nonnegative_int(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return int(text)
 
 
 def cmd_recommend(
