@@ -77,8 +77,9 @@ def make_transport(
 ) -> AggregationProtocol:
     """The transport ``name``; ``experiment_id`` binds every key and mask of the run.
 
-    ``threshold``: Shamir t of ``secagg`` / ``secagg+`` (an int ≥ 2, or a fraction of the
-    share holders); ``neighbours``: the ``secagg+`` graph degree k (default 2⌈log2 n⌉).
+    ``threshold``: Shamir t of ``secagg`` / ``secagg+`` (an int, or a fraction in (1/2, 1] of
+    the share holders; t must exceed half of them); ``neighbours``: the ``secagg+`` graph
+    degree k (default 2⌈log2 n⌉).
     """
     if name not in TRANSPORTS:
         raise ValueError(f"unknown transport {name!r}; choose from {list(TRANSPORTS)}")
