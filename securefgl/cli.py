@@ -208,12 +208,16 @@ def print_table(result: Any, folder: Any) -> None:
         title=f"{cfg.dataset} · {cfg.partition} · K={cfg.clients} · "
         f"{'+'.join(cfg.protocol) or 'plain'} · {len(cfg.seeds)} seed(s)"
     )
-    columns = ("algorithm", "federated", "test acc %", "test macro-F1 %", "ε (δ)", "MB", "seconds")
+    columns = (
+        "algorithm", "model", "federated", "test acc %", "test macro-F1 %", "ε (δ)", "MB",
+        "seconds",
+    )  # fmt: skip
     for col in columns:
         table.add_column(col, justify="left" if col == "algorithm" else "right")
     for row in result.summary():
         table.add_row(
             row["algorithm"],
+            row.get("model", ""),
             "yes" if row["federated"] else "no (upper bound)",
             f"{row['test_acc']:.2f} ± {row['test_acc_std']:.2f}",
             f"{row['test_f1']:.2f} ± {row['test_f1_std']:.2f}",
