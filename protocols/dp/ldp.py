@@ -79,7 +79,12 @@ class _LocalMechanism:
         dim: int,
         colluding: int = 0,
     ) -> None:
-        """Each client releases once per round it takes part in."""
+        """Each client releases its ``dim``-long update once per round it takes part in
+        (local DP: no amplification, no collusion to account)."""
+        self.charge(accountant, dim)
+
+    def charge(self, accountant: Accountant, dim: int) -> None:
+        """One release of a ``dim``-long update."""
         raise NotImplementedError
 
 
@@ -131,15 +136,7 @@ class LaplaceLDP(_LocalMechanism):
         """Charge ``releases`` updates of dimension ``dim`` (basic composition)."""
         ledger.step(self.epsilon_per_release(dim), releases)
 
-    def account_round(
-        self,
-        accountant: Accountant,
-        *,
-        sample_rate: float,
-        survivors: int,
-        dim: int,
-        colluding: int = 0,
-    ) -> None:
+    def charge(self, accountant: Accountant, dim: int) -> None:
         assert isinstance(accountant, PureDPAccountant)
         self.account(accountant, dim)
 
@@ -178,15 +175,7 @@ class GaussianLDP(_LocalMechanism):
     def new_accountant(self, kind: AccountantKind, delta: float) -> Accountant:
         return PrivacyAccountant(kind, delta)
 
-    def account_round(
-        self,
-        accountant: Accountant,
-        *,
-        sample_rate: float,
-        survivors: int,
-        dim: int,
-        colluding: int = 0,
-    ) -> None:
+    def charge(self, accountant: Accountant, dim: int) -> None:
         assert isinstance(accountant, PrivacyAccountant)
         self.account(accountant)
 
@@ -226,14 +215,6 @@ class HeuristicLDP(_LocalMechanism):
         """Record releases without a guarantee: the ledger's ε becomes ``None``."""
         ledger.step(None, releases)
 
-    def account_round(
-        self,
-        accountant: Accountant,
-        *,
-        sample_rate: float,
-        survivors: int,
-        dim: int,
-        colluding: int = 0,
-    ) -> None:
+    def charge(self, accountant: Accountant, dim: int) -> None:
         assert isinstance(accountant, PureDPAccountant)
         self.account(accountant)

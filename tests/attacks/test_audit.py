@@ -66,8 +66,8 @@ def test_parse_protocol():
         parse_protocol("secagg,ckks")
 
 
-def test_audit_grid_rows_and_outputs(tmp_path):
-    base = ExperimentConfig(
+def _tiny_base() -> ExperimentConfig:
+    return ExperimentConfig(
         dataset="csbm",
         csbm={"num_nodes": 120, "feature_signal": 0.5, "homophily": 0.8},
         clients=3,
@@ -76,6 +76,10 @@ def test_audit_grid_rows_and_outputs(tmp_path):
         hidden=8,
         dp_noise=2.0,
     )
+
+
+def test_audit_grid_rows_and_outputs(tmp_path):
+    base = _tiny_base()
     audit = AuditConfig(
         base=base,
         algorithms=["central", "fedavg"],
@@ -119,15 +123,7 @@ def test_simulate_keeps_payloads_only_up_to_the_attacked_round():
 
 
 def test_rows_carry_baselines_and_what_each_epsilon_covers(tmp_path):
-    base = ExperimentConfig(
-        dataset="csbm",
-        csbm={"num_nodes": 120, "feature_signal": 0.5, "homophily": 0.8},
-        clients=3,
-        partition="random",
-        rounds=2,
-        hidden=8,
-        dp_noise=2.0,
-    )
+    base = _tiny_base()
     audit = AuditConfig(
         base=base,
         algorithms=["fedavg", "fedstruct"],
