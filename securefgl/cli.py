@@ -52,6 +52,7 @@ class Parser(argparse.ArgumentParser):
 SECTION_FLAGS = {
     "fedstruct": ("FedStruct (Aliakbari et al. 2025; default: the dataset's Table 5 preset)", ""),
     "fedgcn": ("FedGCN (Yao et al. 2023)", "fedgcn-"),
+    "fedgls": ("FedGLS family (Fu et al., TMLR)", "fedgls-"),
 }
 _SCALARS = {"int": int, "float": float, "str": str}
 _NAMES = {int: "integer", float: "number", str: "string"}
@@ -116,8 +117,19 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         aliases = section_aliases(kind)
         for f in dataclasses.fields(kind):
             names = [_flag(prefix + f.name)] + [_flag(a) for a, t in aliases.items() if t == f.name]
+            if prefix and f.metadata.get("unprefixed"):  # also without the prefix
+                names.append(_flag(f.name))
             default = None if f.default is dataclasses.MISSING else f.default
             _add_flag(group, f, names, f"{name}.{f.name}", default)
+
+
+def add_fedgls_preset_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fedgls-preset",
+        action="store_true",
+        help="FedGLS's set-up for the dataset: louvain-largest partition, 60/20/20 per "
+        "client, hidden 16, lr 0.01, E = 5, the paper's K and rounds (flags still win)",
+    )
 
 
 def _flag(name: str) -> str:
@@ -125,12 +137,18 @@ def _flag(name: str) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
-    """The TOML file (if any), then ``--preset``, then every flag that was given."""
+    """The TOML file (if any), then ``--preset`` / ``--fedgls-preset``, then every flag that
+    was given."""
     config = ExperimentConfig.from_toml(args.config) if args.config else ExperimentConfig()
+    dataset = getattr(args, "dataset", None) or config.dataset
     if getattr(args, "preset", False):
         from securefgl.fedstruct.settings import apply_preset
 
-        config = apply_preset(config, getattr(args, "dataset", None) or config.dataset)
+        config = apply_preset(config, dataset)
+    if getattr(args, "fedgls_preset", False):
+        from securefgl.fedgls.settings import apply_preset as apply_fedgls_preset
+
+        config = apply_fedgls_preset(config, dataset)
     given = {k: v for k, v in vars(args).items() if v is not None}
     changes: dict[str, Any] = {
         f.name: given[f.name]
@@ -172,6 +190,7 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
         help="FedStruct Table 5 lr / weight decay / dropout / rounds for the dataset "
         "(explicit flags still win)",
     )
+    add_fedgls_preset_flag(run)
     add_config_flags(run)
     ds = sub.add_parser("datasets", help="which datasets are available offline")
     ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")

@@ -27,15 +27,21 @@ from protocols.registry import TRANSPORTS, parse_stack, secure_sum_for_stack
 from securefgl.data.datasets import resolve_name
 from securefgl.data.synthetic import check_csbm_options
 from securefgl.fedgcn.settings import FedGCNSettings
+from securefgl.fedgls.settings import FedGLSSettings
 from securefgl.fedstruct.settings import FedStructOptions, FedStructSettings
 
-PARTITIONS = ("random", "louvain", "kmeans")
+PARTITIONS = ("random", "louvain", "kmeans", "louvain-largest")
+SPLIT_SCOPES = ("global", "client")
 CROSS_EDGES = ("hidden", "known")
 MODEL_NAMES = ("gcn", "sage", "mlp")
 
 #: Nested per-algorithm sections: field name -> settings class (all fields optional or
 #: defaulted, validated on construction).
-SECTIONS: dict[str, type] = {"fedstruct": FedStructOptions, "fedgcn": FedGCNSettings}
+SECTIONS: dict[str, type] = {
+    "fedstruct": FedStructOptions,
+    "fedgcn": FedGCNSettings,
+    "fedgls": FedGLSSettings,
+}
 
 
 class ConfigError(ValueError):
@@ -68,6 +74,10 @@ class ExperimentConfig:
     val_fraction: float = _opt(0.1, "validation nodes", "data")
     test_fraction: float = _opt(0.8, "test nodes", "data")
     label_rate: float | None = _opt(None, "if set: train = label_rate, test = rest", "data")
+    split_scope: str = _opt(
+        "global", "global: one split of all nodes; client: the fractions drawn inside each "
+        "client (FedSage+, FedGLS)", "data", SPLIT_SCOPES,
+    )  # fmt: skip
     # federation
     clients: int = _opt(10, "number of clients K", "federation")
     partition: str = _opt("louvain", "how nodes are split into clients", "federation", PARTITIONS)
@@ -131,6 +141,7 @@ class ExperimentConfig:
     # per-algorithm sections
     fedstruct: FedStructOptions = field(default_factory=FedStructOptions)
     fedgcn: FedGCNSettings = field(default_factory=FedGCNSettings)
+    fedgls: FedGLSSettings = field(default_factory=FedGLSSettings)
     # bookkeeping
     threads: int = _opt(1, "torch intra-op threads", "output")
     seeds: list[int] = _opt([0], "seeds (each draws its split and partition)", "output")
@@ -158,6 +169,7 @@ class ExperimentConfig:
         except ValueError as err:
             raise ConfigError(str(err)) from None
         _choice("partition", self.partition, PARTITIONS)
+        _choice("split_scope", self.split_scope, SPLIT_SCOPES)
         if self.cross_edges is not None:
             _choice("cross_edges", self.cross_edges, CROSS_EDGES)
         _choice("model", self.model, MODEL_NAMES)

@@ -12,10 +12,17 @@ from securefgl.algorithms.fedavg import FedAvg, FedProx
 from securefgl.algorithms.local import Local
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.fedgcn.algorithm import FedGCN, FedGCN1Hop
+from securefgl.fedgls.algorithm import FedGLS, FedGNNk, FedGNNMLP, FedGNNOracle, FedMLP
+from securefgl.fedgls.local import LocalGNNk
+from securefgl.fedgls.prototypes import FedProto
 from securefgl.fedstruct.algorithm import FedStruct
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
-    cls.name: cls for cls in (FedAvg, FedProx, Local, Central, FedGCN, FedGCN1Hop, FedStruct)
+    cls.name: cls
+    for cls in (
+        *(FedAvg, FedProx, Local, Central, FedGCN, FedGCN1Hop, FedStruct),
+        *(FedGLS, FedMLP, FedGNNMLP, FedProto, LocalGNNk, FedGNNk, FedGNNOracle),
+    )
 }
 
 

@@ -25,7 +25,7 @@ from securefgl.data.partition import (
     partition_graph,
     partition_report,
 )
-from securefgl.data.splits import random_split
+from securefgl.data.splits import client_split, random_split
 from securefgl.data.synthetic import csbm, edge_homophily
 from securefgl.data.views import (
     CROSS_EDGE_MODES,
@@ -49,6 +49,7 @@ __all__ = [
     "balance_communities",
     "build_client_views",
     "cache_dir",
+    "client_split",
     "csbm",
     "data_root",
     "edge_homophily",

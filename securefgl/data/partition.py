@@ -6,7 +6,11 @@ App. F) and its official code.
 * ``louvain``: python-louvain ``community.best_partition`` (``random_state=seed``), then the
   balancing below;
 * ``kmeans``: k-means on the node features (our own seeded Lloyd with k-means++ init, in
-  numpy; the official code uses scikit-learn), then the same balancing.
+  numpy; the official code uses scikit-learn), then the same balancing;
+* ``louvain-largest``: the same Louvain communities, each of the K largest one client, every
+  other node in no client (assignment ``-1``), cross-community edges dropped: FedGLS's
+  reading of "each community is regarded as an entire graph in a client" (Fu et al., TMLR,
+  Sec. 5.1.1 and Table 4, whose per-client node and edge counts this matches).
 
 Balancing (FedSage+, Zhang et al. 2021, as in the official code), ``cap = ceil(n/K) + slack``
 (default ``slack = ceil(0.05 * n / K)``; the code uses ``floor(n/K) + 20``): cut every
@@ -32,10 +36,12 @@ from torch_geometric.data import Data
 
 __all__ = [
     "METHODS",
+    "UNASSIGNED",
     "Partition",
     "PartitionReport",
     "balance_communities",
     "kmeans",
+    "largest_communities",
     "partition_graph",
     "partition_report",
 ]
@@ -47,8 +53,9 @@ logger = logging.getLogger(__name__)
 # every training node on one client).
 _RANDOM_SALT = 0x9A27
 
-METHODS = ("random", "louvain", "kmeans")
-Method = Literal["random", "louvain", "kmeans"]
+METHODS = ("random", "louvain", "kmeans", "louvain-largest")
+Method = Literal["random", "louvain", "kmeans", "louvain-largest"]
+UNASSIGNED = -1  # a node in no client (``louvain-largest`` keeps only K communities)
 
 
 # --------------------------------------------------------------------------- report
@@ -56,7 +63,8 @@ Method = Literal["random", "louvain", "kmeans"]
 
 @dataclass
 class PartitionReport:
-    """Statistics of a partition: sizes, edge cut, label distribution."""
+    """Statistics of a partition: sizes, edge cut, label distribution. Nodes in no client
+    (``louvain-largest``) count in ``num_nodes`` only; an edge touching one is cut."""
 
     method: str
     num_clients: int
@@ -146,18 +154,19 @@ def partition_report(
     a = np.asarray(assignment, dtype=np.int64)
     pairs = _undirected_pairs(data.edge_index, n)
     au, av = a[pairs[0]], a[pairs[1]]
-    same = au == av
+    same = (au == av) & (au != UNASSIGNED)
     labels = None
     C = _num_classes(data)
+    kept = a != UNASSIGNED
     if C is not None:
-        y = data.y.cpu().numpy().astype(np.int64)
-        labels = np.bincount(a * C + y, minlength=num_clients * C).reshape(num_clients, C)
+        y = data.y.cpu().numpy().astype(np.int64)[kept]
+        labels = np.bincount(a[kept] * C + y, minlength=num_clients * C).reshape(num_clients, C)
     return PartitionReport(
         method=method,
         num_clients=num_clients,
         num_nodes=n,
         num_edges=int(pairs.shape[1]),
-        sizes=np.bincount(a, minlength=num_clients).tolist(),
+        sizes=np.bincount(a[kept], minlength=num_clients).tolist(),
         internal_edges=np.bincount(au[same], minlength=num_clients).tolist(),
         cut_edges=int((~same).sum()),
         label_counts=labels,
@@ -170,7 +179,8 @@ def partition_report(
 
 @dataclass
 class Partition:
-    """Client of every node: ``assignment[v]`` in ``[0, num_clients)``."""
+    """Client of every node: ``assignment[v]`` in ``[0, num_clients)``, or
+    :data:`UNASSIGNED` for a node in no client (``louvain-largest``)."""
 
     assignment: np.ndarray  # [n] int64
     method: str
@@ -181,7 +191,8 @@ class Partition:
 
     @property
     def sizes(self) -> np.ndarray:
-        return np.bincount(self.assignment, minlength=self.num_clients)
+        kept = self.assignment[self.assignment != UNASSIGNED]
+        return np.bincount(kept, minlength=self.num_clients)
 
     def nodes_of(self, client: int) -> np.ndarray:
         """Global indices of the nodes of ``client`` (simulator-side only)."""
@@ -232,6 +243,9 @@ def partition_graph(
         assignment = np.empty(n, dtype=np.int64)
         for k, part in enumerate(np.array_split(perm, K)):
             assignment[part] = k
+    elif method == "louvain-largest":
+        pairs = _undirected_pairs(data.edge_index, n)
+        assignment = largest_communities(_louvain(pairs, n, seed), K)
     else:
         if slack is None:
             slack = math.ceil(0.05 * n / K)
@@ -262,6 +276,23 @@ def _louvain(pairs: np.ndarray, n: int, seed: int) -> np.ndarray:
     best = community_louvain.best_partition(G, random_state=seed)
     labels = np.fromiter((best[v] for v in range(n)), dtype=np.int64, count=n)
     return labels
+
+
+def largest_communities(communities: np.ndarray, num_clients: int) -> np.ndarray:
+    """Client ``k`` = the ``k``-th largest community (ties: the lower label first); every
+    other node :data:`UNASSIGNED`. Raises ``ValueError`` with fewer communities than K."""
+    comm = np.asarray(communities, dtype=np.int64)
+    _, labels = np.unique(comm, return_inverse=True)
+    sizes = np.bincount(labels)
+    if sizes.size < num_clients:
+        raise ValueError(
+            f"louvain-largest: Louvain found {sizes.size} communities, fewer than the "
+            f"{num_clients} clients"
+        )
+    ranked = np.argsort(-sizes, kind="stable")[:num_clients]
+    client_of = np.full(sizes.size, UNASSIGNED, dtype=np.int64)
+    client_of[ranked] = np.arange(num_clients)
+    return client_of[labels]
 
 
 # --------------------------------------------------------------------------- balancing

@@ -166,7 +166,8 @@ def build_client_views(
     """Split the global graph into per-client views (simulator side).
 
     ``assignment[v]`` is the client of node ``v`` (a ``Partition.assignment``, or the
-    Partition itself); the number of clients is ``max + 1`` (or the Partition's K).
+    Partition itself), ``-1`` for a node in no client (its edges are in no view); the
+    number of clients is ``max + 1`` (or the Partition's K).
     The edge set is treated as undirected (symmetrised and deduplicated; a no-op for
     :func:`load_dataset` and :func:`csbm` output). Then, per client ``k``: internal
     edges = directed edges with both endpoints in ``k``; external edges = directed
@@ -194,8 +195,8 @@ def build_client_views(
     if not np.issubdtype(a.dtype, np.integer):
         raise ValueError(f"assignment must hold integers, got dtype {a.dtype}")
     a = a.astype(np.int64)
-    if n and a.min() < 0:
-        raise ValueError(f"assignment values must be >= 0, got min {a.min()}")
+    if n and a.min() < -1:
+        raise ValueError(f"assignment values must be >= 0 (or -1: in no client), got min {a.min()}")
     if data.x is None or data.y is None:
         raise ValueError("data needs node features x and labels y")
     masks = _global_masks(data, n)
@@ -205,14 +206,17 @@ def build_client_views(
         num_classes = int(data.y.max()) + 1 if n else 0
 
     perm = opaque_id_permutation(n, seed)  # global node -> opaque id
+    kept = a >= 0  # -1: a node in no client (and its edges in no view)
     # local order: nodes grouped by client, ascending opaque id inside a client
     order = np.lexsort((perm, a))
-    sizes = np.bincount(a, minlength=K)
+    order = order[kept[order]]
+    sizes = np.bincount(a[kept], minlength=K)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    local = np.empty(n, dtype=np.int64)
-    local[order] = np.arange(n) - np.repeat(starts, sizes)
+    local = np.full(n, -1, dtype=np.int64)
+    local[order] = np.arange(order.size) - np.repeat(starts, sizes)
 
     ei = to_undirected(data.edge_index.long(), num_nodes=n).cpu().numpy()
+    ei = ei[:, kept[ei[0]] & kept[ei[1]]]
     src, dst = ei[0], ei[1]
     owner_src, owner_dst = a[src], a[dst]
     internal = owner_src == owner_dst

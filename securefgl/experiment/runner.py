@@ -26,6 +26,7 @@ from securefgl.data import (
     ClientGraph,
     Partition,
     build_client_views,
+    client_split,
     load_dataset,
     partition_graph,
     random_split,
@@ -161,6 +162,10 @@ def draw_world(
         graph.num_nodes, *config.split, seed=split_seed
     )
     part = partition_graph(graph, config.clients, config.partition, seed=part_seed)
+    if config.split_scope == "client":  # the fractions inside each client (FedSage+, FedGLS)
+        graph.train_mask, graph.val_mask, graph.test_mask = client_split(
+            part.assignment, *config.split, seed=split_seed
+        )
     views = build_client_views(graph, part.assignment, cross_edge_mode(config), seed=view_seed)
     return graph, part, views, view_seed
 

@@ -234,9 +234,26 @@ def test_invalid_inputs(world, assignment, kwargs, msg):
         assignment = a.astype(float)
     elif isinstance(assignment, str):
         assignment = a.copy()
-        assignment[0] = -1
+        assignment[0] = -2  # -1 means "in no client"
     with pytest.raises(ValueError, match=msg):
         build_client_views(d, assignment, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["hidden", "known"])
+def test_unassigned_nodes_and_their_edges_are_in_no_view(world, mode):
+    d, a = world
+    a = a.copy()
+    dropped = np.flatnonzero(a == 0)
+    a[a == 0] = -1  # client 0's nodes belong to nobody now
+    views = build_client_views(d, a, cross_edges=mode, seed=SEED)
+    inv = np.argsort(opaque_id_permutation(d.num_nodes, SEED))
+    held = np.concatenate([inv[v.node_ids.numpy()] for v in views])
+    assert views[0].num_nodes == 0 and not set(held) & set(dropped.tolist())
+    assert len(held) == d.num_nodes - dropped.size
+    perm = opaque_id_permutation(d.num_nodes, SEED)
+    for v in views:
+        assert not set(v.external_edges[1].tolist()) & set(perm[dropped].tolist())
+        assert v.external_owner.numel() == 0 or int(v.external_owner.min()) >= 1
 
 
 def test_missing_masks_rejected(world):

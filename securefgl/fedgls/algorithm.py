@@ -1,0 +1,236 @@
+"""FedGLS (Fu et al., TMLR, Algorithm 1) and its FedAvg baselines (Sec. 5.1.2).
+
+Every method draws the same graphless clients (:mod:`~securefgl.fedgls.graphless`) and
+gives them views with no edges, except the Fed-GNN oracle, which keeps them and says so.
+The round loop is :class:`~securefgl.algorithms.fedavg.FedAvg`'s (broadcast, local update,
+the protocol stack's phases, the holder's step, accounting); what differs is each client's
+graph and models and the federated vector (:class:`~securefgl.fedgls.clients.Layout`):
+
+* ``fedgls``: (θ ‖ φ) from every client, one vector, one release per round (the DP
+  accountant is charged once per round for the concatenation, clipped as a whole); graph
+  clients propagate over Â, graphless ones over their learned S;
+* ``fed-gnnk`` / ``fed-gnn-oracle``: the GCN f alone; graphless clients on the cosine kNN of
+  their features / on their real edges (the oracle: NOT a graphless setting);
+* ``fed-mlp``: h with the same head, on features only;
+* ``fed-gnnmlp``: a GCN federation of graph clients and an MLP federation of graphless ones,
+  run as one sum of (θ ‖ φ ‖ indicators) so each block is averaged over its own clients
+  (the server learns each federation's total weight, not who belongs to which).
+
+Deviation: the global model is the plain weighted mean of the clients' models, applied as
+the mean delta with SGD at learning rate 1 (equal to Eq. 12 when every client takes part).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from torch_geometric.data import Data
+
+from protocols.base import AggregationServer, Role, setup_parties
+from protocols.registry import parse_stack
+from securefgl.algorithms.base import Federation
+from securefgl.algorithms.fedavg import MODEL_BROADCAST, MODEL_UPDATES, FedAvg, FedAvgServer
+from securefgl.algorithms.server_optimizer import GlobalOptimizer
+from securefgl.config import ConfigError
+from securefgl.data import ClientGraph
+from securefgl.federation import AGG, SERVER, ProtocolHost, client_party_id
+from securefgl.fedgls.clients import (
+    MODEL_TAG,
+    FederatedClient,
+    FedGLSClient,
+    Layout,
+    SingleModelClient,
+)
+from securefgl.fedgls.graphless import graphless_ids, without_edges
+from securefgl.fedgls.learner import AttentiveLearner, feature_knn
+from securefgl.fedgls.models import Net, Propagation, gcn_propagation
+from securefgl.models import get_flat
+
+WEIGHTS = "FedAvg weights n_k"
+LEARNED_GRAPH = "graph learner ω and learned graph S"
+
+
+class FedGLSServer(FedAvgServer):
+    """The FedAvg server over a :class:`Layout` (decodes per-block means)."""
+
+    model_tag = MODEL_TAG
+
+    def __init__(
+        self, params: np.ndarray, agg: AggregationServer, holds_model: bool, layout: Layout
+    ) -> None:
+        super().__init__(params, agg, holds_model, GlobalOptimizer(params, "sgd", 1.0, 0.0))
+        self.layout = layout
+
+    def apply_result(self, round_idx: int) -> None:
+        result = self.agg.result()
+        if result is not None and self.params is not None:
+            self.params = self.optimizer.step(self.layout.decode(result.mean))
+
+    def apply_empty_round(self, round_idx: int, dim: int) -> None:
+        release = getattr(self.agg, "empty_round_result", None)
+        result = release(dim) if release is not None else None
+        if result is not None and self.params is not None:
+            self.params = self.optimizer.step(self.layout.decode(result.mean))
+
+
+def weight_protection(stack: list[str]) -> str:
+    """How the FedAvg weights n_k travel under ``stack`` (as the protocols apply them)."""
+    transport, mechanism = parse_stack(stack)
+    if mechanism == "clip_noise":
+        return "uniform (clip_noise weighs every client 1)"
+    return {
+        "plain": "in the clear beside each update",
+        "secagg": "inside the masked sum: the server learns only Σ n_k",
+        "secagg+": "inside the masked sum: the server learns only Σ n_k",
+        "ckks": "inside the encrypted sum: only the clients decrypt Σ n_k",
+    }[transport]
+
+
+class FedGLSFamily(FedAvg):
+    """Shared set-up; subclasses say which blocks exist, which a client trains, and its
+    graph (``"real"``, ``"knn"``, ``"learned"``, ``"none"``)."""
+
+    BLOCKS: ClassVar[tuple[tuple[str, bool], ...]] = (("gcn", True),)  # (encoder, with head)
+    INDICATORS: ClassVar[bool] = False
+    KEEPS_EDGES: ClassVar[bool] = False  # the oracle: graphless clients keep their edges
+    client_class: ClassVar[type[FederatedClient]] = SingleModelClient
+
+    def blocks_of(self, graphless: bool) -> tuple[int, ...]:
+        return tuple(range(len(self.BLOCKS)))
+
+    def graph_of(self, graphless: bool) -> str:
+        return "knn" if graphless else "real"
+
+    def net(self, b: int, view: ClientGraph) -> Net:
+        cfg, kind_head = self.config, self.BLOCKS[b]
+        return Net(
+            kind_head[0], view.num_features, cfg.hidden, view.num_classes,
+            cfg.fedgls.split, cfg.dropout, head=kind_head[1],
+        )  # fmt: skip
+
+    def propagation(self, view: ClientGraph, graph: str) -> Propagation | None:
+        if graph == "real":
+            return gcn_propagation(view.edge_index, view.num_nodes)
+        if graph == "knn":
+            return feature_knn(view.x, self.config.fedgls.knn_k)
+        return None  # "none" (MLP); "learned": the client's learner makes it
+
+    def make_client(self, view: ClientGraph, agg: Any, layout: Layout) -> FederatedClient:
+        graphless = view.client_id in self.graphless
+        if graphless and not self.KEEPS_EDGES:
+            view = without_edges(view)  # the party never holds its edges
+        graph = self.graph_of(graphless)
+        nets = {b: self.net(b, view) for b in self.blocks_of(graphless)}
+        noise = self.federation.noise_seed
+        args = (view, self.config, agg, layout, nets, self.propagation(view, graph), noise)
+        if graph == "learned":
+            s = self.config.fedgls
+            learner = AttentiveLearner(view.num_features, s.learner_layers, s.knn_k)
+            return FedGLSClient(*args, graphless=graphless, learner=learner)
+        return self.client_class(*args, graphless=graphless)
+
+    def setup(self, federation: Federation, global_data: Data | None = None) -> None:
+        cfg = self.config
+        self.federation = federation
+        self.rng = np.random.default_rng(federation.seed)
+        views = federation.views
+        self.graphless = graphless_ids([v.client_id for v in views], cfg.fedgls, federation.seed)
+        protocol = federation.stack.protocol
+        if protocol.output_role is Role.CLIENT and cfg.client_fraction < 1:
+            raise ConfigError(
+                f"{protocol.name} delivers the aggregate only to the clients of the round: "
+                "use client_fraction = 1 with it"
+            )
+        init = [self.net(b, views[0]) for b in range(len(self.BLOCKS))]
+        layout = Layout(tuple(int(get_flat(n).size) for n in init), self.INDICATORS)
+        self.layout, self.dim = layout, layout.dim
+        ids = [client_party_id(v.client_id) for v in views]
+        self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
+        agg = self.agg_parties.clients
+        self.clients = {
+            cid: self.make_client(v, agg[cid], layout) for cid, v in zip(ids, views, strict=True)
+        }
+        params = np.concatenate([get_flat(n) for n in init])
+        holds = protocol.output_role is Role.SERVER
+        self.server = FedGLSServer(params, self.agg_parties.server, holds, layout)
+        others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
+        self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
+        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
+        federation.channel.round = -1
+        setup_parties(
+            protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
+        )
+        self._start(ids)
+
+    def protection(self) -> dict[str, str]:
+        stack = self.federation.stack.names
+        return {
+            MODEL_UPDATES: "+".join(stack) or "plain",
+            MODEL_BROADCAST: "plain (every client holds the model)",
+            WEIGHTS: weight_protection(stack),
+        }
+
+    def model_label(self) -> str:
+        return "GCN (graphless clients: cosine kNN graph)"
+
+
+class FedGLS(FedGLSFamily):
+    name = "fedgls"
+    BLOCKS = (("gcn", True), ("mlp", False))  # θ = (θ_z, θ_c), φ
+    client_class = FedGLSClient
+
+    def graph_of(self, graphless: bool) -> str:
+        return "learned" if graphless else "real"
+
+    def protection(self) -> dict[str, str]:
+        return {**super().protection(), LEARNED_GRAPH: "never sent (local to the client)"}
+
+    def model_label(self) -> str:
+        return f"GCN (split {self.config.fedgls.split}; graphless clients: learned graph)"
+
+
+class FedGNNk(FedGLSFamily):
+    name = "fed-gnnk"
+
+
+class FedGNNOracle(FedGLSFamily):
+    """Fed-GNN: the graphless clients use their real edges. An ORACLE, not a method for
+    graphless clients (it is federated, but its graphless clients are not graphless)."""
+
+    name = "fed-gnn-oracle"
+    KEEPS_EDGES = True
+
+    def graph_of(self, graphless: bool) -> str:
+        return "real"
+
+    def model_label(self) -> str:
+        return "GCN (ORACLE: graphless clients use their real edges)"
+
+
+class FedMLP(FedGLSFamily):
+    name = "fed-mlp"
+    BLOCKS = (("mlp", True),)
+
+    def graph_of(self, graphless: bool) -> str:
+        return "none"
+
+    def model_label(self) -> str:
+        return "MLP (features only)"
+
+
+class FedGNNMLP(FedGLSFamily):
+    """Graph clients federate a GCN, graphless clients an MLP (two FedAvg federations)."""
+
+    name = "fed-gnnmlp"
+    BLOCKS = (("gcn", True), ("mlp", True))
+    INDICATORS = True
+
+    def blocks_of(self, graphless: bool) -> tuple[int, ...]:
+        return (1,) if graphless else (0,)
+
+    def graph_of(self, graphless: bool) -> str:
+        return "none" if graphless else "real"
+
+    def model_label(self) -> str:
+        return "GCN on graph clients, MLP on graphless clients"

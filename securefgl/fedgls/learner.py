@@ -1,0 +1,75 @@
+"""The graph learner g(ω) of a graphless client (FedGLS, Fu et al., TMLR, Eq. 5, App. B).
+
+``S = Ω(Φ(Enc(X; ω)))``: a two-layer attentive encoder (Eq. 15: each layer re-weights the
+features, ``R ← σ(R ⊙ w)``, ``w`` initialised to ones, ReLU between layers and none after
+the last, as SUBLIME, Liu et al. 2022, whose learner App. B follows), cosine similarity,
+kNN sparsification (Eq. 16; top-(k+1) per row so that the node itself counts, as SUBLIME),
+ReLU and symmetrisation ``(S + Sᵀ)/2`` (Eq. 17) and ``D^-1/2 S D^-1/2`` (Eq. 18; ε = 1e-10
+on √deg). The neighbour choice is made without gradient (chunked, never more than a block
+of rows × n in memory); the kept entries are recomputed as differentiable dot products, so
+ω is trained through their values. The result is a sparse :class:`Propagation`.
+With ω = ones and non-negative features the graph is the cosine kNN graph of X, the graph
+of the kNN baselines (:func:`knn_propagation`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from securefgl.fedgls.models import Propagation
+
+_BLOCK = 1 << 22  # entries of one similarity block (rows × n)
+_EPS = 1e-10
+
+
+def top_neighbours(r: torch.Tensor, k: int) -> torch.Tensor:
+    """Column indices of the ``k`` largest ``r @ rᵀ`` entries of every row ([n, k])."""
+    n = r.shape[0]
+    k = min(k, n)
+    step = max(1, _BLOCK // max(n, 1))
+    with torch.no_grad():
+        parts = [(r[i : i + step] @ r.T).topk(k, dim=1).indices for i in range(0, n, step)]
+    return torch.cat(parts) if parts else torch.empty(0, k, dtype=torch.long)
+
+
+def knn_propagation(r: torch.Tensor, k: int) -> Propagation:
+    """Ω of App. B on L2-normalised rows ``r``: kNN (k + 1 with the node itself), ReLU,
+    ``(S + Sᵀ)/2``, symmetric normalisation; differentiable in ``r``."""
+    n = r.shape[0]
+    idx = top_neighbours(r, k + 1)
+    rows = torch.arange(n).repeat_interleave(idx.shape[1])
+    cols = idx.reshape(-1)
+    values = torch.relu((r[rows] * r[cols]).sum(dim=1)) / 2
+    rows, cols = torch.cat([rows, cols]), torch.cat([cols, rows])
+    values = torch.cat([values, values])
+    deg = values.new_zeros(n).index_add(0, rows, values)
+    inv = 1.0 / (deg.sqrt() + _EPS)
+    return Propagation(rows, cols, inv[rows] * values * inv[cols], n)
+
+
+def feature_knn(x: torch.Tensor, k: int) -> Propagation:
+    """The kNN baselines' graph: cosine kNN of the raw features (no gradient)."""
+    with torch.no_grad():
+        return knn_propagation(F.normalize(x, dim=1), k).detach()
+
+
+class AttentiveLearner(nn.Module):
+    """ω: ``layers`` vectors of length d, initialised to ones (Eq. 15)."""
+
+    def __init__(self, dim: int, layers: int, k: int) -> None:
+        super().__init__()
+        self.weights = nn.ParameterList(nn.Parameter(torch.ones(dim)) for _ in range(layers))
+        self.k = k
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """L2-normalised rows of ``Enc(X; ω)`` (cosine similarity = their dot products)."""
+        for i, w in enumerate(self.weights):
+            x = x * w
+            if i < len(self.weights) - 1:
+                x = torch.relu(x)
+        return F.normalize(x, dim=1)
+
+    def forward(self, x: torch.Tensor) -> Propagation:
+        return knn_propagation(self.embed(x), self.k)
