@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch_geometric.data import Data
@@ -298,6 +299,14 @@ def _cache_lock(cache: Path, name: str) -> Iterator[None]:
 
 
 def _load_pyg(spec: DatasetSpec, root: Path | None, download: bool, verify: bool) -> Data:
+    return load_pyg_dataset(spec, root, download, verify)[0]  # type: ignore[index]
+
+
+def load_pyg_dataset(
+    spec: DatasetSpec, root: Path | None, download: bool = False, verify: bool = True
+) -> Any:
+    """The PyG dataset object of ``spec`` (every graph of it, e.g. a ``TUDataset``), its raw
+    files copied into the cache and checked first (the module docstring)."""
     cache = cache_dir()
     if cache.exists() and cache.stat().st_uid != os.getuid():
         raise DatasetError(
@@ -310,7 +319,7 @@ def _load_pyg(spec: DatasetSpec, root: Path | None, download: bool, verify: bool
 
 def _sync_and_process(
     spec: DatasetSpec, root: Path | None, cache: Path, download: bool, verify: bool
-) -> Data:
+) -> Any:
     if root is not None and spec.present(root):
         _sync_raw(spec, root, cache, verify)
     elif not spec.present(cache):
@@ -340,7 +349,7 @@ def _sync_and_process(
                 parent = parent.parent
         why = f"PyG download failed: {type(exc).__name__}: {exc}."
         raise DatasetNotAvailableError(_not_available(spec, root, cache, why, True)) from exc
-    return dataset[0]  # type: ignore[index]
+    return dataset
 
 
 def _normalise(data: Data, name: str, num_classes: int) -> Data:
