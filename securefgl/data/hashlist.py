@@ -9,13 +9,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from securefgl.data.datasets import DATASETS
+from securefgl.data.graph_datasets import TU_DATASETS
 from securefgl.data.integrity import KNOWN_HASHES, parse_sums
 from securefgl.recommendation.data import RATING_DATASETS
 
 
 def loader_files() -> list[str]:
     """Every file the loaders read, relative to a data root."""
-    files = [f"{s.pyg_class}/{s.raw_subdir}/{f}" for s in DATASETS.values() for f in s.raw_files]
+    specs = [*DATASETS.values(), *TU_DATASETS.values()]
+    files = [f"{s.pyg_class}/{s.raw_subdir}/{f}" for s in specs for f in s.raw_files]
     return files + [f for paths in RATING_DATASETS.values() for f in paths]
 
 
