@@ -210,12 +210,14 @@ def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]
             else None
         )
         t0 = time.perf_counter()
-        run = simulate(cfg, algo, seed, data, progress=False, views_hook=hook)
+        specs = attacks_for(algo, audit.attacks)
+        keep = frozenset(tag for spec in specs for tag in spec.keep_tags)
+        run = simulate(cfg, algo, seed, data, progress=False, views_hook=hook, keep_tags=keep)
         world = make_world(cfg, seed, data)
         info = _RunInfo(run.accuracy, guarantees(algo, stack, edge_dp, run))
         log.info("%s %s: acc %.4f (%.1fs)", algo, proto, run.accuracy, time.perf_counter() - t0)
         cell = Cell(run, world, tuple(stack), edge_dp)
-        for spec in attacks_for(algo, audit.attacks):
+        for spec in specs:
             t1 = time.perf_counter()
             result = spec.call(cell)
             result.details["seconds"] = round(time.perf_counter() - t1, 2)

@@ -6,6 +6,10 @@ holder (a third party with query access, or anyone the model is released to) see
 posteriors for the nodes it queries (He et al. 2021; LinkTeller's inference API), and may
 query with features it chooses (LinkTeller). It never sees the deployment's edges.
 
+The FedGLS family (Fu et al., TMLR) serves each client's model on the client's own graph; a
+graphless client's deployment answers from its learned (or kNN) graph, never its true edges
+(``Deployment.graphless``).
+
 FedStruct (Aliakbari et al., ICLR 2025, Eq. 10) serves client i's nodes with
 ``f_θf(X_i; Â_loc) + Ā^[i] g_θs(S)``: the feature branch on the client's TRUE internal
 edges (edge DP covers only Ā and the structural NSFs), the structure branch on its Ā rows;
@@ -28,8 +32,13 @@ from securefgl.models import set_flat
 
 Logits = Callable[[torch.Tensor], torch.Tensor]  # node features -> logits (edges fixed)
 
+#: the FedGLS family: each client serves its model on its own graph (a graphless client on
+#: its learned or kNN graph, :meth:`securefgl.fedgls.clients.FederatedClient.serving_model`)
+FEDGLS_FAMILY = (
+    "fedgls", "fed-mlp", "fed-gnnmlp", "fedproto", "local-gnnk", "fed-gnnk", "fed-gnn-oracle",
+)  # fmt: skip
 #: algorithms whose released model answers ``model(x, edge_index)`` on a deployment
-SUPPORTED = ("fedavg", "fedprox", "central", "fedstruct")
+SUPPORTED = ("fedavg", "fedprox", "central", "fedstruct", *FEDGLS_FAMILY)
 
 
 class FedStructServing(torch.nn.Module):
@@ -73,6 +82,7 @@ class Deployment:
     global_nodes: np.ndarray  # global index of each node (ground truth only)
     client: int | None  # None for the global graph (central)
     model: torch.nn.Module
+    graphless: bool = False  # the model serves without the deployment's true edges (FedGLS)
 
     def logits(self, x: torch.Tensor | None = None) -> torch.Tensor:
         """Query the model (eval mode) on the deployment's graph with features ``x``."""
@@ -108,14 +118,18 @@ def deployments(run: AuditRun) -> list[Deployment]:
     out = []
     for c, view in enumerate(run.views):
         client = algo.clients[f"client-{view.client_id}"]
-        if client.params is None:
+        if name not in FEDGLS_FAMILY and client.params is None:
             raise RuntimeError(f"client {c} holds no model")
-        if name == "fedstruct":
-            model: torch.nn.Module = fedstruct_serving(client)
+        graphless = bool(getattr(client, "graphless", False))
+        if name in FEDGLS_FAMILY:
+            model: torch.nn.Module = client.serving_model()
+        elif name == "fedstruct":
+            model = fedstruct_serving(client)
         else:
             set_flat(client.model, client.params)
             model = client.model
-        out.append(Deployment(f"client-{c}", view.to_data(), run.global_nodes(c), c, model))
+        data = view.to_data()  # the deployment's true graph (scoring); the model may ignore it
+        out.append(Deployment(f"client-{c}", data, run.global_nodes(c), c, model, graphless))
     return out
 
 

@@ -10,7 +10,8 @@ edges, as GAP's re-implementation). Headline: correlation, the paper's best. For
 are communities: harder negatives). Deviations: the paper flips each AUC to ≥ 0.5 after
 the fact; we keep the fixed direction "closer = linked". Pairs are sampled within each
 client's deployment and pooled over deployments. Also on FedStruct's deployments
-(:mod:`attacks.deployment`).
+(:mod:`attacks.deployment`) and the FedGLS family's: the headline pools the graph clients',
+``auc_graphless`` the graphless clients' (whose models never saw their true edges).
 
 Baseline (:mod:`attacks.naive`): the better of chance (0.5) and the same pairs scored by
 the same distance between the nodes' raw features (the paper's adversaries with node
@@ -113,14 +114,10 @@ def attack0(
     return result_from_scores(pair_scores(posteriors, pairs), pair_scores(features, pairs), y)
 
 
-def link_stealing(run: AuditRun, max_pairs: int = 10_000, seed: int = 0) -> AttackResult:
-    """Attack-0 on every deployment of ``run``'s released model; AUC per metric."""
-    reason = applicability(run)
-    if reason is not None:
-        return not_applicable(NAME, MODEL_HOLDER, reason)
-    rng = np.random.default_rng(seed)
-    deps = deployments(run)
-    per_dep = max(2, max_pairs // len(deps))
+def _pooled(
+    run: AuditRun, deps: list[Deployment], per_dep: int, rng: np.random.Generator
+) -> tuple[dict[str, list[np.ndarray]], dict[str, list[np.ndarray]], list[np.ndarray]]:
+    """Posterior and feature scores of sampled true pairs, pooled over ``deps``."""
     post: dict[str, list[np.ndarray]] = {m: [] for m in METRICS}
     feat: dict[str, list[np.ndarray]] = {m: [] for m in METRICS}
     labels: list[np.ndarray] = []
@@ -136,6 +133,21 @@ def link_stealing(run: AuditRun, max_pairs: int = 10_000, seed: int = 0) -> Atta
             for m in METRICS:
                 out[m].append(scores[m])
         labels.append(lab)
+    return post, feat, labels
+
+
+def link_stealing(run: AuditRun, max_pairs: int = 10_000, seed: int = 0) -> AttackResult:
+    """Attack-0 on every deployment of ``run``'s released model; AUC per metric. FedGLS's
+    graphless clients serve without their true edges: the headline pools the graph
+    clients' deployments, ``auc_graphless`` the others."""
+    reason = applicability(run)
+    if reason is not None:
+        return not_applicable(NAME, MODEL_HOLDER, reason)
+    rng = np.random.default_rng(seed)
+    every = deployments(run)
+    deps = [d for d in every if not d.graphless]
+    per_dep = max(2, max_pairs // len(every))
+    post, feat, labels = _pooled(run, deps, per_dep, rng)
     if not labels:
         return not_applicable(NAME, MODEL_HOLDER, "no deployment has an internal edge to score")
     y = np.concatenate(labels)
@@ -144,6 +156,17 @@ def link_stealing(run: AuditRun, max_pairs: int = 10_000, seed: int = 0) -> Atta
         {m: np.concatenate(v) for m, v in feat.items()},
         y,
     )
+    if len(deps) < len(every):  # graphless clients' deployments (learned / kNN graphs)
+        gpost, gfeat, glabels = _pooled(run, [d for d in every if d.graphless], per_dep, rng)
+        if glabels:
+            gy = np.concatenate(glabels)
+            auc = roc_auc(np.concatenate(gpost["correlation"]), gy)
+            result.metrics["auc_graphless"] = auc
+            result.baselines["auc_graphless"] = chance_or(
+                roc_auc(np.concatenate(gfeat["correlation"]), gy)
+            )
+            result.margins["auc_graphless"] = auc_margin(auc, int(gy.sum()), int((~gy).sum()))
+        result.details["deployments"] = {"graph": len(deps), "graphless": len(every) - len(deps)}
     if len(deps) == 1 and deps[0].client is None and run.result.federated is False:
         auc, base, n_pos, n_neg = _within_clients_auc(run, deps[0], per_dep, rng)
         result.metrics["auc_within_clients"] = auc

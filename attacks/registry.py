@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from attacks.base import AttackResult, not_applicable
+from attacks.deployment import FEDGLS_FAMILY
 from attacks.dp_audit import dp_audit
+from attacks.fedgls_leakage import REPLAY, SUPPORT, learned_graph_replay, update_feature_support
 from attacks.gradient_inversion import gradient_inversion
 from attacks.hop2vec_leakage import hop2vec_leakage
 from attacks.link_stealing import link_stealing
@@ -50,6 +52,7 @@ class AttackSpec:
     targets: tuple[str, ...]
     call: Callable[[Cell], AttackResult]
     metric: str = "auc"  # the headline metric (named on "not applicable" rows)
+    keep_tags: tuple[str, ...] = ()  # message tags whose payloads it needs in every round
 
 
 def _dp_audit(cell: Cell) -> AttackResult:
@@ -83,7 +86,7 @@ def _dp_audit(cell: Cell) -> AttackResult:
 
 
 #: algorithms whose released model the model holder queries (:mod:`attacks.deployment`)
-RELEASED_MODEL = ("central", "fedavg", "fedprox", "fedstruct")
+RELEASED_MODEL = ("central", "fedavg", "fedprox", "fedstruct", *FEDGLS_FAMILY)
 
 ATTACKS: dict[str, AttackSpec] = {
     spec.name: spec
@@ -109,7 +112,17 @@ ATTACKS: dict[str, AttackSpec] = {
             lambda c: neighbour_features(c.run.world, c.sum_mode),
             "cosine",
         ),
-        AttackSpec("dp_audit", ("fedavg", "fedprox"), _dp_audit, "epsilon_lower_bound"),
+        AttackSpec(
+            SUPPORT, ("fedgls",), lambda c: update_feature_support(c.run), "support_auc_phi"
+        ),
+        AttackSpec(
+            REPLAY,
+            ("fedgls",),
+            lambda c: learned_graph_replay(c.run),
+            "learned_f1",
+            keep_tags=("fedgls/model",),
+        ),
+        AttackSpec("dp_audit", ("fedavg", "fedprox", "fedgls"), _dp_audit, "epsilon_lower_bound"),
     )
 }
 

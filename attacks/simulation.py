@@ -137,13 +137,15 @@ def simulate(
     progress: bool = False,
     views_hook: Callable[[list[ClientGraph]], list[ClientGraph]] | None = None,
     payload_rounds: int | None = 0,
+    keep_tags: frozenset[str] = frozenset(),
 ) -> AuditRun:
     """Train ``algorithm`` with the simulator state kept and the payloads of the set-up and
-    rounds ``≤ payload_rounds`` stored (``None``: all rounds; sizes are always counted).
+    rounds ``≤ payload_rounds`` stored (``None``: all rounds; sizes are always counted),
+    plus every round's payloads of ``keep_tags`` (e.g. the model broadcasts a replay needs).
     The round-0 attacks need no more, and a CKKS run's full transcript would not fit in
     memory."""
     config = config.replace(store_payloads=True)
-    transcript = Transcript(store_payloads=True, payload_rounds=payload_rounds)
+    transcript = Transcript(store_payloads=True, payload_rounds=payload_rounds, keep_tags=keep_tags)
     result = run_single(
         config,
         algorithm,

@@ -53,9 +53,15 @@ class PartyView:
 class Transcript:
     """Append-only log of every message that crossed the channel."""
 
-    def __init__(self, store_payloads: bool = True, payload_rounds: int | None = None) -> None:
+    def __init__(
+        self,
+        store_payloads: bool = True,
+        payload_rounds: int | None = None,
+        keep_tags: frozenset[str] = frozenset(),
+    ) -> None:
         self.store_payloads = store_payloads
         self.payload_rounds = payload_rounds  # keep payloads only up to this round (None: all)
+        self.keep_tags = frozenset(keep_tags)  # ... and these tags' payloads in every round
         self.entries: list[TranscriptEntry] = []
 
     def record(self, round: int, envelope: Envelope, data: bytes) -> TranscriptEntry:
@@ -65,13 +71,15 @@ class Transcript:
             envelope.receiver,
             envelope.tag,
             len(data),
-            data if self._keeps(round) else None,
+            data if self._keeps(round, envelope.tag) else None,
         )
         self.entries.append(entry)
         return entry
 
-    def _keeps(self, round: int) -> bool:
-        return self.store_payloads and (self.payload_rounds is None or round <= self.payload_rounds)
+    def _keeps(self, round: int, tag: str = "") -> bool:
+        if not self.store_payloads:
+            return False
+        return self.payload_rounds is None or round <= self.payload_rounds or tag in self.keep_tags
 
     def view(self, party: str) -> PartyView:
         return PartyView(party, tuple(e for e in self.entries if e.receiver == party))

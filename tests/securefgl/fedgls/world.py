@@ -14,8 +14,8 @@ from securefgl.federation.stack import build_stack
 from securefgl.registry import algorithm_class
 
 
-def tiny_graph(n: int = 160, features: int = 24, seed: int = 0):
-    g = csbm(n, num_classes=3, num_features=features, avg_degree=5.0, homophily=0.8,
+def tiny_graph(n: int = 160, features: int = 24, seed: int = 0, avg_degree: float = 5.0):
+    g = csbm(n, num_classes=3, num_features=features, avg_degree=avg_degree, homophily=0.8,
              feature_signal=1.0, seed=seed)  # fmt: skip
     gen = torch.Generator().manual_seed(seed)
     g.x = (torch.rand(n, features, generator=gen) < 0.25).float() * (g.x > 0).float()
