@@ -9,6 +9,13 @@ What it reveals: only public keys, sealed shares, one masked vector and the shar
 unmask step asks for. It refuses to reveal both secrets of one client (a second unmask
 request, or a client listed as survivor and dropped) and aborts on tampered shares or too
 few share holders.
+
+Malicious-server mode (``config.threat_model == "malicious"``; Bonawitz et al. 2017, Sec.
+6): the keys are signed with the client's long-term Ed25519 key and every neighbour's
+signature is checked before any share is sealed to it; ``sign_survivors`` checks the
+server's survivor statement against this client's own view and signs it once; ``unmask``
+reveals shares only after a quorum of signatures on that same statement
+(:mod:`protocols.secagg.consistency`), and derives what it reveals from the statement.
 """
 
 from __future__ import annotations
@@ -32,6 +39,16 @@ from protocols.crypto.keyagreement import (
     check_public_key,
 )
 from protocols.crypto.prg import SEED_BYTES, add_mask
+from protocols.identity import Identity, KeyRegistry, SignatureError
+from protocols.secagg.consistency import (
+    TAG_CONSISTENCY,
+    TAG_CONSISTENCY_SIG,
+    check_quorum,
+    holders,
+    key_statement,
+    survivor_statement,
+    unpack_signatures,
+)
 from protocols.secagg.messages import (
     SHARE_BYTES,
     TAG_KEYLIST,
@@ -61,12 +78,18 @@ class SecAggClient(AggregationClient):
         client_ids: Sequence[str],
         dim: int,
         config: SecAggConfig,
+        identity: Identity | None = None,
+        registry: KeyRegistry | None = None,
     ) -> None:
         super().__init__(party_id)
         self.server_id = server_id
         self.federation = frozenset(client_ids)
         self.dim = dim
         self.config = config
+        if config.malicious and (identity is None or registry is None):
+            raise ValueError(f"{party_id}: malicious-server mode needs an identity and registry")
+        self.identity = identity
+        self.registry = registry
         self._reset(None)
 
     def _reset(self, round_idx: int | None) -> None:
@@ -81,6 +104,7 @@ class SecAggClient(AggregationClient):
         self._held: dict[str, tuple[bytes, bytes]] = {}  # owner -> (share of b, share of s^SK)
         self._mask_set: list[str] | None = None
         self._answered = False
+        self._signed: tuple[bytes, bytes, list[str]] | None = None  # statement, own sig, U3
 
     @property
     def _r(self) -> int:
@@ -127,7 +151,12 @@ class SecAggClient(AggregationClient):
         if self._input is None:
             raise ProtocolError(f"{self.party_id}: begin_round was not called")
         self._c, self._s = KeyPair.generate(), KeyPair.generate()
-        return self._send(TAG_KEYS, {"c_pk": self._c.public, "s_pk": self._s.public})
+        fields = {"c_pk": self._c.public, "s_pk": self._s.public}
+        if self.config.malicious:
+            assert self.identity is not None
+            stmt = key_statement(self.config, self._r, self.party_id, *fields.values())
+            fields["sig"] = self.identity.sign(stmt)
+        return self._send(TAG_KEYS, fields)
 
     def share_keys(self, inbox: Inbox) -> list[Envelope]:
         """Round 1: Shamir-share b_u and s_u^SK among the holders, sealed per recipient."""
@@ -162,6 +191,8 @@ class SecAggClient(AggregationClient):
         except KeyAgreementError as err:
             raise ProtocolError(f"{who}: bad public key in the key list: {err}") from err
         assert self._c is not None and self._s is not None
+        if self.config.malicious:
+            self._check_key_signatures(msg, ids)
         self._self_seed = secrets.token_bytes(SEED_BYTES)
         holders = [who, *ids]
         xs = [info.x[h] for h in holders]
@@ -174,6 +205,20 @@ class SecAggClient(AggregationClient):
         for v, (_, b_sh), (_, s_sh) in zip(holders[1:], b_shares[1:], s_shares[1:], strict=True):
             fields[f"to:{v}"] = seal(self._share_key(v), b_sh + s_sh, self._share_ad(who, v))
         return self._send(TAG_SHARES, fields)
+
+    def _check_key_signatures(self, msg: Payload, ids: list[str]) -> None:
+        """Every neighbour's keys must carry its signature for this round (no substitution,
+        replay or impersonation by the server) and all keys must differ."""
+        assert self.registry is not None and self._c is not None and self._s is not None
+        sigs = unpack_signatures(msg.fields.get("sig"), len(ids), self.party_id)
+        seen = {self._c.public, self._s.public}
+        for v, sig in zip(ids, sigs, strict=True):
+            c_pk, s_pk = self._peers[v]
+            if c_pk in seen or s_pk in seen or c_pk == s_pk:
+                raise SignatureError(f"{self.party_id}: public key of {v} repeats another key")
+            seen |= {c_pk, s_pk}
+            stmt = key_statement(self.config, self._r, v, c_pk, s_pk)
+            self.registry.verify(v, stmt, sig, f"{self.party_id}: keys of {v}")
 
     def _share_key(self, peer: str) -> bytes:
         key = self._share_keys.get(peer)
@@ -242,8 +287,11 @@ class SecAggClient(AggregationClient):
             )
         msg = self._message(inbox, TAG_UNMASK_REQUEST)
         assert info is not None and self._mask_set is not None
-        survivors = id_list(msg.meta, "survivors", who)
-        dropped = id_list(msg.meta, "dropped", who)
+        if self.config.malicious:
+            survivors, dropped = self._check_signed_survivors(msg)
+        else:
+            survivors = id_list(msg.meta, "survivors", who)
+            dropped = id_list(msg.meta, "dropped", who)
         if set(survivors) & set(dropped):
             raise ProtocolError(
                 f"{who}: refusing to unmask: clients {sorted(set(survivors) & set(dropped))} "
@@ -264,3 +312,57 @@ class SecAggClient(AggregationClient):
         fields = {f"b:{v}": self._held[v][0] for v in survivors}
         fields.update({f"s:{v}": self._held[v][1] for v in dropped})
         return self._send(TAG_UNMASK, fields)
+
+    # -- malicious-server mode: the consistency round (Bonawitz et al. 2017, Sec. 6)
+    def sign_survivors(self, inbox: Inbox) -> list[Envelope]:
+        """Check the server's survivor statement against this client's view; sign it once."""
+        who, info = self.party_id, self._info
+        if not inbox and self._round is not None:
+            logger.debug("%s: no consistency check in round %s (counted as dropped)", who, self._r)
+            return []
+        msg = self._message(inbox, TAG_CONSISTENCY)
+        if self._signed is not None:
+            raise ProtocolError(f"{who}: refusing to sign a second survivor set in one round")
+        assert info is not None and self._mask_set is not None and self.identity is not None
+        participants = id_list(msg.meta, "participants", who)
+        u2, u3 = id_list(msg.meta, "u2", who), id_list(msg.meta, "u3", who)
+        if sorted(participants) != sorted(info.graph.participants):
+            raise ProtocolError(f"{who}: the survivor statement names other participants")
+        if not set(u3) <= set(u2) <= set(participants) or who not in u3:
+            raise ProtocolError(f"{who}: survivor statement is not U3 ⊆ U2 ∋ this client")
+        expected = sorted(v for v in info.graph.neighbours(who) if v in set(u2))
+        if expected != self._mask_set:
+            raise ProtocolError(
+                f"{who}: refusing to sign: the clients this client masked with are not the "
+                "neighbours the statement says shared keys (U2): the server routed shares "
+                "inconsistently"
+            )
+        alive = len(holders(info.graph, who) & set(u3))
+        if alive < info.t:
+            raise ProtocolError(f"{who}: only {alive} of its share holders survive (t={info.t})")
+        stmt = survivor_statement(self.config, self._r, participants, u2, u3)
+        sig = self.identity.sign(stmt)
+        self._signed = (stmt, sig, sorted(u3))
+        return self._send(TAG_CONSISTENCY_SIG, {"sig": sig})
+
+    def _check_signed_survivors(self, msg: Payload) -> tuple[list[str], list[str]]:
+        """(survivors, dropped) of this client's holders, from the statement it signed,
+        after a quorum of signatures on it (:func:`~protocols.secagg.consistency.check_quorum`)."""
+        who, info = self.party_id, self._info
+        assert info is not None and self._mask_set is not None and self.registry is not None
+        if self._signed is None:
+            raise ProtocolError(f"{who}: refusing to unmask before signing a survivor set")
+        stmt, own, u3 = self._signed
+        signers = id_list(msg.meta, "signers", who)
+        if not set(signers) <= set(u3):
+            raise ProtocolError(f"{who}: signatures from clients outside the signed U3")
+        sigs = unpack_signatures(msg.fields.get("sig"), len(signers), who)
+        if set(msg.fields) != {"sig"}:
+            raise ProtocolError(f"{who}: unexpected fields in the unmask request")
+        check_quorum(
+            self.registry, stmt, dict(zip(signers, sigs, strict=True)), info.graph,
+            [who, *self._mask_set], info.t, (who, own), who,
+        )  # fmt: skip
+        alive = set(u3)
+        mine = [who, *self._mask_set]
+        return [v for v in mine if v in alive], [v for v in self._mask_set if v not in alive]

@@ -2,7 +2,10 @@
 (Bell et al. 2020): their parameters, phases and parties.
 
 Both deliver the weighted mean of the clients' vectors to the server (``output_role``); the
-phases and the threat model are those of the package docstring.
+phases and the threat model are those of the package docstring. ``threat_model="malicious"``
+adds signed keys and the consistency round (Bonawitz et al. 2017, Sec. 6;
+:mod:`protocols.secagg.consistency`): two more phases, ``sign_survivors`` and
+``collect_signatures``, in place of ``request_unmask``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any, ClassVar
 
 from protocols.base import AggregationParties, AggregationProtocol, Phase, Role
 from protocols.fixedpoint import FixedPointCodec
+from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
 from protocols.secagg.client import SecAggClient
 from protocols.secagg.rounds import (
     SecAggConfig,
@@ -30,7 +34,10 @@ class SecAggregation(AggregationProtocol):
     share holders (``ValueError`` otherwise, naming the minimum), so fewer than half of
     them may drop. ``value_bound``: max ``|w_i x_i|`` coordinate and
     max ``w_i``, checked by each client before masking and against the fixed-point headroom
-    (None = the largest the headroom allows for the federation size).
+    (None = the largest the headroom allows for the federation size). ``threat_model``:
+    ``"honest-but-curious"`` (default) or ``"malicious"``; ``pki``: the experiment's
+    :class:`~protocols.identity.Pki` (None: one is issued for the clients when the parties
+    are made, the protocol object acting as the experiment's registrar).
     """
 
     name: ClassVar[str] = "secagg"
@@ -45,6 +52,14 @@ class SecAggregation(AggregationProtocol):
         Phase(Role.CLIENT, "unmask"),
         Phase(Role.SERVER, "finalize"),
     )
+    #: malicious-server mode: the consistency round before any share is revealed
+    malicious_round_phases = (
+        *round_phases[:5],
+        Phase(Role.SERVER, "request_consistency"),
+        Phase(Role.CLIENT, "sign_survivors"),
+        Phase(Role.SERVER, "collect_signatures"),
+        *round_phases[6:],
+    )
 
     def __init__(
         self,
@@ -53,6 +68,8 @@ class SecAggregation(AggregationProtocol):
         threshold: int | float | None = None,
         frac_bits: int = 24,
         value_bound: float | None = None,
+        threat_model: str = HONEST_BUT_CURIOUS,
+        pki: Pki | None = None,
     ) -> None:
         if not isinstance(experiment_id, str) or not experiment_id:
             raise ValueError("experiment_id must be a non-empty string (it binds every key)")
@@ -64,6 +81,10 @@ class SecAggregation(AggregationProtocol):
         self.threshold = threshold
         self.frac_bits = frac_bits
         self.value_bound = value_bound
+        self.threat_model = check_threat_model(threat_model)
+        self.pki = pki
+        if self.threat_model != HONEST_BUT_CURIOUS:
+            self.round_phases = self.malicious_round_phases  # type: ignore[misc]
 
     def _degree(self, n: int) -> int | None:
         return None
@@ -75,7 +96,7 @@ class SecAggregation(AggregationProtocol):
         k = self._degree(n_clients)
         if isinstance(self.threshold, int) and n_clients >= 2:  # fractions: checked in __init__
             check_threshold(self.threshold, n_clients if k is None else min(k, n_clients - 1) + 1)
-        return SecAggConfig(self.experiment_id, codec, k, self.threshold)
+        return SecAggConfig(self.experiment_id, codec, k, self.threshold, self.threat_model)
 
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int
@@ -84,9 +105,18 @@ class SecAggregation(AggregationProtocol):
         if server_id in ids or len(set(ids)) != len(ids):
             raise ValueError("client ids must be distinct and differ from the server id")
         config = self.config_for(len(ids))
+        if not config.malicious:
+            return AggregationParties(
+                server=SecAggServer(server_id, ids, dim, config),
+                clients={c: SecAggClient(c, server_id, ids, dim, config) for c in ids},
+            )
+        pki = self.pki if self.pki is not None and self.pki.covers(ids) else Pki.issue(ids)
         return AggregationParties(
             server=SecAggServer(server_id, ids, dim, config),
-            clients={c: SecAggClient(c, server_id, ids, dim, config) for c in ids},
+            clients={
+                c: SecAggClient(c, server_id, ids, dim, config, pki.identity(c), pki.registry)
+                for c in ids
+            },
         )
 
 

@@ -36,6 +36,11 @@ class SecAggConfig:
     codec: FixedPointCodec
     k: int | None = None  # None: complete graph (SecAgg)
     threshold: int | float | None = None
+    threat_model: str = "honest-but-curious"  # or "malicious" (signed keys, consistency)
+
+    @property
+    def malicious(self) -> bool:
+        return self.threat_model == "malicious"
 
     def context(self, round_idx: int, step: str, *parts: str) -> bytes:
         """HKDF info / AEAD associated data: experiment, round, protocol step, parties."""

@@ -9,6 +9,12 @@ anywhere it aborts rather than return a wrong sum. A masked input that arrives a
 survivor set is fixed (its sender is already counted as dropped) is ignored, never added:
 the server holds that client's mask key shares, but its self mask still hides the input
 (Bonawitz et al. 2017, the reason for double masking).
+
+Malicious-server mode (Bonawitz et al. 2017, Sec. 6): it forwards each client's key
+signature with its keys, and replaces ``request_unmask`` by ``request_consistency`` (the
+survivor statement: participants, U2, U3) and ``collect_signatures`` (the survivors'
+signatures on it, forwarded as the unmask request). An honest server runs exactly this; the
+clients' checks (:mod:`protocols.secagg.client`) are what stop a dishonest one.
 """
 
 from __future__ import annotations
@@ -30,6 +36,11 @@ from protocols.crypto.keyagreement import (
     check_public_key,
 )
 from protocols.crypto.prg import SEED_BYTES, add_mask
+from protocols.secagg.consistency import (
+    TAG_CONSISTENCY,
+    TAG_CONSISTENCY_SIG,
+    pack_signatures,
+)
 from protocols.secagg.messages import (
     TAG_KEYLIST,
     TAG_KEYS,
@@ -73,6 +84,7 @@ class SecAggServer(AggregationServer):
         self._survivors: list[str] = []
         self._dropped: list[str] = []
         self._sum: np.ndarray | None = None
+        self._key_sigs: dict[str, bytes] = {}
 
     def result(self) -> AggregateResult | None:
         return self._result
@@ -141,6 +153,10 @@ class SecAggServer(AggregationServer):
         for cid, msg in got.items():
             try:
                 c_pk, s_pk = msg.blob("c_pk"), msg.blob("s_pk")
+                if self.config.malicious:
+                    self._key_sigs[cid] = msg.blob("sig")
+                    if len(self._key_sigs[cid]) != 64:
+                        raise ProtocolError(f"secagg server: malformed key signature from {cid}")
             except (KeyError, WireFormatError) as err:
                 raise ProtocolError(f"secagg server: malformed keys from {cid}: {err}") from err
             try:
@@ -160,11 +176,14 @@ class SecAggServer(AggregationServer):
                 )
                 for i in (0, 1)
             )
+            fields = {"c_pk": c_pk, "s_pk": s_pk}
+            if self.config.malicious:
+                fields["sig"] = pack_signatures([self._key_sigs.get(v, b"") for v in ids])
             out.append(
                 self._send(
                     u,
                     TAG_KEYLIST,
-                    {"c_pk": c_pk, "s_pk": s_pk},
+                    fields,
                     participants=list(info.graph.participants),
                     ids=ids,
                 )
@@ -205,6 +224,51 @@ class SecAggServer(AggregationServer):
         ]
 
     def request_unmask(self, inbox: Inbox) -> list[Envelope]:
+        self._fix_survivors(inbox)
+        live3 = set(self._survivors)
+        return [
+            self._send(
+                u,
+                TAG_UNMASK_REQUEST,
+                {},
+                survivors=[v for v in [u, *self._mask_sets[u]] if v in live3],
+                dropped=[v for v in self._mask_sets[u] if v not in live3],
+            )
+            for u in self._survivors
+        ]
+
+    def request_consistency(self, inbox: Inbox) -> list[Envelope]:
+        """Malicious-server mode: the survivor statement to every survivor (one set)."""
+        self._fix_survivors(inbox)
+        assert self._info is not None
+        meta = {
+            "participants": list(self._info.graph.participants),
+            "u2": list(self._mask_sets),
+            "u3": list(self._survivors),
+        }
+        return [self._send(u, TAG_CONSISTENCY, {}, **meta) for u in self._survivors]
+
+    def collect_signatures(self, inbox: Inbox) -> list[Envelope]:
+        """Malicious-server mode: forward the survivors' signatures as the unmask request."""
+        got = self._collect(inbox, TAG_CONSISTENCY_SIG, set(self._survivors))
+        sigs: dict[str, bytes] = {}
+        for u, msg in got.items():
+            sig = msg.fields.get("sig")
+            if set(msg.fields) != {"sig"} or not isinstance(sig, bytes) or len(sig) != 64:
+                raise ProtocolError(f"secagg server: garbled consistency signature from {u}")
+            sigs[u] = sig
+        signers = [u for u in self._survivors if u in sigs]
+        if len(signers) < (self._info.t if self._info else 2):
+            raise ProtocolError(
+                f"secagg abort at consistency check: only {len(signers)} survivors signed"
+            )
+        packed = pack_signatures([sigs[u] for u in signers])
+        return [
+            self._send(u, TAG_UNMASK_REQUEST, {"sig": packed}, signers=signers) for u in signers
+        ]
+
+    def _fix_survivors(self, inbox: Inbox) -> RoundInfo:
+        """Sum the masked inputs that arrived; fix U3 (survivors) and the dropped clients."""
         info = self._info
         got = self._collect(inbox, TAG_MASKED, set(self._mask_sets))
         assert info is not None
@@ -232,16 +296,7 @@ class SecAggServer(AggregationServer):
         need = {u: [u, *self._mask_sets[u]] for u in self._survivors}
         need |= {v: self._mask_sets[v] for v in self._dropped}
         self._require(live3, need, "masked_input")
-        return [
-            self._send(
-                u,
-                TAG_UNMASK_REQUEST,
-                {},
-                survivors=[v for v in [u, *self._mask_sets[u]] if v in live3],
-                dropped=[v for v in self._mask_sets[u] if v not in live3],
-            )
-            for u in self._survivors
-        ]
+        return info
 
     def finalize(self, inbox: Inbox) -> list[Envelope]:
         info = self._info
