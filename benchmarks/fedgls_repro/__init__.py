@@ -1,0 +1,1 @@
+"""FedGLS reproduction (Fu et al., TMLR): the grid and the report."""
