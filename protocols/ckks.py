@@ -9,7 +9,8 @@ with it. Round phases: client ``encrypt`` -> server ``add_and_broadcast`` -> cli
 ``decrypt``. Parameters (:class:`CKKSParams`): N = 4096, moduli (60, 40) bits (128-bit
 security by the HE Standard), scale 2^36, symmetric-key encryption; 32 bytes per value.
 
-Threat model: protects each update from an honest-but-curious server. Not protected: a
+Threat model: protects each update from an honest-but-curious server; against a malicious
+one, ``threat_model="malicious"`` (:mod:`protocols.ckks_signed`). Not protected: a
 server colluding with the key authority or with any client (clients share one key), a
 malicious server, the aggregate from the clients, IND-CPA^D noise leakage (Li & Micciancio
 2021; decrypted sums are rounded, a heuristic mitigation). Parameter choices, precision
@@ -25,6 +26,7 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import tenseal as ts
@@ -44,6 +46,7 @@ from protocols.base import (
 )
 from protocols.crypto.aead import open_sealed, seal
 from protocols.crypto.keyagreement import KeyAgreementError, KeyPair, agree, check_public_key
+from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
 from protocols.wire import Payload, WireFormatError
 
 logger = logging.getLogger(__name__)
@@ -208,9 +211,11 @@ def _chunk_fields(blobs: Sequence[bytes]) -> dict[str, bytes]:
     return {f"ct{j:05d}": b for j, b in enumerate(blobs)}
 
 
-def _chunk_blobs(payload: Payload, n_chunks: int, what: str) -> list[bytes]:
+def _chunk_blobs(
+    payload: Payload, n_chunks: int, what: str, extra: frozenset[str] = frozenset()
+) -> list[bytes]:
     names = [f"ct{j:05d}" for j in range(n_chunks)]
-    if sorted(payload.fields) != names:
+    if sorted(set(payload.fields) - extra) != names:
         raise CiphertextError(
             f"{what}: expected fields {names[0]}..{names[-1]}, got {sorted(payload.fields)[:3]}..."
         )
@@ -250,6 +255,7 @@ class CKKSKeyAuthority(ProtocolParty):
                 client_keys[env.sender] = check_public_key(env.payload.blob("x25519_public"))
             except (KeyError, KeyAgreementError) as err:
                 raise ProtocolError(f"bad client key from {env.sender!r}: {err}") from err
+            self._accept_client_key(env, client_keys[env.sender])
         if not client_keys:
             raise ProtocolError("ckks key authority: no client key arrived")
         missing = [c for c in self.client_ids if c not in client_keys]
@@ -260,22 +266,33 @@ class CKKSKeyAuthority(ProtocolParty):
         del ctx
         own = KeyPair.generate()
         meta = {"experiment_id": self.experiment_id}
+        fields: dict[str, bytes] = {"context": public_ctx}
         out = [
             Envelope(
                 self.party_id,
                 self.server_id,
                 TAG_PUBLIC_CONTEXT,
-                Payload({"context": public_ctx}, dict(meta)),
+                Payload(self._sign_delivery(self.server_id, fields), dict(meta)),
             )
         ]
+        secret_plain = self._secret_plaintext(secret_ctx)
         for cid, client_public in client_keys.items():
             binding = _binding(self.experiment_id, self.party_id, cid)
-            sealed = seal(agree(own, client_public, binding), secret_ctx, binding)
+            sealed = seal(agree(own, client_public, binding), secret_plain, binding)
             fields = {"sealed_context": sealed, "authority_public": own.public}
-            out.append(
-                Envelope(self.party_id, cid, TAG_SECRET_CONTEXT, Payload(fields, dict(meta)))
-            )
+            payload = Payload(self._sign_delivery(cid, fields), dict(meta))
+            out.append(Envelope(self.party_id, cid, TAG_SECRET_CONTEXT, payload))
         return out
+
+    # hooks of the malicious-server mode (protocols.ckks_signed)
+    def _accept_client_key(self, env: Envelope, key: bytes) -> None:
+        """Check a client's key message beyond its format (no-op: authenticated channel)."""
+
+    def _secret_plaintext(self, secret_ctx: bytes) -> bytes:
+        return secret_ctx
+
+    def _sign_delivery(self, receiver: str, fields: dict[str, bytes]) -> dict[str, bytes]:
+        return fields
 
 
 class CKKSServer(AggregationServer):
@@ -297,6 +314,8 @@ class CKKSServer(AggregationServer):
         self.context: ts.Context | None = None
         self._round: int | None = None
         self._expected: frozenset[str] = frozenset()
+        self.payload_dim = dim  # values per update besides the weight (plus check slots)
+        self.update_extra: frozenset[str] = frozenset()  # non-ciphertext fields of an update
 
     def install_public_context(self, inbox: Inbox) -> list[Envelope]:
         envs = [e for e in inbox if e.tag == TAG_PUBLIC_CONTEXT]
@@ -322,15 +341,19 @@ class CKKSServer(AggregationServer):
         if self.context is None:
             raise ProtocolError("server: no CKKS context (run setup_parties first)")
         assert not self.context.is_private(), "the server must not hold the secret key"
-        sizes = _chunk_sizes(self.dim, self.params.slots)
+        sizes = _chunk_sizes(self.payload_dim, self.params.slots)
         total: list[ts.CKKSVector] | None = None
         senders: list[str] = []
+        self._received: dict[str, Payload] = {}
         for env in (e for e in inbox if e.tag == TAG_UPDATE):
             if env.sender not in self._expected or env.sender in senders:
                 raise ProtocolError(f"server: unexpected or duplicate update from {env.sender!r}")
             if env.payload.meta.get("round") != self._round:
                 raise ProtocolError(f"server: update from {env.sender!r} is for another round")
-            blobs = _chunk_blobs(env.payload, len(sizes), f"update from {env.sender!r}")
+            blobs = _chunk_blobs(
+                env.payload, len(sizes), f"update from {env.sender!r}", self.update_extra
+            )
+            self._received[env.sender] = env.payload
             vecs = [
                 load_chunk(self.context, b, n, self.params, f"update from {env.sender!r}[{j}]")
                 for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
@@ -343,12 +366,16 @@ class CKKSServer(AggregationServer):
             senders.append(env.sender)
         if total is None:
             raise ProtocolError("ckks aggregation: no client update arrived")
-        fields = _chunk_fields([vec.serialize() for vec in total])
+        fields: dict[str, Any] = dict(_chunk_fields([vec.serialize() for vec in total]))
+        fields.update(self._attest(senders))
         meta = {"round": self._round, "participants": senders}
         return [
             Envelope(self.party_id, cid, TAG_AGGREGATE, Payload(dict(fields), dict(meta)))
             for cid in senders
         ]
+
+    def _attest(self, senders: list[str]) -> dict[str, Any]:
+        return {}  # malicious-server mode: every sender's digest and signature
 
 
 class CKKSClient(AggregationClient):
@@ -376,21 +403,41 @@ class CKKSClient(AggregationClient):
         self._round: int | None = None
         self._plain: np.ndarray | None = None
         self._result: AggregateResult | None = None
+        self.payload_dim = dim  # values per update besides the weight (plus check slots)
+        self.aggregate_extra: frozenset[str] = frozenset()  # non-ciphertext fields
 
     # -- setup -------------------------------------------------------------------------
     def send_key(self, inbox: Inbox) -> list[Envelope]:
         self._keypair = KeyPair.generate()
         payload = Payload(
-            {"x25519_public": self._keypair.public}, {"experiment_id": self.experiment_id}
+            self._sign_key({"x25519_public": self._keypair.public}),
+            {"experiment_id": self.experiment_id},
         )
         return [Envelope(self.party_id, self.authority_id, TAG_CLIENT_KEY, payload)]
+
+    # hooks of the malicious-server mode (protocols.ckks_signed): sign the key and each
+    # update, append check slots, verify the aggregate and its decrypted check slots
+    def _sign_key(self, fields: dict[str, bytes]) -> dict[str, bytes]:
+        return fields
+
+    def _extend(self, plain: np.ndarray, round_idx: int) -> np.ndarray:
+        return plain
+
+    def _sign_update(self, blobs: list[bytes]) -> dict[str, bytes]:
+        return {}
+
+    def _verify_aggregate(self, payload: Payload, participants: list[str]) -> None:
+        pass
+
+    def _check_sums(self, sums: np.ndarray, participants: list[str]) -> np.ndarray:
+        return sums
 
     def open_secret_context(self, payload: Payload) -> bytes:
         """Decrypt the sealed secret context; :class:`IntegrityError` if it is not ours."""
         if self._keypair is None:
             raise ProtocolError(f"{self.party_id}: send_key has not run")
         binding = _binding(self.experiment_id, self.authority_id, self.party_id)
-        if set(payload.fields) != {"sealed_context", "authority_public"}:
+        if set(payload.fields) - {"sig"} != {"sealed_context", "authority_public"}:
             raise ProtocolError(f"{self.party_id}: malformed secret-context message")
         key = agree(self._keypair, payload.blob("authority_public"), binding)
         return open_sealed(key, payload.blob("sealed_context"), binding)
@@ -424,6 +471,9 @@ class CKKSClient(AggregationClient):
                 f"{self.party_id}: |w*x| or w exceeds {bound:.3g}, which could overflow the "
                 f"CKKS sum of {self.n_clients} clients; lower scale_bits or rescale weights"
             )
+        plain = self._extend(plain, round_idx)
+        if plain.size and float(np.max(np.abs(plain))) > bound:
+            raise ProtocolError(f"{self.party_id}: a check slot exceeds {bound:.3g}")
         self._round, self._plain, self._result = round_idx, plain, None
 
     def encrypt(self, inbox: Inbox) -> list[Envelope]:
@@ -433,7 +483,9 @@ class CKKSClient(AggregationClient):
             raise ProtocolError(f"{self.party_id}: begin_round was not called")
         blobs = encrypt_chunks(self.context, self._plain, self.params.slots)
         self._plain = None
-        payload = Payload(_chunk_fields(blobs), {"round": self._round})
+        fields: dict[str, Any] = dict(_chunk_fields(blobs))
+        fields.update(self._sign_update(blobs))
+        payload = Payload(fields, {"round": self._round})
         return [Envelope(self.party_id, self.server_id, TAG_UPDATE, payload)]
 
     def decrypt(self, inbox: Inbox) -> list[Envelope]:
@@ -448,8 +500,11 @@ class CKKSClient(AggregationClient):
             raise ProtocolError(f"{self.party_id}: aggregate is for another round or malformed")
         if self.party_id not in participants:
             raise ProtocolError(f"{self.party_id}: own update is not in the aggregate")
-        sizes = _chunk_sizes(self.dim, self.params.slots)
-        blobs = _chunk_blobs(envs[0].payload, len(sizes), "aggregate")
+        if not all(isinstance(p, str) for p in participants):
+            raise ProtocolError(f"{self.party_id}: malformed participant list")
+        self._verify_aggregate(envs[0].payload, participants)
+        sizes = _chunk_sizes(self.payload_dim, self.params.slots)
+        blobs = _chunk_blobs(envs[0].payload, len(sizes), "aggregate", self.aggregate_extra)
         sums = np.concatenate(
             [
                 np.asarray(load_chunk(self.context, b, n, self.params, f"aggregate[{j}]").decrypt())
@@ -458,6 +513,7 @@ class CKKSClient(AggregationClient):
         )
         if self.params.round_bits is not None:  # heuristic IND-CPA^D mitigation
             sums = np.round(np.ldexp(sums, self.params.round_bits)) / 2.0**self.params.round_bits
+        sums = self._check_sums(sums, participants)
         total_weight = float(sums[self.dim])
         if not total_weight > 0:
             raise ProtocolError("ckks aggregation: total weight is not positive")
@@ -474,6 +530,8 @@ class CKKSAggregation(AggregationProtocol):
     """Weighted mean under CKKS: the server adds ciphertexts, clients decrypt.
 
     ``experiment_id`` binds the sealed key distribution to one experiment (random if None).
+    ``threat_model="malicious"``: signed keys and checked aggregates
+    (:mod:`protocols.ckks_signed`; ``pki`` as in :class:`~protocols.secagg.SecAggregation`).
     """
 
     name = "ckks"
@@ -495,10 +553,13 @@ class CKKSAggregation(AggregationProtocol):
         params: CKKSParams | None = None,
         experiment_id: str | None = None,
         authority_id: str = DEFAULT_AUTHORITY_ID,
+        threat_model: str = HONEST_BUT_CURIOUS,
+        pki: Pki | None = None,
     ) -> None:
         self.params = params or CKKSParams()
         self.experiment_id = experiment_id or secrets.token_hex(8)
         self.authority_id = authority_id
+        self.threat_model, self.pki = check_threat_model(threat_model), pki
 
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int
@@ -509,6 +570,10 @@ class CKKSAggregation(AggregationProtocol):
             raise ValueError(f"party ids must be distinct: {ids}")
         if dim < 0:
             raise ValueError("dim must be non-negative")
+        if self.threat_model != HONEST_BUT_CURIOUS:
+            from protocols.ckks_signed import signed_parties
+
+            return signed_parties(self, server_id, client_ids, dim)
         p, exp, aid = self.params, self.experiment_id, self.authority_id
         return AggregationParties(
             server=CKKSServer(server_id, aid, client_ids, p, dim),
