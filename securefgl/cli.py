@@ -53,6 +53,8 @@ SECTION_FLAGS = {
     "fedstruct": ("FedStruct (Aliakbari et al. 2025; default: the dataset's Table 5 preset)", ""),
     "fedgcn": ("FedGCN (Yao et al. 2023)", "fedgcn-"),
     "fedgls": ("FedGLS family (Fu et al., TMLR)", "fedgls-"),
+    "graph": ("graph classification (--task graph; defaults: GPFL's set-up)", "graph-"),
+    "gpfl": ("GPFL (TMLR 2025): client network, private similarity and sums", "gpfl-"),
 }
 _SCALARS = {"int": int, "float": float, "str": str}
 _NAMES = {int: "integer", float: "number", str: "string"}
@@ -223,8 +225,9 @@ def print_table(result: Any, folder: Any) -> None:
     from securefgl.experiment.results import format_epsilon
 
     cfg = result.config
+    split = f"Dirichlet α={cfg.graph.dirichlet:g}" if cfg.task == "graph" else cfg.partition
     table = Table(
-        title=f"{cfg.dataset} · {cfg.partition} · K={cfg.clients} · "
+        title=f"{cfg.dataset} · {split} · K={cfg.clients} · "
         f"{'+'.join(cfg.protocol) or 'plain'} · {len(cfg.seeds)} seed(s)"
     )
     columns = (

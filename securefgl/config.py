@@ -25,15 +25,19 @@ from protocols.base import Role
 from protocols.dp.accounting import KINDS as ACCOUNTANT_KINDS
 from protocols.registry import TRANSPORTS, parse_stack, secure_sum_for_stack
 from securefgl.data.datasets import resolve_name
+from securefgl.data.graph_datasets import resolve_graph_name
 from securefgl.data.synthetic import check_csbm_options
 from securefgl.fedgcn.settings import FedGCNSettings
 from securefgl.fedgls.settings import FedGLSSettings
 from securefgl.fedstruct.settings import FedStructOptions, FedStructSettings
+from securefgl.gpfl.settings import GPFLSettings
+from securefgl.graphcls.settings import GraphTaskSettings
 
 PARTITIONS = ("random", "louvain", "kmeans", "louvain-largest")
 SPLIT_SCOPES = ("global", "client")
 CROSS_EDGES = ("hidden", "known")
 MODEL_NAMES = ("gcn", "sage", "mlp")
+TASKS = ("node", "graph")
 
 #: Nested per-algorithm sections: field name -> settings class (all fields optional or
 #: defaulted, validated on construction).
@@ -41,6 +45,8 @@ SECTIONS: dict[str, type] = {
     "fedstruct": FedStructOptions,
     "fedgcn": FedGCNSettings,
     "fedgls": FedGLSSettings,
+    "graph": GraphTaskSettings,
+    "gpfl": GPFLSettings,
 }
 
 
@@ -58,6 +64,10 @@ def _opt(default: Any, help: str, group: str, choices: tuple[Any, ...] | None = 
 @dataclass
 class ExperimentConfig:
     # data
+    task: str = _opt(
+        "node", "node: classify the nodes of one graph; graph: classify whole graphs (each "
+        "client holds its own graphs, [experiment.graph])", "data", TASKS,
+    )  # fmt: skip
     dataset: str = _opt("csbm", "dataset name (`securefgl datasets`) or csbm", "data")
     data_root: str | None = _opt(None, "data root (default: $SECUREFGL_DATA)", "data")
     download: bool = _opt(
@@ -142,6 +152,8 @@ class ExperimentConfig:
     fedstruct: FedStructOptions = field(default_factory=FedStructOptions)
     fedgcn: FedGCNSettings = field(default_factory=FedGCNSettings)
     fedgls: FedGLSSettings = field(default_factory=FedGLSSettings)
+    graph: GraphTaskSettings = field(default_factory=GraphTaskSettings)
+    gpfl: GPFLSettings = field(default_factory=GPFLSettings)
     # bookkeeping
     threads: int = _opt(1, "torch intra-op threads", "output")
     seeds: list[int] = _opt([0], "seeds (each draws its split and partition)", "output")
@@ -164,10 +176,12 @@ class ExperimentConfig:
 
     def validate(self) -> ExperimentConfig:
         """Check every generic field and section (run on construction); returns ``self``."""
+        _choice("task", self.task, TASKS)
         try:
-            resolve_name(self.dataset)
+            (resolve_graph_name if self.task == "graph" else resolve_name)(self.dataset)
         except ValueError as err:
-            raise ConfigError(str(err)) from None
+            hint = " (--task graph needs a graph dataset)" if self.task == "graph" else ""
+            raise ConfigError(f"{err}{hint}") from None
         _choice("partition", self.partition, PARTITIONS)
         _choice("split_scope", self.split_scope, SPLIT_SCOPES)
         if self.cross_edges is not None:

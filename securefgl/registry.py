@@ -16,6 +16,9 @@ from securefgl.fedgls.algorithm import FedGLS, FedGNNk, FedGNNMLP, FedGNNOracle,
 from securefgl.fedgls.local import LocalGNNk
 from securefgl.fedgls.prototypes import FedProto
 from securefgl.fedstruct.algorithm import FedStruct
+from securefgl.gpfl.algorithm import GPFL
+from securefgl.graphcls.fedavg import FedStar, GraphFedAvg, GraphFedProx, SelfTrain
+from securefgl.graphcls.gcfl import GCFLPlus
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
     cls.name: cls
@@ -26,16 +29,31 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
 }
 
 
-def algorithm_class(name: str) -> type[Algorithm]:
-    if name not in ALGORITHMS:
-        raise ConfigError(f"unknown algorithms value {name!r}; choose from {sorted(ALGORITHMS)}")
-    return ALGORITHMS[name]
+#: Graph-classification algorithms (``task = "graph"``): names may repeat node-task names.
+GRAPH_ALGORITHMS: dict[str, type[Algorithm]] = {
+    cls.name: cls for cls in (SelfTrain, GraphFedAvg, GraphFedProx, GCFLPlus, FedStar, GPFL)
+}
+TASK_ALGORITHMS: dict[str, dict[str, type[Algorithm]]] = {
+    "node": ALGORITHMS,
+    "graph": GRAPH_ALGORITHMS,
+}
+
+
+def algorithm_class(name: str, task: str = "node") -> type[Algorithm]:
+    """The class of algorithm ``name`` for ``task`` (each class declares its ``task``)."""
+    table = TASK_ALGORITHMS[task]
+    if name not in table:
+        what = "algorithms value" if task == "node" else f"algorithm for task {task!r}"
+        raise ConfigError(f"unknown {what} {name!r}; choose from {sorted(table)}")
+    return table[name]
 
 
 def cross_edge_mode(config: ExperimentConfig) -> str:
     """``config.cross_edges``, or when unset: ``known`` iff an algorithm needs it."""
     if config.cross_edges is not None:
         return config.cross_edges
+    if config.task == "graph":
+        return "hidden"  # whole graphs per client: no cross-client edges
     needs = any(algorithm_class(a).needs_cross_edges for a in config.algorithms)
     return "known" if needs else "hidden"
 
@@ -43,7 +61,7 @@ def cross_edge_mode(config: ExperimentConfig) -> str:
 def check_config(config: ExperimentConfig) -> ExperimentConfig:
     """The algorithms exist and their needs are met (raises :class:`ConfigError`)."""
     for name in config.algorithms:
-        cls = algorithm_class(name)
+        cls = algorithm_class(name, config.task)
         if cls.needs_cross_edges and cross_edge_mode(config) != "known":
             raise ConfigError(
                 f"{name} needs cross_edges = 'known' (its clients know their edges to other "

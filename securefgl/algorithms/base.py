@@ -40,6 +40,7 @@ class Algorithm(ABC):
     """One training method. ``federated`` is False for methods that are not (central)."""
 
     name: ClassVar[str]
+    task: ClassVar[str] = "node"  # "graph": graph classification (securefgl.registry)
     federated: ClassVar[bool] = True
     needs_global_graph: ClassVar[bool] = False
     needs_cross_edges: ClassVar[bool] = False  # clients must know their cross-client edges

@@ -11,6 +11,7 @@ without self-loops. ``synthetic-graphs`` is a small generated dataset for tests 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ __all__ = [
     "GENERATED_GRAPHS",
     "TU_DATASETS",
     "GraphDataset",
+    "check_synthetic_options",
     "load_graph_dataset",
     "resolve_graph_name",
     "synthetic_graphs",
@@ -210,3 +212,21 @@ def synthetic_graphs(
         labels = rng.choice(num_features, size=n, p=probs / probs.sum())
         xs.append(np.eye(num_features, dtype=np.float32)[labels])
     return _assemble("synthetic-graphs", xs, edges, y.astype(np.int64), num_classes)
+
+
+def check_synthetic_options(options: dict[str, Any]) -> None:
+    """Check :func:`synthetic_graphs`'s arguments without generating (names, integer
+    values, ranges)."""
+    if not isinstance(options, dict):
+        raise TypeError(f"give a table of synthetic_graphs() arguments, got {options!r}")
+    params = inspect.signature(synthetic_graphs).parameters
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        raise ValueError(f"unknown synthetic-graphs option(s) {unknown}; known: {list(params)}")
+    args = {k: p.default for k, p in params.items()} | options
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in args.values()):
+        raise TypeError(f"synthetic-graphs options must be integers, got {options}")
+    if args["num_graphs"] < 2 or args["num_classes"] < 2 or args["num_features"] < 1:
+        raise ValueError("synthetic-graphs needs num_graphs ≥ 2, num_classes ≥ 2, features ≥ 1")
+    if not 3 <= args["min_nodes"] <= args["max_nodes"] or args["seed"] < 0:
+        raise ValueError("synthetic-graphs needs 3 ≤ min_nodes ≤ max_nodes and seed ≥ 0")

@@ -32,6 +32,12 @@ from securefgl.data import (
     random_split,
 )
 from securefgl.data.synthetic import csbm
+from securefgl.experiment.graph_world import (
+    best_of_last,
+    client_mean_metrics,
+    draw_graph_world,
+    load_graph_data,
+)
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.stack import build_stack
@@ -112,7 +118,9 @@ class ExperimentResult:
                 "federated": runs[0].federated,
                 "seeds": len(runs),
             }
-            for key in ("test_acc", "test_f1", "val_acc"):
+            for key in ("test_acc", "test_f1", "val_acc", "best_last_test_acc"):
+                if key not in runs[0].final:  # graph tasks: no validation split
+                    continue
                 values = np.array([r.final[key] for r in runs]) * 100
                 row[key] = float(values.mean())
                 row[f"{key}_std"] = float(values.std())
@@ -137,7 +145,10 @@ class ExperimentResult:
         return rows
 
 
-def load_graph(config: ExperimentConfig) -> Data:
+def load_graph(config: ExperimentConfig) -> Any:
+    """The run's data: a ``Data`` graph (node task) or a ``GraphDataset`` (graph task)."""
+    if config.task == "graph":
+        return load_graph_data(config)
     if config.dataset.lower() in ("csbm", "sbm", "synthetic"):
         return csbm(**config.csbm)
     return load_dataset(config.dataset, config.data_root, download=config.download)
@@ -186,14 +197,17 @@ def run_single(
     client views before the algorithm sees them (e.g. each client perturbing its own edges);
     ``transcript`` replaces the one built from ``config.store_payloads``.
     """
-    cls = algorithm_class(algorithm)
-    if config.clients > data.num_nodes:
-        raise ConfigError(
-            f"clients={config.clients} exceeds the {data.num_nodes} nodes of {config.dataset}"
-        )
+    cls = algorithm_class(algorithm, config.task)
+    graph_task = config.task == "graph"
+    size, unit = (data.num_graphs, "graphs") if graph_task else (data.num_nodes, "nodes")
+    if config.clients > size:
+        raise ConfigError(f"clients={config.clients} exceeds the {size} {unit} of {config.dataset}")
     torch.manual_seed(seed)
     np.random.seed(seed)
-    graph, part, views, view_seed = draw_world(config, seed, data)
+    world = draw_graph_world if graph_task else draw_world
+    graph, part, views, view_seed = world(config, seed, data)  # type: ignore[operator]
+    metrics = client_mean_metrics if graph_task else pooled_metrics
+    last = config.graph.best_of_last if graph_task else 0  # evaluated every round
     if views_hook is not None:
         views = views_hook(views)
     if transcript is None:
@@ -230,8 +244,8 @@ def run_single(
                 for k, v in transcript.bytes_by_direction(algo.server_ids, since=start).items()
             }
         )
-        if (r + 1) % config.eval_every == 0 or r == config.rounds - 1:
-            row.update(pooled_metrics(algo.predict(), int(graph.num_classes)))
+        if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
+            row.update(metrics(algo.predict(), int(graph.num_classes)))
             if "epsilon" in (spent := stack.privacy()):
                 row["epsilon"] = spent["epsilon"]
             bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
@@ -246,6 +260,8 @@ def run_single(
                 spent / (r + 1) * (config.rounds - r - 1),
             )  # fmt: skip
     final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
+    if graph_task:
+        final.update(best_of_last(history, last))
     log.info("%s seed=%d: test acc %.4f", algorithm, seed, final["test_acc"])
     return RunResult(
         algorithm,

@@ -1,0 +1,225 @@
+"""Client views for graph classification: whole graphs per client, label skew by Dirichlet(α).
+
+GPFL (TMLR 2025, §4.1; its code's ``label_skew_balance`` and ``soft_dirichlet``): every
+client gets the same number of graphs (sizes differ by at most one); client ``i``'s class
+prior is drawn from Dir(α·1), every entry capped at 0.95 with the excess spread over the
+other classes; graphs are dealt by repeatedly picking a random client that still needs one
+and drawing a class from its prior. Each client then splits its own graphs into stratified
+folds (5 by default: fold ``test_fold`` is the test set, the rest the training set).
+
+Deviation: when the drawn class has no graph left, the class is redrawn from the prior
+restricted to the classes that remain (the code's rejection loop has the same distribution
+but can spin for long when a prior entry is tiny). The folds are our own stratified
+assignment (scikit-learn's ``StratifiedKFold`` is not a dependency).
+
+A :class:`GraphClientView` holds copies of its own graphs only (features, edges, labels,
+fold masks): no global index, nothing of another client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from securefgl.data.graph_datasets import GraphDataset
+
+__all__ = [
+    "GraphClientView",
+    "GraphPartition",
+    "build_graph_views",
+    "equal_sizes",
+    "label_skew_partition",
+    "soft_dirichlet",
+    "stratified_folds",
+]
+
+
+def soft_dirichlet(
+    alpha: float, num_classes: int, clients: int, rng: np.random.Generator, cap: float = 0.95
+) -> np.ndarray:
+    """``clients × num_classes`` priors ~ Dir(α), each entry capped at ``cap`` and the
+    excess added evenly to the entries at or below the cap (the code's ``soft_dirichlet``)."""
+    priors = rng.dirichlet([alpha] * num_classes, size=clients)
+    for row in priors:
+        excess = np.maximum(row - cap, 0).sum()
+        below = row <= cap
+        row[~below] = cap
+        if excess > 0 and below.any():
+            row[below] += excess / below.sum()
+    return priors
+
+
+def equal_sizes(total: int, clients: int) -> np.ndarray:
+    """``total`` split into ``clients`` sizes that differ by at most one (larger first)."""
+    sizes = np.full(clients, total // clients, dtype=np.int64)
+    sizes[: total - sizes.sum()] += 1
+    return sizes
+
+
+def label_skew_partition(
+    labels: np.ndarray, clients: int, alpha: float, seed: int, cap: float = 0.95
+) -> np.ndarray:
+    """Client of every graph: equal client sizes, class priors ~ capped Dir(α)."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if clients < 1 or clients > labels.size:
+        raise ValueError(f"clients must lie in [1, {labels.size}], got {clients}")
+    if alpha <= 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    rng = np.random.default_rng(seed)
+    num_classes = int(labels.max()) + 1
+    priors = soft_dirichlet(alpha, num_classes, clients, rng, cap)
+    pools = [rng.permutation(np.flatnonzero(labels == c)).tolist() for c in range(num_classes)]
+    need = equal_sizes(labels.size, clients)
+    out = np.full(labels.size, -1, dtype=np.int64)
+    while need.sum():
+        i = int(rng.integers(clients))
+        if need[i] == 0:
+            continue
+        need[i] -= 1
+        prior = priors[i] * np.array([bool(p) for p in pools], dtype=float)
+        if prior.sum() <= 0:  # the prior's classes are exhausted: any class that remains
+            prior = np.array([len(p) for p in pools], dtype=float)
+        c = int(rng.choice(num_classes, p=prior / prior.sum()))
+        out[pools[c].pop()] = i
+    return out
+
+
+def stratified_folds(labels: np.ndarray, folds: int, rng: np.random.Generator) -> np.ndarray:
+    """Fold of every item: each class shuffled and dealt round-robin from a random start,
+    so every fold holds ⌊n_c/folds⌋ or ⌈n_c/folds⌉ items of class c."""
+    labels = np.asarray(labels)
+    out = np.zeros(labels.size, dtype=np.int64)
+    start = 0
+    for c in np.unique(labels):
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        out[idx] = (start + np.arange(idx.size)) % folds
+        start = (start + idx.size) % folds  # continue the deal: fold sizes stay balanced
+    return out
+
+
+@dataclass
+class GraphClientView:
+    """One client's graphs (copies): ``x`` [N_i, F], ``edge_index`` [2, E_i] local to each
+    graph, ``node_ptr`` / ``edge_ptr`` [G_i + 1], ``y`` [G_i], fold masks [G_i]."""
+
+    client_id: int
+    x: torch.Tensor
+    edge_index: torch.Tensor
+    node_ptr: torch.Tensor
+    edge_ptr: torch.Tensor
+    y: torch.Tensor
+    train_mask: torch.Tensor
+    test_mask: torch.Tensor
+    num_classes: int
+    name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)  # derived per-node inputs (FedStar)
+
+    def __post_init__(self) -> None:
+        for key in ("x", "edge_index", "node_ptr", "edge_ptr", "y", "train_mask", "test_mask"):
+            setattr(self, key, getattr(self, key).clone().contiguous())
+
+    @property
+    def num_graphs(self) -> int:
+        return int(self.y.numel())
+
+    @property
+    def num_features(self) -> int:
+        return int(self.x.shape[1])
+
+    @property
+    def num_train(self) -> int:
+        return int(self.train_mask.sum())
+
+    def dataset(self, mask: torch.Tensor | None = None) -> GraphDataset:
+        """This client's graphs (or those of ``mask``) as a :class:`GraphDataset` copy."""
+        whole = GraphDataset(
+            self.name,
+            self.x.numpy(),
+            self.edge_index.numpy(),
+            self.node_ptr.numpy(),
+            self.edge_ptr.numpy(),
+            self.y.numpy(),
+            self.num_classes,
+        )
+        graphs = np.arange(self.num_graphs) if mask is None else np.flatnonzero(mask.numpy())
+        return whole.subset(graphs)
+
+
+@dataclass
+class GraphPartition:
+    """Which client holds each graph (simulator side) and the folds inside each client."""
+
+    assignment: np.ndarray  # [G] client of every graph
+    test: np.ndarray  # [G] bool: in its client's test fold
+    alpha: float
+
+    def report(self, data: GraphDataset) -> PartitionSummary:
+        labels = data.y
+        k = int(self.assignment.max()) + 1
+        counts = np.zeros((k, data.num_classes), dtype=np.int64)
+        np.add.at(counts, (self.assignment, labels), 1)
+        return PartitionSummary({
+            "method": "dirichlet-label-skew",
+            "alpha": self.alpha,
+            "clients": k,
+            "sizes": counts.sum(1).tolist(),
+            "label_counts": counts.tolist(),
+            "test_graphs": int(self.test.sum()),
+        })
+
+
+@dataclass
+class PartitionSummary:
+    """What the runner records about a partition (``result.json``'s ``partition``)."""
+
+    values: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def build_graph_views(
+    data: GraphDataset,
+    clients: int,
+    alpha: float,
+    seed: int,
+    folds: int = 5,
+    test_fold: int = 0,
+    cap: float = 0.95,
+) -> tuple[GraphPartition, list[GraphClientView]]:
+    """Label-skew partition, per-client stratified folds and the client views of ``seed``."""
+    if not 0 <= test_fold < folds:
+        raise ValueError(f"test_fold must lie in [0, {folds}), got {test_fold}")
+    part_seed, fold_seed, order_seed = np.random.SeedSequence(seed).spawn(3)
+    assignment = label_skew_partition(data.y, clients, alpha, _int(part_seed), cap)
+    test = np.zeros(data.num_graphs, dtype=bool)
+    fold_rng = np.random.default_rng(fold_seed)
+    order_rng = np.random.default_rng(order_seed)
+    views = []
+    for i in range(clients):
+        graphs = order_rng.permutation(np.flatnonzero(assignment == i))  # no global order
+        fold = stratified_folds(data.y[graphs], folds, fold_rng)
+        test[graphs] = fold == test_fold
+        own = data.subset(graphs)
+        views.append(
+            GraphClientView(
+                i,
+                torch.from_numpy(own.x),
+                torch.from_numpy(own.edge_index),
+                torch.from_numpy(own.node_ptr),
+                torch.from_numpy(own.edge_ptr),
+                torch.from_numpy(own.y),
+                torch.from_numpy(fold != test_fold),
+                torch.from_numpy(fold == test_fold),
+                data.num_classes,
+                data.name,
+            )
+        )
+    return GraphPartition(assignment, test, alpha), views
+
+
+def _int(seq: np.random.SeedSequence) -> int:
+    return int(seq.generate_state(1)[0])
