@@ -21,6 +21,7 @@ from protocols.base import AggregationProtocol
 from protocols.ckks import CKKSAggregation, CKKSParams
 from protocols.dp.clip_noise import ClipNoiseMechanism
 from protocols.dp.ldp import GaussianLDP, LaplaceLDP
+from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
 from protocols.plain import PlainAggregation
 from protocols.secagg import SecAggPlus, SecAggregation
 from protocols.secure_sum import CKKSSum, MaskedSum, PlainSum, SecureSum
@@ -74,34 +75,43 @@ def make_transport(
     *,
     threshold: int | float | None = None,
     neighbours: int | None = None,
+    threat_model: str = HONEST_BUT_CURIOUS,
+    pki: Pki | None = None,
 ) -> AggregationProtocol:
     """The transport ``name``; ``experiment_id`` binds every key and mask of the run.
 
     ``threshold``: Shamir t of ``secagg`` / ``secagg+`` (an int, or a fraction in (1/2, 1] of
     the share holders; t must exceed half of them); ``neighbours``: the ``secagg+`` graph
-    degree k (default 2⌈log2 n⌉).
+    degree k (default 2⌈log2 n⌉). ``threat_model``: ``"honest-but-curious"`` or
+    ``"malicious"`` (signed messages and consistency checks, with ``pki`` or a PKI issued
+    when the parties are made); ``plain`` has nothing to protect either way.
     """
     if name not in TRANSPORTS:
         raise ValueError(f"unknown transport {name!r}; choose from {list(TRANSPORTS)}")
+    check_threat_model(threat_model)
     if name == "plain":
         return PlainAggregation()
     if name == "ckks":
-        return CKKSAggregation(experiment_id=experiment_id)
+        return CKKSAggregation(experiment_id=experiment_id, threat_model=threat_model, pki=pki)
+    secure = {"threshold": threshold, "threat_model": threat_model, "pki": pki}
     if name == "secagg+":
-        return SecAggPlus(experiment_id, k=neighbours, threshold=threshold)
-    return SecAggregation(experiment_id, threshold=threshold)
+        return SecAggPlus(experiment_id, k=neighbours, **secure)
+    return SecAggregation(experiment_id, **secure)
 
 
 def make_secure_sum(name: str, experiment_id: str, **options: Any) -> SecureSum:
-    """The secure-sum mode ``name`` (``masked`` binds ``experiment_id`` into every mask
-    seed); ``options`` go to its constructor (e.g. ``min_senders``, ``max_round_bytes``;
-    ``ckks`` takes its ``params`` as a :class:`~protocols.ckks.CKKSParams` or a dict)."""
+    """The secure-sum mode ``name`` (``experiment_id`` is bound into every mask seed of
+    ``masked`` and every signed statement); ``options`` go to its constructor (e.g.
+    ``min_senders``, ``max_round_bytes``, ``threat_model``, ``registry``; ``ckks`` takes
+    its ``params`` as a :class:`~protocols.ckks.CKKSParams` or a dict)."""
     if name not in SECURE_SUMS:
         raise ValueError(f"unknown secure-sum mode {name!r}; choose from {list(SECURE_SUMS)}")
     if name == "masked":
         return MaskedSum(experiment_id, **options)
     if name == "ckks" and isinstance(options.get("params"), dict):
         options = {**options, "params": CKKSParams(**options["params"])}
+    if name == "ckks":
+        options = {"experiment_id": experiment_id, **options}
     return SECURE_SUMS[name](**options)
 
 

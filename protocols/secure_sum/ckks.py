@@ -10,7 +10,8 @@ and sends r ONE aggregate; r decrypts and rounds to ``2^-round_bits``. Parameter
 
 Threat model (honest-but-curious; IND-CPA of CKKS): the server learns nothing about values,
 not even the sum; the receiver learns only the sum. Not protected: a server colluding with
-the receiver (weaker than ``masked`` there), an active server, IND-CPA^D if exact
+the receiver (weaker than ``masked`` there), an active server (``threat_model="malicious"``
+signs contexts and requests; the sum itself stays unverified), IND-CPA^D if exact
 decryptions reach a party holding ciphertexts. Dropouts abort the batch. In full:
 ``docs/protocols.md``.
 """
@@ -18,13 +19,14 @@ decryptions reach a party holding ciphertexts. Dropouts abort the batch. In full
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import tenseal as ts
 
 from protocols.base import Envelope, Inbox, ProtocolError
 from protocols.ckks import CiphertextError, CKKSParams, load_chunk
+from protocols.identity import digest
 from protocols.secure_sum.blocks import Block, Total
 from protocols.secure_sum.jobs import SumRangeError, SumRequest, gather, scatter
 from protocols.secure_sum.parties import (
@@ -125,8 +127,10 @@ class CKKSSumClient(SecureSumClient):
     def setup_publish(self, inbox: Inbox) -> list[Envelope]:
         self._expect_empty(inbox)
         self._secret, self.peer_contexts = make_keypair_context(self.params), {}
-        payload = Payload({"context": serialize_public_key_context(self._secret)}, {})
-        return [Envelope(self.party_id, self.server_id, TAG_CONTEXT, payload)]
+        fields = {"context": serialize_public_key_context(self._secret)}
+        if self.registry is not None:
+            fields["sig"] = self._sign("setup-context", None, digest(fields["context"]))
+        return [Envelope(self.party_id, self.server_id, TAG_CONTEXT, Payload(fields, {}))]
 
     def setup_install(self, inbox: Inbox) -> list[Envelope]:
         who = self.party_id
@@ -134,12 +138,16 @@ class CKKSSumClient(SecureSumClient):
             raise ProtocolError(f"{who}: expected one bundle of public contexts from the server")
         payload = inbox[0].payload
         peers = sorted(self.federation - {who})
-        if sorted(payload.fields) != [f"ctx:{v}" for v in peers]:
+        sigs = [f"sig:{v}" for v in peers] if self.registry is not None else []
+        if sorted(payload.fields) != sorted([f"ctx:{v}" for v in peers] + sigs):
             raise ProtocolError(f"{who}: the bundle must hold every other client's context")
         for v in peers:
             blob = payload.fields[f"ctx:{v}"]
             if not isinstance(blob, bytes):
                 raise ProtocolError(f"{who}: context of {v!r} is not a byte blob")
+            if self.registry is not None:
+                sig = payload.fields[f"sig:{v}"]
+                self._verify(v, "setup-context", None, sig, digest(blob))
             self.peer_contexts[v] = load_public_context(blob, self.params, f"{who} <- {v}")
         return []
 
@@ -212,15 +220,16 @@ class CKKSSumServer(SecureSumServer):
         blobs = self.collect_setup_blobs(inbox, TAG_CONTEXT, "context", "public context")
         for sender, blob in blobs.items():
             self.contexts[sender] = load_public_context(blob, self.params, f"server <- {sender}")
-        return [
-            Envelope(
-                self.party_id,
-                u,
-                TAG_CONTEXTS,
-                Payload({f"ctx:{v}": blobs[v] for v in sorted(self.federation - {u})}, {}),
-            )
-            for u in sorted(self.federation)
-        ]
+        sigs = self.setup_signatures(inbox) if self.registry is not None else {}
+        if self.registry is not None and set(sigs) != set(blobs):
+            raise ProtocolError("server: a public context arrived without its signature")
+        out = []
+        for u in sorted(self.federation):
+            peers = sorted(self.federation - {u})
+            fields = {f"ctx:{v}": blobs[v] for v in peers}
+            fields.update({f"sig:{v}": sigs[v] for v in peers if v in sigs})
+            out.append(Envelope(self.party_id, u, TAG_CONTEXTS, Payload(fields, {})))
+        return out
 
     def _aggregate(
         self, receiver: str, request: SumRequest, contributions: dict[str, Payload]
@@ -263,8 +272,17 @@ class CKKSSum(SecureSum):
         *,
         min_senders: int = 2,
         max_round_bytes: float | None = None,
+        threat_model: str = "honest-but-curious",
+        registry: Any = None,
+        experiment_id: str = "",
     ) -> None:
-        super().__init__(min_senders=min_senders, max_round_bytes=max_round_bytes)
+        super().__init__(
+            min_senders=min_senders,
+            max_round_bytes=max_round_bytes,
+            threat_model=threat_model,
+            registry=registry,
+            signing_id=experiment_id,
+        )
         self.params = params or DEFAULT_PARAMS
 
     def bytes_per_value(self, n_clients: int) -> float:
@@ -274,7 +292,9 @@ class CKKSSum(SecureSum):
     def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:
         ids = self._check_ids(server_id, client_ids)
         p, m = self.params, self.min_senders
-        return SecureSumParties(
-            server=self._limited(CKKSSumServer(server_id, ids, m, p), len(ids)),
-            clients={c: CKKSSumClient(c, server_id, ids, m, p) for c in ids},
+        return self._authenticated(
+            SecureSumParties(
+                server=self._limited(CKKSSumServer(server_id, ids, m, p), len(ids)),
+                clients={c: CKKSSumClient(c, server_id, ids, m, p) for c in ids},
+            )
         )

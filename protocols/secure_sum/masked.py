@@ -17,15 +17,16 @@ positions; any coalition learns at most the honest senders' sum. ``collusion_thr
 masks each sender with ``2*ceil((t+1)/2)`` others on a circulant graph (secure against at
 most t colluding senders); ``pair_masks=False`` keeps receiver masks only (broken by a
 server colluding with the receiver: the trust of ``ckks``). Not protected: an active server
-(unauthenticated keys), senders lying about their blocks, what the sum reveals. Dropouts
-abort the batch. In full: ``docs/protocols.md``.
+(unauthenticated keys: use ``threat_model="malicious"``, which signs keys and requests),
+senders lying about their blocks, what the sum reveals. Dropouts abort the batch. In
+full: ``docs/protocols.md``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -115,7 +116,10 @@ class MaskedSumClient(SecureSumClient):
     def setup_publish(self, inbox: Inbox) -> list[Envelope]:
         self._expect_empty(inbox)
         self._keys, self._peer_keys, self._shared = KeyPair.generate(), {}, {}
-        payload = Payload({"x25519_public": self._keys.public}, {"experiment": self.experiment_id})
+        fields = {"x25519_public": self._keys.public}
+        if self.registry is not None:
+            fields["sig"] = self._sign("setup-key", None, self._keys.public)
+        payload = Payload(fields, {"experiment": self.experiment_id})
         return [Envelope(self.party_id, self.server_id, TAG_KEY, payload)]
 
     def setup_install(self, inbox: Inbox) -> list[Envelope]:
@@ -136,6 +140,17 @@ class MaskedSumClient(SecureSumClient):
             self._peer_keys = {v: check_public_key(keys[i].tobytes()) for i, v in enumerate(peers)}
         except KeyAgreementError as err:
             raise ProtocolError(f"{who}: bad public key in the key list: {err}") from err
+        if self.registry is not None:
+            sigs = envs[0].payload.fields.get("sigs")
+            if not isinstance(sigs, np.ndarray) or sigs.shape != (len(peers), 64):
+                self._peer_keys = {}
+                raise ProtocolError(f"{who}: the key list carries no signatures")
+            for i, v in enumerate(peers):
+                try:
+                    self._verify(v, "setup-key", None, sigs[i].tobytes(), self._peer_keys[v])
+                except ProtocolError:
+                    self._peer_keys = {}
+                    raise
         self._shared = {}
         return []
 
@@ -232,11 +247,17 @@ class MaskedSumServer(SecureSumServer):
                 check_public_key(key)
             except KeyAgreementError as err:
                 raise ProtocolError(f"server: bad public key from {sender!r}: {err}") from err
+        sigs = self.setup_signatures(inbox)
+        if self.registry is not None and any(len(sigs.get(v, b"")) != 64 for v in keys):
+            raise ProtocolError("server: a public key arrived without its signature")
         out = []
         for u in sorted(self.federation):
             ids = sorted(self.federation - {u})
             arr = np.frombuffer(b"".join(keys[v] for v in ids), np.uint8)
             fields = {"keys": arr.reshape(len(ids), PUBLIC_KEY_BYTES)}
+            if self.registry is not None:
+                raw = np.frombuffer(b"".join(sigs[v] for v in ids), np.uint8)
+                fields["sigs"] = raw.reshape(len(ids), 64)
             out.append(Envelope(self.party_id, u, TAG_KEYLIST, Payload(fields, {"ids": ids})))
         return out
 
@@ -278,7 +299,8 @@ class MaskedSum(SecureSum):
     an int t >= 1 masks on a circulant graph that tolerates t colluding senders (module
     docstring; ``docs/protocols.md``). ``pair_masks=False``: receiver masks only (module docstring:
     safe unless the server colludes with the receiver, the trust of ``ckks``).
-    ``min_senders``, ``max_round_bytes``: as in :class:`SecureSum`.
+    ``min_senders``, ``max_round_bytes``, ``threat_model``, ``registry``: as in
+    :class:`SecureSum`.
     """
 
     name: ClassVar[str] = "masked"
@@ -296,8 +318,16 @@ class MaskedSum(SecureSum):
         collusion_threshold: int | None = None,
         pair_masks: bool = True,
         max_round_bytes: float | None = None,
+        threat_model: str = "honest-but-curious",
+        registry: Any = None,
     ) -> None:
-        super().__init__(min_senders=min_senders, max_round_bytes=max_round_bytes)
+        super().__init__(
+            min_senders=min_senders,
+            max_round_bytes=max_round_bytes,
+            threat_model=threat_model,
+            registry=registry,
+            signing_id=experiment_id,
+        )
         if word_bits not in WORD_BITS:
             raise ValueError(f"word_bits must be one of {WORD_BITS}, got {word_bits!r}")
         if sum_bound is not None and (value_bound is not None or frac_bits is not None):
@@ -335,12 +365,14 @@ class MaskedSum(SecureSum):
         ids = self._check_ids(server_id, client_ids)
         codec = self.codec_for(len(ids))
         m, exp = self.min_senders, self.experiment_id
-        return SecureSumParties(
-            server=self._limited(MaskedSumServer(server_id, ids, m, codec.dtype), len(ids)),
-            clients={
-                c: MaskedSumClient(
-                    c, server_id, ids, m, exp, codec, self.collusion_threshold, self.pair_masks
-                )
-                for c in ids
-            },
+        return self._authenticated(
+            SecureSumParties(
+                server=self._limited(MaskedSumServer(server_id, ids, m, codec.dtype), len(ids)),
+                clients={
+                    c: MaskedSumClient(
+                        c, server_id, ids, m, exp, codec, self.collusion_threshold, self.pair_masks
+                    )
+                    for c in ids
+                },
+            )
         )

@@ -12,6 +12,13 @@ block shape, the support, message sizes and timing. A receiver's own block stays
 a local term. No dropout recovery (unlike SecAgg): a missing term makes the result wrong,
 so a dropped sender aborts the batch with :class:`ProtocolError` (re-run with a fresh
 ``round_idx``).
+
+Malicious-server mode (``threat_model="malicious"``, a :class:`~protocols.identity.KeyRegistry`
+from the experiment): every set-up key or context and every receiver's request is signed
+with the party's long-term key (:func:`~protocols.identity.local_identity`) and checked by
+the parties that rely on the server relaying it (no key substitution, no forged, altered or
+replayed request). Unverified: the sum itself (a server can still add any vector to a
+masked or encrypted sum: a wrong result, not a leak) and which jobs run at all.
 """
 
 from __future__ import annotations
@@ -19,9 +26,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from protocols.base import Envelope, Inbox, Phase, ProtocolError, ProtocolParty, Role
+from protocols.identity import (
+    HONEST_BUT_CURIOUS,
+    KeyRegistry,
+    Pki,
+    check_threat_model,
+    digest,
+    local_identity,
+    statement,
+)
 from protocols.secure_sum.blocks import (
     Block,
     Total,
@@ -82,6 +98,23 @@ class SecureSumClient(ProtocolParty):
         self._local: Block | None = None
         self._outgoing: dict[str, Block] = {}
         self._result: SumResult | None = None
+        self.registry: KeyRegistry | None = None  # malicious-server mode (signed messages)
+        self.signing_domain: tuple[str, str] = ("", "")  # (mode, experiment id)
+
+    # -- signatures (malicious-server mode) ----------------------------------------------
+    def _sign(self, step: str, round_idx: int | None, *content: object) -> bytes:
+        assert self.registry is not None
+        mode, exp = self.signing_domain
+        stmt = statement(f"secure-sum/{mode}", exp, round_idx, step, self.party_id, *content)
+        return local_identity(self.registry, self.party_id).sign(stmt)
+
+    def _verify(
+        self, signer: str, step: str, round_idx: int | None, sig: object, *content: object
+    ) -> None:
+        assert self.registry is not None
+        mode, exp = self.signing_domain
+        stmt = statement(f"secure-sum/{mode}", exp, round_idx, step, signer, *content)
+        self.registry.verify(signer, stmt, sig, f"{self.party_id}: {step} of {signer!r}")
 
     # -- inputs ------------------------------------------------------------------------
     def begin_round(self, round_idx: int) -> None:
@@ -145,6 +178,8 @@ class SecureSumClient(ProtocolParty):
             return []
         self._require_ready()
         payload = self._request.to_payload(self._r, self.party_id)
+        if self.registry is not None:
+            payload.fields["sig"] = self._sign("request", self._r, request_content(self._request))
         return [Envelope(self.party_id, self.server_id, TAG_REQUEST, payload)]
 
     def contribute(self, inbox: Inbox) -> list[Envelope]:
@@ -158,6 +193,9 @@ class SecureSumClient(ProtocolParty):
             request = SumRequest.from_payload(payload, who)
             if who not in request.senders or receiver in request.senders:
                 raise ProtocolError(f"{who}: request of {receiver!r} does not list this client")
+            if self.registry is not None:
+                sig = payload.fields.get("sig")
+                self._verify(receiver, "request", self._r, sig, request_content(request))
             requests[receiver] = request
         if not requests and not self._outgoing:
             return []
@@ -262,6 +300,8 @@ class SecureSumServer(ProtocolParty):
         self.min_senders = min_senders
         self._round: int | None = None
         self._requests: dict[str, SumRequest] = {}
+        self.registry: KeyRegistry | None = None  # malicious-server mode
+        self.signing_domain: tuple[str, str] = ("", "")
         self.max_round_bytes: float | None = None  # set by SecureSum (admission limit)
         self.bytes_per_value = 8.0  # what one encoded value costs on the wire in this mode
         self.encodes_entries = True  # senders send one encoded value per job position
@@ -288,6 +328,16 @@ class SecureSumServer(ProtocolParty):
             raise ProtocolError(f"server: no {what} from {missing}: abort setup")
         return blobs
 
+    @staticmethod
+    def setup_signatures(inbox: Inbox) -> dict[str, bytes]:
+        """Each sender's set-up signature (malicious-server mode), as it arrived."""
+        out = {}
+        for env in inbox:
+            sig = env.payload.fields.get("sig")
+            if isinstance(sig, bytes):
+                out[env.sender] = sig
+        return out
+
     def route_requests(self, inbox: Inbox) -> list[Envelope]:
         out = []
         for env in inbox:
@@ -310,6 +360,8 @@ class SecureSumServer(ProtocolParty):
                 )
             self._requests[r] = request
             payload = request.to_payload(self._r, r)
+            if "sig" in env.payload.fields:  # the receiver's signature travels with it
+                payload.fields["sig"] = env.payload.fields["sig"]
             out.extend(
                 Envelope(self.party_id, k, TAG_ROUTED_REQUEST, payload) for k in request.senders
             )
@@ -406,13 +458,40 @@ class SecureSum(ABC):
     setup_phases: ClassVar[tuple[Phase, ...]] = ()
     round_phases: ClassVar[tuple[Phase, ...]] = ROUND_PHASES
 
-    def __init__(self, *, min_senders: int = 2, max_round_bytes: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        min_senders: int = 2,
+        max_round_bytes: float | None = None,
+        threat_model: str = HONEST_BUT_CURIOUS,
+        registry: KeyRegistry | dict[str, Any] | None = None,
+        signing_id: str = "",
+    ) -> None:
         if isinstance(min_senders, bool) or not isinstance(min_senders, int) or min_senders < 1:
             raise ValueError(f"min_senders must be an int >= 1, got {min_senders!r}")
         if max_round_bytes is not None and not max_round_bytes > 0:
             raise ValueError(f"max_round_bytes must be None or > 0, got {max_round_bytes!r}")
         self.min_senders = min_senders
         self.max_round_bytes = max_round_bytes
+        self.threat_model = check_threat_model(threat_model)
+        if isinstance(registry, dict):
+            registry = KeyRegistry.from_wire(registry)
+        self.registry = registry
+        self.signing_id = signing_id  # bound into every signed statement (experiment id)
+
+    def _authenticated(self, parties: SecureSumParties) -> SecureSumParties:
+        """Malicious-server mode: every party gets the registry (signing keys come from
+        this process's keystore; without a registry one is issued here, which works only
+        when every party lives in this process)."""
+        if self.threat_model == HONEST_BUT_CURIOUS:
+            return parties
+        registry = self.registry
+        if registry is None:
+            registry = self.registry = Pki.issue(list(parties.clients)).registry
+        for party in (parties.server, *parties.clients.values()):
+            party.registry = registry
+            party.signing_domain = (self.name, self.signing_id)
+        return parties
 
     def bytes_per_value(self, n_clients: int) -> float:
         """Wire bytes of one encoded value in this mode (the admission limit's unit)."""
@@ -436,3 +515,10 @@ class SecureSum(ABC):
         if server_id in ids:
             raise ValueError("the server id must differ from the client ids")
         return ids
+
+
+def request_content(request: SumRequest) -> list[Any]:
+    """What a receiver signs about its request (senders, shape, result kind, support)."""
+    support = request.support
+    index = None if support is None else digest(support.index.astype("<i8").tobytes())
+    return [list(request.senders), list(request.shape), request.sparse_result, index]
