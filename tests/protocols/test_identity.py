@@ -1,0 +1,67 @@
+"""Party identities: Ed25519 signatures over statements bound to experiment, round, step."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocols.identity import (
+    KeyRegistry,
+    Pki,
+    SignatureError,
+    check_threat_model,
+    local_identity,
+    statement,
+)
+
+
+@pytest.fixture
+def pki() -> Pki:
+    return Pki.issue(["server", "c0", "c1"])
+
+
+def test_signature_verifies_only_the_statement_it_signed(pki: Pki) -> None:
+    msg = statement("secagg", "exp", 3, "keys", "c0", b"\x01" * 32)
+    sig = pki.identity("c0").sign(msg)
+    pki.registry.verify("c0", msg, sig)
+    variants = {
+        "tampered content": statement("secagg", "exp", 3, "keys", "c0", b"\x02" * 32),
+        "replayed round": statement("secagg", "exp", 4, "keys", "c0", b"\x01" * 32),
+        "other experiment": statement("secagg", "exp2", 3, "keys", "c0", b"\x01" * 32),
+        "other step": statement("secagg", "exp", 3, "consistency", "c0", b"\x01" * 32),
+        "other protocol": statement("ckks", "exp", 3, "keys", "c0", b"\x01" * 32),
+    }
+    for what, other in variants.items():
+        with pytest.raises(SignatureError, match="does not verify"):
+            pki.registry.verify("c0", other, sig, what)
+
+
+def test_impersonation_and_unknown_parties_are_refused(pki: Pki) -> None:
+    msg = statement("secagg", "exp", 0, "keys", "c1", b"k")
+    forged = pki.identity("server").sign(msg)  # the server signs in c1's name
+    with pytest.raises(SignatureError, match="'c1' does not verify"):
+        pki.registry.verify("c1", msg, forged)
+    with pytest.raises(SignatureError, match="not in the key registry"):
+        pki.registry.verify("c9", msg, forged)
+    for bad in (None, b"", b"\0" * 63, "x" * 64):
+        with pytest.raises(SignatureError, match="malformed"):
+            pki.registry.verify("c1", msg, bad)
+
+
+def test_registry_round_trips_and_keystore_holds_each_identity(pki: Pki) -> None:
+    again = KeyRegistry.from_wire(pki.registry.to_wire())
+    assert again == pki.registry and again.fingerprint == pki.registry.fingerprint
+    assert local_identity(again, "c0").public == pki.identity("c0").public
+    other = Pki.issue(["c0"])  # a second experiment: its own key for the same id
+    assert local_identity(other.registry, "c0").public != pki.identity("c0").public
+    with pytest.raises(ValueError, match="share one signing key"):
+        KeyRegistry({"a": b"\1" * 32, "b": b"\1" * 32})
+    with pytest.raises(ValueError, match="33 bytes"):
+        KeyRegistry({"a": b"\1" * 33})
+    assert "c0" in pki.registry and "nobody" not in pki.registry
+    assert "Identity('c0'" in repr(pki.identity("c0"))  # no private key in the repr
+
+
+def test_threat_model_names() -> None:
+    assert check_threat_model("malicious") == "malicious"
+    with pytest.raises(ValueError, match="threat_model"):
+        check_threat_model("paranoid")
