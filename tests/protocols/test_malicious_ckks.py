@@ -1,0 +1,139 @@
+"""CKKS aggregation in malicious-server mode: signed deliveries, checked aggregates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocols.base import Envelope, ProtocolError, aggregate, no_transport, setup_parties
+from protocols.ckks import (
+    TAG_AGGREGATE,
+    TAG_CLIENT_KEY,
+    TAG_SECRET_CONTEXT,
+    CKKSAggregation,
+    CKKSParams,
+)
+from protocols.ckks_signed import CheckKey, check_slots, tolerance
+from protocols.identity import SignatureError
+
+SERVER = "server"
+MAL = "malicious"
+IDS = ["c0", "c1", "c2", "c3"]
+
+
+def _inputs(d: int, seed: int = 0) -> dict[str, tuple[np.ndarray, float]]:
+    rng = np.random.default_rng(seed)
+    return {c: (rng.uniform(-1, 1, d), float(i + 1)) for i, c in enumerate(IDS)}
+
+
+def _mean(inputs, members) -> np.ndarray:
+    return sum(inputs[c][0] * inputs[c][1] for c in members) / sum(inputs[c][1] for c in members)
+
+
+def _setup(threat_model: str = MAL, d: int = 40, transmit=no_transport):
+    protocol = CKKSAggregation(experiment_id="exp-ckks", threat_model=threat_model)
+    parties = protocol.create_parties(SERVER, IDS, d)
+    setup_parties(protocol, parties, transmit)
+    return protocol, parties
+
+
+@pytest.mark.parametrize("dim", [40, 5000])
+def test_malicious_mode_aggregates_with_dropouts(dim: int) -> None:
+    protocol, parties = _setup(d=dim)
+    inputs = _inputs(dim)
+    result = aggregate(protocol, parties, 0, inputs, dropped={"c2": "encrypt"})
+    members = ["c0", "c1", "c3"]
+    assert result.participants == tuple(members)
+    np.testing.assert_allclose(result.mean, _mean(inputs, members), atol=1e-6)
+    assert check_slots(dim) == 2 + 2 * -(-(dim + 1) // 32)
+
+
+def _forge(edit):
+    def transmit(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            if env.tag == TAG_AGGREGATE:
+                edit(env)
+        return out
+
+    return transmit
+
+
+def _drop_signature_rows(env: Envelope) -> None:
+    env.payload.fields["sigs"] = env.payload.fields["sigs"][:1]
+
+
+def _wrong_digest(env: Envelope) -> None:
+    env.payload.fields["digests"][1, 0] ^= 1
+
+
+def _fake_participant(env: Envelope) -> None:  # claims c3 without its update
+    participants = env.payload.meta["participants"]
+    env.payload.meta["participants"] = [p for p in participants if p != "c3"]
+    keep = [i for i, p in enumerate(participants) if p != "c3"]
+    env.payload.fields["digests"] = env.payload.fields["digests"][keep]
+    env.payload.fields["sigs"] = env.payload.fields["sigs"][keep]
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (_drop_signature_rows, "no per-update signatures"),
+        (_wrong_digest, "does not verify"),
+        (_fake_participant, "tag check"),
+    ],
+)
+def test_forged_attestations_are_refused(edit, match) -> None:
+    protocol, parties = _setup()
+    with pytest.raises(ProtocolError, match=match):
+        aggregate(protocol, parties, 0, _inputs(40), transmit=_forge(edit))
+
+
+def test_the_same_forgery_passes_unnoticed_when_honest_but_curious() -> None:
+    """Honest-but-curious clients accept an aggregate listing a client it leaves out."""
+    protocol, parties = _setup("honest-but-curious")
+    inputs = _inputs(40)
+
+    def drop_c3(env: Envelope) -> None:
+        if env.receiver != "c3":  # c3 itself would notice
+            env.payload.meta["participants"] = [p for p in env.payload.meta["participants"]
+                                                if p != "c3"]  # fmt: skip
+
+    result = aggregate(protocol, parties, 0, inputs, transmit=_forge(drop_c3))
+    np.testing.assert_allclose(result.mean, _mean(inputs, IDS), atol=1e-6)  # sum of all four
+    assert result.participants == ("c0", "c1", "c2")  # ...reported as three
+
+
+def test_key_delivery_is_signed() -> None:
+    def tamper_secret(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            if env.tag == TAG_SECRET_CONTEXT and env.receiver == "c1":
+                env.payload.fields["authority_public"] = bytes(31) + b"\x09"
+        return out
+
+    with pytest.raises(SignatureError, match="secret context: signature of 'key-authority'"):
+        _setup(transmit=tamper_secret)
+
+    def impersonate(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            if env.tag == TAG_CLIENT_KEY and env.sender == "c2":
+                env.payload.fields["sig"] = bytes(64)
+        return out
+
+    with pytest.raises(SignatureError, match="client key: signature of 'c2'"):
+        _setup(transmit=impersonate)
+
+
+def test_check_key_tags_and_sketches() -> None:
+    key = CheckKey(bytes(range(32)), "e")
+    tags = key.tags(0, "c0")
+    assert tags.shape == (2,) and np.all(np.abs(tags) <= 1)
+    assert not np.allclose(tags, key.tags(1, "c0")) and not np.allclose(tags, key.tags(0, "c1"))
+    values = np.arange(70, dtype=float)
+    alpha = key.alphas(0, values.size)
+    assert alpha.shape == (2, 3, 32)
+    sketch = CheckKey.sketch(alpha, values)
+    np.testing.assert_allclose(sketch[0], alpha[0, 0] @ values[:32])
+    assert tolerance(CKKSParams(), 100) < 1e-4
