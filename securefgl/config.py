@@ -23,6 +23,7 @@ from typing import Any
 
 from protocols.base import Role
 from protocols.dp.accounting import KINDS as ACCOUNTANT_KINDS
+from protocols.identity import THREAT_MODELS
 from protocols.registry import TRANSPORTS, parse_stack, secure_sum_for_stack
 from securefgl.data.datasets import resolve_name
 from securefgl.data.graph_datasets import resolve_graph_name
@@ -114,6 +115,14 @@ class ExperimentConfig:
     secagg_threshold: float | None = _opt(
         None, "Shamir t: a count (> 1) or a fraction of share holders", "protocol stack"
     )
+    threat_model: str = _opt(
+        "honest-but-curious",
+        "the server's threat model: malicious adds signed messages (Ed25519 PKI set up by the "
+        "experiment) and consistency checks to secagg, secagg+, ckks and the masked / ckks "
+        "secure sums (docs/protocols.md)",
+        "protocol stack",
+        THREAT_MODELS,
+    )
     dp_clip: float = _opt(1.0, "clip_noise: L2 clip of an update; ldp_*: clip", "protocol stack")
     dp_noise: float = _opt(1.0, "noise multiplier σ (clip_noise, ldp_gaussian)", "protocol stack")
     dp_epsilon: float = _opt(1.0, "ldp_laplace: ε per released update", "protocol stack")
@@ -191,6 +200,7 @@ class ExperimentConfig:
         _choice("dp_mode", self.dp_mode, ("auto", "central", "distributed"))
         _choice("dp_accountant", self.dp_accountant, ACCOUNTANT_KINDS)
         _choice("client_sampling", self.client_sampling, ("fixed", "poisson"))
+        _choice("threat_model", self.threat_model, THREAT_MODELS)
         try:
             transport, mechanism = parse_stack(self.protocol)
         except ValueError as err:
