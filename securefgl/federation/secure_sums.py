@@ -36,6 +36,13 @@ class SumSpec:
     def protocol(self) -> SecureSum:
         return make_secure_sum(self.mode, self.experiment_id, **self.options)
 
+    def authenticated(self, options: dict[str, Any]) -> SumSpec:
+        """This spec in a threat model (``ProtocolStack.sum_options()``: the threat model
+        and the experiment's key registry); ``plain`` has no keys to sign."""
+        if self.mode == "plain" or not options:
+            return self
+        return SumSpec(self.mode, self.experiment_id, {**self.options, **options})
+
     def to_wire(self) -> dict[str, Any]:
         return {"mode": self.mode, "experiment_id": self.experiment_id, "options": self.options}
 

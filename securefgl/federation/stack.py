@@ -10,6 +10,11 @@ A stack is at most one update mechanism (DP) and at most one transport, in any o
 shares (``distributed``) over ``secagg`` / ``secagg+`` / ``ckks``, unless ``dp_mode``
 says otherwise. ε always comes from an accountant (Opacus RDP/PRV for Gaussian noise,
 pure-DP composition for Laplace), never from adding per-round ε.
+
+``threat_model = "malicious"``: the experiment acts as the registrar of a PKI
+(:class:`protocols.identity.Pki`, one Ed25519 key per client, the server and the key
+authority) that the transport uses, and that hosted secure sums get through
+:meth:`ProtocolStack.sum_options` (their registry travels in the sum's spec).
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocols.base import AggregationProtocol
+from protocols.ckks import DEFAULT_AUTHORITY_ID
 from protocols.dp import ClipNoiseMechanism, DPAggregation, GaussianLDP, LaplaceLDP
 from protocols.dp.accounting import Accountant
+from protocols.identity import HONEST_BUT_CURIOUS, Pki
 from protocols.registry import make_transport, parse_stack
 from securefgl.config import ExperimentConfig
+from securefgl.federation.party import SERVER, client_party_id
 
 SERVER_ADVERSARY = "server"
 OBSERVERS = "model observers"
@@ -59,6 +67,15 @@ class ProtocolStack:
     sampling: str = "fixed"
     colluding: int = 0
     rounds: int = field(default=0)
+    threat_model: str = HONEST_BUT_CURIOUS
+    pki: Pki | None = None  # malicious-server mode: the experiment's PKI
+
+    def sum_options(self) -> dict[str, Any]:
+        """Options that put a hosted secure sum in this stack's threat model (wire data:
+        the registry's public keys only; each party signs with its own keystore key)."""
+        if self.threat_model == HONEST_BUT_CURIOUS or self.pki is None:
+            return {}
+        return {"threat_model": self.threat_model, "registry": self.pki.registry.to_wire()}
 
     @property
     def accountant(self) -> Accountant | None:
@@ -127,13 +144,19 @@ def build_stack(
     transport_name, mech_name = parse_stack(config.protocol)
     t = config.secagg_threshold
     threshold = int(t) if t is not None and t > 1 else t  # > 1: a count; ≤ 1: a fraction
+    threat = config.threat_model
+    pki = None
+    if threat != HONEST_BUT_CURIOUS:  # the experiment is the registrar, never the server
+        ids = [client_party_id(i) for i in range(config.clients)]
+        pki = Pki.issue([SERVER, DEFAULT_AUTHORITY_ID, *ids])
     transport = make_transport(
-        transport_name, experiment_id, threshold=threshold, neighbours=config.secagg_k
-    )
+        transport_name, experiment_id, threshold=threshold, neighbours=config.secagg_k,
+        threat_model=threat, pki=pki,
+    )  # fmt: skip
     names = [n for n in (mech_name, transport_name) if n]
     sampling, colluding = config.client_sampling, config.dp_colluding_clients
     if mech_name is None:
-        return ProtocolStack(transport, names, sampling=sampling)
+        return ProtocolStack(transport, names, sampling=sampling, threat_model=threat, pki=pki)
     mechanism = _mechanism(mech_name, config, transport_name, clients_per_round)
 
     def ledger(adversary: str, amplified: bool, assumes: str = "") -> Ledger:
@@ -152,7 +175,9 @@ def build_stack(
     else:  # central noise: the server sees clean updates, so nothing is claimed against it
         ledgers = [ledger(OBSERVERS, poisson)]
     protocol = DPAggregation(transport, mechanism, seed=seed)
-    return ProtocolStack(protocol, names, mechanism, ledgers, sampling, colluding)
+    return ProtocolStack(
+        protocol, names, mechanism, ledgers, sampling, colluding, threat_model=threat, pki=pki
+    )
 
 
 def build_protocol(stack: Sequence[str], experiment_id: str = "securefgl") -> AggregationProtocol:

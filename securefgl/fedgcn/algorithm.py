@@ -63,7 +63,7 @@ class FedGCN(FedAvg):
         federation.channel.round = -1  # pre-training: counted as setup
         self.report = run_neighbour_sums(
             ids, executor, federation.channel, self.settings,
-            f"securefgl/fedgcn|seed={federation.seed}",
+            f"securefgl/fedgcn|seed={federation.seed}", sum_options=federation.stack.sum_options(),
         )  # fmt: skip
         log.info(
             "fedgcn pre-training (%s, %d hops): %.1f s, %.1f MB",

@@ -225,11 +225,13 @@ def run_neighbour_sums(
     settings: FedGCNSettings,
     experiment_id: str,
     server_id: str = SERVER,
+    sum_options: dict[str, Any] | None = None,
 ) -> PrecomputeReport:
     """Run hops ``1..settings.hops`` between :class:`NeighbourSumClient` parties and a
-    :class:`NeighbourSumRelay` ``server_id``, every message through ``channel``."""
+    :class:`NeighbourSumRelay` ``server_id``, every message through ``channel``;
+    ``sum_options``: the stack's threat model and key registry (``ProtocolStack.sum_options``)."""
     ids = list(client_ids)
-    spec = sum_spec(settings, experiment_id)
+    spec = sum_spec(settings, experiment_id).authenticated(dict(sum_options or {}))
     report = PrecomputeReport(spec.mode, settings.hops)
     t0, start = time.perf_counter(), len(channel.transcript.entries)
     driver = SecureSumDriver(executor, channel, spec, ids, server_id)

@@ -66,7 +66,7 @@ from securefgl.fedstruct.abar_build import (
 )
 from securefgl.fedstruct.abar_central import central_abar
 from securefgl.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay, SparseRows
-from securefgl.fedstruct.abar_secure import hop_sum_for
+from securefgl.fedstruct.abar_secure import SecureHopSum, hop_sum_for
 from securefgl.fedstruct.edge_dp import EDGE_DP
 from securefgl.fedstruct.model import AbarRows, FedStructModel, local_propagation
 from securefgl.fedstruct.nsf import node_structure_features
@@ -386,9 +386,12 @@ def oracle_abar_rows(
     return {v.client_id: sp.csr_matrix(abar[v.node_ids.numpy()]) for v in views}
 
 
-def _hop_sum(settings: FedStructSettings, experiment_id: str) -> HopSum:
+def _hop_sum(
+    settings: FedStructSettings, experiment_id: str, auth: dict[str, Any] | None = None
+) -> HopSum:
     """The per-hop sum of the Ā build: ``plain`` (the paper's), ``masked`` or ``ckks``
-    (:mod:`~securefgl.fedstruct.abar_secure`; they run through the server)."""
+    (:mod:`~securefgl.fedstruct.abar_secure`; they run through the server). ``auth``: the
+    stack's threat model and key registry (``ProtocolStack.sum_options``)."""
     if settings.abar_sum == "plain":
         return PlainHopSum()
     options: dict[str, Any] = {
@@ -404,11 +407,14 @@ def _hop_sum(settings: FedStructSettings, experiment_id: str) -> HopSum:
             pair_masks=settings.abar_pair_masks,
         )
     try:
-        return hop_sum_for(
+        hop = hop_sum_for(
             settings.abar_sum, experiment_id, settings.abar_support, **options  # type: ignore[arg-type]
         )
     except ValueError as err:
         raise ConfigError(f"abar_sum: {err}") from None
+    if auth and isinstance(hop, SecureHopSum):
+        hop.spec = hop.spec.authenticated(auth)
+    return hop
 
 
 class FedStruct(FedAvg):
@@ -538,7 +544,11 @@ class FedStruct(FedAvg):
                     st.hop_weights,
                     None if st.prune == "none" else st.prune,  # type: ignore[arg-type]
                     st.prune_p,
-                    _hop_sum(st, f"securefgl/fedstruct/abar|seed={self.federation.seed}"),
+                    _hop_sum(
+                        st,
+                        f"securefgl/fedstruct/abar|seed={self.federation.seed}",
+                        self.federation.stack.sum_options(),
+                    ),
                     SERVER if st.abar_relay or st.abar_sum != "plain" else None,
                     progress=self.federation.progress,
                 )
