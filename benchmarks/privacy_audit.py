@@ -4,7 +4,10 @@ Run: ``python benchmarks/privacy_audit.py [--datasets Cora,CiteSeer] [--quick]``
 SECUREFGL_DATA pointing at a PyG raw-layout folder. Resumable: cells already in
 ``benchmarks/results/privacy_audit.json`` (a list of rows; settings and the DP-audit sweep in
 ``privacy_audit_meta.json``) are skipped (``--fresh`` to start over);
-``--render-only`` rewrites the Markdown and plot from the JSON.
+``--render-only`` rewrites the Markdown and plot from the JSON. ``--active-server`` runs the
+active-server audit (:mod:`attacks.active_server`, seconds, no dataset) and merges its rows
+(``adversary = "active server"``, one per attack, protocol and threat model) into the JSON,
+replacing earlier active-server rows and keeping every other row, then re-renders.
 
 Grid (one seed; every cell trains once and runs the attacks that target its algorithm,
 ``attacks.registry``):
@@ -38,6 +41,9 @@ from harness.notes import note_path
 from harness.results import read_json, write_json, write_text
 from tqdm.auto import tqdm
 
+from attacks.active_server.audit import active_server_rows, merge_rows
+from attacks.active_server.audit import markdown as active_server_table
+from attacks.active_server.driver import ADVERSARY
 from attacks.audit import AuditConfig, epsilon_cells, markdown_table, plot_audit, run_audit
 from attacks.dp_audit import dp_audit
 from securefgl.config import ExperimentConfig
@@ -139,6 +145,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     done = {
         (r["dataset"], r["algorithm"], r["protocol"], r.get("seed", args.seed))
         for r in payload["rows"]
+        if r.get("adversary") != ADVERSARY
     }
     cells = [
         (ds, algo, proto, over, suffix, seed)
@@ -309,7 +316,8 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
     if "dp_audit_sweep" not in payload:  # cheap (seconds): computed once, then stored
         payload["dp_audit_sweep"] = dp_sweep()
         save(payload, OUT / f"{NAME}.json")
-    all_rows = payload["rows"]
+    active = [r for r in payload["rows"] if r.get("adversary") == ADVERSARY]
+    all_rows = [r for r in payload["rows"] if r.get("adversary") != ADVERSARY]
     st = payload.get("settings", {})
     rows = [r for r in all_rows if r.get("seed", st.get("seed", 0)) == st.get("seed", 0)]
     notes = notes_path.read_text() if notes_path and notes_path.exists() else ""
@@ -341,6 +349,7 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
         "informative.",
         "",
         sweep_table(payload["dp_audit_sweep"]),
+        *(ACTIVE_SERVER_HEAD + [active_server_table(active)] if active else []),
         "## Published ballparks",
         "",
         "| attack | published |",
@@ -357,6 +366,28 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
     ]
     write_text(OUT / f"{NAME}.md", "\n".join(md))
     plot_audit(rows, OUT / f"{NAME}.png")
+
+
+ACTIVE_SERVER_HEAD = [
+    "## Active server (a server that lies)",
+    "",
+    "Each attack replaces the server's side of a protocol and runs the library's own clients "
+    "(`attacks/active_server`; `python benchmarks/privacy_audit.py --active-server`). "
+    "**recovered**: the server read one client's input; **corrupted**: the clients accepted a "
+    "result the server altered; refused: an honest client detected the lie first (the first "
+    "refusal is named). `honest-but-curious` is every protocol as before; `malicious` is "
+    "`--threat-model malicious` (signed messages and consistency checks, docs/protocols.md).",
+    "",
+]
+
+
+def run_active_server(seed: int = 0) -> dict[str, Any]:
+    """Merge fresh active-server rows into the stored audit (other rows untouched)."""
+    path = OUT / f"{NAME}.json"
+    payload = load(path)
+    payload["rows"] = merge_rows(payload["rows"], active_server_rows(seed))
+    save(payload, path)
+    return payload
 
 
 def main() -> None:
@@ -376,9 +407,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a 4-cell grid per dataset")
     parser.add_argument("--fresh", action="store_true", help="ignore the existing JSON")
     parser.add_argument("--render-only", action="store_true")
+    parser.add_argument(
+        "--active-server", action="store_true",
+        help="run only the active-server audit; merge its rows into the JSON and re-render",
+    )  # fmt: skip
     args = parser.parse_args()
     notes = note_path(NAME)
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.active_server:
+        write_outputs(run_active_server(args.seed), notes)
+        return
     if args.render_only:
         write_outputs(load(OUT / f"{NAME}.json"), notes)
         return

@@ -350,6 +350,7 @@ class KeySubstitutionServer(LyingServer):
             return
         masks = {v: (key, self.fake[v][1].public) for v in self._mask_sets[self.victim]}
         self._unmask(seed, masks)
+        self.note = "read after masked_input; the peers abort later (shares that do not open)"
 
     def request_unmask(self, inbox: Inbox) -> list[Envelope]:
         self._steal(inbox)
