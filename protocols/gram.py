@@ -211,7 +211,10 @@ class GramAuthority(ProtocolParty):
         for a, n in enumerate(names):
             g = np.eye(k)
             for b, (i, j) in enumerate(ps):
-                vec = ts.ckks_vector_from(self._ctx, blobs[a * len(ps) + b])
+                try:
+                    vec = ts.ckks_vector_from(self._ctx, blobs[a * len(ps) + b])
+                except (ValueError, RuntimeError, TypeError) as err:
+                    raise ProtocolError(f"{self.party_id}: not a ciphertext ({err})") from err
                 if vec.size() != 1:
                     raise ProtocolError(f"{self.party_id}: a product must be one value")
                 g[i, j] = g[j, i] = np.round(vec.decrypt()[0] / step) * step

@@ -116,13 +116,19 @@ class GPFL(GraphAlgorithm):
             ex.call([Call(SERVER, TRAIN, "receive_properties", (t, channel.transmit(sent)))])
             if s.property_epsilon is not None:
                 self.accountant.step(s.property_epsilon)  # one release per client
-        sent = ex.call([Call(SERVER, TRAIN, "build_network", (t, self._min_senders))])[0]
-        deliver(ex, channel, sent, "receive_weights", t)
-        self.driver.round(
-            2 * t + 1,
-            prepare=lambda c: Call(c, TRAIN, "prepare_update", (t,)),
-            finish=lambda c: Call(c, TRAIN, "finish_update", (t,)),
-        )
+        plain = s.sums == "plain"
+        sent = ex.call([Call(SERVER, TRAIN, "build_network", (t, self._min_senders, not plain))])
+        if plain:  # the paper: updates to the server, which mixes them (O(k) messages)
+            ups = [env for out in ex.map(self.ids, TRAIN, "send_update", t) for env in out]
+            mixed = ex.call([Call(SERVER, TRAIN, "mix", (t, channel.transmit(ups)))])[0]
+            deliver(ex, channel, mixed, "apply_mixture", t)
+        else:
+            deliver(ex, channel, sent[0], "receive_weights", t)
+            self.driver.round(
+                2 * t + 1,
+                prepare=lambda c: Call(c, TRAIN, "prepare_update", (t,)),
+                finish=lambda c: Call(c, TRAIN, "finish_update", (t,)),
+            )
         return float(np.average(losses, weights=self._weights))
 
     @property
@@ -160,8 +166,10 @@ class GPFL(GraphAlgorithm):
             INITIAL_MODEL: "plain",
             FEATURES: features,
             PROPERTIES: props,
-            UPDATES: str(s.sums),
-            WEIGHTS: "plain (each client learns its row and column)",
+            UPDATES: "plain (each update to the server, which mixes)" if s.sums == "plain"
+            else f"{s.sums} secure sums to each receiver",
+            WEIGHTS: "kept by the server" if s.sums == "plain"
+            else "plain (each client learns its row and column)",
         }
 
     def model_label(self) -> str:

@@ -43,6 +43,8 @@ SIM = "sim"  # the sub-party of the Gram protocol
 TAG_FEATURES = "gpfl/features"
 TAG_PROPERTIES = "gpfl/properties"
 TAG_WEIGHTS = "gpfl/weights"
+TAG_UPDATE = "gpfl/update"
+TAG_MIXTURE = "gpfl/mixture"
 
 
 class GPFLClient(GraphLearner, Party):
@@ -138,6 +140,16 @@ class GPFLClient(GraphLearner, Party):
                 self.column = dict(zip(meta["receivers"], env.payload.array("column").tolist(),
                                        strict=True))  # fmt: skip
 
+    def send_update(self, round_idx: int) -> list[Envelope]:
+        """Plain aggregation (the paper): Δθ_i to the server, which mixes."""
+        payload = Payload({"delta": self.delta}, {"round": round_idx})
+        return [Envelope(self.party_id, SERVER, TAG_UPDATE, payload)]
+
+    def apply_mixture(self, round_idx: int, inbox: list[Envelope]) -> None:
+        for env in inbox:
+            if env.tag == TAG_MIXTURE and self.start is not None:
+                self.load_flat(self.start + env.payload.array("mix"))
+
     def prepare_update(self, round_idx: int) -> int:
         """Contribute w_ij Δθ_j to each receiver i; request Σ_j w_ij Δθ_j (own term local)."""
         assert self.sum_party is not None and self.delta is not None
@@ -217,7 +229,16 @@ class GPFLServer(InitServer):
         assert grams is not None
         return spectral_factor(grams["params"], self.gram.dims["params"]), grams["embedding"]
 
-    def build_network(self, round_idx: int, min_senders: int) -> list[Envelope]:
+    def mix(self, round_idx: int, inbox: list[Envelope]) -> list[Envelope]:
+        """Plain aggregation: every client's Σ_j w_ij Δθ_j from the updates it received."""
+        assert self.W is not None
+        got = {env.sender: env.payload.array("delta") for env in inbox if env.tag == TAG_UPDATE}
+        deltas = np.stack([got[c] for c in self.clients])
+        mixed = self.W @ deltas
+        return [Envelope(SERVER, c, TAG_MIXTURE, Payload({"mix": mixed[i]}, {"round": round_idx}))
+                for i, c in enumerate(self.clients)]  # fmt: skip
+
+    def build_network(self, round_idx: int, min_senders: int, send: bool = True) -> list[Envelope]:
         s, k = self.s, len(self.clients)
         x, a_e = self._similarities()
         if self.previous is None:
@@ -243,7 +264,9 @@ class GPFLServer(InitServer):
         self.W = w
         self.density.append(float((a > 0).mean()))
         self.features = {}
-        out = []
+        out: list[Envelope] = []
+        if not send:  # plain aggregation: the server mixes, the clients need no weights
+            return out
         for i, c in enumerate(self.clients):
             row = [j for j in range(k) if w[i, j] > 0]
             col = [j for j in range(k) if j != i and w[j, i] > 0]

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from securefgl.data.graph_datasets import GraphDataset, _ranges
+from securefgl.graphcls.models import sum_adjacency
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Batch:
     y: torch.Tensor
     num_graphs: int
     s: torch.Tensor | None = None  # per-node structure encodings (FedStar)
+    adj: torch.Tensor | None = None  # CSR adjacency (built once per batch)
 
 
 class GraphBatches:
@@ -50,7 +52,8 @@ class GraphBatches:
         ei = torch.from_numpy(self.edge_index[:, edges] + shift)
         b = torch.from_numpy(np.repeat(np.arange(graphs.size), nn))
         s = None if self.s is None else self.s[nodes]
-        return Batch(self.x[nodes], ei, b, self.y[graphs], int(graphs.size), s)
+        return Batch(self.x[nodes], ei, b, self.y[graphs], int(graphs.size), s,
+                     sum_adjacency(ei, int(nodes.size)))  # fmt: skip
 
     def all(self) -> Batch:
         """Every graph in one batch (cached: for evaluation)."""

@@ -10,6 +10,9 @@ parameters whose name holds ``_s``).
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -22,12 +25,46 @@ def _mlp(inp: int, hidden: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(inp, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
 
 
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Inverted dropout with a ``torch.rand`` mask (same distribution as ``F.dropout``,
+    about twice as fast on CPU)."""
+    if not training or p == 0:
+        return x
+    return x * (torch.rand(x.shape) >= p) / (1 - p)
+
+
+def sum_adjacency(edge_index: torch.Tensor, n: int) -> torch.Tensor:
+    """The 0/1 adjacency as a CSR tensor: ``A @ x`` sums each node's neighbours (the edges
+    come in both directions, so ``A`` is symmetric)."""
+    values = torch.ones(edge_index.shape[1])
+    coo = torch.sparse_coo_tensor(edge_index, values, (n, n), check_invariants=False)
+    with warnings.catch_warnings():  # "Sparse CSR tensor support is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        return coo.coalesce().to_sparse_csr()
+
+
+class _SymmetricMM(torch.autograd.Function):
+    """``A @ x`` for a symmetric sparse ``A``: the backward is ``A @ grad`` (no transpose)."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ctx.a = a
+        return torch.sparse.mm(a, x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        return None, torch.sparse.mm(ctx.a, grad)
+
+
 class GIN(nn.Module):
+    """GINConv (ε = 0) as ``MLP(x + A x)`` with a sparse matrix product (faster on CPU than
+    PyG's scatter; same function and parameter order)."""
+
     def __init__(self, nfeat: int, hidden: int, nclass: int, layers: int, dropout: float):
         super().__init__()
         self.dropout = dropout
         self.pre = nn.Sequential(nn.Linear(nfeat, hidden))
-        self.graph_convs = nn.ModuleList(GINConv(_mlp(hidden, hidden)) for _ in range(layers))
+        self.graph_convs = nn.ModuleList(_mlp(hidden, hidden) for _ in range(layers))
         self.post = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU())
         self.readout = nn.Sequential(nn.Linear(hidden, nclass))
 
@@ -38,12 +75,14 @@ class GIN(nn.Module):
         batch: torch.Tensor,
         num_graphs: int,
         s: torch.Tensor | None = None,
+        adj: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        a = sum_adjacency(edge_index, x.shape[0]) if adj is None else adj
         x = self.pre(x)
-        for conv in self.graph_convs:
-            x = F.dropout(F.relu(conv(x, edge_index)), self.dropout, self.training)
+        for mlp in self.graph_convs:
+            x = dropout(F.relu(mlp(x + _SymmetricMM.apply(a, x))), self.dropout, self.training)
         x = global_add_pool(x, batch, size=num_graphs)
-        x = F.dropout(self.post(x), self.dropout, self.training)
+        x = dropout(self.post(x), self.dropout, self.training)
         return F.log_softmax(self.readout(x), dim=1)
 
 
@@ -74,16 +113,17 @@ class GINDC(nn.Module):
         batch: torch.Tensor,
         num_graphs: int,
         s: torch.Tensor | None = None,
+        adj: torch.Tensor | None = None,
     ) -> torch.Tensor:
         if s is None:
             raise ValueError("GIN_dc needs the structure encodings s")
         x, s = self.pre(x), self.embedding_s(s)
         for conv, conv_s in zip(self.graph_convs, self.graph_convs_s_gcn, strict=True):
-            x = F.dropout(F.relu(conv(torch.cat((x, s), -1), edge_index)), self.dropout,
-                          self.training)  # fmt: skip
+            x = dropout(F.relu(conv(torch.cat((x, s), -1), edge_index)), self.dropout,
+                        self.training)  # fmt: skip
             s = torch.tanh(conv_s(s, edge_index))
         x = global_add_pool(self.Whp(torch.cat((x, s), -1)), batch, size=num_graphs)
-        x = F.dropout(self.post(x), self.dropout, self.training)
+        x = dropout(self.post(x), self.dropout, self.training)
         return F.log_softmax(self.readout(x), dim=1)
 
 

@@ -21,7 +21,7 @@ SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]
 
 
 def forward(model: nn.Module, b: Batch) -> torch.Tensor:
-    return model(b.x, b.edge_index, b.batch, b.num_graphs, b.s)
+    return model(b.x, b.edge_index, b.batch, b.num_graphs, b.s, b.adj)
 
 
 def train_epochs(
@@ -50,7 +50,7 @@ def train_epochs(
                 objective = loss + 0.5 * mu * prox
             objective.backward()
             opt.step()
-            total += float(loss) * b.num_graphs
+            total += loss.item() * b.num_graphs
             count += b.num_graphs
     return total / max(count, 1)
 
