@@ -10,7 +10,7 @@ with it. Round phases: client ``encrypt`` -> server ``add_and_broadcast`` -> cli
 security by the HE Standard), scale 2^36, symmetric-key encryption; 32 bytes per value.
 
 Threat model: protects each update from an honest-but-curious server; against a malicious
-one, ``threat_model="malicious"`` (:mod:`protocols.ckks_signed`). Not protected: a
+one, :mod:`protocols.ckks_signed` (signed keys, checked aggregates). Not protected: a
 server colluding with the key authority or with any client (clients share one key), a
 malicious server, the aggregate from the clients, IND-CPA^D noise leakage (Li & Micciancio
 2021; decrypted sums are rounded, a heuristic mitigation). Parameter choices, precision
@@ -46,7 +46,7 @@ from protocols.base import (
 )
 from protocols.crypto.aead import open_sealed, seal
 from protocols.crypto.keyagreement import KeyAgreementError, KeyPair, agree, check_public_key
-from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
+from protocols.identity import HONEST_BUT_CURIOUS
 from protocols.wire import Payload, WireFormatError
 
 logger = logging.getLogger(__name__)
@@ -530,8 +530,7 @@ class CKKSAggregation(AggregationProtocol):
     """Weighted mean under CKKS: the server adds ciphertexts, clients decrypt.
 
     ``experiment_id`` binds the sealed key distribution to one experiment (random if None).
-    ``threat_model="malicious"``: signed keys and checked aggregates
-    (:mod:`protocols.ckks_signed`; ``pki`` as in :class:`~protocols.secagg.SecAggregation`).
+    Malicious-server mode: :class:`protocols.ckks_signed.SignedCKKSAggregation`.
     """
 
     name = "ckks"
@@ -553,13 +552,11 @@ class CKKSAggregation(AggregationProtocol):
         params: CKKSParams | None = None,
         experiment_id: str | None = None,
         authority_id: str = DEFAULT_AUTHORITY_ID,
-        threat_model: str = HONEST_BUT_CURIOUS,
-        pki: Pki | None = None,
     ) -> None:
         self.params = params or CKKSParams()
         self.experiment_id = experiment_id or secrets.token_hex(8)
         self.authority_id = authority_id
-        self.threat_model, self.pki = check_threat_model(threat_model), pki
+        self.threat_model = HONEST_BUT_CURIOUS
 
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int
@@ -570,10 +567,6 @@ class CKKSAggregation(AggregationProtocol):
             raise ValueError(f"party ids must be distinct: {ids}")
         if dim < 0:
             raise ValueError("dim must be non-negative")
-        if self.threat_model != HONEST_BUT_CURIOUS:
-            from protocols.ckks_signed import signed_parties
-
-            return signed_parties(self, server_id, client_ids, dim)
         p, exp, aid = self.params, self.experiment_id, self.authority_id
         return AggregationParties(
             server=CKKSServer(server_id, aid, client_ids, p, dim),

@@ -56,6 +56,7 @@ from protocols.ckks import (
 from protocols.crypto.keyagreement import derive_key
 from protocols.crypto.prg import mask_words
 from protocols.identity import (
+    MALICIOUS,
     SIGNATURE_BYTES,
     Identity,
     KeyRegistry,
@@ -260,8 +261,26 @@ class SignedCKKSClient(CKKSClient):
         return data
 
 
+class SignedCKKSAggregation(CKKSAggregation):
+    """:class:`~protocols.ckks.CKKSAggregation` in malicious-server mode (module docstring).
+
+    ``pki``: the experiment's :class:`~protocols.identity.Pki` (None: one is issued for the
+    parties when they are made, the protocol object acting as the experiment's registrar).
+    """
+
+    def __init__(self, *args: Any, pki: Pki | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.threat_model, self.pki = MALICIOUS, pki
+
+    def create_parties(
+        self, server_id: str, client_ids: Sequence[str], dim: int
+    ) -> AggregationParties:
+        super().create_parties(server_id, client_ids, dim)  # the same checks of the ids
+        return signed_parties(self, server_id, client_ids, dim)
+
+
 def signed_parties(
-    protocol: CKKSAggregation, server_id: str, client_ids: Sequence[str], dim: int
+    protocol: SignedCKKSAggregation, server_id: str, client_ids: Sequence[str], dim: int
 ) -> AggregationParties:
     """The malicious-server mode's parties (``protocol.pki``, or one issued here)."""
     ids, aid, p = list(client_ids), protocol.authority_id, protocol.params

@@ -66,6 +66,8 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, bytes):
         return {"hex": value.hex()}
     if isinstance(value, list | tuple):
+        if all(type(v) is str for v in value):  # id lists: the common case, no recursion
+            return list(value)
         return [_canonical(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _canonical(v) for k, v in sorted(value.items())}

@@ -19,6 +19,7 @@ from typing import Any
 
 from protocols.base import AggregationProtocol
 from protocols.ckks import CKKSAggregation, CKKSParams
+from protocols.ckks_signed import SignedCKKSAggregation
 from protocols.dp.clip_noise import ClipNoiseMechanism
 from protocols.dp.ldp import GaussianLDP, LaplaceLDP
 from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
@@ -92,7 +93,9 @@ def make_transport(
     if name == "plain":
         return PlainAggregation()
     if name == "ckks":
-        return CKKSAggregation(experiment_id=experiment_id, threat_model=threat_model, pki=pki)
+        if threat_model == HONEST_BUT_CURIOUS:
+            return CKKSAggregation(experiment_id=experiment_id)
+        return SignedCKKSAggregation(experiment_id=experiment_id, pki=pki)
     secure = {"threshold": threshold, "threat_model": threat_model, "pki": pki}
     if name == "secagg+":
         return SecAggPlus(experiment_id, k=neighbours, **secure)

@@ -23,7 +23,8 @@ import numpy as np
 from attacks.active_server.driver import Outcome, check_threat_model, inputs_for, outcome
 from attacks.active_server.driver import run_round as run_one
 from protocols.base import Envelope, Inbox, setup_parties
-from protocols.ckks import CKKSAggregation, _chunk_blobs, _chunk_sizes, load_chunk
+from protocols.ckks import _chunk_blobs, _chunk_sizes, load_chunk
+from protocols.registry import make_transport
 
 SERVER = "server"
 FORGERIES = ("offset", "subset", "stale")
@@ -76,7 +77,7 @@ def run_forgery(
 ) -> Outcome:
     """Two rounds (``stale`` replays the first round's aggregate in the second)."""
     check_threat_model(threat_model)
-    protocol = CKKSAggregation(experiment_id="active-server-audit/ckks", threat_model=threat_model)
+    protocol = make_transport("ckks", "active-server-audit/ckks", threat_model=threat_model)
     ids = [f"c{i:02d}" for i in range(n)]
     parties = protocol.create_parties(SERVER, ids, dim)
     setup_parties(protocol, parties, lambda envs: envs)

@@ -330,7 +330,8 @@ class SecAggClient(AggregationClient):
             raise ProtocolError(f"{who}: the survivor statement names other participants")
         if not set(u3) <= set(u2) <= set(participants) or who not in u3:
             raise ProtocolError(f"{who}: survivor statement is not U3 ⊆ U2 ∋ this client")
-        expected = sorted(v for v in info.graph.neighbours(who) if v in set(u2))
+        shared = set(u2)
+        expected = sorted(v for v in info.graph.neighbours(who) if v in shared)
         if expected != self._mask_set:
             raise ProtocolError(
                 f"{who}: refusing to sign: the clients this client masked with are not the "

@@ -128,6 +128,13 @@ class MaskGraph:
     def holders_per_client(self) -> int:
         return self.degree + 1
 
+    def distance(self, a: str, b: str) -> int:
+        """Ring distance between two participants (0 for the complete graph's members)."""
+        if self.complete:
+            return 0
+        n, gap = len(self._ring), abs(self._pos[a] - self._pos[b])
+        return min(gap, n - gap)
+
     def neighbours(self, cid: str) -> tuple[str, ...]:
         if self.complete:
             return tuple(c for c in self.participants if c != cid)

@@ -10,11 +10,11 @@ from protocols.ckks import (
     TAG_AGGREGATE,
     TAG_CLIENT_KEY,
     TAG_SECRET_CONTEXT,
-    CKKSAggregation,
     CKKSParams,
 )
-from protocols.ckks_signed import CheckKey, check_slots, tolerance
+from protocols.ckks_signed import CheckKey, SignedCKKSAggregation, check_slots, tolerance
 from protocols.identity import SignatureError
+from protocols.registry import make_transport
 
 SERVER = "server"
 MAL = "malicious"
@@ -31,7 +31,7 @@ def _mean(inputs, members) -> np.ndarray:
 
 
 def _setup(threat_model: str = MAL, d: int = 40, transmit=no_transport):
-    protocol = CKKSAggregation(experiment_id="exp-ckks", threat_model=threat_model)
+    protocol = make_transport("ckks", "exp-ckks", threat_model=threat_model)
     parties = protocol.create_parties(SERVER, IDS, d)
     setup_parties(protocol, parties, transmit)
     return protocol, parties
@@ -46,6 +46,7 @@ def test_malicious_mode_aggregates_with_dropouts(dim: int) -> None:
     assert result.participants == tuple(members)
     np.testing.assert_allclose(result.mean, _mean(inputs, members), atol=1e-6)
     assert check_slots(dim) == 2 + 2 * -(-(dim + 1) // 32)
+    assert isinstance(protocol, SignedCKKSAggregation) and protocol.threat_model == MAL
 
 
 def _forge(edit):
