@@ -12,6 +12,12 @@ Run (from the repository root, in the venv)::
     python benchmarks/protocol_overhead.py --quick    # n in {10,100}, d in {1e4,1e5}
     python benchmarks/protocol_overhead.py --plan     # print the cost model's plan, run nothing
     python benchmarks/protocol_overhead.py --report-only   # re-render .md/.png from the JSON
+    python benchmarks/protocol_overhead.py --threat-models malicious --merge   # add variants
+
+Every cell runs under each ``--threat-models`` entry (default both: ``honest-but-curious``
+and ``malicious``, the signed and consistency-checked variants of secagg, secagg+ and ckks;
+plain has none), and every row records its ``threat_model``. ``--merge`` keeps the rows of
+the existing JSON that this run does not measure.
 
 Writes ``benchmarks/results/protocol_overhead.json`` (one row per cell; rewritten after
 every cell), ``protocol_overhead_meta.json`` (machine, load, primitives, arguments),
@@ -39,12 +45,14 @@ from harness.system import (
     reset_peak_rss,
     rss_bytes,
 )
+from overhead import threat
 from overhead.cells import (
     CKKS_BYTES_TARGET,
     DEFAULT_CLIENTS,
     DEFAULT_DIMS,
     DEFAULT_DROPOUTS,
     DROP_PHASE,
+    MALICIOUS_PROTOCOLS,
     PROTOCOLS,
     QUICK_CLIENTS,
     QUICK_DIMS,
@@ -59,6 +67,7 @@ from overhead.primitives import Primitives, ts
 from overhead.report import fmt_s, summary_lines, write_markdown, write_plot
 
 from protocols.base import Role
+from protocols.identity import HONEST_BUT_CURIOUS, THREAT_MODELS
 
 OUT = Path(__file__).resolve().parent / "results"
 STEM = "protocol_overhead"
@@ -180,13 +189,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "secagg=masked_input (the pairwise-mask recovery path) or ckks=encrypt; defaults: "
         + ", ".join(f"{k}={v}" for k, v in DROP_PHASE.items()),
     )
+    parser.add_argument(
+        "--threat-models", nargs="+", choices=THREAT_MODELS, default=list(THREAT_MODELS),
+        help="run every cell under these threat models (malicious: secagg, secagg+, ckks)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the existing JSON's rows for cells this run does not measure",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT, help="results directory")
     parser.add_argument("--plan", action="store_true", help="print the plan, run nothing")
     parser.add_argument(
         "--report-only",
         action="store_true",
-        help="rewrite the .md and .png from the JSON and meta file in --out, run nothing",
+        help="rewrite the .md and .png from the JSON and meta file in --out, run nothing "
+        "(rows without a threat_model, written before it existed, are stamped "
+        "honest-but-curious in the JSON)",
     )
     args = parser.parse_args(argv)
     args.clients = tuple(args.clients or (QUICK_CLIENTS if args.quick else DEFAULT_CLIENTS))
@@ -219,6 +239,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.report_only:
         rows, meta = read_json(args.out / f"{STEM}.json"), read_json(args.out / f"{STEM}_meta.json")
+        rows = threat.stamp(rows)
+        write_json_file(args.out / f"{STEM}.json", sorted(rows, key=sort_key))
         write_markdown(rows, meta, args.out / f"{STEM}.md")
         write_plot(rows, args.out / f"{STEM}.png", plot_clients(meta["args"]["clients"]))
         return
@@ -230,8 +252,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
     )
     cells = [
-        Cell(p, n, d, q, args.drop_phase.get(p, ""))
+        Cell(p, n, d, q, args.drop_phase.get(p, ""), tm)
         for p in args.protocols
+        for tm in args.threat_models
+        if tm == HONEST_BUT_CURIOUS or p in MALICIOUS_PROTOCOLS
         for n in args.clients
         for d in args.dims
         for q in args.dropouts
@@ -268,6 +292,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             if k not in ("plan", "report_only")
         },
         "drop_phase": {p: args.drop_phase.get(p, DROP_PHASE[p]) for p in args.protocols},
+        "ed25519": threat.ed25519_seconds(),
         "targets": {
             "secagg": f"client_seconds <= {SECAGG_TARGET:g} x limit_seconds",
             "secagg+": f"client_seconds <= {SECAGG_TARGET:g} x limit_seconds",
@@ -276,6 +301,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     json_path = args.out / f"{STEM}.json"
     meta_path = args.out / f"{STEM}_meta.json"
+    kept: list[dict[str, Any]] = []
+    if args.merge and json_path.exists():
+        ours = {(c.protocol, c.clients, c.dim, c.dropout, c.threat_model) for c in cells}
+        kept = [
+            r for r in threat.stamp(read_json(json_path))
+            if (r["protocol"], r["clients"], r["dim"], r["dropout"], r["threat_model"]) not in ours
+        ]  # fmt: skip
+    meta["merged_rows"] = len(kept)  # rows kept from an earlier run (its own conditions)
     rows: list[dict[str, Any]] = []
     corrections = Corrections()
     records: list[dict[str, Any]] = []
@@ -287,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         avail = mem_available()
         allowed = args.mem_fraction * avail
         label = f"[{i}/{len(cells)}] {cell.protocol} n={cell.clients} d={cell.dim:.0e} " + (
-            f"drop={cell.dropout:.0%}"
+            f"drop={cell.dropout:.0%} {cell.threat_model}"
         )
         rec: dict[str, Any] = {
             "cell": cell,
@@ -327,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows = [build_row(r, prims) for r in records]
         meta["runtime_seconds"] = time.time() - t_start
         meta["loadavg_at_end"] = loadavg()
-        write_json_file(json_path, sorted(rows, key=sort_key))
+        write_json_file(json_path, sorted(rows + kept, key=sort_key))
         meta["primitives"] = prims.to_json()
         write_json_file(meta_path, meta)
     # The limit is the machine's best: re-measure the primitives now (the load may have
@@ -366,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         measure_into(rec, max(1, args.repeats), args, seed_offset=len(rec["runs"]))
         print(f"client {fmt_s(combine_repeats(rec['runs'])['client_seconds'])}", flush=True)
     meta["remeasured_cells"] = len(retry)
-    rows = [build_row(r, prims) for r in records]
+    rows = [build_row(r, prims) for r in records] + kept
     rows.sort(key=sort_key)
     meta["runtime_seconds"] = time.time() - t_start
     meta["loadavg_at_end"] = loadavg()

@@ -1,4 +1,8 @@
-"""The grid: a cell is (protocol, n clients, dimension d, dropout fraction)."""
+"""The grid: a cell is (protocol, n clients, dimension d, dropout fraction, threat model).
+
+``threat_model``: ``honest-but-curious`` (every protocol) or ``malicious`` (the signed,
+consistency-checked variants of secagg, secagg+ and ckks; plain has nothing to protect).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from protocols.base import AggregationProtocol
+from protocols.identity import HONEST_BUT_CURIOUS, THREAT_MODELS
 from protocols.registry import TRANSPORTS, make_transport
 from protocols.secagg import SecAggregation
 
@@ -17,6 +22,8 @@ except ImportError:  # pragma: no cover
     CKKS_SLOTS = None
 
 PROTOCOLS = tuple(TRANSPORTS)
+#: protocols with a malicious-server variant
+MALICIOUS_PROTOCOLS = ("secagg", "secagg+", "ckks")
 DEFAULT_CLIENTS = (10, 100, 500)
 DEFAULT_DIMS = (10**4, 10**5, 10**6)
 QUICK_CLIENTS = (10, 100)
@@ -44,6 +51,7 @@ class Cell:
     dim: int
     dropout: float
     drop_phase: str = ""  # "" = DROP_PHASE[protocol]
+    threat_model: str = HONEST_BUT_CURIOUS
 
     @property
     def phase(self) -> str:
@@ -52,7 +60,7 @@ class Cell:
     @property
     def dropped_in_sum(self) -> bool:
         """Whether dropping clients sent their input first (drop after the input phase)."""
-        methods = [ph.method for ph in make_protocol(self.protocol).round_phases]
+        methods = [ph.method for ph in make_protocol(self.protocol, self.threat_model).round_phases]
         return methods.index(self.phase) > methods.index(INPUT_PHASE[self.protocol])
 
     @property
@@ -72,8 +80,8 @@ class Cell:
         return {ids[i]: self.phase for i in picked}
 
 
-def make_protocol(name: str) -> AggregationProtocol:
-    return make_transport(name, EXPERIMENT_ID)
+def make_protocol(name: str, threat_model: str = HONEST_BUT_CURIOUS) -> AggregationProtocol:
+    return make_transport(name, EXPERIMENT_ID, threat_model=threat_model)
 
 
 def mask_degree(name: str, n: int) -> int:
@@ -89,4 +97,5 @@ def ckks_chunks(d: int) -> int:
 
 
 def sort_key(row: dict) -> tuple:
-    return (PROTOCOLS.index(row["protocol"]), row["clients"], row["dim"], row["dropout"])
+    threat = THREAT_MODELS.index(row.get("threat_model", HONEST_BUT_CURIOUS))
+    return (PROTOCOLS.index(row["protocol"]), threat, row["clients"], row["dim"], row["dropout"])

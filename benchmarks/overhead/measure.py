@@ -95,7 +95,7 @@ def one_round(
 
 def run_cell(cell: Cell, hard_limit: float, seed: int) -> dict[str, Any]:
     """Run one round of ``cell``; returns the measured fields (or raises CellTimeoutError)."""
-    protocol = make_protocol(cell.protocol)
+    protocol = make_protocol(cell.protocol, cell.threat_model)
     ids = cell.client_ids()
     parties = protocol.create_parties("server", ids, cell.dim)
     hosts = {pid: ProtocolHost(pid, party) for pid, party in parties.by_id().items()}

@@ -184,6 +184,7 @@ def make_row(
     plain_bytes = 4 * cell.dim
     row: dict[str, Any] = {
         "protocol": cell.protocol,
+        "threat_model": cell.threat_model,
         "clients": cell.clients,
         "dim": cell.dim,
         "dropout": cell.dropout,

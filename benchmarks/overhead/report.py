@@ -8,7 +8,24 @@ from typing import Any
 from harness.notes import section
 from harness.results import pyplot, save_figure, write_text
 
+from overhead import threat
 from overhead.cells import CKKS_BYTES_TARGET, PROTOCOLS, sort_key
+from protocols.identity import HONEST_BUT_CURIOUS, THREAT_MODELS
+
+
+def _groups(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(protocol, threat model, its rows) in table order, non-empty only."""
+    out = []
+    for proto in PROTOCOLS:
+        for tm in THREAT_MODELS:
+            prows = [r for r in rows if r["protocol"] == proto and threat.threat_of(r) == tm]
+            if prows:
+                out.append((proto, tm, sorted(prows, key=sort_key)))
+    return out
+
+
+def _label(proto: str, tm: str) -> str:
+    return proto if tm == HONEST_BUT_CURIOUS else f"{proto}, {tm} server"
 
 
 def fmt_s(x: float | None) -> str:
@@ -59,12 +76,9 @@ def write_markdown(rows: list[dict[str, Any]], meta: dict[str, Any], path: Path)
         section("protocol_overhead", "columns"),
         "",
     ]
-    for proto in PROTOCOLS:
-        prows = sorted((r for r in rows if r["protocol"] == proto), key=sort_key)
-        if not prows:
-            continue
+    for proto, tm, prows in _groups(rows):
         target = prows[0]["target"]
-        lines += [f"## {proto}", ""]
+        lines += [f"## {_label(proto, tm)}", ""]
         if target:
             lines += [f"Target: `{target}`.", ""]
         lines += [
@@ -104,7 +118,7 @@ def write_markdown(rows: list[dict[str, Any]], meta: dict[str, Any], path: Path)
                 + " |"
             )
         lines.append("")
-    lines += ["## Summary", "", *summary_lines(rows), ""]
+    lines += [*threat.markdown(rows, meta), "## Summary", "", *summary_lines(rows), ""]
     write_text(path, "\n".join(lines))
 
 
@@ -115,13 +129,10 @@ def _range(rows: list[dict[str, Any]], key: str) -> str:
 
 def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
     out = []
-    for proto in PROTOCOLS:
-        prows = [r for r in rows if r["protocol"] == proto]
-        if not prows:
-            continue
+    for proto, tm, prows in _groups(rows):
         run = [r for r in prows if not r["skipped"]]
         skipped = [r for r in prows if r["skipped"]]
-        text = f"- **{proto}**: {len(run)} cells measured, {len(skipped)} skipped"
+        text = f"- **{_label(proto, tm)}**: {len(run)} cells measured, {len(skipped)} skipped"
         judged = [r for r in run if r["target_met"] is not None]
         if judged:
             missed = [r for r in judged if not r["target_met"]]
@@ -152,12 +163,14 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
         if bad:
             text += f". WARNING: {len(bad)} cells returned a wrong aggregate"
         out.append(text + ".")
-    return out
+    return out + threat.summary(rows)
 
 
 def write_plot(rows: list[dict[str, Any]], path: Path, n_plot: int = 100) -> bool:
     plt = pyplot()
     sel = [r for r in rows if r["clients"] == n_plot and r["dropout"] == 0.0]
+    mal = [r for r in sel if threat.threat_of(r) != HONEST_BUT_CURIOUS]
+    sel = [r for r in sel if threat.threat_of(r) == HONEST_BUT_CURIOUS]
     if not sel:
         return False
     fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(12, 4.8))
@@ -191,6 +204,16 @@ def write_plot(rows: list[dict[str, Any]], path: Path, n_plot: int = 100) -> boo
                 "x",
                 color=col,
                 label=f"{proto} (estimated, not run)",
+            )
+        mrows = sorted((r for r in mal if r["protocol"] == proto and r["client_seconds"]),
+                       key=sort_key)  # fmt: skip
+        if mrows:
+            ax_t.plot(
+                [r["dim"] for r in mrows],
+                [r["client_seconds"] for r in mrows],
+                "^:",
+                color=col,
+                label=f"{proto} client, malicious server (measured)",
             )
         lim = [r for r in prows if r["limit_seconds"]]
         if lim:

@@ -1,0 +1,37 @@
+"""The protocol-overhead grid with a threat model: cells, ratios, old rows stamped."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
+
+from overhead import threat  # noqa: E402
+from overhead.cells import Cell, make_protocol, sort_key  # noqa: E402
+
+
+def _row(protocol, tm, client, **extra):
+    return {"protocol": protocol, "clients": 100, "dim": 10**5, "dropout": 0.0,
+            "threat_model": tm, "skipped": None, "client_seconds": client,
+            "server_seconds": 1.0, "client_bytes_up": 10.0, "wall_seconds": 2.0,
+            "result_ok": True, **extra}  # fmt: skip
+
+
+def test_cells_run_the_malicious_variant():
+    cell = Cell("secagg", 10, 100, 0.1, threat_model="malicious")
+    assert "sign_survivors" in [p.method for p in make_protocol("secagg", "malicious").round_phases]
+    assert cell.dropped_in_sum  # drops before unmask: after the masked input
+    assert make_protocol("ckks", "malicious").threat_model == "malicious"
+
+
+def test_ratios_target_and_old_rows():
+    old = {k: v for k, v in _row("secagg", "honest-but-curious", 0.02).items()
+           if k != "threat_model"}  # fmt: skip
+    rows = threat.stamp([old, _row("secagg", "malicious", 0.028), _row("ckks", "malicious", 1)])
+    assert rows[0]["threat_model"] == "honest-but-curious"
+    (item,) = threat.ratios(rows)  # ckks has no honest-but-curious row to compare with
+    assert item["target_cell"] and abs(item["client_ratio"] - 1.4) < 1e-9
+    assert "1.40x the honest-but-curious one (target <= 1.5x: met)" in threat.summary(rows)[0]
+    assert sorted(rows, key=sort_key)[0]["threat_model"] == "honest-but-curious"
+    pending = threat.summary([old])
+    assert "timing run pending" in pending[0]
