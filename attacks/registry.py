@@ -17,6 +17,7 @@ from attacks.base import AttackResult, not_applicable
 from attacks.deployment import FEDGLS_FAMILY
 from attacks.dp_audit import dp_audit
 from attacks.fedgls_leakage import REPLAY, SUPPORT, learned_graph_replay, update_feature_support
+from attacks.gpfl_inference import label_distribution_inference, property_inference
 from attacks.gradient_inversion import gradient_inversion
 from attacks.hop2vec_leakage import hop2vec_leakage
 from attacks.link_stealing import link_stealing
@@ -123,6 +124,20 @@ ATTACKS: dict[str, AttackSpec] = {
             keep_tags=("fedgls/model",),
         ),
         AttackSpec("dp_audit", ("fedavg", "fedprox", "fedgls"), _dp_audit, "epsilon_lower_bound"),
+        AttackSpec(
+            "property_inference",
+            ("gpfl",),
+            lambda c: property_inference(c.run),
+            "pearson",
+            ("gpfl/properties",),
+        ),
+        AttackSpec(
+            "label_distribution_inference",
+            ("gpfl",),
+            lambda c: label_distribution_inference(c.run),
+            "abs_spearman",
+            ("gpfl/features", "gram/matrices"),
+        ),
     )
 }
 

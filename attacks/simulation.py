@@ -22,6 +22,7 @@ from torch_geometric.data import Data
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.data.views import opaque_id_permutation
+from securefgl.experiment.graph_world import draw_graph_world
 from securefgl.experiment.runner import RunResult, SimulationState, draw_world, run_single
 from securefgl.federation.transcript import PartyView, Transcript
 
@@ -124,8 +125,10 @@ def undirected_adjacency(edge_index: torch.Tensor | np.ndarray, n: int) -> sp.cs
 
 
 def make_world(config: ExperimentConfig, seed: int, data: Data) -> World:
-    """The split, partition and views :func:`run_single` draws for ``seed`` (same streams)."""
-    graph, part, views, view_seed = draw_world(config, seed, data)
+    """The split, partition and views :func:`run_single` draws for ``seed`` (same streams);
+    for graph tasks ``graph`` is the dataset and the views are whole-graph views."""
+    world = draw_graph_world if config.task == "graph" else draw_world
+    graph, part, views, view_seed = world(config, seed, data)  # type: ignore[operator]
     return World(graph, np.asarray(part.assignment), views, view_seed)
 
 
