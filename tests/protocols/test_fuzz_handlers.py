@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from protocols.base import Envelope, ProtocolError, aggregate, no_transport, setup_parties
 from protocols.ckks import CKKSAggregation
 from protocols.plain import PlainAggregation
+from protocols.registry import make_transport
 from protocols.secagg import SecAggPlus, SecAggregation
 from protocols.secure_sum import (
     CKKSSum,
@@ -37,6 +38,7 @@ from protocols.secure_sum import (
 from protocols.wire import ALLOWED_DTYPES, Payload, WireFormatError
 
 ALLOWED = (ProtocolError, WireFormatError)
+MAL = "malicious"
 SERVER = "server"
 IDS = ["c0", "c1", "c2", "c3"]
 P = 2**255 - 19
@@ -138,7 +140,8 @@ def mutate(env: Envelope, data: st.DataObject, tags: list[str]) -> list[Envelope
             st.one_of(
                 st.sampled_from(["y", "keys", "c_pk", "b_commit", "ct", "ct_len", "values",
                                  "row", "support_rows", "support_flat", "support_bitmap",
-                                 "to:c1", "from:c0", "b:c0", "s:c1", "ct00000", "context"]),
+                                 "to:c1", "from:c0", "b:c0", "s:c1", "ct00000", "context",
+                                 "sig", "sigs", "digests", "sig:c1"]),
                 st.text(max_size=4),
             )
         )  # fmt: skip
@@ -151,7 +154,8 @@ def mutate(env: Envelope, data: st.DataObject, tags: list[str]) -> list[Envelope
             st.one_of(
                 st.sampled_from(keys or ["round"]),
                 st.sampled_from(["round", "receiver", "senders", "shape", "sparse_result", "ids",
-                                 "participants", "survivors", "dropped", "sender"]),
+                                 "participants", "survivors", "dropped", "sender", "u2", "u3",
+                                 "signers"]),
             )
         )  # fmt: skip
         meta[key] = data.draw(json_values)
@@ -226,6 +230,12 @@ SCENARIOS: dict[str, Callable[[Any], None]] = {
     ),
     "sum-ckks": _sums(lambda: CKKSSum()),
     "sum-plain": _sums(lambda: PlainSum()),
+    # malicious-server mode: signed keys, consistency round, checked aggregates
+    "secagg-malicious": _aggregation(lambda: SecAggregation("fuzz", threat_model=MAL), 4),
+    "secagg+-malicious": _aggregation(lambda: SecAggPlus("fuzz", k=2, threat_model=MAL), 4),
+    "ckks-malicious": _aggregation(lambda: make_transport("ckks", "fuzz", threat_model=MAL), 3),
+    "sum-masked-malicious": _sums(lambda: MaskedSum("fuzz", threat_model=MAL)),
+    "sum-ckks-malicious": _sums(lambda: CKKSSum(threat_model=MAL, experiment_id="fuzz")),
 }
 _CLEAN: dict[str, tuple[int, list[str]]] = {}
 
@@ -239,7 +249,7 @@ def _clean(name: str) -> tuple[int, list[str]]:
     return _CLEAN[name]
 
 
-EXAMPLES = {"ckks": 40, "sum-ckks": 40}
+EXAMPLES = {"ckks": 40, "sum-ckks": 40, "ckks-malicious": 40, "sum-ckks-malicious": 40}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
