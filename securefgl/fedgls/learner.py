@@ -5,9 +5,9 @@ features, ``R ← σ(R ⊙ w)``, ``w`` initialised to ones, ReLU between layers 
 the last, as SUBLIME, Liu et al. 2022, whose learner App. B follows), cosine similarity,
 kNN sparsification (Eq. 16; top-(k+1) per row so that the node itself counts, as SUBLIME),
 ReLU and symmetrisation ``(S + Sᵀ)/2`` (Eq. 17) and ``D^-1/2 S D^-1/2`` (Eq. 18; ε = 1e-10
-on √deg). The neighbour choice is made without gradient (chunked, never more than a block
-of rows × n in memory); the kept entries are recomputed as differentiable dot products, so
-ω is trained through their values. The result is a sparse :class:`Propagation`.
+on √deg). The neighbour choice carries no gradient; the kept similarities do, so ω is
+trained through their values. Similarities are computed a block of rows at a time (never
+more than a block × n in memory); the result is a sparse :class:`Propagation`.
 With ω = ones and non-negative features the graph is the cosine kNN graph of X, the graph
 of the kNN baselines (:func:`knn_propagation`).
 """
@@ -24,24 +24,22 @@ _BLOCK = 1 << 22  # entries of one similarity block (rows × n)
 _EPS = 1e-10
 
 
-def top_neighbours(r: torch.Tensor, k: int) -> torch.Tensor:
-    """Column indices of the ``k`` largest ``r @ rᵀ`` entries of every row ([n, k])."""
-    n = r.shape[0]
-    k = min(k, n)
-    step = max(1, _BLOCK // max(n, 1))
-    with torch.no_grad():
-        parts = [(r[i : i + step] @ r.T).topk(k, dim=1).indices for i in range(0, n, step)]
-    return torch.cat(parts) if parts else torch.empty(0, k, dtype=torch.long)
-
-
 def knn_propagation(r: torch.Tensor, k: int) -> Propagation:
     """Ω of App. B on L2-normalised rows ``r``: kNN (k + 1 with the node itself), ReLU,
-    ``(S + Sᵀ)/2``, symmetric normalisation; differentiable in ``r``."""
+    ``(S + Sᵀ)/2``, symmetric normalisation; differentiable in ``r``. The similarities are
+    computed one block of rows at a time; only the kept entries stay in the graph."""
     n = r.shape[0]
-    idx = top_neighbours(r, k + 1)
-    rows = torch.arange(n).repeat_interleave(idx.shape[1])
-    cols = idx.reshape(-1)
-    values = torch.relu((r[rows] * r[cols]).sum(dim=1)) / 2
+    kk = min(k + 1, n)
+    step = max(1, _BLOCK // max(n, 1))
+    picks, kept = [], []
+    for i in range(0, n, step):
+        sim = r[i : i + step] @ r.T
+        top = sim.detach().topk(kk, dim=1).indices  # the choice carries no gradient
+        picks.append(top)
+        kept.append(sim.gather(1, top))
+    rows = torch.arange(n).repeat_interleave(kk)
+    cols = torch.cat(picks).reshape(-1)
+    values = torch.relu(torch.cat(kept).reshape(-1)) / 2
     rows, cols = torch.cat([rows, cols]), torch.cat([cols, rows])
     values = torch.cat([values, values])
     deg = values.new_zeros(n).index_add(0, rows, values)

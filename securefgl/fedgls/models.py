@@ -5,12 +5,14 @@ feature encoder h(φ), and the sparse propagation both graphs use.
 θ_c = Linear(m → p); h = Linear(d → m) → ReLU → Linear(m → m) (Eq. 20). ``split = "C"``:
 θ_z = GCN(d → m) → ReLU → GCN(m → p) (Z are logits), θ_c = the softmax (no parameters), h
 ends in p. The predictor θ_c is graph-free, as Eq. 11 needs. A GCN layer is ``P(XW) + b``
-(PyG's GCNConv order) with dropout before each layer; the MLP baseline is h followed by the
-same head. Propagation is an edge list (rows, cols, weights): sparse where the graph is.
+(PyG's GCNConv order) with dropout before each layer (on the input drawn for the non-zero
+entries only); the MLP baseline is h followed by the same head. Propagation is an edge list
+(rows, cols, weights): sparse where the graph is.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -56,6 +58,19 @@ def identity_propagation(num_nodes: int) -> Propagation:
     return Propagation(idx, idx, torch.ones(num_nodes), num_nodes)
 
 
+def sparse_dropout(x: torch.Tensor, p: float, nz: torch.Tensor | None = None) -> torch.Tensor:
+    """Inverted dropout (each entry kept with probability 1 − p, scaled by 1/(1 − p)),
+    drawing only for the non-zero entries (``nz``: their flat positions): zeros stay zero
+    either way, and bag-of-words inputs are ~1 % non-zero (``F.dropout`` draws for all n·d
+    entries)."""
+    if p <= 0:
+        return x
+    flat = x.reshape(-1)
+    nz = flat.nonzero().flatten() if nz is None else nz
+    keep = (torch.rand(nz.numel()) >= p).to(x.dtype) / (1 - p)
+    return torch.zeros_like(flat).index_put((nz,), flat[nz] * keep).view_as(x)
+
+
 class GCNLayer(nn.Module):
     """``P(XW) + b`` with Glorot weights and a zero bias (as PyG's GCNConv)."""
 
@@ -95,11 +110,21 @@ class Net(nn.Module):
 
     def encode(self, x: torch.Tensor, prop: Propagation | None = None) -> torch.Tensor:
         for i, layer in enumerate(self.layers):
-            x = F.dropout(x, self.dropout, self.training)
+            if self.training:  # the input is sparse (bag of words), the hidden layers not
+                x = self._input_dropout(x) if i == 0 else F.dropout(x, self.dropout)
             x = layer(x, prop) if self.kind == "gcn" else layer(x)
             if i < len(self.layers) - 1:
                 x = torch.relu(x)
         return x
+
+    def _input_dropout(self, x: torch.Tensor) -> torch.Tensor:
+        """:func:`sparse_dropout` with the non-zeros of the last input remembered (the same
+        tensor object, unmodified: a client's own features, round after round)."""
+        cached = getattr(self, "_nonzero", None)
+        if cached is None or cached[0]() is not x or cached[1] != x._version:
+            cached = (weakref.ref(x), x._version, x.reshape(-1).nonzero().flatten().clone())
+            self._nonzero = cached
+        return sparse_dropout(x, self.dropout, cached[2])
 
     def classify(self, z: torch.Tensor, frozen: bool = False) -> torch.Tensor:
         """θ_c on embeddings ``z`` (logits); ``frozen``: θ_c receives no gradient (Eq. 11)."""
