@@ -45,6 +45,8 @@ def observed(run) -> dict[str, set[str]]:
     [
         ("fedavg", [], {}),
         ("fedavg", ["secagg"], {}),
+        ("fedgls", ["secagg"], {}),
+        ("fedgls", ["ckks"], {}),
         ("fedgcn", [], {}),
         ("fedgcn", ["secagg"], {}),  # the sums follow the transport: masked
         ("fedgcn", ["ckks"], {}),
