@@ -55,6 +55,8 @@ SECTION_FLAGS = {
     "fedgls": ("FedGLS family (Fu et al., TMLR)", "fedgls-"),
     "graph": ("graph classification (--task graph; defaults: GPFL's set-up)", "graph-"),
     "gpfl": ("GPFL (TMLR 2025): client network, private similarity and sums", "gpfl-"),
+    "spreadfgl": ("SpreadFGL / FedGL (Zhong et al.) and their baselines", "spreadfgl-"),
+    "fedsage": ("FedSage+ (Zhang et al., NeurIPS 2021)", "fedsage-"),
 }
 _SCALARS = {"int": int, "float": float, "str": str}
 _NAMES = {int: "integer", float: "number", str: "string"}

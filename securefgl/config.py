@@ -28,11 +28,14 @@ from protocols.registry import TRANSPORTS, parse_stack, secure_sum_for_stack
 from securefgl.data.datasets import resolve_name
 from securefgl.data.graph_datasets import resolve_graph_name
 from securefgl.data.synthetic import check_csbm_options
+from securefgl.federation.topology import parse_topology
 from securefgl.fedgcn.settings import FedGCNSettings
 from securefgl.fedgls.settings import FedGLSSettings
+from securefgl.fedsage.settings import FedSageSettings
 from securefgl.fedstruct.settings import FedStructOptions, FedStructSettings
 from securefgl.gpfl.settings import GPFLSettings
 from securefgl.graphcls.settings import GraphTaskSettings
+from securefgl.spreadfgl.settings import SpreadFGLSettings
 
 PARTITIONS = ("random", "louvain", "kmeans", "louvain-largest")
 SPLIT_SCOPES = ("global", "client")
@@ -48,6 +51,8 @@ SECTIONS: dict[str, type] = {
     "fedgls": FedGLSSettings,
     "graph": GraphTaskSettings,
     "gpfl": GPFLSettings,
+    "spreadfgl": SpreadFGLSettings,
+    "fedsage": FedSageSettings,
 }
 
 
@@ -107,6 +112,12 @@ class ExperimentConfig:
     algorithms: list[str] = _opt(
         ["fedavg", "local", "central"], "algorithms to compare (`securefgl.registry`)", "federation"
     )
+    edge_servers: int = _opt(1, "edge servers N (spreadfgl), each covering a block of clients",
+                             "federation")  # fmt: skip
+    server_topology: str = _opt(
+        "ring", "edge-server adjacency: ring, line, complete, star, none or '0-1,1-2'",
+        "federation",
+    )  # fmt: skip
     # protocol stack
     protocol: list[str] = _opt(
         [], "aggregation stack, e.g. secagg,clip_noise (empty: plain)", "protocol stack"
@@ -163,6 +174,8 @@ class ExperimentConfig:
     fedgls: FedGLSSettings = field(default_factory=FedGLSSettings)
     graph: GraphTaskSettings = field(default_factory=GraphTaskSettings)
     gpfl: GPFLSettings = field(default_factory=GPFLSettings)
+    spreadfgl: SpreadFGLSettings = field(default_factory=SpreadFGLSettings)
+    fedsage: FedSageSettings = field(default_factory=FedSageSettings)
     # bookkeeping
     threads: int = _opt(1, "torch intra-op threads", "output")
     seeds: list[int] = _opt([0], "seeds (each draws its split and partition)", "output")
@@ -237,6 +250,12 @@ class ExperimentConfig:
         for key in ("clients", "hidden", "layers", "rounds", "local_epochs", "eval_every"):
             if int(getattr(self, key)) < 1:
                 raise ConfigError(f"{key} must be ≥ 1, got {getattr(self, key)}")
+        if not 1 <= self.edge_servers <= self.clients:
+            raise ConfigError(f"edge_servers must lie in [1, clients], got {self.edge_servers}")
+        try:
+            parse_topology(self.server_topology, self.edge_servers)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         if not 0 < self.client_fraction <= 1:
             raise ConfigError(f"client_fraction must lie in (0, 1], got {self.client_fraction}")
         if not 0 <= self.dropout < 1:

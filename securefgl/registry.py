@@ -15,16 +15,19 @@ from securefgl.fedgcn.algorithm import FedGCN, FedGCN1Hop
 from securefgl.fedgls.algorithm import FedGLS, FedGNNk, FedGNNMLP, FedGNNOracle, FedMLP
 from securefgl.fedgls.local import LocalGNNk
 from securefgl.fedgls.prototypes import FedProto
+from securefgl.fedsage.algorithm import FedSage, FedSagePlus
 from securefgl.fedstruct.algorithm import FedStruct
 from securefgl.gpfl.algorithm import GPFL
 from securefgl.graphcls.fedavg import FedStar, GraphFedAvg, GraphFedProx, SelfTrain
 from securefgl.graphcls.gcfl import GCFLPlus
+from securefgl.spreadfgl.algorithm import FedAvgFusion, FedGL, LocalFGL, SpreadFGL
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
     cls.name: cls
     for cls in (
         *(FedAvg, FedProx, Local, Central, FedGCN, FedGCN1Hop, FedStruct),
         *(FedGLS, FedMLP, FedGNNMLP, FedProto, LocalGNNk, FedGNNk, FedGNNOracle),
+        *(SpreadFGL, FedGL, FedAvgFusion, LocalFGL, FedSage, FedSagePlus),
     )
 }
 
