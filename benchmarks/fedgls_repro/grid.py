@@ -43,7 +43,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "adam-kept": {"fedgls": {"optimizer_state": "keep"}},
     "weight-decay": {"weight_decay": 5e-4},
     "partition-louvain": {"partition": "louvain"},  # every node, balanced communities
+    "knn-binary": {"fedgls": {"knn_graph": "binary"}},  # the kNN baselines' graph only
 }
+#: the methods a variant changes (default: FedGLS and Fed-GNNk)
+VARIANT_METHODS = {"knn-binary": ("fed-gnnk", "local-gnnk")}
 
 
 @dataclass(frozen=True)
@@ -133,11 +136,12 @@ def plan(datasets: tuple[str, ...] | list[str], tables: str = "123p") -> list[Ce
 
 
 def diagnostics(datasets: list[str], variants: list[str]) -> list[Cell]:
-    """FedGLS and Fed-GNNk under each diagnostic variant (Table 1's setting)."""
+    """FedGLS and Fed-GNNk (or :data:`VARIANT_METHODS`) under each diagnostic variant
+    (Table 1's setting)."""
     return [
         Cell(ds, clients_of(ds), 0.5, 5, m, "plain", v)
         for ds in datasets
         for v in variants
         if v != "default"
-        for m in ("fedgls", "fed-gnnk")
+        for m in VARIANT_METHODS.get(v, ("fedgls", "fed-gnnk"))
     ]

@@ -113,7 +113,8 @@ class FedGLSFamily(FedAvg):
         if graph == "real":
             return gcn_propagation(view.edge_index, view.num_nodes)
         if graph == "knn":
-            return feature_knn(view.x, self.config.fedgls.knn_k)
+            s = self.config.fedgls
+            return feature_knn(view.x, s.knn_k, s.knn_graph == "weighted")
         return None  # "none" (MLP); "learned": the client's learner makes it
 
     def make_client(self, view: ClientGraph, agg: Any, layout: Layout) -> FederatedClient:

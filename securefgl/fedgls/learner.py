@@ -9,7 +9,7 @@ on √deg). The neighbour choice carries no gradient; the kept similarities do, 
 trained through their values. Similarities are computed a block of rows at a time (never
 more than a block × n in memory); the result is a sparse :class:`Propagation`.
 With ω = ones and non-negative features the graph is the cosine kNN graph of X, the graph
-of the kNN baselines (:func:`knn_propagation`).
+of the kNN baselines (:func:`feature_knn`; ``knn_graph = "binary"``: its unweighted form).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from securefgl.fedgls.models import Propagation
+from securefgl.fedgls.models import Propagation, gcn_propagation
 
 _BLOCK = 1 << 22  # entries of one similarity block (rows × n)
 _EPS = 1e-10
@@ -47,10 +47,17 @@ def knn_propagation(r: torch.Tensor, k: int) -> Propagation:
     return Propagation(rows, cols, inv[rows] * values * inv[cols], n)
 
 
-def feature_knn(x: torch.Tensor, k: int) -> Propagation:
-    """The kNN baselines' graph: cosine kNN of the raw features (no gradient)."""
+def feature_knn(x: torch.Tensor, k: int, weighted: bool = True) -> Propagation:
+    """The kNN baselines' graph: the cosine kNN of the raw features (no gradient), weighted
+    as the learner's Ω (``weighted``), or binary (each node's k most similar other nodes,
+    symmetrised) with GCN's normalisation ``D̃^-1/2 (A + I) D̃^-1/2``."""
     with torch.no_grad():
-        return knn_propagation(F.normalize(x, dim=1), k).detach()
+        graph = knn_propagation(F.normalize(x, dim=1), k).detach()
+        if weighted:
+            return graph
+        pairs = graph.edge_pairs()
+        pairs = pairs[:, pairs[0] != pairs[1]]
+        return gcn_propagation(torch.unique(pairs, dim=1), x.shape[0])
 
 
 class AttentiveLearner(nn.Module):

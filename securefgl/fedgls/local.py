@@ -40,7 +40,7 @@ def client_setup(
         return view, Net("mlp", d, config.hidden, c, s.split, config.dropout), None
     net = Net("gcn", d, config.hidden, c, s.split, config.dropout)
     prop = (
-        feature_knn(view.x, s.knn_k)
+        feature_knn(view.x, s.knn_k, s.knn_graph == "weighted")
         if graphless
         else gcn_propagation(view.edge_index, view.num_nodes)
     )

@@ -19,6 +19,7 @@ from securefgl.data.datasets import resolve_name
 SPLITS = ("A", "C")
 KD_REDUCTIONS = ("sum", "batchmean")
 OPTIMIZER_STATES = ("reset", "keep")
+KNN_GRAPHS = ("weighted", "binary")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,14 @@ class FedGLSSettings:
     )
     knn_k: int = field(
         default=10, metadata={"help": "k of the kNN (graph learner and kNN baselines)"}
+    )
+    knn_graph: str = field(
+        default="weighted",
+        metadata={
+            "help": "the kNN baselines' graph: weighted (the learner's graph at ω = ones) or "
+            "binary (unweighted kNN, GCN normalisation)",
+            "choices": KNN_GRAPHS,
+        },
     )
     split: str = field(
         default="A",
@@ -81,6 +90,10 @@ class FedGLSSettings:
                 raise ValueError(f"graphless_clients has repeated ids: {ids}")
         if self.knn_k < 1 or self.learner_layers < 1:
             raise ValueError("knn_k and learner_layers must be >= 1")
+        if self.knn_graph not in KNN_GRAPHS:
+            raise ValueError(
+                f"unknown knn_graph {self.knn_graph!r}; choose from {list(KNN_GRAPHS)}"
+            )
         if self.split not in SPLITS:
             raise ValueError(f"unknown split {self.split!r}; choose from {list(SPLITS)}")
         if self.kd_reduction not in KD_REDUCTIONS:

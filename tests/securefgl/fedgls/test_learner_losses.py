@@ -118,3 +118,14 @@ def test_split_a_and_c_shapes():
     assert c.encode(x, prop).shape == (6, 3) and c.head is None
     h = Net("mlp", 5, 4, 3, "A", 0.0, head=False)
     assert h.head is None and h(x).shape == (6, 4)
+
+
+@given(n=st.integers(3, 20), k=st.integers(1, 5), seed=st.integers(0, 999))
+def test_binary_knn_baseline_graph(n, k, seed):
+    x = torch.rand(n, 6, generator=torch.Generator().manual_seed(seed))
+    got = dense(feature_knn(x, k, weighted=False))
+    adj = (got > 0) & ~np.eye(n, dtype=bool)
+    assert np.array_equal(adj, adj.T) and (adj.sum(1) >= min(k, n - 1)).all()
+    a = adj + np.eye(n)
+    inv = 1 / np.sqrt(a.sum(1))
+    assert np.allclose(got, inv[:, None] * a * inv[None, :], atol=1e-6)
