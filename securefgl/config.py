@@ -37,7 +37,7 @@ from securefgl.gpfl.settings import GPFLSettings
 from securefgl.graphcls.settings import GraphTaskSettings
 from securefgl.spreadfgl.settings import SpreadFGLSettings
 
-PARTITIONS = ("random", "louvain", "kmeans", "louvain-largest")
+PARTITIONS = ("random", "louvain", "kmeans", "louvain-largest", "louvain-chunks")
 SPLIT_SCOPES = ("global", "client")
 CROSS_EDGES = ("hidden", "known")
 MODEL_NAMES = ("gcn", "sage", "mlp")
