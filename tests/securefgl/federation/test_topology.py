@@ -36,9 +36,8 @@ def test_clients_are_split_into_contiguous_blocks():
 
 def test_louvain_chunks_are_equal_sized_runs_of_communities():
     from securefgl.data import partition_graph
-    from tests.securefgl.spreadfgl.world import tiny_graph
-
     from securefgl.data.partition import _louvain, _undirected_pairs
+    from tests.securefgl.spreadfgl.world import tiny_graph
 
     g = tiny_graph(n=103)
     part = partition_graph(g, 5, "louvain-chunks", seed=0)
