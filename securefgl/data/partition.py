@@ -28,8 +28,10 @@ Deviation: the code gives such a piece whole to the smallest client; here no cli
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -277,7 +279,23 @@ def partition_graph(
     return part
 
 
+#: Louvain is the slow step of a run (tens of seconds on PubMed) and a pure function of the
+#: edges and the seed: the last few results are kept for the next algorithm of the same seed
+_LOUVAIN_CACHE: OrderedDict[tuple[int, int, str], np.ndarray] = OrderedDict()
+_LOUVAIN_CACHE_SIZE = 8
+
+
 def _louvain(pairs: np.ndarray, n: int, seed: int) -> np.ndarray:
+    key = (n, int(seed), hashlib.sha256(np.ascontiguousarray(pairs).tobytes()).hexdigest())
+    if key not in _LOUVAIN_CACHE:
+        _LOUVAIN_CACHE[key] = _louvain_uncached(pairs, n, seed)
+        while len(_LOUVAIN_CACHE) > _LOUVAIN_CACHE_SIZE:
+            _LOUVAIN_CACHE.popitem(last=False)
+    _LOUVAIN_CACHE.move_to_end(key)
+    return _LOUVAIN_CACHE[key].copy()
+
+
+def _louvain_uncached(pairs: np.ndarray, n: int, seed: int) -> np.ndarray:
     import community as community_louvain  # python-louvain
     import networkx as nx
 

@@ -132,3 +132,15 @@ def test_client_split_draws_the_fractions_inside_each_client(sizes, fr, seed):
         got = stacked[:, a == c].sum(1)
         assert got[0] == min(int(np.floor(train * n + 0.5)), n)
         assert got[1] == min(int(np.floor(val * n + 0.5)), n - got[0])
+
+
+def test_louvain_results_are_cached_as_copies():
+    from securefgl.data import partition as part_module
+
+    g = csbm(200, num_classes=3, num_features=4, avg_degree=3.0, seed=5)
+    first = partition_graph(g, 3, "louvain-largest", seed=1).assignment
+    first[:] = -7  # the caller's copy: the cache must not see this
+    again = partition_graph(g, 3, "louvain-largest", seed=1).assignment
+    part_module._LOUVAIN_CACHE.clear()
+    fresh = partition_graph(g, 3, "louvain-largest", seed=1).assignment
+    assert np.array_equal(again, fresh) and (again != -7).all()
