@@ -17,8 +17,11 @@ from attacks.base import AttackResult, not_applicable
 from attacks.deployment import FEDGLS_FAMILY
 from attacks.dp_audit import dp_audit
 from attacks.fedgls_leakage import REPLAY, SUPPORT, learned_graph_replay, update_feature_support
+from attacks.fedsage_gradients import fedsage_gradient_features
+from attacks.generated_features import generated_feature_inference
 from attacks.gpfl_inference import label_distribution_inference, property_inference
 from attacks.gradient_inversion import gradient_inversion
+from attacks.h_inference import h_label_inference, h_link_inference, h_membership
 from attacks.hop2vec_leakage import hop2vec_leakage
 from attacks.link_stealing import link_stealing
 from attacks.linkteller import linkteller
@@ -27,6 +30,8 @@ from attacks.neighbour_features import neighbour_features
 from attacks.simulation import AuditRun, World
 from attacks.structure_reconstruction import structure_reconstruction
 from protocols.registry import parse_stack, secure_sum_for_stack
+from securefgl.spreadfgl.client import H_TAG
+from securefgl.spreadfgl.patch import PATCH_TAG
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,9 @@ def _dp_audit(cell: Cell) -> AttackResult:
     )
 
 
+#: the algorithms that upload H and receive generated neighbour features
+SPREADFGL = ("spreadfgl", "fedgl")
+
 #: algorithms whose released model the model holder queries (:mod:`attacks.deployment`)
 RELEASED_MODEL = ("central", "fedavg", "fedprox", "fedstruct", *FEDGLS_FAMILY)
 
@@ -138,6 +146,16 @@ ATTACKS: dict[str, AttackSpec] = {
             "abs_spearman",
             ("gpfl/features", "gram/matrices"),
         ),
+        AttackSpec("h_link_inference", SPREADFGL, lambda c: h_link_inference(c.run),
+                   keep_tags=(H_TAG,)),  # fmt: skip
+        AttackSpec("h_label_inference", SPREADFGL, lambda c: h_label_inference(c.run),
+                   "accuracy", (H_TAG,)),  # fmt: skip
+        AttackSpec("h_membership", SPREADFGL, lambda c: h_membership(c.run), keep_tags=(H_TAG,)),
+        AttackSpec("generated_feature_inference", SPREADFGL,
+                   lambda c: generated_feature_inference(c.run), "label_accuracy",
+                   (PATCH_TAG,)),  # fmt: skip
+        AttackSpec("fedsage_gradient_features", ("fedsage+",),
+                   lambda c: fedsage_gradient_features(c.run), "cosine"),  # fmt: skip
     )
 }
 
