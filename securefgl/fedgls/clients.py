@@ -118,7 +118,7 @@ class FederatedClient(ClientHeldModel, Party):
         self,
         view: ClientGraph,
         config: ExperimentConfig,
-        agg: AggregationClient,
+        agg: AggregationClient | None,  # None: a copy that never uploads (the replay attack)
         layout: Layout,
         nets: dict[int, Net],
         prop: Propagation | None,
@@ -146,7 +146,7 @@ class FederatedClient(ClientHeldModel, Party):
         return "sgd", 1.0, 0.0  # FedAvg: the global model is the weighted mean (Eq. 12)
 
     def apply_result(self, round_idx: int) -> None:
-        result = self.agg.result()
+        result = self.agg.result() if self.agg is not None else None
         if result is None or self.params is None:
             return
         if self.global_opt is None:
@@ -162,7 +162,7 @@ class FederatedClient(ClientHeldModel, Party):
 
     def upload(self, round_idx: int) -> None:
         """``(θ_k − θ, …)`` of the blocks this client trained, weight n_k."""
-        assert self.params is not None
+        assert self.params is not None and self.agg is not None
         deltas = {
             b: get_flat(net).astype(np.float64) - self.params[self.layout.block(b)]
             for b, net in self.nets.items()
