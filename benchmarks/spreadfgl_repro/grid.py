@@ -1,0 +1,150 @@
+"""The SpreadFGL reproduction grid: cells, their configurations and the papers' numbers
+(``benchmarks/data/spreadfgl_paper.json``: SpreadFGL Table II and the survey's FedSage+).
+
+Settings:
+
+* ``table2``: Table II (Zhong et al.): Cora, CiteSeer, Coauthor CS; M ∈ {6, 9, 12, 15};
+  labelled ratio 0.3, 20 % test, 10 % validation (the rest unlabelled); partition
+  ``louvain-chunks`` (equal-size clients, Table I's cut ratios); LocalFGL, FedAvg-fusion,
+  FedSage+, FedGL, SpreadFGL (3 edge servers, ring);
+* ``survey``: FedSage / FedSage+ in their own paper's setting (Louvain with FedSage+'s
+  balancing, M ∈ {3, 5, 10}, 60 / 20 / 20), beside the survey's numbers;
+* ``privacy``: FedGL on Cora, M = 9, with each protection of the H uploads (the
+  privacy–utility curve; attacks from :mod:`attacks.h_inference`);
+* ``bytes``: FedGL on Cora, M = 9, with the patch encodings (dedup / rows / factored);
+* ``partition``: FedAvg-fusion and FedGL on the balanced ``louvain`` partition (a cause
+  tested for the gap to the paper).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.notes import load_data
+
+from securefgl.config import ExperimentConfig
+
+DATASETS = ("Cora", "CiteSeer", "CS")
+NOT_RUN = {"WikiCS": "not available offline (no copy in the data root; downloads are off)"}
+CLIENTS = (6, 9, 12, 15)
+METHODS = ("localfgl", "fedavg-fusion", "fedsage+", "fedgl", "spreadfgl")
+SURVEY_CLIENTS = (3, 5, 10)
+SURVEY_DATASETS = ("Cora", "CiteSeer")
+SURVEY_METHODS = ("fedsage", "fedsage+")
+PRIVACY_PROTECTIONS = (
+    "none", "gaussian:0.5", "gaussian:1", "gaussian:2", "gaussian:4", "rr:0.5", "rr:1",
+    "rr:2", "rr:4", "rows:0.5", "rows:0.2",
+)  # fmt: skip
+BYTES_VARIANTS = ("factored", "rows", "rows-nodedup")
+LABELS = {
+    "localfgl": "LocalFGL",
+    "fedavg-fusion": "FedAvg-fusion",
+    "fedsage": "FedSage",
+    "fedsage+": "FedSage+",
+    "fedgl": "FedGL",
+    "spreadfgl": "SpreadFGL",
+}
+ROUNDS = 100
+PAPER = load_data("spreadfgl_paper")
+#: fGen's output layer is last-hidden × num_pred·d; the official 2048 needs 2048·5·d
+#: weights per client (70 M on Coauthor CS): capped at this many weights (memory).
+MAX_FGEN_OUT = 10_000_000
+
+
+@dataclass(frozen=True)
+class Cell:
+    setting: str
+    dataset: str
+    clients: int
+    method: str
+    protection: str = "none"
+
+    @property
+    def edge_servers(self) -> int:
+        return 3 if self.method == "spreadfgl" else 1
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.setting, self.dataset, self.clients, self.edge_servers, self.method,
+                self.protection)  # fmt: skip
+
+
+def row_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row[k] for k in ("setting", "dataset", "clients", "edge_servers", "method",
+                                  "protection"))  # fmt: skip
+
+
+def plan(
+    settings: list[str], datasets: list[str], clients: list[int], methods: list[str]
+) -> list[Cell]:
+    cells: list[Cell] = []
+    if "table2" in settings:
+        cells += [Cell("table2", d, m, meth) for d in datasets for m in clients for meth in methods
+                  if meth in METHODS]  # fmt: skip
+    if "survey" in settings:
+        cells += [Cell("survey", d, m, meth) for d in datasets if d in SURVEY_DATASETS
+                  for m in SURVEY_CLIENTS for meth in SURVEY_METHODS]  # fmt: skip
+    if "privacy" in settings:
+        cells += [Cell("privacy", "Cora", 9, "fedgl", p) for p in PRIVACY_PROTECTIONS]
+    if "bytes" in settings:
+        cells += [Cell("bytes", "Cora", 9, "fedgl", v) for v in BYTES_VARIANTS]
+    if "partition" in settings:
+        cells += [Cell("partition", d, m, meth) for d in datasets for m in clients
+                  for meth in ("fedavg-fusion", "fedgl")]  # fmt: skip
+    return cells
+
+
+def _fgen_hidden(dataset_dim: int, num_pred: int = 5) -> list[int]:
+    last = 2048
+    while last > 64 and last * num_pred * dataset_dim > MAX_FGEN_OUT:
+        last //= 2
+    return [256, last]
+
+
+def make_config(cell: Cell, dim: int) -> ExperimentConfig:
+    """The configuration of a cell (``dim``: the dataset's feature dimension)."""
+    survey = cell.setting == "survey"
+    base = ExperimentConfig(
+        dataset=cell.dataset, clients=cell.clients,
+        partition="louvain" if survey or cell.setting == "partition" else "louvain-chunks",
+        train_fraction=0.6 if survey else 0.3, val_fraction=0.2 if survey else 0.1,
+        test_fraction=0.2, rounds=ROUNDS, eval_every=ROUNDS, hidden=64, dropout=0.5, lr=0.01,
+        weight_decay=5e-4, threads=1, edge_servers=cell.edge_servers, server_topology="ring",
+        fedsage={"gen_hidden": _fgen_hidden(dim)},
+        name=f"spreadfgl-repro|{'|'.join(map(str, cell.key))}",
+    )  # fmt: skip
+    if cell.setting == "bytes":
+        encoding = {
+            "factored": {},
+            "rows": {"patch_encoding": "rows"},
+            "rows-nodedup": {"patch_encoding": "rows", "dedup": False},
+        }[cell.protection]
+        return base.replace(spreadfgl=encoding)  # fmt: skip
+    kind, _, value = cell.protection.partition(":")
+    if kind == "gaussian":
+        return base.replace(spreadfgl={"h_mechanism": "gaussian", "h_noise": float(value)})
+    if kind == "rr":
+        return base.replace(spreadfgl={"h_mechanism": "rr", "h_epsilon": float(value)})
+    if kind == "rows":
+        return base.replace(spreadfgl={"h_rows": float(value)})
+    return base
+
+
+def paper_value(cell: Cell) -> tuple[float | None, float | None, float | None]:
+    """(ACC, F1, std) of the paper for a cell (None where it has none)."""
+    if cell.setting in ("table2", "partition"):
+        table = PAPER["table2"]
+        values = table["values"].get(cell.dataset, {}).get(cell.method)
+        if values is None or cell.clients not in table["clients"]:
+            return None, None, None
+        i = table["clients"].index(cell.clients)
+        return values["acc"][i], values["f1"][i], None
+    if cell.setting == "survey":
+        survey = PAPER["fedsage_survey"]
+        values = survey["values"].get(cell.dataset, {}).get(cell.method)
+        if values is None or cell.clients not in survey["clients"]:
+            return None, None, None
+        mean, std = values[survey["clients"].index(cell.clients)]
+        return mean, None, std
+    return None, None, None

@@ -1,0 +1,195 @@
+"""``benchmarks/results/spreadfgl.md`` and ``.png`` from the result rows: Table II beside the
+paper, the targets, bytes per round per party, the privacy–utility curve of the H
+protections, the survey setting, the tested causes; prose from ``notes/spreadfgl.md``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.notes import section
+from harness.results import pyplot, save_figure, write_text
+
+from spreadfgl_repro.grid import CLIENTS, DATASETS, LABELS, METHODS, NOT_RUN, SURVEY_CLIENTS
+
+NOTES = "spreadfgl"
+TOLERANCE = 2.0  # points of ACC
+
+
+def _cell(row: dict[str, Any] | None, key: str = "acc") -> str:
+    if row is None or row.get(key) is None:
+        return "–"
+    std = row.get("std" if key == "acc" else "f1_std")
+    paper = row.get(f"paper_{key}")
+    ours = f"{row[key]:.2f} ± {std:.2f}" if std is not None else f"{row[key]:.2f}"
+    return ours + (f" ({paper:.2f})" if paper is not None else "")
+
+
+def _find(rows: list[dict], setting: str, dataset: str, clients: int, method: str,
+          protection: str = "none") -> dict | None:  # fmt: skip
+    for r in rows:
+        if (r["setting"], r["dataset"], r["clients"], r["method"], r["protection"]) == (
+            setting, dataset, clients, method, protection,
+        ):  # fmt: skip
+            return r
+    return None
+
+
+def table2(rows: list[dict], setting: str = "table2") -> list[str]:
+    out = []
+    for ds in DATASETS:
+        if not any(r["dataset"] == ds and r["setting"] == setting for r in rows):
+            continue
+        for key, name in (("acc", "ACC"), ("f1", "macro-F1")):
+            out += [f"**{ds}, {name}** (ours: mean ± std over seeds; paper in brackets)", "",
+                    "| method | " + " | ".join(f"M = {m}" for m in CLIENTS) + " |",
+                    "|---|" + "---|" * len(CLIENTS)]  # fmt: skip
+            for meth in METHODS:
+                cells = [_cell(_find(rows, setting, ds, m, meth), key) for m in CLIENTS]
+                if any(c != "–" for c in cells):
+                    out.append(f"| {LABELS[meth]} | " + " | ".join(cells) + " |")
+            out.append("")
+    return out
+
+
+def targets(rows: list[dict]) -> list[str]:
+    """Each target, cell by cell: met, missed (by how much) or not measured."""
+    lines, met, missed = [], 0, 0
+    for ds in DATASETS:
+        for m in CLIENTS:
+            checks = []
+            for meth in ("fedavg-fusion", "fedgl"):
+                r = _find(rows, "table2", ds, m, meth)
+                if r and r.get("acc") is not None and r.get("paper_acc") is not None:
+                    gap = r["acc"] - r["paper_acc"]
+                    ok = abs(gap) <= TOLERANCE
+                    checks.append(f"{LABELS[meth]} {gap:+.2f} {'✓' if ok else '✗'}")
+                    met, missed = met + ok, missed + (not ok)
+            s, f = (
+                _find(rows, "table2", ds, m, "spreadfgl"),
+                _find(rows, "table2", ds, m, "fedavg-fusion"),
+            )
+            if s and f and s.get("acc") is not None and f.get("acc") is not None:
+                ok = s["acc"] >= f["acc"]
+                checks.append(
+                    f"SpreadFGL − FedAvg-fusion {s['acc'] - f['acc']:+.2f} {'✓' if ok else '✗'}"
+                )
+                met, missed = met + ok, missed + (not ok)
+            if checks:
+                lines.append(f"| {ds} | {m} | " + " · ".join(checks) + " |")
+    for ds in DATASETS:
+        for m in SURVEY_CLIENTS:
+            r = _find(rows, "survey", ds, m, "fedsage+")
+            if r and r.get("acc") is not None and r.get("paper_acc") is not None:
+                gap = r["acc"] - r["paper_acc"]
+                ok = abs(gap) <= TOLERANCE
+                lines.append(f"| {ds} (survey setting) | {m} | FedSage+ {gap:+.2f} "
+                             f"{'✓' if ok else '✗'} |")  # fmt: skip
+                met, missed = met + ok, missed + (not ok)
+    head = [f"{met} checks met, {missed} missed (ACC within {TOLERANCE:g} points of the "
+            "paper; SpreadFGL ≥ FedAvg-fusion; FedSage+ within 2 points of the survey).", "",
+            "| dataset | M | checks (ours − paper, ACC points) |", "|---|---|---|"]  # fmt: skip
+    return head + lines + [""]
+
+
+def bytes_table(rows: list[dict]) -> list[str]:
+    out = ["| dataset | M | method | client up KB/round | client down KB/round | of which H up | "
+           "of which patches down | H per upload KB | patch per download KB | server↔server "
+           "KB/round | set-up MB |", "|---|---|---|" + "---|" * 8]  # fmt: skip
+    for r in rows:
+        if r["setting"] not in ("table2", "bytes") or not r.get("bytes"):
+            continue
+        if r["setting"] == "table2" and r["clients"] != 9:
+            continue
+        b = r["bytes"]
+        name = LABELS[r["method"]] + (f" [{r['protection']}]" if r["setting"] == "bytes" else "")
+        out.append(
+            f"| {r['dataset']} | {r['clients']} | {name} | {b['client_up_kb']} | "
+            f"{b['client_down_kb']} | {b['h_kb']} | {b['patch_kb']} | {b['h_per_upload_kb']} | "
+            f"{b['patch_per_download_kb']} | {b['server_p2p_kb']} | {b['setup_mb']} |"
+        )
+    return out + [""]
+
+
+def privacy_table(rows: list[dict]) -> list[str]:
+    out = ["| protection of H | ε (per node row, all uploads) | ACC | F1 | link AUC (server) | "
+           "label acc. (server) | membership AUC (server) | foreign-label acc. (client) |",
+           "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in sorted((r for r in rows if r["setting"] == "privacy"), key=_privacy_order):
+        eps = "∞ (none)" if r.get("h_epsilon") is None else f"{r['h_epsilon']:.3g}"
+        attacks = [_attack(r, k) for k in ATTACK_KEYS]
+        out.append(f"| {r['protection']} | {eps} | {_cell(r)} | {_cell(r, 'f1')} | "
+                   + " | ".join(attacks) + " |")  # fmt: skip
+    return out + ["", "(attack baselines in brackets: chance AUC 0.5; the majority class.)", ""]
+
+
+ATTACK_KEYS = ("h_link_auc", "h_label_accuracy", "h_membership_auc", "generated_label_accuracy")
+
+
+def _attack(row: dict, key: str) -> str:
+    """An attack's value with its naive baseline in brackets."""
+    if row.get(key) is None:
+        return "–"
+    base = row.get(key + "_baseline")
+    return f"{row[key]:.3f}" + (f" ({base:.3f})" if base is not None else "")
+
+
+def _privacy_order(r: dict) -> tuple:
+    kind, _, value = r["protection"].partition(":")
+    return (kind != "none", kind, float(value or 0))
+
+
+def write_markdown(rows: list[dict], path: Path) -> None:
+    lines = ["# SpreadFGL, FedGL and FedSage+: reproduction, traffic and the H leak", "",
+             section(NOTES, "intro"), "", "## Table II (ACC and macro-F1, %)", ""]  # fmt: skip
+    lines += table2(rows)
+    lines += [f"Not run: {ds} — {why}." for ds, why in NOT_RUN.items()] + [""]
+    lines += ["## Targets", ""] + targets(rows)
+    lines += [section(NOTES, "targets"), "", "## FedSage / FedSage+ in their paper's setting",
+              "", "| dataset | method | " + " | ".join(f"M = {m}" for m in SURVEY_CLIENTS) + " |",
+              "|---|---|" + "---|" * len(SURVEY_CLIENTS)]  # fmt: skip
+    for ds in DATASETS:
+        for meth in ("fedsage", "fedsage+"):
+            cells = [_cell(_find(rows, "survey", ds, m, meth)) for m in SURVEY_CLIENTS]
+            if any(c != "–" for c in cells):
+                lines.append(f"| {ds} | {LABELS[meth]} | " + " | ".join(cells) + " |")
+    lines += ["", "## Causes tested: the partition", "", section(NOTES, "partition"), ""]
+    lines += table2(rows, "partition")
+    lines += ["## Bytes per round per party", "", section(NOTES, "bytes"), ""] + bytes_table(rows)
+    lines += ["## The H leak and its protections (FedGL, Cora, M = 9)", "",
+              section(NOTES, "privacy"), ""] + privacy_table(rows)  # fmt: skip
+    lines += ["![privacy-utility](spreadfgl.png)", ""]
+    write_text(path, "\n".join(lines))
+
+
+def write_plot(rows: list[dict], path: Path) -> None:
+    priv = [r for r in rows if r["setting"] == "privacy" and r.get("acc") is not None]
+    if not priv:
+        return
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for kind, marker in (("gaussian", "o"), ("rr", "s"), ("rows", "^"), ("none", "*")):
+        sel = sorted((r for r in priv if r["protection"].split(":")[0] == kind), key=_privacy_order)
+        if not sel:
+            continue
+        eps = [r["h_epsilon"] if r.get("h_epsilon") is not None else 1e4 for r in sel]
+        axes[0].plot(eps, [r["acc"] for r in sel], marker=marker, label=kind)
+        axes[1].plot(
+            eps, [r.get("h_label_accuracy") for r in sel], marker=marker, label=f"{kind}: label"
+        )
+        axes[1].plot(
+            eps,
+            [r.get("h_link_auc") for r in sel],
+            marker=marker,
+            ls="--",
+            label=f"{kind}: link AUC",
+        )
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("ε per node row over all uploads (none and row subsets drawn at 1e4)")
+    axes[0].set_ylabel("test accuracy (%)")
+    axes[1].set_ylabel("edge server's attack (label accuracy / link AUC)")
+    axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=6)
+    fig.suptitle("FedGL on Cora, M = 9: protections of the H uploads")
+    save_figure(fig, path)
