@@ -17,7 +17,7 @@ import torch
 
 from protocols.base import Envelope
 from protocols.dp.rng import make_rng
-from protocols.gram import GramClient, GramServer
+from protocols.gram import GRAM_PARAMS, GramClient, GramServer
 from protocols.secure_sum import SecureSumClient, SecureSumServer, SumRequest
 from protocols.wire import Payload
 from securefgl.config import ExperimentConfig
@@ -202,8 +202,6 @@ class GPFLServer(InitServer):
 
     def host_gram(self, client_ids: list[str], dims: dict[str, int], mode: str,
                   authority: str | None) -> None:  # fmt: skip
-        from protocols.gram import GRAM_PARAMS
-
         self.gram = GramServer(self.party_id, client_ids, dims, mode, authority, GRAM_PARAMS)
 
     def begin_gram(self, round_idx: int) -> None:
