@@ -113,8 +113,14 @@ def guarantees(
         )
         out.append({"epsilon": eps, "unit": f"edge-level ({mech})", "covers": covers})
     privacy = run.result.privacy
-    if run.epsilon is not None:
-        mech = parse_stack(stack)[1]
+    mech = parse_stack(stack)[1]
+    if privacy.get("h_epsilon") is not None:  # SpreadFGL / FedGL: the H uploads' own ledger
+        covers = (f"each node's released H row (local DP, {privacy.get('h_mechanism')}, over "
+                  f"{privacy.get('h_uploads')} uploads; against the {privacy.get('h_adversary')});"
+                  " not the model updates")  # fmt: skip
+        out.append({"epsilon": privacy["h_epsilon"], "unit": "node-row (H uploads)",
+                    "covers": covers})  # fmt: skip
+    if run.epsilon is not None and mech is not None:
         against = f"; against the {privacy['adversary']}" if privacy.get("adversary") else ""
         covers = (
             f"released model updates (client-level, clip_noise{against})"

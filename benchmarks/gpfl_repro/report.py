@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpfl_repro.grid import ALPHAS, CLIENTS, NOT_RUN, PROTECTIONS, paper_value
 from harness.notes import note_path, section
 from harness.results import write_text
+
+from gpfl_repro.grid import ALPHAS, CLIENTS, NOT_RUN, PROTECTIONS, paper_value
 
 ORDER = ("gpfl", "fedavg", "self-train", "fedprox", "gcfl", "fedstar")
 SETTINGS = [(k, a) for k in CLIENTS for a in ALPHAS]

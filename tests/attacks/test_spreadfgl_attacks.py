@@ -3,6 +3,7 @@ off generated rows, what FedSage+'s answered gradients give away; and the protec
 
 import pytest
 
+from attacks.audit import guarantees
 from attacks.fedsage_gradients import fedsage_gradient_features
 from attacks.generated_features import generated_feature_inference
 from attacks.h_inference import h_label_inference, h_link_inference, h_membership
@@ -44,6 +45,10 @@ def test_randomised_response_and_row_subsets_reduce_the_leak(graph, plain):
     rr = _run(graph, h_mechanism="rr", h_epsilon=0.05)
     assert h_label_inference(plain).leaks() and not h_label_inference(rr).leaks()
     assert rr.result.privacy["h_epsilon"] == pytest.approx(0.05 * 3)  # 3 uploads composed
+    # the audit states the H ledger as what it is, never as a clip_noise model-update ε
+    (claim,) = guarantees("fedgl", ["plain"], None, rr)
+    assert claim["unit"] == "node-row (H uploads)" and claim["epsilon"] == pytest.approx(0.15)
+    assert "not the model updates" in claim["covers"]
     subset = _run(graph, h_rows=0.25)
     label = h_label_inference(subset)
     assert label.details["uploaded_fraction"] == pytest.approx(0.25, abs=0.03)
