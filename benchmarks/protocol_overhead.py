@@ -67,7 +67,7 @@ from overhead.primitives import Primitives, ts
 from overhead.report import fmt_s, summary_lines, write_markdown, write_plot
 
 from protocols.base import Role
-from protocols.identity import HONEST_BUT_CURIOUS, THREAT_MODELS
+from protocols.identity import HONEST_BUT_CURIOUS, MALICIOUS, THREAT_MODELS
 
 OUT = Path(__file__).resolve().parent / "results"
 STEM = "protocol_overhead"
@@ -197,6 +197,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--merge",
         action="store_true",
         help="keep the existing JSON's rows for cells this run does not measure",
+    )
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=5,
+        help="after the grid, this many back-to-back honest-but-curious/malicious pairs of "
+        "rounds at the target cell (n = 100, d = 1e5) for the malicious-mode verdict; 0: none",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT, help="results directory")
@@ -401,9 +408,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     meta["remeasured_cells"] = len(retry)
     rows = [build_row(r, prims) for r in records] + kept
     rows.sort(key=sort_key)
+    target = [p for p in args.protocols if p in MALICIOUS_PROTOCOLS]
+    if args.paired and target and MALICIOUS in args.threat_models:
+        n, d = threat.TARGET_CELL
+        print(f"paired target-cell rounds (n={n}, d={d:.0e}, x{args.paired}) ...", flush=True)
+
+        def client_seconds(protocol: str, threat_model: str) -> float:
+            cell = Cell(protocol, n, d, 0.0, args.drop_phase.get(protocol, ""), threat_model)
+            measured = run_cell(cell, args.budget * args.hard_factor, args.seed)
+            return float(measured["client_seconds"])
+
+        meta["paired"] = threat.paired(target, args.paired, client_seconds)
     meta["runtime_seconds"] = time.time() - t_start
     meta["loadavg_at_end"] = loadavg()
-    meta["summary"] = summary_lines(rows)
+    meta["summary"] = summary_lines(rows, meta)
     write_json_file(json_path, rows)
     write_json_file(meta_path, meta)
     write_markdown(rows, meta, args.out / f"{STEM}.md")

@@ -97,19 +97,26 @@ class CheckKey:
         if len(key) != CHECK_KEY_BYTES:
             raise ProtocolError(f"a check key has {CHECK_KEY_BYTES} bytes, got {len(key)}")
         self._key, self.experiment_id = key, experiment_id
+        self._alphas: tuple[tuple[int, int], np.ndarray] | None = None
 
     def tags(self, round_idx: int, cid: str) -> np.ndarray:
-        msg = statement(DOMAIN, self.experiment_id, round_idx, "tag", cid)
-        raw = hmac.new(self._key, msg, hashlib.sha256).digest()[: 8 * TAGS]
+        msg = digest(b"ckks/tag/v1", self.experiment_id.encode(), str(round_idx).encode(),
+                     cid.encode())  # fmt: skip
+        raw = hmac.digest(self._key, msg, hashlib.sha256)[: 8 * TAGS]
         words = np.frombuffer(raw, dtype="<u8").astype(np.float64)
         return words / 2.0**63 - 1.0
 
     def alphas(self, round_idx: int, length: int) -> np.ndarray:
-        """``SKETCHES × blocks × BLOCK`` coefficients in [-1, 1), secret per round."""
+        """``SKETCHES × blocks × BLOCK`` coefficients in [-1, 1), secret per round (the last
+        round's are kept: a client needs them to extend its update and to check the sum)."""
+        if self._alphas is not None and self._alphas[0] == (round_idx, length):
+            return self._alphas[1]
         blocks = math.ceil(length / BLOCK)
         info = statement(DOMAIN, self.experiment_id, round_idx, "sketch", "")
         words = mask_words(derive_key(self._key, info), SKETCHES * blocks * BLOCK)
-        return (words.astype(np.float64) / 2.0**63 - 1.0).reshape(SKETCHES, blocks, BLOCK)
+        alpha = (words.astype(np.float64) / 2.0**63 - 1.0).reshape(SKETCHES, blocks, BLOCK)
+        self._alphas = ((round_idx, length), alpha)
+        return alpha
 
     @staticmethod
     def sketch(alpha: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -118,7 +118,7 @@ def write_markdown(rows: list[dict[str, Any]], meta: dict[str, Any], path: Path)
                 + " |"
             )
         lines.append("")
-    lines += [*threat.markdown(rows, meta), "## Summary", "", *summary_lines(rows), ""]
+    lines += [*threat.markdown(rows, meta), "## Summary", "", *summary_lines(rows, meta), ""]
     write_text(path, "\n".join(lines))
 
 
@@ -127,7 +127,7 @@ def _range(rows: list[dict[str, Any]], key: str) -> str:
     return f"{min(values):.2f}-{max(values):.2f}" if values else "-"
 
 
-def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
+def summary_lines(rows: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> list[str]:
     out = []
     for proto, tm, prows in _groups(rows):
         run = [r for r in prows if not r["skipped"]]
@@ -163,7 +163,7 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
         if bad:
             text += f". WARNING: {len(bad)} cells returned a wrong aggregate"
         out.append(text + ".")
-    return out + threat.summary(rows)
+    return out + threat.summary(rows, meta)
 
 
 def write_plot(rows: list[dict[str, Any]], path: Path, n_plot: int = 100) -> bool:

@@ -10,7 +10,9 @@ participant's signature. Target: client seconds at n = 100, d = 10^5 at most
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -49,6 +51,29 @@ def ed25519_seconds(repeats: int = 300) -> dict[str, float]:
     return best
 
 
+def paired(
+    protocols: Sequence[str], repeats: int, client_seconds: Callable[[str, str], float]
+) -> dict[str, dict[str, Any]]:
+    """The target cell measured in pairs: ``repeats`` times an honest-but-curious round then
+    a malicious one, back to back (``client_seconds(protocol, threat_model)``), so that both
+    modes see the same machine state; the grid's rows of the two modes run minutes apart.
+    Ratio of the medians (and of the minima, beside it)."""
+    out = {}
+    for proto in protocols:
+        times: dict[str, list[float]] = {HONEST_BUT_CURIOUS: [], MALICIOUS: []}
+        for _ in range(repeats):
+            for tm in times:
+                times[tm].append(client_seconds(proto, tm))
+        hbc, mal = times[HONEST_BUT_CURIOUS], times[MALICIOUS]
+        out[proto] = {
+            "clients": TARGET_CELL[0], "dim": TARGET_CELL[1], "repeats": repeats,
+            "hbc_client_seconds": hbc, "malicious_client_seconds": mal,
+            "ratio_median": statistics.median(mal) / statistics.median(hbc),
+            "ratio_min": min(mal) / min(hbc),
+        }  # fmt: skip
+    return out
+
+
 def _key(r: dict[str, Any]) -> tuple:
     return (r["protocol"], r["clients"], r["dim"], r["dropout"])
 
@@ -74,17 +99,27 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summary(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per protocol at the target cell (or that it is not measured yet)."""
+def summary(rows: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> list[str]:
+    """One line per protocol at the target cell (or that it is not measured yet); the
+    verdict uses the paired measurement where there is one."""
     lines = []
+    pairs = (meta or {}).get("paired") or {}
     for item in ratios(rows):
         if not item["target_cell"]:
             continue
-        met = item["client_ratio"] is not None and item["client_ratio"] <= MALICIOUS_TARGET
+        pair = pairs.get(item["protocol"])
+        ratio = pair["ratio_median"] if pair else item["client_ratio"]
+        met = ratio is not None and ratio <= MALICIOUS_TARGET
+        how = (
+            f"{ratio:.2f}x the honest-but-curious one in {pair['repeats']} back-to-back pairs "
+            f"(ratio of medians; of minima {pair['ratio_min']:.2f}x; the grid rows, measured "
+            f"apart, give {item['client_ratio']:.2f}x)"
+            if pair
+            else f"{item['client_ratio']:.2f}x the honest-but-curious one"
+        )
         lines.append(
-            f"- **{item['protocol']} malicious** at n = 100, d = 1e5: client time "
-            f"{item['client_ratio']:.2f}x the honest-but-curious one (target <= "
-            f"{MALICIOUS_TARGET:g}x: {'met' if met else 'NOT met'}), server "
+            f"- **{item['protocol']} malicious** at n = 100, d = 1e5: client time {how} "
+            f"(target <= {MALICIOUS_TARGET:g}x: {'met' if met else 'NOT met'}), server "
             f"{item['server_ratio']:.2f}x, bytes up {item['client_bytes_ratio']:.2f}x."
         )
     if not any(threat_of(r) == MALICIOUS and not r["skipped"] for r in rows):
@@ -113,7 +148,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
         )
     lines.append("")
     if not items:
-        return [*lines, *summary(rows), ""]
+        return [*lines, *summary(rows, meta), ""]
     lines += [
         "| protocol | n | d | drop | client x | server x | wall x | bytes up x | ok |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -130,4 +165,4 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
             + " | ".join(cells)
             + f" | {'yes' if it['result_ok'] else '**no**'} |"
         )
-    return [*lines, "", *summary(rows), ""]
+    return [*lines, "", *summary(rows, meta), ""]

@@ -13,9 +13,10 @@ few share holders.
 Malicious-server mode (``config.threat_model == "malicious"``; Bonawitz et al. 2017, Sec.
 6): the keys are signed with the client's long-term Ed25519 key and every neighbour's
 signature is checked before any share is sealed to it; ``sign_survivors`` checks the
-server's survivor statement against this client's own view and signs it once; ``unmask``
-reveals shares only after a quorum of signatures on that same statement
-(:mod:`protocols.secagg.consistency`), and derives what it reveals from the statement.
+server's survivor statement against this client's own view and signs it once (plus an HMAC
+endorsement per neighbour); ``unmask`` reveals shares only after a quorum of endorsements of
+that same statement (:mod:`protocols.secagg.consistency`), and derives what it reveals from
+the statement.
 """
 
 from __future__ import annotations
@@ -41,9 +42,13 @@ from protocols.crypto.keyagreement import (
 from protocols.crypto.prg import SEED_BYTES, add_mask
 from protocols.identity import Identity, KeyRegistry, SignatureError
 from protocols.secagg.consistency import (
+    MAC_BYTES,
     TAG_CONSISTENCY,
     TAG_CONSISTENCY_SIG,
+    check_endorsement,
     check_quorum,
+    endorse,
+    endorsement_key,
     holders,
     key_statement,
     survivor_statement,
@@ -344,7 +349,14 @@ class SecAggClient(AggregationClient):
         stmt = survivor_statement(self.config, self._r, participants, u2, u3)
         sig = self.identity.sign(stmt)
         self._signed = (stmt, sig, sorted(u3))
-        return self._send(TAG_CONSISTENCY_SIG, {"sig": sig})
+        alive = set(u3)
+        fields = {f"mac:{v}": endorse(self._endorsement_key(v), stmt, who, v)
+                  for v in self._mask_set if v in alive}  # fmt: skip
+        return self._send(TAG_CONSISTENCY_SIG, {"sig": sig, **fields})
+
+    def _endorsement_key(self, peer: str) -> bytes:
+        ctx = self.config.pair_context(self._r, "endorsement", self.party_id, peer)
+        return endorsement_key(self._share_key(peer), ctx)
 
     def _check_signed_survivors(self, msg: Payload) -> tuple[list[str], list[str]]:
         """(survivors, dropped) of this client's holders, from the statement it signed,
@@ -357,13 +369,31 @@ class SecAggClient(AggregationClient):
         signers = id_list(msg.meta, "signers", who)
         if not set(signers) <= set(u3):
             raise ProtocolError(f"{who}: signatures from clients outside the signed U3")
-        sigs = unpack_signatures(msg.fields.get("sig"), len(signers), who)
-        if set(msg.fields) != {"sig"}:
-            raise ProtocolError(f"{who}: unexpected fields in the unmask request")
-        check_quorum(
-            self.registry, stmt, dict(zip(signers, sigs, strict=True)), info.graph,
-            [who, *self._mask_set], info.t, (who, own), who,
-        )  # fmt: skip
+        sig_of = dict(zip(signers, unpack_signatures(msg.fields.get("sig"), len(signers), who),
+                          strict=True))  # fmt: skip
+        if sig_of.get(who, own) != own:
+            raise SignatureError(f"{who}: the server altered this client's own signature")
+        mac_from = id_list(msg.meta, "mac_from", who) if "mac_from" in msg.meta else []
+        if set(msg.fields) - {"sig", "mac"} or not set(mac_from) <= set(signers) & set(
+            self._mask_set
+        ):
+            raise ProtocolError(f"{who}: unexpected fields or MAC senders in the unmask request")
+        macs = {}
+        if mac_from:
+            raw = msg.fields.get("mac")
+            shape = (len(mac_from), MAC_BYTES)
+            if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or raw.shape != shape:
+                raise SignatureError(f"{who}: endorsements must be uint8 of shape {shape}")
+            macs = {s: raw[i].tobytes() for i, s in enumerate(mac_from)}
+
+        def verify(signer: str) -> None:
+            if signer in macs:
+                check_endorsement(self._endorsement_key(signer), stmt, signer, who,
+                                  macs[signer], who)  # fmt: skip
+            else:
+                self.registry.verify(signer, stmt, sig_of[signer], f"{who}: consistency signature")
+
+        check_quorum(verify, signers, info.graph, [who, *self._mask_set], info.t, who, who, macs)
         alive = set(u3)
         mine = [who, *self._mask_set]
         return [v for v in mine if v in alive], [v for v in self._mask_set if v not in alive]

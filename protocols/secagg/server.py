@@ -37,6 +37,7 @@ from protocols.crypto.keyagreement import (
 )
 from protocols.crypto.prg import SEED_BYTES, add_mask
 from protocols.secagg.consistency import (
+    MAC_BYTES,
     TAG_CONSISTENCY,
     TAG_CONSISTENCY_SIG,
     pack_signatures,
@@ -252,20 +253,36 @@ class SecAggServer(AggregationServer):
         """Malicious-server mode: forward the survivors' signatures as the unmask request."""
         got = self._collect(inbox, TAG_CONSISTENCY_SIG, set(self._survivors))
         sigs: dict[str, bytes] = {}
+        macs: dict[str, dict[str, bytes]] = {}  # receiver -> signer -> endorsement
         for u, msg in got.items():
             sig = msg.fields.get("sig")
-            if set(msg.fields) != {"sig"} or not isinstance(sig, bytes) or len(sig) != 64:
+            to = {k[4:]: v for k, v in msg.fields.items() if k.startswith("mac:")}
+            if (
+                set(msg.fields) != {"sig", *(f"mac:{v}" for v in to)}
+                or not isinstance(sig, bytes)
+                or len(sig) != 64
+                or not set(to) <= set(self._mask_sets.get(u, ()))
+                or any(not isinstance(m, bytes) or len(m) != MAC_BYTES for m in to.values())
+            ):
                 raise ProtocolError(f"secagg server: garbled consistency signature from {u}")
             sigs[u] = sig
+            for v, mac in to.items():
+                macs.setdefault(v, {})[u] = mac
         signers = [u for u in self._survivors if u in sigs]
         if len(signers) < (self._info.t if self._info else 2):
             raise ProtocolError(
                 f"secagg abort at consistency check: only {len(signers)} survivors signed"
             )
         packed = pack_signatures([sigs[u] for u in signers])
-        return [
-            self._send(u, TAG_UNMASK_REQUEST, {"sig": packed}, signers=signers) for u in signers
-        ]
+        out = []
+        for u in signers:
+            fields: dict[str, Any] = {"sig": packed}
+            meta: dict[str, Any] = {"signers": signers}
+            if mine := macs.get(u, {}):  # the endorsements addressed to u
+                raw = np.frombuffer(b"".join(mine.values()), np.uint8)
+                fields["mac"], meta["mac_from"] = raw.reshape(-1, MAC_BYTES), list(mine)
+            out.append(self._send(u, TAG_UNMASK_REQUEST, fields, **meta))
+        return out
 
     def _fix_survivors(self, inbox: Inbox) -> RoundInfo:
         """Sum the masked inputs that arrived; fix U3 (survivors) and the dropped clients."""

@@ -35,3 +35,17 @@ def test_ratios_target_and_old_rows():
     assert sorted(rows, key=sort_key)[0]["threat_model"] == "honest-but-curious"
     pending = threat.summary([old])
     assert "timing run pending" in pending[0]
+
+
+def test_paired_measurement_gives_the_verdict():
+    clock = iter([1.0, 1.6, 1.0, 1.4, 1.2, 1.5])  # hbc, malicious, hbc, malicious, ...
+    pairs = threat.paired(["secagg"], 3, lambda protocol, tm: next(clock))
+    pair = pairs["secagg"]
+    assert pair["hbc_client_seconds"] == [1.0, 1.0, 1.2]
+    assert abs(pair["ratio_median"] - 1.5) < 1e-9 and abs(pair["ratio_min"] - 1.4) < 1e-9
+    rows = [_row("secagg", "honest-but-curious", 0.02), _row("secagg", "malicious", 0.04)]
+    (line,) = threat.summary(rows, {"paired": pairs})
+    assert "1.50x the honest-but-curious one in 3 back-to-back pairs" in line
+    assert "the grid rows, measured apart, give 2.00x" in line and "met)" in line
+    pairs["secagg"]["ratio_median"] = 1.51
+    assert "NOT met" in threat.summary(rows, {"paired": pairs})[0]

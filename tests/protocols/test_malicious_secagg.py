@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from protocols.base import Envelope, ProtocolError, aggregate, no_transport
-from protocols.identity import Pki, SignatureError
+from protocols.identity import KeyRegistry, Pki, SignatureError
 from protocols.secagg import TAG_KEYLIST, TAG_UNMASK_REQUEST, SecAggPlus, SecAggregation
 from protocols.secagg.consistency import (
     TAG_CONSISTENCY,
@@ -149,13 +149,17 @@ def test_replayed_keys_from_another_round_or_experiment_are_refused() -> None:
                       _inputs(n, d), replay)  # fmt: skip
 
 
-def test_inconsistent_survivor_sets_are_refused_before_any_share() -> None:
+@pytest.mark.parametrize(
+    ("strip_macs", "refusal"),
+    [(True, "consistency signature: signature of 'c0[1-6]'"),  # falls back to signatures
+     (False, "endorsement of 'c0[1-6]' does not verify")],
+)  # fmt: skip
+def test_inconsistent_survivor_sets_are_refused_before_any_share(strip_macs, refusal) -> None:
     """The server shows one client a survivor set without c04: that client refuses to
     unmask (its quorum signed another set), and nobody answers the unmask request with
     shares of a client listed differently elsewhere."""
     n, d = 7, 3
     protocol = SecAggregation("exp-c", threat_model=MAL)
-    parties = protocol.create_parties(SERVER, _ids(n), d)
 
     def split(envelopes: list[Envelope]) -> list[Envelope]:
         out = no_transport(envelopes)
@@ -166,9 +170,18 @@ def test_inconsistent_survivor_sets_are_refused_before_any_share() -> None:
                 keep = [i for i, c in enumerate(env.payload.meta["signers"]) if c != "c04"]
                 env.payload.meta["signers"] = [env.payload.meta["signers"][i] for i in keep]
                 env.payload.fields["sig"] = env.payload.fields["sig"][keep]
+                if strip_macs:  # c00 falls back to the signatures
+                    env.payload.meta.pop("mac_from")
+                    env.payload.fields.pop("mac")
+                else:
+                    mac_from = env.payload.meta["mac_from"]
+                    keep = [i for i, c in enumerate(mac_from) if c != "c04"]
+                    env.payload.meta["mac_from"] = [mac_from[i] for i in keep]
+                    env.payload.fields["mac"] = env.payload.fields["mac"][keep]
         return out
 
-    with pytest.raises(SignatureError, match="consistency signature: signature of 'c0[1-6]'"):
+    parties = protocol.create_parties(SERVER, _ids(n), d)
+    with pytest.raises(SignatureError, match=refusal):
         aggregate(protocol, parties, 0, _inputs(n, d), split)
     unmask_sent = [c for c in _ids(n) if parties.clients[c]._answered]
     assert unmask_sent == []
@@ -211,7 +224,7 @@ def test_a_client_signs_once_and_never_unmasks_unsigned() -> None:
 
 
 @pytest.mark.parametrize(("n", "k"), [(9, None), (30, 6)])
-def test_quorum_verifies_only_what_it_needs(n: int, k: int | None) -> None:
+def test_quorum_checks_only_what_it_needs(n: int, k: int | None) -> None:
     pki = Pki.issue(_ids(n))
     config = (SecAggregation if k is None else SecAggPlus)("q", **({"k": k} if k else {}))
     cfg = config.config_for(n)
@@ -220,10 +233,50 @@ def test_quorum_verifies_only_what_it_needs(n: int, k: int | None) -> None:
     sigs = {c: pki.identity(c).sign(stmt) for c in _ids(n)}
     me = "c00"
     targets = [me, *info.graph.neighbours(me)]
-    count = check_quorum(pki.registry, stmt, sigs, info.graph, targets, info.t,
-                         (me, sigs[me]), me)  # fmt: skip
+    checked: list[str] = []
+
+    def verify(signer: str) -> None:
+        pki.registry.verify(signer, stmt, sigs[signer], "test")
+        checked.append(signer)
+
+    count = check_quorum(verify, sigs, info.graph, targets, info.t, me, me)
     bound = info.t - 1 if k is None else info.graph.holders_per_client - 1
-    assert count <= bound
+    assert count == len(checked) <= bound
+    # MAC endorsements first: without dropouts the neighbours alone meet every quorum
+    checked.clear()
+    check_quorum(verify, sigs, info.graph, targets, info.t, me, me,
+                 cheap=info.graph.neighbours(me))  # fmt: skip
+    assert set(checked) <= set(info.graph.neighbours(me))
     sigs["c01" if k is None else info.graph.neighbours(me)[0]] = bytes(64)
     with pytest.raises(SignatureError):
-        check_quorum(pki.registry, stmt, sigs, info.graph, targets, info.t, (me, sigs[me]), me)
+        check_quorum(verify, sigs, info.graph, targets, info.t, me, me)
+
+
+@pytest.mark.parametrize("protocol", [SecAggregation("exp-e", threat_model=MAL),
+                                      SecAggPlus("exp-e", k=4, threat_model=MAL)])  # fmt: skip
+def test_endorsements_replace_signature_checks_and_a_forged_one_aborts(protocol, monkeypatch):
+    n, d = 9, 3
+    inputs = _inputs(n, d)
+    calls: list[str] = []
+    verify = KeyRegistry.verify
+
+    def counting(self, party_id, message, signature, what=""):
+        calls.append(what)
+        return verify(self, party_id, message, signature, what)
+
+    monkeypatch.setattr(KeyRegistry, "verify", counting)
+    result = aggregate(protocol, protocol.create_parties(SERVER, _ids(n), d), 0, inputs)
+    np.testing.assert_allclose(result.mean, _mean(inputs, _ids(n)), atol=1e-5)
+    assert not [w for w in calls if "consistency" in w]  # every quorum met by MACs
+
+    def forge(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            if env.tag == TAG_UNMASK_REQUEST and env.receiver == "c00":
+                env.payload.fields["mac"][0, 0] ^= 1
+        return out
+
+    parties = protocol.create_parties(SERVER, _ids(n), d)
+    with pytest.raises(SignatureError, match="endorsement of .* does not verify"):
+        aggregate(protocol, parties, 0, inputs, forge)
+    assert not parties.clients["c00"]._answered
