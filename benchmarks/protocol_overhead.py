@@ -308,6 +308,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     json_path = args.out / f"{STEM}.json"
     meta_path = args.out / f"{STEM}_meta.json"
+    earlier_pairs: dict[str, Any] = {}
+    if args.merge and meta_path.exists():
+        earlier_pairs = read_json(meta_path).get("paired") or {}
     kept: list[dict[str, Any]] = []
     if args.merge and json_path.exists():
         ours = {(c.protocol, c.clients, c.dim, c.dropout, c.threat_model) for c in cells}
@@ -419,6 +422,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             return float(measured["client_seconds"])
 
         meta["paired"] = threat.paired(target, args.paired, client_seconds)
+    if earlier_pairs:  # --merge: the pairs of protocols this run did not pair
+        meta["paired"] = {**earlier_pairs, **meta.get("paired", {})}
     meta["runtime_seconds"] = time.time() - t_start
     meta["loadavg_at_end"] = loadavg()
     meta["summary"] = summary_lines(rows, meta)

@@ -139,7 +139,8 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
         "",
         f"Target: client seconds at n = 100, d = 1e5 (no dropout) at most "
         f"{MALICIOUS_TARGET:g} x the honest-but-curious client seconds of the same cell. "
-        "Ratios are of the best-of-N timings of each cell (the two modes run in the same pass).",
+        "The table's ratios are of each cell's best-of-N timings (the two modes' rows run "
+        "minutes apart); the verdict below uses back-to-back pairs at the target cell.",
     ]
     if sig:
         lines[-1] += (

@@ -105,6 +105,7 @@ class SecAggClient(AggregationClient):
         self._info: RoundInfo | None = None
         self._peers: dict[str, tuple[bytes, bytes]] = {}  # neighbour -> (c_pk, s_pk)
         self._share_keys: dict[str, bytes] = {}
+        self._endorsement_keys: dict[str, bytes] = {}
         self._self_seed: bytes | None = None
         self._held: dict[str, tuple[bytes, bytes]] = {}  # owner -> (share of b, share of s^SK)
         self._mask_set: list[str] | None = None
@@ -355,8 +356,11 @@ class SecAggClient(AggregationClient):
         return self._send(TAG_CONSISTENCY_SIG, {"sig": sig, **fields})
 
     def _endorsement_key(self, peer: str) -> bytes:
-        ctx = self.config.pair_context(self._r, "endorsement", self.party_id, peer)
-        return endorsement_key(self._share_key(peer), ctx)
+        key = self._endorsement_keys.get(peer)
+        if key is None:
+            ctx = self.config.pair_context(self._r, "endorsement", self.party_id, peer)
+            key = self._endorsement_keys[peer] = endorsement_key(self._share_key(peer), ctx)
+        return key
 
     def _check_signed_survivors(self, msg: Payload) -> tuple[list[str], list[str]]:
         """(survivors, dropped) of this client's holders, from the statement it signed,
