@@ -38,7 +38,7 @@ from fedgls_repro.grid import (
     row_key,
 )
 from fedgls_repro.report import write_outputs
-from harness.results import locked, read_json, write_json
+from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 
 from securefgl.config import ExperimentConfig
@@ -90,35 +90,17 @@ def summarise(row: dict[str, Any]) -> None:
 
 
 def save_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write ``rows`` atomically after merging what other processes saved (under a lock)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with locked(path.with_suffix(".lock")):
-        ours = {row_key(r): r for r in rows}
-        for disk in read_json(path, []):
-            row = ours.get(row_key(disk))
-            if row is None:
-                rows.append(disk)
-                continue
-            seeds = {r["seed"] for r in row["runs"]}
-            extra = [r for r in disk["runs"] if r["seed"] not in seeds]
-            if extra:
-                row["runs"] = sorted([*row["runs"], *extra], key=lambda x: x["seed"])
-                summarise(row)
-        write_json(path, rows, indent=1)
-
-
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+    save_seed_rows(path, rows, row_key, summarise)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", type=_csv, default=list(DATASETS))
+    parser.add_argument("--datasets", type=csv_list, default=list(DATASETS))
     parser.add_argument("--tables", default="1p23", help="1, 2, 3 and p (protocol check)")
-    parser.add_argument("--methods", type=_csv, default=None, help="only these methods")
+    parser.add_argument("--methods", type=csv_list, default=None, help="only these methods")
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
     parser.add_argument("--seed-list", type=int, nargs="+", help="exactly these seeds")
-    parser.add_argument("--diagnose", type=_csv, default=[], help=f"variants {list(VARIANTS)}")
+    parser.add_argument("--diagnose", type=csv_list, default=[], help=f"variants {list(VARIANTS)}")
     parser.add_argument("--runs", type=Path, default=RUNS)
     parser.add_argument("--budget-hours", type=float, default=None, help="stop starting cells")
     parser.add_argument("--dry-run", action="store_true")

@@ -46,7 +46,7 @@ from fedstruct_repro.grid import (
     row_key,
 )
 from fedstruct_repro.report import write_markdown, write_plot
-from harness.results import locked, read_json, write_json
+from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 
 from securefgl.config import ExperimentConfig
@@ -106,23 +106,7 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def save_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write ``rows`` atomically, first merging what other grid processes saved meanwhile
-    (under a lock file): runs are united per cell and seed (``rows``' own runs win), cells
-    only on disk are appended to ``rows``. So concurrent grids on one file lose nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with locked(path.with_suffix(".lock")):
-        ours = {row_key(r): r for r in rows}
-        for disk in load_rows(path):
-            row = ours.get(row_key(disk))
-            if row is None:
-                rows.append(disk)
-                continue
-            seeds = {r["seed"] for r in row["runs"]}
-            extra = [r for r in disk["runs"] if r["seed"] not in seeds]
-            if extra:
-                row["runs"] = sorted([*row["runs"], *extra], key=lambda x: x["seed"])
-                summarise(row)
-        write_json(path, rows, indent=1)
+    save_seed_rows(path, rows, row_key, summarise)
 
 
 def summarise(row: dict[str, Any]) -> None:
@@ -215,16 +199,14 @@ def feasible(cell: Cell) -> str | None:
     return None
 
 
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", type=_csv, default=list(DATASETS))
-    parser.add_argument("--partitions", type=_csv, default=list(PARTITIONS))
-    parser.add_argument("--clients", type=lambda s: [int(k) for k in _csv(s)], default=[5, 10, 20])
-    parser.add_argument("--methods", type=_csv, default=list(METHODS))
+    parser.add_argument("--datasets", type=csv_list, default=list(DATASETS))
+    parser.add_argument("--partitions", type=csv_list, default=list(PARTITIONS))
+    parser.add_argument(
+        "--clients", type=lambda s: [int(k) for k in csv_list(s)], default=[5, 10, 20]
+    )
+    parser.add_argument("--methods", type=csv_list, default=list(METHODS))
     parser.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1")
     parser.add_argument(
         "--seed-list",
@@ -232,10 +214,10 @@ def main() -> None:
         nargs="+",
         help="exactly these seeds instead of 0..N-1 (e.g. to split a cell across processes)",
     )
-    parser.add_argument("--aggregations", type=_csv, default=list(AGGREGATIONS))
+    parser.add_argument("--aggregations", type=csv_list, default=list(AGGREGATIONS))
     parser.add_argument(
         "--ckks-settings",
-        type=lambda v: [(p.split(":")[0], int(p.split(":")[1])) for p in _csv(v)],
+        type=lambda v: [(p.split(":")[0], int(p.split(":")[1])) for p in csv_list(v)],
         default=[("random", 10)],
         help="partition:K settings where CKKS cells run (default random:10)",
     )

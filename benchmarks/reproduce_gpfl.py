@@ -42,7 +42,7 @@ from gpfl_repro.grid import (
     row_key,
 )
 from gpfl_repro.report import write_markdown
-from harness.results import locked, read_json, write_json
+from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 
 from securefgl.experiment.runner import load_graph, run_single
@@ -82,31 +82,12 @@ def new_row(cell: Cell) -> dict[str, Any]:
 
 
 def save_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write atomically, merging runs other processes saved meanwhile (under a lock)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with locked(path.with_suffix(".lock")):
-        ours = {row_key(r): r for r in rows}
-        for disk in read_json(path, []):
-            row = ours.get(row_key(disk))
-            if row is None:
-                rows.append(disk)
-                ours[row_key(disk)] = disk
-                continue
-            seeds = {r["seed"] for r in row["runs"]}
-            extra = [r for r in disk["runs"] if r["seed"] not in seeds]
-            if extra:
-                row["runs"] = sorted([*row["runs"], *extra], key=lambda x: x["seed"])
-                summarise(row)
-        write_json(path, rows, indent=1)
-
-
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+    save_seed_rows(path, rows, row_key, summarise)
 
 
 def _cells(value: str) -> list[tuple[str, int, float]]:
     out = []
-    for item in _csv(value):
+    for item in csv_list(value):
         d, k, a = item.split(":")
         out.append((d, int(k), float(a)))
     return out
@@ -114,11 +95,11 @@ def _cells(value: str) -> list[tuple[str, int, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", type=_csv, default=list(DATASETS))
-    parser.add_argument("--clients", type=lambda s: [int(k) for k in _csv(s)], default=CLIENTS)
-    parser.add_argument("--alphas", type=lambda s: [float(a) for a in _csv(s)], default=ALPHAS)
-    parser.add_argument("--methods", type=_csv, default=list(METHODS))
-    parser.add_argument("--protections", type=_csv, default=["secure+ldp"])
+    parser.add_argument("--datasets", type=csv_list, default=list(DATASETS))
+    parser.add_argument("--clients", type=lambda s: [int(k) for k in csv_list(s)], default=CLIENTS)
+    parser.add_argument("--alphas", type=lambda s: [float(a) for a in csv_list(s)], default=ALPHAS)
+    parser.add_argument("--methods", type=csv_list, default=list(METHODS))
+    parser.add_argument("--protections", type=csv_list, default=["secure+ldp"])
     parser.add_argument("--protected-cells", type=_cells, default=[("NCI1", 20, 1.0)],
                         help="dataset:k:alpha where protected GPFL runs")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from harness.results import locked, read_json, write_json
+from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 from spreadfgl_repro.grid import (
     CLIENTS,
@@ -157,35 +157,19 @@ def new_row(cell: Cell) -> dict[str, Any]:
 
 
 def save_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Merge with what other processes saved meanwhile (per cell and seed), atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with locked(path.with_suffix(".lock")):
-        ours = {row_key(r): r for r in rows}
-        for disk in read_json(path, []):
-            row = ours.get(row_key(disk))
-            if row is None:
-                rows.append(disk)
-                continue
-            seeds = {r["seed"] for r in row["runs"]}
-            extra = [r for r in disk["runs"] if r["seed"] not in seeds]
-            if extra:
-                row["runs"] = sorted([*row["runs"], *extra], key=lambda x: x["seed"])
-                summarise(row)
-        write_json(path, rows, indent=1)
-
-
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+    save_seed_rows(path, rows, row_key, summarise)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--settings", type=_csv, default=["table2", "survey", "privacy", "bytes"])
-    parser.add_argument("--datasets", type=_csv, default=list(DATASETS))
     parser.add_argument(
-        "--clients", type=lambda s: [int(k) for k in _csv(s)], default=list(CLIENTS)
+        "--settings", type=csv_list, default=["table2", "survey", "privacy", "bytes"]
     )
-    parser.add_argument("--methods", type=_csv, default=list(METHODS))
+    parser.add_argument("--datasets", type=csv_list, default=list(DATASETS))
+    parser.add_argument(
+        "--clients", type=lambda s: [int(k) for k in csv_list(s)], default=list(CLIENTS)
+    )
+    parser.add_argument("--methods", type=csv_list, default=list(METHODS))
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
     parser.add_argument("--out", type=Path, default=JSON_PATH)
     parser.add_argument("--dry-run", action="store_true")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,39 @@ def locked(lock_path: Path) -> Iterator[None]:
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def save_seed_rows(
+    path: Path,
+    rows: list[dict[str, Any]],
+    key: Callable[[dict[str, Any]], Hashable],
+    summarise: Callable[[dict[str, Any]], None],
+) -> None:
+    """Write a grid's ``rows`` (each a cell with its per-seed ``runs``) atomically, first
+    merging what other grid processes saved meanwhile, under a lock file: runs are united per
+    cell and seed (``rows``' own runs win, ``summarise`` recomputes a cell's statistics),
+    cells only on disk are appended to ``rows``. Concurrent grids on one file lose nothing."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path.with_suffix(".lock")):
+        ours = {key(r): r for r in rows}
+        for disk in read_json(path, []):
+            row = ours.get(key(disk))
+            if row is None:
+                rows.append(disk)
+                ours[key(disk)] = disk
+                continue
+            seeds = {r["seed"] for r in row["runs"]}
+            extra = [r for r in disk["runs"] if r["seed"] not in seeds]
+            if extra:
+                row["runs"] = sorted([*row["runs"], *extra], key=lambda x: x["seed"])
+                summarise(row)
+        write_json(path, rows, indent=1)
+
+
+def csv_list(value: str) -> list[str]:
+    """A command-line ``a,b,c`` as ``["a", "b", "c"]`` (blanks dropped)."""
+    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 class PartialFile:

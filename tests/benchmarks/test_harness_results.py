@@ -1,0 +1,37 @@
+"""Grid result files shared by concurrent processes: nothing saved by one is lost."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
+
+from harness.results import csv_list, read_json, save_seed_rows  # noqa: E402
+
+
+def _key(row):
+    return row["cell"]
+
+
+def _summarise(row):
+    row["seeds"] = len(row["runs"])
+
+
+def test_concurrent_grids_unite_runs_per_cell_and_seed(tmp_path):
+    path = tmp_path / "grid.json"
+    first = [{"cell": "a", "runs": [{"seed": 0, "acc": 1.0}], "seeds": 1}]
+    save_seed_rows(path, first, _key, _summarise)
+    # a second process that started before the first saved: its own seed 0 wins
+    second = [{"cell": "a", "runs": [{"seed": 0, "acc": 2.0}, {"seed": 1, "acc": 3.0}]},
+              {"cell": "b", "runs": [{"seed": 0, "acc": 4.0}]}]  # fmt: skip
+    save_seed_rows(path, second, _key, _summarise)
+    third = [{"cell": "a", "runs": [{"seed": 2, "acc": 5.0}]}]
+    save_seed_rows(path, third, _key, _summarise)
+    rows = {r["cell"]: r for r in read_json(path)}
+    assert [(r["seed"], r["acc"]) for r in rows["a"]["runs"]] == [(0, 2.0), (1, 3.0), (2, 5.0)]
+    assert rows["a"]["seeds"] == 3 and rows["b"]["runs"] == [{"seed": 0, "acc": 4.0}]
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_csv_list():
+    assert csv_list(" a, b,,c ") == ["a", "b", "c"] and csv_list("") == []
