@@ -13,7 +13,8 @@ the server holds that client's mask key shares, but its self mask still hides th
 Malicious-server mode (Bonawitz et al. 2017, Sec. 6): it forwards each client's key
 signature with its keys, and replaces ``request_unmask`` by ``request_consistency`` (the
 survivor statement: participants, U2, U3) and ``collect_signatures`` (the survivors'
-signatures on it, forwarded as the unmask request). An honest server runs exactly this; the
+signatures on it, and to each client the MAC endorsements addressed to it, forwarded as the
+unmask request). An honest server runs exactly this; the
 clients' checks (:mod:`protocols.secagg.client`) are what stop a dishonest one.
 """
 
