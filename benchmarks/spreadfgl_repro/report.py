@@ -14,6 +14,7 @@ from spreadfgl_repro.grid import CLIENTS, DATASETS, LABELS, METHODS, NOT_RUN, SU
 
 NOTES = "spreadfgl"
 TOLERANCE = 2.0  # points of ACC
+SEEDS = 5  # a cell with fewer is marked "[n seeds]"
 
 
 def _cell(row: dict[str, Any] | None, key: str = "acc") -> str:
@@ -22,6 +23,8 @@ def _cell(row: dict[str, Any] | None, key: str = "acc") -> str:
     std = row.get("std" if key == "acc" else "f1_std")
     paper = row.get(f"paper_{key}")
     ours = f"{row[key]:.2f} ± {std:.2f}" if std is not None else f"{row[key]:.2f}"
+    seeds = row.get("seeds")
+    ours += f" [{seeds} seed{'s' if seeds != 1 else ''}]" if seeds and seeds < SEEDS else ""
     return ours + (f" ({paper:.2f})" if paper is not None else "")
 
 
@@ -41,7 +44,8 @@ def table2(rows: list[dict], setting: str = "table2") -> list[str]:
         if not any(r["dataset"] == ds and r["setting"] == setting for r in rows):
             continue
         for key, name in (("acc", "ACC"), ("f1", "macro-F1")):
-            out += [f"**{ds}, {name}** (ours: mean ± std over seeds; paper in brackets)", "",
+            how = "ours: mean ± std over 5 seeds, fewer where marked; paper in brackets"
+            out += [f"**{ds}, {name}** ({how})", "",
                     "| method | " + " | ".join(f"M = {m}" for m in CLIENTS) + " |",
                     "|---|" + "---|" * len(CLIENTS)]  # fmt: skip
             for meth in METHODS:
