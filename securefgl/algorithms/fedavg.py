@@ -24,6 +24,7 @@ from torch_geometric.data import Data
 
 from protocols.base import (
     AggregationClient,
+    AggregationProtocol,
     AggregationServer,
     Envelope,
     Role,
@@ -222,10 +223,21 @@ class FedAvg(Algorithm):
             holds,
             GlobalOptimizer(get_flat(init), cfg.server_optimizer, cfg.lr, cfg.weight_decay),
         )
+        self._host(federation, ids)  # one-off setup: protocol keys, the initial model
+        self._setup_and_start(federation, protocol, ids)
+
+    def _host(self, federation: Federation, ids: list[str]) -> None:
+        """The executor over the server, the clients and the protocol's other parties; the
+        channel set to the one-off set-up round (-1)."""
         others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
         self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
-        federation.channel.round = -1  # one-off setup: protocol keys, the initial model
+        federation.channel.round = -1
+
+    def _setup_and_start(
+        self, federation: Federation, protocol: AggregationProtocol, ids: list[str]
+    ) -> None:
+        """The protocol's set-up phases, then the initial model to every client."""
         setup_parties(
             protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
         )

@@ -27,14 +27,14 @@ from typing import Any, ClassVar
 import numpy as np
 from torch_geometric.data import Data
 
-from protocols.base import AggregationServer, Role, setup_parties
+from protocols.base import AggregationServer, Role
 from protocols.registry import parse_stack
 from securefgl.algorithms.base import Federation
 from securefgl.algorithms.fedavg import MODEL_BROADCAST, MODEL_UPDATES, FedAvg, FedAvgServer
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, SERVER, ProtocolHost, client_party_id
+from securefgl.federation import SERVER, client_party_id
 from securefgl.fedgls.clients import (
     MODEL_TAG,
     FederatedClient,
@@ -155,14 +155,8 @@ class FedGLSFamily(FedAvg):
         params = np.concatenate([get_flat(n) for n in init])
         holds = protocol.output_role is Role.SERVER
         self.server = FedGLSServer(params, self.agg_parties.server, holds, layout)
-        others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
-        self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
-        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
-        federation.channel.round = -1
-        setup_parties(
-            protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
-        )
-        self._start(ids)
+        self._host(federation, ids)
+        self._setup_and_start(federation, protocol, ids)
 
     def protection(self) -> dict[str, str]:
         stack = self.federation.stack.names

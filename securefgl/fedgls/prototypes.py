@@ -21,12 +21,12 @@ import torch
 from torch.nn import functional as F
 from torch_geometric.data import Data
 
-from protocols.base import AggregationClient, AggregationServer, Envelope, Role, setup_parties
+from protocols.base import AggregationClient, AggregationServer, Envelope, Role
 from securefgl.algorithms.base import Federation
 from securefgl.algorithms.fedavg import MODEL_BROADCAST, MODEL_UPDATES, FedAvg, FedAvgServer
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.config import ConfigError
-from securefgl.federation import AGG, SERVER, TRAIN, ProtocolHost, client_party_id
+from securefgl.federation import AGG, SERVER, TRAIN, client_party_id
 from securefgl.fedgls.graphless import graphless_ids
 from securefgl.fedgls.local import OwnModelClient, client_setup
 
@@ -147,14 +147,8 @@ class FedProto(FedAvg):
             self.clients[cid] = FedProtoClient(view, cfg, net, prop, agg=agg, proto_dim=proto_dim)
         holds = protocol.output_role is Role.SERVER
         self.server = PrototypeServer(self.agg_parties.server, holds, classes, proto_dim)
-        others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
-        self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
-        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
-        federation.channel.round = -1
-        setup_parties(
-            protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
-        )
-        self._start(ids)
+        self._host(federation, ids)
+        self._setup_and_start(federation, protocol, ids)
 
     def protection(self) -> dict[str, str]:
         stack = "+".join(self.federation.stack.names) or "plain"

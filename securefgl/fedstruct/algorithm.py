@@ -33,7 +33,7 @@ from torch.nn import functional as F
 from torch.nn.utils import parameters_to_vector
 from torch_geometric.data import Data
 
-from protocols.base import AggregationClient, AggregationServer, Envelope, Role, setup_parties
+from protocols.base import AggregationClient, AggregationServer, Envelope, Role
 from protocols.dp.rng import make_rng
 from protocols.secure_sum import SumTooLargeError, TooFewSendersError
 from protocols.wire import Payload
@@ -50,7 +50,6 @@ from securefgl.federation import (
     TRAIN,
     Call,
     Party,
-    ProtocolHost,
     client_party_id,
 )
 from securefgl.fedstruct import edge_dp
@@ -471,16 +470,10 @@ class FedStruct(FedAvg):
         self.server = FedStructServer(
             theta, self.agg_parties.server, holds, st, cfg.server_optimizer, n, ids
         )
-        others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
-        self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
-        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
-        federation.channel.round = -1  # one-off setup: Ā, NSFs, protocol keys, initial model
+        self._host(federation, ids)  # one-off setup: Ā, NSFs, protocol keys, initial model
         self._build_abar(ids)
         self._share_nsf(ids)
-        setup_parties(
-            protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
-        )
-        self._start(ids)
+        self._setup_and_start(federation, protocol, ids)
 
     def _perturb_edges(self, ids: list[str]) -> None:
         """Edge DP on every block before Algorithm 3 (``settings.edge_dp``)."""
