@@ -28,7 +28,8 @@ def pooled_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict
     """Accuracy and macro-F1 per split over the union of the clients' nodes.
 
     Pooling weights every node equally (FedStruct weights clients by node count, which
-    equals this only when weighted by *test*-node count).
+    equals this only when weighted by *test*-node count). ``client_mean_<split>`` is the
+    accuracy averaged over the clients that have nodes in the split (each client equal).
     """
     out: dict[str, float] = {}
     for split in ("val", "test"):
@@ -39,4 +40,6 @@ def pooled_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict
         y_pred = np.concatenate([q for _, q in parts])
         out[f"{split}_acc"] = accuracy(y_true, y_pred)
         out[f"{split}_f1"] = macro_f1(y_true, y_pred, num_classes)
+        if each := [accuracy(t, q) for t, q in parts if len(t)]:
+            out[f"client_mean_{split}"] = float(np.mean(each))
     return out

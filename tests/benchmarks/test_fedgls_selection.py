@@ -1,0 +1,32 @@
+"""FedGLS reproduction: the best-validation round and the report's view of it."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
+
+from fedgls_repro.report import best_val_rows  # noqa: E402
+from reproduce_fedgls import selected_accuracies  # noqa: E402
+
+
+def test_best_validation_round_is_the_first_maximum_and_last_is_the_last_evaluated():
+    history = [
+        {"round": 0, "loss": 1.0},  # not evaluated
+        {"round": 1, "client_mean_val": 0.70, "client_mean_test": 0.60},
+        {"round": 2, "client_mean_val": 0.80, "client_mean_test": 0.75},
+        {"round": 3, "client_mean_val": 0.80, "client_mean_test": 0.90},
+        {"round": 4, "client_mean_val": 0.50, "client_mean_test": 0.55},
+    ]
+    out = selected_accuracies(history)
+    assert out == {"acc": 55.0, "acc_best_val": 75.0, "best_val_round": 2}
+
+
+def test_report_reads_best_validation_runs_and_keeps_last_round_beside():
+    row = {
+        "mean": 70.0, "std": 1.0, "seeds": 2, "mean_best_val": 80.0, "std_best_val": 0.5,
+        "runs": [{"seed": 0, "acc": 69.0, "acc_best_val": 80.5}, {"seed": 1, "acc": 71.0}],
+    }  # fmt: skip
+    (out,) = best_val_rows([row])
+    assert (out["mean"], out["seeds"], out["mean_last"], out["seeds_last"]) == (80.0, 1, 70.0, 2)
+    assert out["runs"] == [{"seed": 0, "acc": 80.5, "acc_best_val": 80.5}]
