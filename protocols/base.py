@@ -140,7 +140,9 @@ def run_phases(
 
     ``roles`` maps each role to its party ids; ``dropped`` maps a party id to the phase
     method before which it goes silent (it runs no later phase, and what is sent to it
-    after that is discarded).
+    after that is discarded). An ``invoke`` with a ``batch(method, [(party, inbox), ...])``
+    attribute gets each phase's parties in one call (an executor may run them in
+    parallel); it returns their outgoing envelopes in the same order.
     """
     dropped = dict(dropped or {})
     known = {m for m in (p.method for p in phases)}
@@ -151,11 +153,14 @@ def run_phases(
     inboxes: dict[str, Inbox] = {}
     for phase in phases:
         gone |= {pid for pid, method in dropped.items() if method == phase.method}
-        outgoing: list[Envelope] = []
-        for pid in roles.get(phase.role, ()):
-            if pid in gone:
-                continue
-            outgoing.extend(invoke(pid, phase.method, inboxes.pop(pid, [])))
+        live = [pid for pid in roles.get(phase.role, ()) if pid not in gone]
+        requests = [(pid, inboxes.pop(pid, [])) for pid in live]
+        batch = getattr(invoke, "batch", None)  # the parties of a phase, run together
+        if batch is not None:
+            results = batch(phase.method, requests)
+        else:
+            results = [invoke(pid, phase.method, inbox) for pid, inbox in requests]
+        outgoing = [env for out in results for env in out]
         for env in transmit(outgoing):
             if env.receiver not in gone:
                 inboxes.setdefault(env.receiver, []).append(env)

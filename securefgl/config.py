@@ -37,6 +37,7 @@ from securefgl.gpfl.settings import GPFLSettings
 from securefgl.graphcls.settings import GraphTaskSettings
 from securefgl.spreadfgl.settings import SpreadFGLSettings
 
+EXECUTORS = ("local", "ray")
 PARTITIONS = ("random", "louvain", "kmeans", "louvain-largest", "louvain-chunks")
 SPLIT_SCOPES = ("global", "client")
 CROSS_EDGES = ("hidden", "known")
@@ -176,6 +177,18 @@ class ExperimentConfig:
     gpfl: GPFLSettings = field(default_factory=GPFLSettings)
     spreadfgl: SpreadFGLSettings = field(default_factory=SpreadFGLSettings)
     fedsage: FedSageSettings = field(default_factory=FedSageSettings)
+    # where the parties run
+    executor: str = _opt(
+        "local", "local: every party in this process; ray: parties in Ray actors", "execution",
+        EXECUTORS,
+    )  # fmt: skip
+    workers: int = _opt(2, "ray: worker actors the parties are spread over", "execution")
+    ray_address: str | None = _opt(
+        None, "ray: a running cluster's address (default: start a local Ray)", "execution"
+    )
+    party_timeout: float | None = _opt(
+        None, "ray: seconds a batch of party calls may take (default: no limit)", "execution"
+    )
     # bookkeeping
     threads: int = _opt(1, "torch intra-op threads", "output")
     seeds: list[int] = _opt([0], "seeds (each draws its split and partition)", "output")
@@ -266,6 +279,11 @@ class ExperimentConfig:
             raise ConfigError("seeds: give at least one seed")
         if self.threads < 1:
             raise ConfigError(f"threads must be ≥ 1, got {self.threads}")
+        _choice("executor", self.executor, EXECUTORS)
+        if self.workers < 1:
+            raise ConfigError(f"workers must be ≥ 1, got {self.workers}")
+        if self.party_timeout is not None and not self.party_timeout > 0:
+            raise ConfigError(f"party_timeout must be > 0 seconds, got {self.party_timeout}")
         if not 0 <= self.dp_colluding_clients < self.clients:
             raise ConfigError(
                 f"dp_colluding_clients must lie in [0, clients), got {self.dp_colluding_clients}"

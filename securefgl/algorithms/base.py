@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -13,6 +13,7 @@ from torch_geometric.data import Data
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.federation import Channel, Executor, LocalExecutor, Party
+from securefgl.federation.recipes import Recipe
 from securefgl.federation.stack import ProtocolStack
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
@@ -31,9 +32,25 @@ class Federation:
     seed: int
     progress: bool = False  # long set-up steps (e.g. FedStruct's Ā hops) may show a bar
     noise_seed: int | None = None  # privacy noise: None = secret (never the public seed)
+    executor: str = "local"  # or "ray" (securefgl.federation.ray_executor)
+    executor_options: dict[str, Any] = field(default_factory=dict)  # RayExecutor's keywords
+    _made: list[Executor] = field(default_factory=list, repr=False)
 
-    def make_executor(self, parties: Mapping[str, Party]) -> Executor:
-        return LocalExecutor(parties)
+    def make_executor(self, parties: Mapping[str, Party | Recipe]) -> Executor:
+        if self.executor == "ray":
+            from securefgl.federation.ray_executor import RayExecutor
+
+            made: Executor = RayExecutor(parties, **self.executor_options)  # type: ignore[arg-type]
+        else:
+            made = LocalExecutor(parties)
+        self._made.append(made)
+        return made
+
+    def close(self) -> None:
+        """End the executors' remote workers (if any)."""
+        for executor in self._made:
+            executor.shutdown()
+        self._made.clear()
 
 
 class Algorithm(ABC):

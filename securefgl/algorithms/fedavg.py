@@ -16,7 +16,7 @@ per round degenerates to sign-SGD and trains poorly, so local steps are SGD.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -29,13 +29,12 @@ from protocols.base import (
     Envelope,
     Role,
     run_phases,
-    setup_parties,
 )
 from protocols.dp.rng import make_rng
 from protocols.wire import Payload
 from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.training import predict_splits, train_epochs
+from securefgl.algorithms.training import party_torch_rng, predict_splits, train_epochs
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.federation import (
@@ -47,6 +46,15 @@ from securefgl.federation import (
     ProtocolHost,
     client_party_id,
 )
+from securefgl.federation.builders import (
+    config_from_json,
+    protocol_host,
+    protocol_party,
+    stack_args,
+    view_from_payload,
+    view_payload,
+)
+from securefgl.federation.recipes import party_builder, recipe
 from securefgl.models import build_model, get_flat, set_flat
 
 MODEL_TAG = "fedavg/model"
@@ -100,18 +108,17 @@ class FedAvgClient(ClientHeldModel, Party):
         agg: AggregationClient,
         num_classes: int,
         noise_seed: int | None = None,
+        seed: int = 0,
     ) -> None:
         self.party_id = client_party_id(view.client_id)
         self.coin = make_rng(noise_seed, "client-sampling", self.party_id)
+        self.seed = seed  # the experiment's: this client's dropout stream (not privacy noise)
         self.data: Data = view.to_data()
-        self.model = build_model(
-            config.model,
-            view.num_features,
-            config.hidden,
-            num_classes,
-            config.layers,
-            config.dropout,
-        )
+        with party_torch_rng(seed, self.party_id, "init"):  # replaced by the server's model
+            self.model = build_model(
+                config.model, view.num_features, config.hidden, num_classes, config.layers,
+                config.dropout,
+            )  # fmt: skip
         self.config = config
         self.agg = agg
         self.params: np.ndarray | None = None  # the global model as this client knows it
@@ -129,7 +136,8 @@ class FedAvgClient(ClientHeldModel, Party):
         set_flat(self.model, self.params)
         center = [p.detach().clone() for p in self.model.parameters()] if mu > 0 else None
         opt = torch.optim.SGD(self.model.parameters(), lr=self.config.client_lr)
-        loss = train_epochs(self.model, self.data, opt, self.config.local_epochs, center, mu)
+        with party_torch_rng(self.seed, self.party_id, round_idx):
+            loss = train_epochs(self.model, self.data, opt, self.config.local_epochs, center, mu)
         delta = get_flat(self.model).astype(np.float64) - self.params
         self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
         return loss
@@ -143,6 +151,16 @@ class FedAvgClient(ClientHeldModel, Party):
             raise RuntimeError(f"{self.party_id}: no model to evaluate yet")
         set_flat(self.model, self.params)
         return predict_splits(self.model, self.data)
+
+
+@party_builder
+def fedavg_client(
+    view: Payload, stack: dict[str, Any], noise_seed: int | None, seed: int
+) -> FedAvgClient:
+    """A FedAvg client, built where it lives from its own view and the stack's settings."""
+    config, v = config_from_json(stack["config"]), view_from_payload(view)
+    agg = protocol_party(stack, client_party_id(v.client_id))
+    return FedAvgClient(v, config, agg, v.num_classes, noise_seed, seed)
 
 
 class FedAvgServer(Party):
@@ -188,6 +206,15 @@ class FedAvgServer(Party):
             self.params = self.optimizer.step(result.mean)
 
 
+@party_builder
+def fedavg_server(params: np.ndarray, stack: dict[str, Any], holds_model: bool) -> FedAvgServer:
+    """The FedAvg server with the initial model ``params`` (``holds_model``: the protocol
+    delivers the aggregate to it)."""
+    cfg = config_from_json(stack["config"])
+    opt = GlobalOptimizer(params, cfg.server_optimizer, cfg.lr, cfg.weight_decay)
+    return FedAvgServer(params, protocol_party(stack, SERVER), holds_model, opt)
+
+
 class FedAvg(Algorithm):
     name = "fedavg"
     mu_used = False
@@ -210,20 +237,25 @@ class FedAvg(Algorithm):
                 "client_fraction = 1 with it"
             )
         self.dim = sum(p.numel() for p in init.parameters())
-        self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
-        agg, noise = self.agg_parties.clients, federation.noise_seed
-        self.clients = {
-            cid: FedAvgClient(v, cfg, agg[cid], num_classes, noise)
-            for cid, v in zip(ids, views, strict=True)
-        }
+        authorities = list(federation.stack.parties(SERVER, ids, self.dim).others)
+        stack = stack_args(federation.stack, federation.noise_seed, cfg, SERVER, ids, self.dim)
         holds = protocol.output_role is Role.SERVER
-        self.server = FedAvgServer(
-            get_flat(init),
-            self.agg_parties.server,
-            holds,
-            GlobalOptimizer(get_flat(init), cfg.server_optimizer, cfg.lr, cfg.weight_decay),
-        )
-        self._host(federation, ids)  # one-off setup: protocol keys, the initial model
+        recipes = {
+            SERVER: recipe(fedavg_server, params=get_flat(init), stack=stack, holds_model=holds),
+            **{
+                cid: recipe(
+                    fedavg_client, view=view_payload(v), stack=stack,
+                    noise_seed=federation.noise_seed, seed=federation.seed,
+                )  # fmt: skip
+                for cid, v in zip(ids, views, strict=True)
+            },
+            **{pid: recipe(protocol_host, party_id=pid, stack=stack) for pid in authorities},
+        }
+        self.executor = federation.make_executor(recipes)
+        self.clients = {cid: self.executor.held(cid) for cid in ids}  # None: not in this process
+        self.server = self.executor.held(SERVER)
+        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: authorities}
+        federation.channel.round = -1  # one-off setup: protocol keys, the initial model
         self._setup_and_start(federation, protocol, ids)
 
     def _host(self, federation: Federation, ids: list[str]) -> None:
@@ -238,9 +270,8 @@ class FedAvg(Algorithm):
         self, federation: Federation, protocol: AggregationProtocol, ids: list[str]
     ) -> None:
         """The protocol's set-up phases, then the initial model to every client."""
-        setup_parties(
-            protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
-        )
+        phases = protocol.setup_phases
+        run_phases(phases, self.roles, self.executor.phases(AGG), federation.channel.transmit)
         self._start(ids)
 
     def _start(self, ids: list[str]) -> None:

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 from torch import nn
 from torch_geometric.data import Data
 
+from protocols.dp.rng import make_rng
+
 SPLITS = ("train", "val", "test")
+
+
+@contextmanager
+def party_torch_rng(seed: int, *key: str | int) -> Iterator[None]:
+    """Run the block on torch's global generator seeded from ``(seed, *key)`` (e.g. a party
+    id and a round), restoring the previous state after: a party's dropout and
+    initialisation then do not depend on which process it lives in or on the other
+    parties' calls. Not for privacy noise (that comes from :func:`protocols.dp.rng.make_rng`
+    with a secret seed)."""
+    derived = int(make_rng(seed, "torch", *key).integers(2**63 - 1))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derived)
+        yield
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,76 +220,82 @@ def run_single(
     stack = build_stack(config, per_round, experiment_id=experiment_id, seed=noise_seed)
     algo = cls(config)
     t_setup = time.perf_counter()
-    federation = Federation(views, channel, stack, seed, progress, noise_seed)
-    algo.setup(federation, graph if algo.needs_global_graph else None)
-    setup_seconds = time.perf_counter() - t_setup
-    if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
-        log.info("%s seed=%d: set-up took %.0f s", algorithm, seed, setup_seconds)
-    last_log = time.perf_counter()
-    transcript = channel.transcript
-    setup_bytes = transcript.total_bytes()
-    history: list[dict[str, Any]] = []
-    bar = tqdm(
-        range(config.rounds),
-        desc=f"{algorithm} seed={seed}",
-        disable=None if progress else True,
-        leave=False,
-    )
-    for r in bar:
-        start, t0 = len(transcript.entries), time.perf_counter()
-        loss = algo.train_round(r)
-        row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
-        row.update(
-            {
-                f"bytes_{k}": v
-                for k, v in transcript.bytes_by_direction(algo.server_ids, since=start).items()
-            }
+    federation = Federation(views, channel, stack, seed, progress, noise_seed, config.executor)
+    if config.executor == "ray":
+        if keep_state:
+            raise ConfigError("attacks read the parties' state: run them on the local executor")
+        federation.executor_options = {
+            "workers": config.workers, "address": config.ray_address,
+            "party_timeout": config.party_timeout, "threads": config.threads,
+        }  # fmt: skip
+    with closing(federation):  # ends remote workers, whatever happens
+        algo.setup(federation, graph if algo.needs_global_graph else None)
+        setup_seconds = time.perf_counter() - t_setup
+        if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
+            log.info("%s seed=%d: set-up took %.0f s", algorithm, seed, setup_seconds)
+        last_log = time.perf_counter()
+        transcript = channel.transcript
+        setup_bytes = transcript.total_bytes()
+        history: list[dict[str, Any]] = []
+        bar = tqdm(
+            range(config.rounds),
+            desc=f"{algorithm} seed={seed}",
+            disable=None if progress else True,
+            leave=False,
         )
-        if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
-            row.update(metrics(algo.predict(), int(graph.num_classes)))
-            if "epsilon" in (spent := stack.privacy()):
-                row["epsilon"] = spent["epsilon"]
-            bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
-            log.debug("%s seed=%d round=%d %s", algorithm, seed, r, row)
-        history.append(row)
-        if not progress and time.perf_counter() - last_log >= PROGRESS_LOG_SECONDS:
-            last_log = time.perf_counter()
-            spent = sum(h["seconds"] for h in history)
-            log.info(
-                "%s seed=%d: round %d/%d, loss %.4f, %.0f s in rounds, ~%.0f s to go",
-                algorithm, seed, r + 1, config.rounds, loss, spent,
-                spent / (r + 1) * (config.rounds - r - 1),
-            )  # fmt: skip
-    final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
-    if graph_task:
-        final.update(best_of_last(history, last))
-    log.info("%s seed=%d: test acc %.4f", algorithm, seed, final["test_acc"])
-    return RunResult(
-        algorithm,
-        seed,
-        algo.federated,
-        final,
-        history,
-        part.report(graph).to_dict(),
-        setup_bytes,
-        _privacy(stack.privacy(), algo.privacy(), config.seeded_noise),
-        transcript if transcript.store_payloads else None,
-        SimulationState(graph, np.asarray(part.assignment), views, algo, view_seed)
-        if keep_state
-        else None,
-        setup_seconds,
-        algo.protection(),
-        algo.model_label(),
-    )
+        for r in bar:
+            start, t0 = len(transcript.entries), time.perf_counter()
+            loss = algo.train_round(r)
+            row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
+            row.update(
+                {
+                    f"bytes_{k}": v
+                    for k, v in transcript.bytes_by_direction(algo.server_ids, since=start).items()
+                }
+            )
+            if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
+                row.update(metrics(algo.predict(), int(graph.num_classes)))
+                if "epsilon" in (spent := stack.privacy()):
+                    row["epsilon"] = spent["epsilon"]
+                bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
+                log.debug("%s seed=%d round=%d %s", algorithm, seed, r, row)
+            history.append(row)
+            if not progress and time.perf_counter() - last_log >= PROGRESS_LOG_SECONDS:
+                last_log = time.perf_counter()
+                spent = sum(h["seconds"] for h in history)
+                log.info(
+                    "%s seed=%d: round %d/%d, loss %.4f, %.0f s in rounds, ~%.0f s to go",
+                    algorithm, seed, r + 1, config.rounds, loss, spent,
+                    spent / (r + 1) * (config.rounds - r - 1),
+                )  # fmt: skip
+        final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
+        if graph_task:
+            final.update(best_of_last(history, last))
+        log.info("%s seed=%d: test acc %.4f", algorithm, seed, final["test_acc"])
+        return RunResult(
+            algorithm,
+            seed,
+            algo.federated,
+            final,
+            history,
+            part.report(graph).to_dict(),
+            setup_bytes,
+            _privacy(stack.privacy(), algo.privacy(), config.seeded_noise),
+            transcript if transcript.store_payloads else None,
+            SimulationState(graph, np.asarray(part.assignment), views, algo, view_seed)
+            if keep_state
+            else None,
+            setup_seconds,
+            algo.protection(),
+            algo.model_label(),
+        )
 
 
 def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> dict[str, Any]:
     """The run's privacy claims; with seeded noise every claim is void and says so."""
     out = {**stack, **algorithm}
     if out:
-        out["noise"] = (
-            "seeded from the public experiment seed: NOT PRIVATE" if seeded else "secret"
-        )
+        out["noise"] = "seeded from the public experiment seed: NOT PRIVATE" if seeded else "secret"
         out["private"] = not seeded
     return out
 

@@ -2,7 +2,8 @@
 
 The interface passes only :class:`~securefgl.federation.party.Call` s: a party id, a
 sub-party name, a method name and wire-serialisable arguments (envelopes, arrays, numbers),
-so an executor can hold the parties in other processes or machines.
+so an executor can hold the parties in other processes or machines. Parties are given as
+built objects or as :class:`~securefgl.federation.recipes.Recipe` s (built where they live).
 """
 
 from __future__ import annotations
@@ -15,12 +16,21 @@ from typing import Any
 
 from protocols.base import Envelope, Inbox, Invoke
 from securefgl.federation.party import Call, Party, PartyError, check_wire_value
+from securefgl.federation.recipes import Recipe, build
 
 
 class Executor(ABC):
     @abstractmethod
     def call(self, calls: Sequence[Call]) -> list[Any]:
         """Run each call; results in ``calls`` order."""
+
+    def held(self, party_id: str) -> Party | None:
+        """The party object if it lives in this process (attacks and tests read it), else
+        None."""
+        return None
+
+    def shutdown(self) -> None:  # noqa: B027 - nothing to release for in-process parties
+        """Release remote workers (nothing for parties in this process)."""
 
     def map(self, party_ids: Sequence[str], sub: str, method: str, *args: Any) -> list[Any]:
         """The same call on several parties."""
@@ -36,6 +46,10 @@ class Executor(ABC):
         def invoke(party_id: str, method: str, inbox: Inbox) -> list[Envelope]:
             return self.invoke(party_id, sub, method, inbox)
 
+        def batch(method: str, requests: list[tuple[str, Inbox]]) -> list[list[Envelope]]:
+            return self.call([Call(pid, sub, method, (inbox,)) for pid, inbox in requests])
+
+        invoke.batch = batch  # type: ignore[attr-defined]  # a phase's parties together
         return invoke
 
 
@@ -56,12 +70,15 @@ class LocalExecutor(Executor):
     """
 
     def __init__(
-        self, parties: Mapping[str, Party], clock: Callable[[], float] = time.perf_counter
+        self,
+        parties: Mapping[str, Party | Recipe],
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        for pid, party in parties.items():
+        built = {pid: build(p) if isinstance(p, Recipe) else p for pid, p in parties.items()}
+        for pid, party in built.items():
             if not isinstance(party, Party):
                 raise TypeError(f"party {pid!r} is a {type(party).__name__}, not a Party")
-        self.parties = dict(parties)
+        self.parties = built
         self.clock = clock  # e.g. time.process_time: CPU time, immune to other jobs' load
         self._overlap = 0.0
         self._phase: tuple[tuple[str, str], set[str], float, float] | None = None
@@ -79,6 +96,9 @@ class LocalExecutor(Executor):
         for (pid, _, _), dt in table.items():
             out[pid] += dt
         return dict(out)
+
+    def held(self, party_id: str) -> Party | None:
+        return self.parties.get(party_id)
 
     def _close_phase(self) -> None:
         if self._phase is not None:

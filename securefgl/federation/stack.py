@@ -19,11 +19,13 @@ authority) that the transport uses, and that hosted secure sums get through
 
 from __future__ import annotations
 
+import secrets
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.base import AggregationProtocol
+from protocols.base import AggregationParties, AggregationProtocol
 from protocols.ckks import DEFAULT_AUTHORITY_ID
 from protocols.dp import ClipNoiseMechanism, DPAggregation, GaussianLDP, LaplaceLDP
 from protocols.dp.accounting import Accountant
@@ -69,6 +71,23 @@ class ProtocolStack:
     rounds: int = field(default=0)
     threat_model: str = HONEST_BUT_CURIOUS
     pki: Pki | None = None  # malicious-server mode: the experiment's PKI
+    clients_per_round: int = 1  # what the stack was built for (to rebuild it elsewhere)
+    experiment_id: str = "securefgl"
+    #: names this stack object in this process (:func:`live_stack`); not a secret
+    token: str = field(default_factory=lambda: secrets.token_hex(8))
+    _parties: dict[tuple[Any, ...], AggregationParties] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        _LIVE[self.token] = self
+
+    def parties(self, server_id: str, client_ids: Sequence[str], dim: int) -> AggregationParties:
+        """The protocol's parties for this federation, made once per process."""
+        key = (server_id, tuple(client_ids), dim)
+        if key not in self._parties:
+            self._parties[key] = self.protocol.create_parties(server_id, client_ids, dim)
+        return self._parties[key]
 
     def sum_options(self) -> dict[str, Any]:
         """Options that put a hosted secure sum in this stack's threat model (wire data:
@@ -134,6 +153,15 @@ def _mechanism(name: str, config: ExperimentConfig, transport: str, clients: int
     return GaussianLDP(clip_norm=config.dp_clip, noise_multiplier=config.dp_noise)
 
 
+#: the stacks alive in this process, by token (a party built here from a recipe uses the
+#: driver's stack itself, e.g. its PKI; another process rebuilds the stack from settings)
+_LIVE: weakref.WeakValueDictionary[str, ProtocolStack] = weakref.WeakValueDictionary()
+
+
+def live_stack(token: str) -> ProtocolStack | None:
+    return _LIVE.get(token)
+
+
 def build_stack(
     config: ExperimentConfig,
     clients_per_round: int,
@@ -155,8 +183,11 @@ def build_stack(
     )  # fmt: skip
     names = [n for n in (mech_name, transport_name) if n]
     sampling, colluding = config.client_sampling, config.dp_colluding_clients
+    built = {"clients_per_round": clients_per_round, "experiment_id": experiment_id}
     if mech_name is None:
-        return ProtocolStack(transport, names, sampling=sampling, threat_model=threat, pki=pki)
+        return ProtocolStack(
+            transport, names, sampling=sampling, threat_model=threat, pki=pki, **built
+        )
     mechanism = _mechanism(mech_name, config, transport_name, clients_per_round)
 
     def ledger(adversary: str, amplified: bool, assumes: str = "") -> Ledger:
@@ -176,8 +207,9 @@ def build_stack(
         ledgers = [ledger(OBSERVERS, poisson)]
     protocol = DPAggregation(transport, mechanism, seed=seed)
     return ProtocolStack(
-        protocol, names, mechanism, ledgers, sampling, colluding, threat_model=threat, pki=pki
-    )
+        protocol, names, mechanism, ledgers, sampling, colluding, threat_model=threat, pki=pki,
+        **built,
+    )  # fmt: skip
 
 
 def build_protocol(stack: Sequence[str], experiment_id: str = "securefgl") -> AggregationProtocol:

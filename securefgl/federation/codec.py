@@ -1,0 +1,124 @@
+"""Call arguments and results as wire-format bytes (no pickle), for executors whose
+parties live in other processes.
+
+A value allowed by :func:`~securefgl.federation.party.check_wire_value` (``None``, bools,
+ints, floats, strings, bytes, numpy arrays and scalars, :class:`~protocols.wire.Payload`,
+:class:`~protocols.base.Envelope`, and lists, tuples and string-keyed dicts of those) is
+encoded as one wire message: its arrays, byte strings and nested payloads are fields, and
+its shape is a JSON tree in the header. Every node of the tree is tagged, so lists stay
+lists and tuples tuples; floats travel as ``float.hex`` (NaN and infinities included), ints
+as decimal strings (any size), an array's shape beside it (0-d arrays too). Decoding checks
+every tag and index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from protocols.base import Envelope
+from protocols.wire import DEFAULT_MAX_MESSAGE_BYTES, Payload, WireFormatError
+
+_TREE = "tree"
+
+
+def encode_value(value: Any) -> bytes:
+    """``value`` as wire bytes; ``TypeError`` if it is not wire-serialisable."""
+    fields: dict[str, np.ndarray | bytes] = {}
+
+    def field(item: np.ndarray | bytes) -> int:
+        fields[str(len(fields))] = item
+        return len(fields) - 1
+
+    def node(v: Any, where: str) -> list[Any]:
+        if v is None:
+            return ["n"]
+        if isinstance(v, bool | np.bool_):
+            return ["b", bool(v)]
+        if isinstance(v, int) and not isinstance(v, np.generic):
+            return ["i", str(v)]
+        if isinstance(v, float) and not isinstance(v, np.generic):
+            return ["f", float(v).hex()]
+        if isinstance(v, str):
+            return ["s", v]
+        if isinstance(v, bytes):
+            return ["y", field(v)]
+        if isinstance(v, np.generic):
+            return ["g", field(np.asarray(v))]
+        if isinstance(v, np.ndarray):
+            if v.dtype.kind not in "biuf":
+                raise TypeError(f"{where}: array of dtype {v.dtype} is not wire-serialisable")
+            return ["a", field(np.ascontiguousarray(v)), list(v.shape)]  # 0-d kept
+        if isinstance(v, Payload):
+            return ["p", field(v.to_bytes())]
+        if isinstance(v, Envelope):
+            return ["e", v.sender, v.receiver, v.tag, field(v.payload.to_bytes())]
+        if isinstance(v, list | tuple):
+            items = [node(x, f"{where}[{i}]") for i, x in enumerate(v)]
+            return ["l" if isinstance(v, list) else "t", items]
+        if isinstance(v, dict):
+            for key in v:
+                if not isinstance(key, str):
+                    raise TypeError(f"{where}: dict key {key!r} is not a string")
+            return ["d", [[k, node(x, f"{where}[{k!r}]")] for k, x in v.items()]]
+        raise TypeError(f"{where}: {type(v).__name__} is not wire-serialisable")
+
+    tree = node(value, "value")
+    return Payload(fields, {_TREE: tree}).to_bytes()
+
+
+def decode_value(data: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Any:
+    """The value :func:`encode_value` encoded; :class:`WireFormatError` on malformed input."""
+    payload = Payload.from_bytes(data, max_bytes)
+    fields = payload.fields
+
+    def field(index: Any, kind: type) -> Any:
+        item = fields.get(str(index)) if isinstance(index, int) else None
+        if not isinstance(item, kind):
+            raise WireFormatError(f"value tree names a missing or mistyped field {index!r}")
+        return item
+
+    def value(n: Any) -> Any:
+        if not isinstance(n, list) or not n or not isinstance(n[0], str):
+            raise WireFormatError(f"malformed value node {n!r}")
+        tag, args = n[0], n[1:]
+        try:
+            match tag:
+                case "n":
+                    return None
+                case "b":
+                    return bool(args[0])
+                case "i":
+                    return int(args[0])
+                case "f":
+                    return float.fromhex(args[0])
+                case "s":
+                    return str(args[0])
+                case "y":
+                    return field(args[0], bytes)
+                case "g":
+                    return field(args[0], np.ndarray).reshape(())[()]
+                case "a":
+                    return field(args[0], np.ndarray).reshape([int(d) for d in args[1]])
+                case "p":
+                    return Payload.from_bytes(field(args[0], bytes), max_bytes)
+                case "e":
+                    sender, receiver, tag_, index = args
+                    inner = Payload.from_bytes(field(index, bytes), max_bytes)
+                    return Envelope(str(sender), str(receiver), str(tag_), inner)
+                case "l":
+                    return [value(x) for x in args[0]]
+                case "t":
+                    return tuple(value(x) for x in args[0])
+                case "d":
+                    return {str(k): value(x) for k, x in args[0]}
+        except (IndexError, TypeError, ValueError) as exc:
+            if isinstance(exc, WireFormatError):
+                raise
+            raise WireFormatError(f"malformed value node {n!r}: {exc}") from None
+        raise WireFormatError(f"unknown value tag {tag!r}")
+
+    if _TREE not in payload.meta:
+        raise WireFormatError("message carries no value tree")
+    return value(payload.meta[_TREE])

@@ -1,0 +1,197 @@
+"""Parties in Ray actors (Moritz et al., OSDI 2018), on one machine or a cluster.
+
+Each of ``workers`` actors (:class:`PartyWorker`, one process each) hosts a share of the
+parties, as Flower's simulation engine hosts many virtual clients per actor. A party is
+built inside its actor from its :class:`~securefgl.federation.recipes.Recipe` (a client's
+own view and the experiment's settings, as wire values), so no process but its own ever
+holds its data. Between the driver and the actors only ids and wire-format bytes travel
+(:mod:`securefgl.federation.codec`: call arguments and results, envelopes included; no
+pickled object). The driver keeps the Channel: every envelope a party returns is decoded
+there, recorded on the transcript and handed to its receivers in their next call, exactly
+as with the local executor, so the same seed gives the same result and the same bytes.
+
+A batch of calls (:meth:`RayExecutor.call`, and every protocol phase) is split per actor
+and the actors run their shares at the same time; the calls on one actor run in order.
+``party_timeout`` bounds each batch: a batch that does not answer in time raises
+:class:`PartyTimeoutError` naming the silent parties.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from securefgl.federation.codec import decode_value, encode_value
+from securefgl.federation.executor import Executor
+from securefgl.federation.party import Call, PartyError
+from securefgl.federation.recipes import Recipe, build
+
+
+class PartyTimeoutError(PartyError):
+    """Parties did not answer within the executor's ``party_timeout``."""
+
+    def __init__(self, parties: Sequence[str], seconds: float) -> None:
+        super().__init__(f"no answer within {seconds:g} s from {', '.join(parties)}")
+        self.parties = list(parties)
+
+
+class PartyWorker:
+    """One actor's parties: built from recipes here, called with wire-encoded arguments."""
+
+    def __init__(self, threads: int = 1) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        self.parties: dict[str, Any] = {}
+
+    def build(self, party_id: str, data: bytes) -> None:
+        spec = decode_value(data)
+        self.parties[party_id] = build(Recipe(spec["builder"], spec["args"]))
+
+    def run(self, calls: list[tuple[str, str, str, bytes]]) -> list[tuple[bool, bytes, float]]:
+        """Each call's (ok, encoded result or error text, seconds), in order; the calls
+        after a failed one are not run."""
+        out: list[tuple[bool, bytes, float]] = []
+        for pid, sub, method, args in calls:
+            t0 = time.perf_counter()
+            try:
+                if pid not in self.parties:
+                    raise PartyError(f"no party {pid!r} on this worker")
+                if method.startswith("_"):
+                    raise PartyError(f"{pid}.{sub}.{method}: private methods cannot be called")
+                fn = getattr(self.parties[pid].sub(sub), method, None)
+                if not callable(fn):
+                    raise PartyError(f"{pid}.{sub}.{method}: no such method")
+                result = encode_value(fn(*decode_value(args)))
+            except Exception as exc:  # reported to the driver, which raises it
+                out.append((False, f"{type(exc).__name__}: {exc}".encode(), 0.0))
+                break
+            out.append((True, result, time.perf_counter() - t0))
+        return out
+
+    def held(self) -> list[str]:
+        return sorted(self.parties)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def float_row_digests(self, min_columns: int = 2) -> list[str]:
+        """SHA-256 of every row of every float matrix reachable in this process (numpy
+        arrays and torch tensors): lets a test check that no other client's features are
+        here."""
+        import gc
+        import hashlib
+
+        import numpy as np
+        import torch
+
+        digests: set[str] = set()
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.Tensor) and obj.dim() == 2 and obj.is_floating_point():
+                arr = obj.detach().to(torch.float32).numpy()
+            elif isinstance(obj, np.ndarray) and obj.ndim == 2 and obj.dtype.kind == "f":
+                arr = obj.astype(np.float32)
+            else:
+                continue
+            if arr.shape[1] >= min_columns:
+                digests.update(hashlib.sha256(row.tobytes()).hexdigest() for row in arr)
+        return sorted(digests)
+
+
+def ray_module() -> Any:
+    try:
+        import ray
+    except ImportError:  # pragma: no cover - ray is a dependency
+        raise PartyError("the ray executor needs Ray: pip install ray") from None
+    return ray
+
+
+class RayExecutor(Executor):
+    """Parties in ``workers`` Ray actors; see the module docstring.
+
+    ``address``: a running cluster (``ray start --head`` prints it); None starts a local
+    Ray with ``workers`` CPUs if none is running. ``threads``: torch threads per actor.
+    """
+
+    def __init__(
+        self,
+        parties: Mapping[str, Recipe],
+        workers: int = 2,
+        address: str | None = None,
+        party_timeout: float | None = None,
+        threads: int = 1,
+    ) -> None:
+        not_recipes = [pid for pid, p in parties.items() if not isinstance(p, Recipe)]
+        if not_recipes:
+            raise PartyError(
+                f"the ray executor builds every party where it lives, from a recipe; "
+                f"{', '.join(not_recipes[:3])} were built in the driver (this algorithm "
+                "runs on the local executor only)"
+            )
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        ray = ray_module()
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            if address is None:
+                options["num_cpus"] = workers
+            ray.init(address=address, **options)
+        self.ray = ray
+        self.party_timeout = party_timeout
+        actor = ray.remote(num_cpus=0)(PartyWorker)
+        self.workers = [actor.remote(threads) for _ in range(workers)]
+        # clients spread round-robin; the other parties (server, key authority, ...) too
+        self.home = {pid: i % workers for i, pid in enumerate(parties)}
+        self.seconds_by_party: dict[str, float] = {}
+        pending = [
+            self.workers[self.home[pid]].build.remote(
+                pid, encode_value({"builder": r.builder, "args": r.args})
+            )
+            for pid, r in parties.items()
+        ]
+        self._get(pending, list(parties), timeout=None)  # start-up is not a party's answer
+
+    def _get(self, refs: list[Any], parties: list[str], timeout: float | None) -> list[Any]:
+        ray = self.ray
+        try:
+            return ray.get(refs, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise PartyTimeoutError(parties, timeout or 0.0) from None
+        except ray.exceptions.RayActorError as exc:
+            raise PartyError(f"a worker holding {', '.join(parties)} died: {exc}") from None
+        except ray.exceptions.RayTaskError as exc:
+            raise PartyError(f"building {', '.join(parties)} failed: {exc}") from None
+
+    def call(self, calls: Sequence[Call]) -> list[Any]:
+        per_worker: dict[int, list[int]] = {}
+        for i, call in enumerate(calls):
+            if call.party not in self.home:
+                raise PartyError(f"no party {call.party!r} in this executor")
+            per_worker.setdefault(self.home[call.party], []).append(i)
+        batches = {
+            w: [(calls[i].party, calls[i].sub, calls[i].method, encode_value(calls[i].args))
+                for i in idx]
+            for w, idx in per_worker.items()
+        }  # fmt: skip
+        refs = [self.workers[w].run.remote(batch) for w, batch in batches.items()]
+        answers = self._get(refs, sorted({c.party for c in calls}), self.party_timeout)
+        out: list[Any] = [None] * len(calls)
+        for (w, idx), answer in zip(per_worker.items(), answers, strict=True):
+            for i, (ok, data, seconds) in zip(idx, answer, strict=False):
+                call = calls[i]
+                if not ok:
+                    where = f"{call.party}.{call.sub}.{call.method}"
+                    raise PartyError(f"{where} failed on worker {w}: {data.decode()}")
+                out[i] = decode_value(data)
+                self.seconds_by_party[call.party] = (
+                    self.seconds_by_party.get(call.party, 0.0) + seconds
+                )
+        return out
+
+    def shutdown(self) -> None:
+        """End the worker actors (Ray itself keeps running)."""
+        for worker in self.workers:
+            self.ray.kill(worker)
+        self.workers = []

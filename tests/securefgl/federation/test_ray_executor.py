@@ -1,0 +1,137 @@
+"""The Ray executor: parties in actor processes, the same result as the local executor,
+each actor holding only its own clients' data."""
+
+import time
+from collections.abc import Mapping
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from securefgl.algorithms.base import Federation
+from securefgl.algorithms.fedavg import FedAvg
+from securefgl.config import ExperimentConfig
+from securefgl.experiment.runner import draw_world, load_graph, run_single
+from securefgl.federation import Call, Channel, Party, PartyError, Transcript
+from securefgl.federation.recipes import party_builder, recipe
+from securefgl.federation.stack import build_stack
+from securefgl.registry import check_config
+
+ray = pytest.importorskip("ray")  # a dependency: installed by `make test`
+from securefgl.federation.ray_executor import PartyTimeoutError, RayExecutor  # noqa: E402
+
+SMALL = {"num_nodes": 400, "num_features": 12, "feature_signal": 0.3, "homophily": 0.8}
+
+
+def _config(**kw):
+    base = dict(csbm=SMALL, clients=4, partition="random", rounds=6, eval_every=3, hidden=8)
+    return check_config(ExperimentConfig(**{**base, **kw}))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+class Sleeper(Party):
+    SUBPARTIES: ClassVar[Mapping[str, str]] = {"train": ""}
+
+    def __init__(self, party_id: str) -> None:
+        self.party_id = party_id
+
+    def nap(self, seconds: float) -> float:
+        time.sleep(seconds)
+        return seconds
+
+
+@party_builder
+def sleeper(party_id: str) -> Sleeper:
+    return Sleeper(party_id)
+
+
+def _run(cfg, transcript):
+    data = load_graph(cfg)
+    return run_single(cfg, "fedavg", 0, data, progress=False, transcript=transcript)
+
+
+def test_ray_gives_the_local_result_and_the_same_messages_for_fedavg_with_secagg():
+    cfg = _config(protocol=["secagg"])
+    runs = {}
+    for executor in ("local", "ray"):
+        transcript = Transcript()
+        result = _run(cfg.replace(executor=executor, workers=2), transcript)
+        entries = [(e.round, e.sender, e.receiver, e.tag, e.nbytes) for e in transcript.entries]
+        runs[executor] = (result, entries)
+    (local, local_msgs), (remote, remote_msgs) = runs["local"], runs["ray"]
+    assert remote.final == local.final
+    assert [h.get("test_acc") for h in remote.history] == [h.get("test_acc") for h in local.history]
+    assert remote_msgs == local_msgs and len(local_msgs) > 100
+
+
+def test_each_actor_holds_only_its_own_clients_features():
+    cfg = _config(executor="ray", workers=2)
+    data = load_graph(cfg)
+    _, _, views, _ = draw_world(cfg, 0, data)
+    stack = build_stack(cfg, cfg.clients, "isolation-test")
+    federation = Federation(views, Channel(), stack, 0, executor="ray",
+                            executor_options={"workers": 2})  # fmt: skip
+    algo = FedAvg(cfg)
+    try:
+        algo.setup(federation)
+        algo.train_round(0)
+        ex = algo.executor
+        assert all(algo.clients[c] is None for c in algo.clients)  # nothing in the driver
+        rows = {
+            f"client-{v.client_id}": {r.tobytes() for r in v.x.numpy().astype(np.float32)}
+            for v in views
+        }
+        import hashlib
+
+        digests = {c: {hashlib.sha256(b).hexdigest() for b in r} for c, r in rows.items()}
+        for w, worker in enumerate(ex.workers):
+            held = set(ray.get(worker.held.remote()))
+            seen = set(ray.get(worker.float_row_digests.remote()))
+            mine = {c for c in digests if ex.home[c] == w}
+            assert mine <= held
+            for client, d in digests.items():
+                if client in mine:
+                    assert d <= seen  # the scan does find a client's own features
+                else:
+                    assert not d & seen, f"worker {w} holds features of {client}"
+    finally:
+        federation.close()
+
+
+def test_algorithms_that_build_parties_in_the_driver_are_refused_clearly():
+    with pytest.raises(PartyError, match="local executor"):
+        RayExecutor({"server": Sleeper("server")}, workers=1)  # type: ignore[dict-item]
+
+
+def test_the_malicious_server_model_stays_on_the_local_executor():
+    cfg = _config(protocol=["secagg"], threat_model="malicious", executor="ray")
+    with pytest.raises(PartyError, match="local executor"):
+        _run(cfg, Transcript())
+
+
+def test_a_party_that_does_not_answer_in_time_is_named():
+    ex = RayExecutor({"slow": recipe(sleeper, party_id="slow")}, workers=1, party_timeout=1.0)
+    try:
+        assert ex.call([Call("slow", "train", "nap", (0.0,))]) == [0.0]
+        with pytest.raises(PartyTimeoutError, match="slow"):
+            ex.call([Call("slow", "train", "nap", (30.0,))])
+    finally:
+        ex.shutdown()
+
+
+def test_errors_inside_a_party_reach_the_driver_with_the_party_named():
+    ex = RayExecutor({"p": recipe(sleeper, party_id="p")}, workers=1)
+    try:
+        with pytest.raises(PartyError, match="p.train.nap"):
+            ex.call([Call("p", "train", "nap", ("not a number",))])
+        with pytest.raises(PartyError, match="no such method"):
+            ex.call([Call("p", "train", "fly", ())])
+    finally:
+        ex.shutdown()
