@@ -194,12 +194,13 @@ def main() -> None:
             logging.info("  %s seeds %s", cell.key, missing)
         return
     if not args.report_only:
-        data_cache: dict[str, Any] = {}
+        data_cache: dict[tuple[str, bool], Any] = {}
         code = code_version(ROOT)
         for cell, missing in todo:
-            if cell.dataset not in data_cache:
-                data_cache = {cell.dataset: load_graph(make_config(cell, 1))}
-            data = data_cache[cell.dataset]
+            data_key = (cell.dataset, make_config(cell, 1).normalize_features)
+            if data_key not in data_cache:  # one dataset in memory
+                data_cache = {data_key: load_graph(make_config(cell, 1))}
+            data = data_cache[data_key]
             cfg = make_config(cell, int(data.num_features))
             row = by_key.get(cell.key)
             if row is None:

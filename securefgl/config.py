@@ -87,6 +87,10 @@ class ExperimentConfig:
         "generator options as JSON, e.g. '{\"num_nodes\": 5000}'",
         "data",
     )
+    normalize_features: bool = _opt(
+        False, "divide each node's non-negative features by their sum (at least 1; PyG's "
+        "NormalizeFeatures; a per-node step each client can do on its own nodes)", "data",
+    )  # fmt: skip
     train_fraction: float = _opt(0.1, "training nodes", "data")
     val_fraction: float = _opt(0.1, "validation nodes", "data")
     test_fraction: float = _opt(0.8, "test nodes", "data")

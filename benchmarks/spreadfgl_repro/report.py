@@ -159,6 +159,8 @@ def write_markdown(rows: list[dict], path: Path) -> None:
                 lines.append(f"| {ds} | {LABELS[meth]} | " + " | ".join(cells) + " |")
     lines += ["", "## Causes tested: the partition", "", section(NOTES, "partition"), ""]
     lines += table2(rows, "partition")
+    lines += ["## Causes tested: feature normalisation", "", section(NOTES, "normfeat"), ""]
+    lines += table2(rows, "normfeat")
     lines += ["## Bytes per round per party", "", section(NOTES, "bytes"), ""] + bytes_table(rows)
     lines += ["## The H leak and its protections (FedGL, Cora, M = 9)", "",
               section(NOTES, "privacy"), ""] + privacy_table(rows)  # fmt: skip

@@ -151,8 +151,15 @@ def load_graph(config: ExperimentConfig) -> Any:
     if config.task == "graph":
         return load_graph_data(config)
     if config.dataset.lower() in ("csbm", "sbm", "synthetic"):
-        return csbm(**config.csbm)
-    return load_dataset(config.dataset, config.data_root, download=config.download)
+        data = csbm(**config.csbm)
+    else:
+        data = load_dataset(config.dataset, config.data_root, download=config.download)
+    if config.normalize_features:
+        if bool((data.x < 0).any()):
+            raise ConfigError("normalize_features needs non-negative features (e.g. word counts)")
+        data = data.clone()
+        data.x = data.x / data.x.sum(dim=1, keepdim=True).clamp(min=1.0)  # as PyG
+    return data
 
 
 def derive_seeds(seed: int, count: int) -> list[int]:

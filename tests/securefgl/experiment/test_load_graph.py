@@ -1,0 +1,26 @@
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.experiment import runner
+
+
+def _fake(monkeypatch, x):
+    monkeypatch.setattr(runner, "load_dataset", lambda *a, **k: Data(x=x))
+
+
+def test_normalised_features_sum_to_one_and_empty_rows_stay_zero(monkeypatch):
+    x = torch.tensor([[1.0, 3.0, 0.0], [0.0, 0.0, 0.0], [2.0, 0.0, 2.0]])
+    _fake(monkeypatch, x)
+    cfg = ExperimentConfig(dataset="Cora", normalize_features=True)
+    out = runner.load_graph(cfg).x
+    assert torch.allclose(out.sum(1), torch.tensor([1.0, 0.0, 1.0]))
+    assert torch.equal(out[0], torch.tensor([0.25, 0.75, 0.0]))
+    assert torch.equal(runner.load_graph(cfg.replace(normalize_features=False)).x, x)
+
+
+def test_normalising_signed_features_is_refused(monkeypatch):
+    _fake(monkeypatch, torch.tensor([[1.0, -2.0]]))
+    with pytest.raises(ConfigError, match="non-negative"):
+        runner.load_graph(ExperimentConfig(dataset="Cora", normalize_features=True))
