@@ -112,6 +112,8 @@ class AggregationProtocol(ABC):
     output_role: ClassVar[Role]
     setup_phases: ClassVar[tuple[Phase, ...]] = ()
     round_phases: ClassVar[tuple[Phase, ...]]
+    #: the survivors' mean is still delivered when clients drop out mid-round
+    tolerates_dropouts: ClassVar[bool] = False
 
     @abstractmethod
     def create_parties(
@@ -142,7 +144,9 @@ def run_phases(
     method before which it goes silent (it runs no later phase, and what is sent to it
     after that is discarded). An ``invoke`` with a ``batch(method, [(party, inbox), ...])``
     attribute gets each phase's parties in one call (an executor may run them in
-    parallel); it returns their outgoing envelopes in the same order.
+    parallel); it returns their outgoing envelopes in the same order, or ``None`` for a
+    party that went silent (crashed, timed out): it is dropped from then on, as if listed
+    in ``dropped``, and the protocol's dropout handling decides whether the run completes.
     """
     dropped = dict(dropped or {})
     known = {m for m in (p.method for p in phases)}
@@ -160,7 +164,8 @@ def run_phases(
             results = batch(phase.method, requests)
         else:
             results = [invoke(pid, phase.method, inbox) for pid, inbox in requests]
-        outgoing = [env for out in results for env in out]
+        gone |= {pid for (pid, _), out in zip(requests, results, strict=True) if out is None}
+        outgoing = [env for out in results if out is not None for env in out]
         for env in transmit(outgoing):
             if env.receiver not in gone:
                 inboxes.setdefault(env.receiver, []).append(env)

@@ -89,6 +89,7 @@ class PlainAggregation(AggregationProtocol):
     name = "plain"
     output_role = Role.SERVER
     round_phases = (Phase(Role.CLIENT, "send_update"), Phase(Role.SERVER, "collect"))
+    tolerates_dropouts = True  # the mean of the updates that arrived
 
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int

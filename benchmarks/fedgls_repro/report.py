@@ -59,6 +59,12 @@ def _cell(row: dict[str, Any] | None) -> str:
     )
 
 
+def _diff(row: dict[str, Any], base: dict[str, Any] | None) -> str:
+    if base is None or row["mean"] is None or base["mean"] is None:
+        return "–"
+    return f"{row['mean'] - base['mean']:+.2f}"
+
+
 def _paper(value: Any) -> str:
     if value is None:
         return "–"
@@ -151,9 +157,7 @@ def protocol_check(rows: list[dict[str, Any]]) -> list[str]:
             local_epochs=r["local_epochs"],
             method=r["method"],
         )
-        diff = (
-            "–" if plain is None or plain["mean"] is None else f"{r['mean'] - plain['mean']:+.2f}"
-        )
+        diff = _diff(r, plain)
         seeds = ""
         if plain is not None:
             base = {x["seed"]: x["acc"] for x in plain["runs"]}
@@ -184,7 +188,7 @@ def diagnostics_table(rows: list[dict[str, Any]]) -> list[str]:
             local_epochs=5,
             method=r["method"],
         )
-        diff = "–" if base is None or base["mean"] is None else f"{r['mean'] - base['mean']:+.2f}"
+        diff = _diff(r, base)
         lines.append(
             f"| {r['dataset']} | {r['variant']} | {LABELS[r['method']]} | {_cell(r)} "
             f"| {diff} | {r['seeds']} |"

@@ -177,6 +177,9 @@ class DPAggregation(AggregationProtocol):
         self.output_role = inner.output_role  # type: ignore[misc]
         self.setup_phases = inner.setup_phases  # type: ignore[misc]
         self.round_phases = inner.round_phases  # type: ignore[misc]
+        # distributed noise: a dropped client's share is missing, so the accounted σ fails
+        distributed = getattr(mechanism, "mode", None) == "distributed"
+        self.tolerates_dropouts = inner.tolerates_dropouts and not distributed  # type: ignore[misc]
 
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int

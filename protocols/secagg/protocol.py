@@ -42,6 +42,7 @@ class SecAggregation(AggregationProtocol):
 
     name: ClassVar[str] = "secagg"
     output_role = Role.SERVER
+    tolerates_dropouts = True  # Shamir shares of the dropped clients' mask seeds
     round_phases = (
         Phase(Role.CLIENT, "advertise_keys"),
         Phase(Role.SERVER, "broadcast_keys"),

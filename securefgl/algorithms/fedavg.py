@@ -15,6 +15,7 @@ per round degenerates to sign-SGD and trains poorly, so local steps are SGD.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -27,6 +28,7 @@ from protocols.base import (
     AggregationProtocol,
     AggregationServer,
     Envelope,
+    ProtocolError,
     Role,
     run_phases,
 )
@@ -56,6 +58,8 @@ from securefgl.federation.builders import (
 )
 from securefgl.federation.recipes import party_builder, recipe
 from securefgl.models import build_model, get_flat, set_flat
+
+log = logging.getLogger(__name__)
 
 MODEL_TAG = "fedavg/model"
 MODEL_UPDATES = "model updates (clients -> server)"
@@ -244,9 +248,12 @@ class FedAvg(Algorithm):
             SERVER: recipe(fedavg_server, params=get_flat(init), stack=stack, holds_model=holds),
             **{
                 cid: recipe(
-                    fedavg_client, view=view_payload(v), stack=stack,
-                    noise_seed=federation.noise_seed, seed=federation.seed,
-                )  # fmt: skip
+                    fedavg_client,
+                    view=view_payload(v),
+                    stack=stack,
+                    noise_seed=federation.noise_seed,
+                    seed=federation.seed,
+                )
                 for cid, v in zip(ids, views, strict=True)
             },
             **{pid: recipe(protocol_host, party_id=pid, stack=stack) for pid in authorities},
@@ -280,9 +287,13 @@ class FedAvg(Algorithm):
         weights = self.executor.map(ids, TRAIN, "training_weight")
         self._weights = dict(zip(ids, weights, strict=True))
 
+    def _live(self) -> list[str]:
+        """The clients still answering (a client whose process died has gone silent)."""
+        return [c for c in self.clients if c not in self.executor.silent]
+
     def _broadcast(self, round_idx: int) -> None:
         """The server sends the global model (if it holds one) to every client."""
-        ids = list(self.clients)
+        ids = self._live()
         sent = self.executor.call([Call(SERVER, TRAIN, "broadcast", (round_idx, ids))])[0]
         inbox: dict[str, list[Envelope]] = {c: [] for c in ids}
         for env in self.federation.channel.transmit(sent):
@@ -292,7 +303,7 @@ class FedAvg(Algorithm):
     def _sample(self, round_idx: int) -> list[str]:
         """``fixed``: the server draws ``client_fraction·K`` clients (it knows who takes
         part either way); ``poisson``: each client flips its own secret coin."""
-        ids, q = list(self.clients), self.config.client_fraction
+        ids, q = self._live(), self.config.client_fraction
         if self.config.client_sampling == "poisson":
             joins = self.executor.map(ids, TRAIN, "joins_round", round_idx, q)
             return [c for c, join in zip(ids, joins, strict=True) if join]
@@ -312,18 +323,51 @@ class FedAvg(Algorithm):
             stack.account_round(q, 0, self.dim)
             return float("nan")
         mu = self.config.mu if self.mu_used else 0.0
-        losses = ex.call([Call(c, TRAIN, "local_update", (round_idx, mu)) for c in sampled])
+        answers = ex.call_survivors(
+            [Call(c, TRAIN, "local_update", (round_idx, mu)) for c in sampled]
+        )
+        trained = {c: loss for c, loss in zip(sampled, answers, strict=True) if loss is not None}
+        sampled = list(trained)
         ex.call([Call(SERVER, TRAIN, "begin_aggregation", (round_idx, sampled))])
-        roles = {**self.roles, Role.CLIENT: sampled}
-        run_phases(stack.protocol.round_phases, roles, ex.phases(AGG), channel.transmit)
-        ex.map([SERVER, *self.clients], TRAIN, "apply_result", round_idx)
+        self._aggregate(round_idx, sampled)
+        survivors = [c for c in sampled if c not in ex.silent]
+        ex.map([SERVER, *self._live()], TRAIN, "apply_result", round_idx)
         self._broadcast(round_idx)  # every client holds the current model after each round
-        stack.account_round(q, len(sampled), self.dim)
-        weights = np.array([self._weights[c] for c in sampled])
+        stack.account_round(q, len(survivors), self.dim)
+        weights = np.array([self._weights[c] for c in survivors])
+        losses = [trained[c] for c in survivors]
         return float(np.average(losses, weights=weights)) if weights.sum() else 0.0
 
+    def _aggregate(self, round_idx: int, sampled: list[str]) -> None:
+        """The protocol's round phases over ``sampled``. A client that goes silent is a
+        dropped client: the protocol recovers the survivors' sum (SecAgg above its
+        threshold) or the round is aborted, saying why."""
+        ex, protocol = self.executor, self.federation.stack.protocol
+        roles = {**self.roles, Role.CLIENT: sampled}
+        try:
+            run_phases(
+                protocol.round_phases, roles, ex.phases(AGG), self.federation.channel.transmit
+            )
+        except ProtocolError as err:
+            lost = sorted(set(sampled) & ex.silent)
+            if not lost:
+                raise
+            raise ProtocolError(
+                f"round {round_idx} aborted: {', '.join(lost)} went silent and {protocol.name} "
+                f"could not complete without them ({err})"
+            ) from err
+        lost = sorted(set(sampled) & ex.silent)
+        if lost and not protocol.tolerates_dropouts:
+            raise ProtocolError(
+                f"round {round_idx} aborted: {protocol.name} needs every client of the round, "
+                f"and {', '.join(lost)} went silent"
+            )
+        if lost:
+            log.warning("round %d: %s went silent; the survivors' sum was used", round_idx,
+                        ", ".join(lost))  # fmt: skip
+
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), TRAIN, "predict")
+        return self.executor.map(self._live(), TRAIN, "predict")
 
     def protection(self) -> dict[str, str]:
         stack = self.federation.stack

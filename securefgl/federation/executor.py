@@ -24,6 +24,14 @@ class Executor(ABC):
     def call(self, calls: Sequence[Call]) -> list[Any]:
         """Run each call; results in ``calls`` order."""
 
+    #: parties that went silent (their process died or did not answer in time)
+    silent: frozenset[str] = frozenset()
+
+    def call_survivors(self, calls: Sequence[Call]) -> list[Any | None]:
+        """As :meth:`call`, but a party that goes silent gives ``None`` (and joins
+        :attr:`silent`) instead of failing the batch. In-process parties never do."""
+        return self.call(calls)
+
     def held(self, party_id: str) -> Party | None:
         """The party object if it lives in this process (attacks and tests read it), else
         None."""
@@ -46,8 +54,10 @@ class Executor(ABC):
         def invoke(party_id: str, method: str, inbox: Inbox) -> list[Envelope]:
             return self.invoke(party_id, sub, method, inbox)
 
-        def batch(method: str, requests: list[tuple[str, Inbox]]) -> list[list[Envelope]]:
-            return self.call([Call(pid, sub, method, (inbox,)) for pid, inbox in requests])
+        def batch(method: str, requests: list[tuple[str, Inbox]]) -> list[list[Envelope] | None]:
+            return self.call_survivors(
+                [Call(pid, sub, method, (inbox,)) for pid, inbox in requests]
+            )
 
         invoke.batch = batch  # type: ignore[attr-defined]  # a phase's parties together
         return invoke

@@ -12,8 +12,12 @@ as with the local executor, so the same seed gives the same result and the same 
 
 A batch of calls (:meth:`RayExecutor.call`, and every protocol phase) is split per actor
 and the actors run their shares at the same time; the calls on one actor run in order.
-``party_timeout`` bounds each batch: a batch that does not answer in time raises
-:class:`PartyTimeoutError` naming the silent parties.
+``party_timeout`` bounds each batch. A worker that dies or does not answer in time is
+ended and its parties are *silent* from then on (:attr:`RayExecutor.silent`): inside a
+protocol phase they count as dropped clients (the protocol's dropout handling decides
+whether the round completes, e.g. SecAgg above its threshold); any other call to them
+raises :class:`PartyError` (:class:`PartyTimeoutError` for a timeout). Parties that share
+a worker go silent together.
 """
 
 from __future__ import annotations
@@ -73,6 +77,11 @@ class PartyWorker:
 
     def held(self) -> list[str]:
         return sorted(self.parties)
+
+    def peak_rss_bytes(self) -> int:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 
     def pid(self) -> int:
         return os.getpid()
@@ -145,6 +154,8 @@ class RayExecutor(Executor):
         # clients spread round-robin; the other parties (server, key authority, ...) too
         self.home = {pid: i % workers for i, pid in enumerate(parties)}
         self.seconds_by_party: dict[str, float] = {}
+        self.peak_rss_by_worker: list[int | None] = []
+        self._lost: set[int] = set()
         pending = [
             self.workers[self.home[pid]].build.remote(
                 pid, encode_value({"builder": r.builder, "args": r.args})
@@ -165,21 +176,47 @@ class RayExecutor(Executor):
             raise PartyError(f"building {', '.join(parties)} failed: {exc}") from None
 
     def call(self, calls: Sequence[Call]) -> list[Any]:
+        return self._run(calls, tolerate=False)
+
+    def call_survivors(self, calls: Sequence[Call]) -> list[Any | None]:
+        return self._run(calls, tolerate=True)
+
+    def _lose(self, worker: int) -> list[str]:
+        """Worker ``worker`` died or hung: end it; its parties are silent from now on."""
+        self.ray.kill(self.workers[worker])
+        self._lost.add(worker)
+        lost = [pid for pid, w in self.home.items() if w == worker]
+        self.silent = self.silent | frozenset(lost)
+        return lost
+
+    def _run(self, calls: Sequence[Call], tolerate: bool) -> list[Any]:
         per_worker: dict[int, list[int]] = {}
         for i, call in enumerate(calls):
             if call.party not in self.home:
                 raise PartyError(f"no party {call.party!r} in this executor")
+            if call.party in self.silent:
+                raise PartyError(f"{call.party} went silent earlier in this run")
             per_worker.setdefault(self.home[call.party], []).append(i)
-        batches = {
-            w: [(calls[i].party, calls[i].sub, calls[i].method, encode_value(calls[i].args))
-                for i in idx]
+        refs = {
+            self.workers[w].run.remote(
+                [(calls[i].party, calls[i].sub, calls[i].method, encode_value(calls[i].args))
+                 for i in idx]
+            ): w
             for w, idx in per_worker.items()
         }  # fmt: skip
-        refs = [self.workers[w].run.remote(batch) for w, batch in batches.items()]
-        answers = self._get(refs, sorted({c.party for c in calls}), self.party_timeout)
+        ready, late = self.ray.wait(list(refs), num_returns=len(refs), timeout=self.party_timeout)
         out: list[Any] = [None] * len(calls)
-        for (w, idx), answer in zip(per_worker.items(), answers, strict=True):
-            for i, (ok, data, seconds) in zip(idx, answer, strict=False):
+        lost: list[str] = []
+        for ref in late:
+            lost += self._lose(refs[ref])
+        for ref in ready:
+            w = refs[ref]
+            try:
+                answer = self.ray.get(ref)
+            except self.ray.exceptions.RayActorError:
+                lost += self._lose(w)
+                continue
+            for i, (ok, data, seconds) in zip(per_worker[w], answer, strict=False):
                 call = calls[i]
                 if not ok:
                     where = f"{call.party}.{call.sub}.{call.method}"
@@ -188,10 +225,23 @@ class RayExecutor(Executor):
                 self.seconds_by_party[call.party] = (
                     self.seconds_by_party.get(call.party, 0.0) + seconds
                 )
+        if lost and not tolerate:
+            named = sorted({c.party for c in calls} & set(lost))
+            if late:
+                raise PartyTimeoutError(named, self.party_timeout or 0.0)
+            raise PartyError(f"{', '.join(named)} went silent: their worker died")
         return out
 
     def shutdown(self) -> None:
-        """End the worker actors (Ray itself keeps running)."""
-        for worker in self.workers:
-            self.ray.kill(worker)
+        """End the worker actors (Ray itself keeps running); their peak resident memory
+        is kept in :attr:`peak_rss_by_worker` (bytes; None for a lost worker)."""
+        refs = [None if i in self._lost else w.peak_rss_bytes.remote()
+                for i, w in enumerate(self.workers)]  # fmt: skip
+        self.peak_rss_by_worker = []
+        for i, ref in enumerate(refs):
+            try:
+                self.peak_rss_by_worker.append(None if ref is None else self.ray.get(ref))
+            except self.ray.exceptions.RayActorError:
+                self.peak_rss_by_worker.append(None)
+            self.ray.kill(self.workers[i])
         self.workers = []

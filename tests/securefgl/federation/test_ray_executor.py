@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from protocols.base import ProtocolError
 from securefgl.algorithms.base import Federation
 from securefgl.algorithms.fedavg import FedAvg
 from securefgl.config import ExperimentConfig
@@ -135,3 +136,93 @@ def test_errors_inside_a_party_reach_the_driver_with_the_party_named():
             ex.call([Call("p", "train", "fly", ())])
     finally:
         ex.shutdown()
+
+
+def _ray_fedavg(cfg):
+    data = load_graph(cfg)
+    _, _, views, _ = draw_world(cfg, 0, data)
+    stack = build_stack(cfg, cfg.clients, f"faults-{cfg.protocol}")
+    federation = Federation(views, Channel(), stack, 0, executor="ray",
+                            executor_options={"workers": 2})  # fmt: skip
+    algo = FedAvg(cfg)
+    algo.setup(federation)
+    return algo, federation
+
+
+def _kill_worker_before(algo, phase, worker):
+    """Kill ``worker``'s process just before the protocol phase ``phase`` runs."""
+    ex, make = algo.executor, algo.executor.phases
+
+    def phases(sub):
+        invoke = make(sub)
+        batch = invoke.batch
+
+        def killing(method, requests):
+            if method == phase and ex.workers[worker] is not None:
+                ray.kill(ex.workers[worker])
+            return batch(method, requests)
+
+        invoke.batch = killing
+        return invoke
+
+    ex.phases = phases
+
+
+def _server_model(algo):
+    sent = algo.executor.call([Call("server", "train", "broadcast", (0, ["client-1"]))])[0]
+    return sent[0].payload.array("params")
+
+
+@pytest.mark.parametrize("protocol, phase", [("plain", "send_update"), ("secagg", "masked_input")])
+def test_a_killed_worker_s_clients_drop_out_and_the_survivors_sum_is_used(protocol, phase):
+    models = {}
+    for kill in (False, True):
+        algo, federation = _ray_fedavg(_config(protocol=[protocol], rounds=2))
+        try:
+            if kill:
+                _kill_worker_before(algo, phase, worker=1)
+            algo.train_round(0)
+            if kill:
+                lost = {c for c in algo.clients if algo.executor.home[c] == 1}
+                assert algo.executor.silent >= lost and lost
+                assert set(algo._live()) == set(algo.clients) - lost
+                algo.train_round(1)  # training goes on with the survivors
+            models[kill] = _server_model(algo)
+        finally:
+            federation.close()
+    assert np.isfinite(models[True]).all()
+    assert not np.allclose(models[True], models[False])  # a different (survivors') mean
+    # plain and secagg give the same survivors' mean: checked across protocols below
+
+
+def test_secagg_and_plain_agree_on_the_survivors_mean_after_a_crash():
+    means = {}
+    for protocol, phase in (("plain", "send_update"), ("secagg", "masked_input")):
+        algo, federation = _ray_fedavg(_config(protocol=[protocol]))
+        try:
+            _kill_worker_before(algo, phase, worker=1)
+            algo.train_round(0)
+            means[protocol] = _server_model(algo)
+        finally:
+            federation.close()
+    np.testing.assert_allclose(means["secagg"], means["plain"], atol=1e-5)
+
+
+def test_below_the_secagg_threshold_the_round_aborts_naming_the_silent_clients():
+    algo, federation = _ray_fedavg(_config(protocol=["secagg"], secagg_threshold=4))
+    try:
+        _kill_worker_before(algo, "masked_input", worker=1)
+        with pytest.raises(ProtocolError, match="went silent"):
+            algo.train_round(0)
+    finally:
+        federation.close()
+
+
+def test_ckks_rounds_say_they_need_every_client():
+    algo, federation = _ray_fedavg(_config(protocol=["ckks"]))
+    try:
+        _kill_worker_before(algo, "decrypt", worker=1)
+        with pytest.raises(ProtocolError, match="needs every client|went silent"):
+            algo.train_round(0)
+    finally:
+        federation.close()
