@@ -160,6 +160,7 @@ def main() -> None:
                 res = run_single(cfg, cell.method, seed, data[cell.dataset], False)
                 run = {
                     "seed": seed,
+                    "finished": time.time(),
                     **selected_accuracies(res.history),
                     "acc_pooled": round(100 * res.final["test_acc"], 2),
                     "seconds": round(time.time() - t0, 1),

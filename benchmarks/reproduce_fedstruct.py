@@ -297,6 +297,7 @@ def main() -> None:
                 res = run_single(cfg, algo, seed, data_cache[cell.dataset], progress=False)
                 run = {
                     "seed": seed,
+                    "finished": time.time(),
                     "acc": round(res.final["test_acc"] * 100, 2),
                     "seconds": round(time.time() - t0, 1),
                     "setup_mb": round(res.setup_bytes / 1e6, 2),

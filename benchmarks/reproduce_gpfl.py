@@ -144,6 +144,7 @@ def main() -> None:
                 res = run_single(cfg, algo, seed, data_cache[cell.dataset], progress=False)
                 run = {
                     "seed": seed,
+                    "finished": time.time(),
                     "best_last": round(res.final[METRIC] * 100, 2),
                     "final": round(res.final["test_acc"] * 100, 2),
                     "seconds": round(time.time() - t0, 1),

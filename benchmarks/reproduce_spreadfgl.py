@@ -98,7 +98,7 @@ def traffic(entries: list, rounds: int) -> dict[str, float]:
 
 def measure(cell: Cell, cfg: Any, data: Any, seed: int, code: str | None) -> dict[str, Any]:
     t0 = time.time()
-    out: dict[str, Any] = {"seed": seed, "code": code}
+    out: dict[str, Any] = {"seed": seed, "code": code, "finished": time.time()}
     if cell.setting == "privacy":
         run = simulate(cfg, cell.method, seed, data, keep_tags=frozenset({H_TAG, PATCH_TAG}))
         result, entries = run.result, run.transcript.entries

@@ -64,9 +64,12 @@ def save_seed_rows(
     summarise: Callable[[dict[str, Any]], None],
 ) -> None:
     """Write a grid's ``rows`` (each a cell with its per-seed ``runs``) atomically, first
-    merging what other grid processes saved meanwhile, under a lock file: runs are united per
-    cell and seed (``rows``' own runs win, ``summarise`` recomputes a cell's statistics),
-    cells only on disk are appended to ``rows``. Concurrent grids on one file lose nothing."""
+    merging what other grid processes saved meanwhile, under a lock file. Per cell and
+    seed the run measured last wins (its ``finished`` time; a run without one counts as
+    oldest, and on a tie the file's run is kept), so a process's stale copy of a run that
+    another process re-measured never overwrites it; ``summarise`` recomputes a changed
+    cell's statistics; cells only on disk are appended to ``rows``. Concurrent grids on one
+    file lose nothing."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path.with_suffix(".lock")):
@@ -77,10 +80,14 @@ def save_seed_rows(
                 rows.append(disk)
                 ours[key(disk)] = disk
                 continue
-            seeds = {r["seed"] for r in row["runs"]}
-            extra = [r for r in disk["runs"] if r["seed"] not in seeds]
-            if extra:
-                row["runs"] = sorted([*row["runs"], *extra], key=lambda x: x["seed"])
+            merged = {r["seed"]: r for r in row["runs"]}
+            for run in disk["runs"]:
+                mine = merged.get(run["seed"])
+                if mine is None or run.get("finished", 0.0) >= mine.get("finished", 0.0):
+                    merged[run["seed"]] = run
+            runs = sorted(merged.values(), key=lambda x: x["seed"])
+            if runs != row["runs"]:
+                row["runs"] = runs
                 summarise(row)
         write_json(path, rows, indent=1)
 

@@ -161,6 +161,8 @@ def write_markdown(rows: list[dict], path: Path) -> None:
     lines += table2(rows, "partition")
     lines += ["## Causes tested: feature normalisation", "", section(NOTES, "normfeat"), ""]
     lines += table2(rows, "normfeat")
+    lines += ["Each client rescaling the generated rows to its own rows' mean norm:", ""]
+    lines += table2(rows, "normfeat-scaled")
     lines += ["## Bytes per round per party", "", section(NOTES, "bytes"), ""] + bytes_table(rows)
     lines += ["## The H leak and its protections (FedGL, Cora, M = 9)", "",
               section(NOTES, "privacy"), ""] + privacy_table(rows)  # fmt: skip

@@ -151,7 +151,8 @@ class EdgeFGL(Algorithm):
         self, view: ClientGraph, train: LocalTraining, agg: Any, sid: str,
         release: HRelease | None,
     ) -> EdgeClient:  # fmt: skip
-        return EdgeClient(view, train, agg, sid, release, self.settings.refresh)
+        st = self.settings
+        return EdgeClient(view, train, agg, sid, release, st.refresh, st.generated_scale)
 
     def before_training(self) -> None:
         """Set-up traffic between the parties before the first model (FedSage+'s NeighGen)."""

@@ -32,7 +32,7 @@ from securefgl.data import ClientGraph
 from securefgl.federation import AGG, TRAIN, Party, client_party_id
 from securefgl.models import get_flat, set_flat
 from securefgl.spreadfgl.h_release import HRelease
-from securefgl.spreadfgl.model import Block, Features, SageNet, propagation
+from securefgl.spreadfgl.model import Block, Factored, Features, SageNet, propagation
 from securefgl.spreadfgl.patch import PATCH_TAG, patch_edges, read_patch
 
 MODEL_TAG = "spreadfgl/model"
@@ -64,6 +64,7 @@ class EdgeClient(Party):
         server_id: str | None,
         h_release: HRelease | None = None,
         refresh: str = "replace",
+        generated_scale: str = "none",
     ) -> None:
         self.party_id = client_party_id(view.client_id)
         self.server_id = server_id
@@ -71,6 +72,7 @@ class EdgeClient(Party):
         self.agg = agg
         self.h_release = h_release
         self.refresh = refresh
+        self.generated_scale = generated_scale
         self.x_own = sp.csr_matrix(view.x.numpy().astype(np.float32))
         self.y = view.y.clone()
         self.masks = {s: getattr(view, f"{s}_mask").clone() for s in SPLITS}
@@ -107,6 +109,8 @@ class EdgeClient(Party):
             if env.tag != PATCH_TAG or self.h_release is None:
                 continue
             links, block = read_patch(env.payload)
+            if self.generated_scale == "own-norm":
+                block = scale_to_own_norm(block, self.x_own)
             if self.refresh == "replace":
                 self.blocks, self.patch = [], np.zeros((2, 0), dtype=np.int64)
             offset = self.num_own + sum(_rows(b) for b in self.blocks)
@@ -194,3 +198,13 @@ class EdgeClient(Party):
 
 def _rows(block: Block) -> int:
     return block.rows if hasattr(block, "rows") else len(block)
+
+
+def scale_to_own_norm(block: Block, own: sp.csr_matrix) -> np.ndarray:
+    """Generated rows, each rescaled to the mean L2 norm of the client's own non-empty rows
+    (SpreadFGL ties X̄ to the data only through its decoder, so its scale is arbitrary)."""
+    rows = block.dense() if isinstance(block, Factored) else np.asarray(block, np.float32)
+    norms_own = np.sqrt(np.asarray(own.multiply(own).sum(axis=1))).ravel()
+    target = float(norms_own[norms_own > 0].mean()) if (norms_own > 0).any() else 1.0
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows * (target / np.maximum(norms, 1e-12))).astype(np.float32)

@@ -17,6 +17,7 @@ from typing import Any
 CANDIDATES = ("all", "cross_client")
 LOCAL_LINKS = ("virtual", "edge")
 REFRESH = ("replace", "accumulate")
+GENERATED_SCALES = ("none", "own-norm")
 FEATURE_ACTS = ("none", "sigmoid")
 NOISE_INPUT = ("fixed", "resampled")
 GAN_LOSSES = ("bce", "paper")
@@ -49,6 +50,9 @@ class SpreadFGLSettings:
     patch_encoding: str = _f("auto", "generated rows sent as d-dim rows or factored Z·Wₑ + bₑ "
                              "(exact for a linear encoder output; auto: factored when "
                              "feature_act = none)", PATCH_ENCODINGS)  # fmt: skip
+    generated_scale: str = _f("none", "none: generated rows as received; own-norm: the client "
+                              "rescales each to the mean L2 norm of its own rows (its patcher)",
+                              GENERATED_SCALES)  # fmt: skip
     feature_act: str = _f("none", "activation of the encoder output X̄ = f(S) (spec §11.3)",
                           FEATURE_ACTS)  # fmt: skip
     noise_input: str = _f("fixed", "the AE input S: drawn once per server or every step",
@@ -81,6 +85,7 @@ class SpreadFGLSettings:
         for name, allowed in (
             ("aggregator", ("gcn", "sage")), ("candidates", CANDIDATES),
             ("local_links", LOCAL_LINKS), ("refresh", REFRESH), ("feature_act", FEATURE_ACTS),
+            ("generated_scale", GENERATED_SCALES),
             ("noise_input", NOISE_INPUT), ("gan_loss", GAN_LOSSES),
             ("loss_reduction", REDUCTIONS), ("h_mechanism", H_MECHANISMS),
             ("patch_encoding", PATCH_ENCODINGS),
