@@ -200,21 +200,19 @@ def test_a_killed_worker_s_clients_drop_out_and_secagg_recovers_the_survivors_me
     np.testing.assert_allclose(means["secagg"], means["plain"], atol=1e-5)
 
 
-def test_below_the_secagg_threshold_the_round_aborts_naming_the_silent_clients():
-    algo, federation = _ray_fedavg(_config(protocol=["secagg"], clients=6, secagg_threshold=5))
+@pytest.mark.parametrize(
+    "options, phase, message",
+    [
+        ({"protocol": ["secagg"], "secagg_threshold": 5}, "masked_input", "went silent"),
+        ({"protocol": ["ckks"]}, "decrypt", "ckks needs every client"),
+    ],
+    ids=["secagg-below-threshold", "ckks"],
+)
+def test_a_round_that_cannot_survive_the_crash_aborts_saying_why(options, phase, message):
+    algo, federation = _ray_fedavg(_config(clients=6, **options))
     try:
-        _kill_worker_before(algo, "masked_input", worker=2)
-        with pytest.raises(ProtocolError, match="went silent"):
-            algo.train_round(0)
-    finally:
-        federation.close()
-
-
-def test_ckks_rounds_say_they_need_every_client():
-    algo, federation = _ray_fedavg(_config(protocol=["ckks"], clients=6))
-    try:
-        _kill_worker_before(algo, "decrypt", worker=2)
-        with pytest.raises(ProtocolError, match="needs every client|went silent"):
+        _kill_worker_before(algo, phase, worker=2)
+        with pytest.raises(ProtocolError, match=message):
             algo.train_round(0)
     finally:
         federation.close()
