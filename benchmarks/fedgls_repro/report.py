@@ -172,12 +172,14 @@ def protocol_check(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def diagnostics_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Each variant beside Table 1's default cell: best-validation round (``rows``' mean)
+    and last round (``mean_last``)."""
     variants = [r for r in rows if r.get("variant", "default") != "default"]
     if not variants:
         return ["(none run yet)"]
     lines = [
-        "| dataset | variant | method | accuracy | − default | seeds |",
-        "|---|---|---|---|---|---|",
+        "| dataset | variant | method | best-val round | − default | last round | − default |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in sorted(variants, key=lambda r: (r["dataset"], r["variant"], r["method"])):
         base = _find(
@@ -188,10 +190,11 @@ def diagnostics_table(rows: list[dict[str, Any]]) -> list[str]:
             local_epochs=5,
             method=r["method"],
         )
-        diff = _diff(r, base)
+        last = {"mean": r["mean_last"], "std": r["std_last"], "seeds": r["seeds_last"]}
+        base_last = base and {"mean": base["mean_last"]}
         lines.append(
             f"| {r['dataset']} | {r['variant']} | {LABELS[r['method']]} | {_cell(r)} "
-            f"| {diff} | {r['seeds']} |"
+            f"| {_diff(r, base)} | {_cell(last)} | {_diff(last, base_last)} |"
         )
     return lines
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from protocols.base import ProtocolError
 from securefgl.federation.codec import decode_value, encode_value
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, PartyError
@@ -54,10 +55,11 @@ class PartyWorker:
         spec = decode_value(data)
         self.parties[party_id] = build(Recipe(spec["builder"], spec["args"]))
 
-    def run(self, calls: list[tuple[str, str, str, bytes]]) -> list[tuple[bool, bytes, float]]:
-        """Each call's (ok, encoded result or error text, seconds), in order; the calls
-        after a failed one are not run."""
-        out: list[tuple[bool, bytes, float]] = []
+    def run(self, calls: list[tuple[str, str, str, bytes]]) -> list[tuple[str, bytes, float]]:
+        """Each call's (status, encoded result or error text, seconds), in order: status
+        ``ok``, ``protocol`` (a :class:`ProtocolError`: the protocol run cannot complete) or
+        ``error``; the calls after a failed one are not run."""
+        out: list[tuple[str, bytes, float]] = []
         for pid, sub, method, args in calls:
             t0 = time.perf_counter()
             try:
@@ -70,9 +72,10 @@ class PartyWorker:
                     raise PartyError(f"{pid}.{sub}.{method}: no such method")
                 result = encode_value(fn(*decode_value(args)))
             except Exception as exc:  # reported to the driver, which raises it
-                out.append((False, f"{type(exc).__name__}: {exc}".encode(), 0.0))
+                status = "protocol" if isinstance(exc, ProtocolError) else "error"
+                out.append((status, f"{type(exc).__name__}: {exc}".encode(), 0.0))
                 break
-            out.append((True, result, time.perf_counter() - t0))
+            out.append(("ok", result, time.perf_counter() - t0))
         return out
 
     def held(self) -> list[str]:
@@ -216,11 +219,12 @@ class RayExecutor(Executor):
             except self.ray.exceptions.RayActorError:
                 lost += self._lose(w)
                 continue
-            for i, (ok, data, seconds) in zip(per_worker[w], answer, strict=False):
+            for i, (status, data, seconds) in zip(per_worker[w], answer, strict=False):
                 call = calls[i]
-                if not ok:
+                if status != "ok":
                     where = f"{call.party}.{call.sub}.{call.method}"
-                    raise PartyError(f"{where} failed on worker {w}: {data.decode()}")
+                    error = ProtocolError if status == "protocol" else PartyError
+                    raise error(f"{where} failed on worker {w}: {data.decode()}")
                 out[i] = decode_value(data)
                 self.seconds_by_party[call.party] = (
                     self.seconds_by_party.get(call.party, 0.0) + seconds
