@@ -165,18 +165,10 @@ class RayExecutor(Executor):
             )
             for pid, r in parties.items()
         ]
-        self._get(pending, list(parties), timeout=None)  # start-up is not a party's answer
-
-    def _get(self, refs: list[Any], parties: list[str], timeout: float | None) -> list[Any]:
-        ray = self.ray
-        try:
-            return ray.get(refs, timeout=timeout)
-        except ray.exceptions.GetTimeoutError:
-            raise PartyTimeoutError(parties, timeout or 0.0) from None
-        except ray.exceptions.RayActorError as exc:
-            raise PartyError(f"a worker holding {', '.join(parties)} died: {exc}") from None
-        except ray.exceptions.RayTaskError as exc:
-            raise PartyError(f"building {', '.join(parties)} failed: {exc}") from None
+        try:  # no party_timeout here: start-up is not a party's answer
+            ray.get(pending)
+        except ray.exceptions.RayError as exc:
+            raise PartyError(f"building the parties failed: {exc}") from None
 
     def call(self, calls: Sequence[Call]) -> list[Any]:
         return self._run(calls, tolerate=False)
