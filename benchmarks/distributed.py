@@ -78,7 +78,7 @@ def one(workload: str, executor: str, workers: int) -> dict[str, Any]:
     return {
         "workload": workload, "executor": executor,
         "workers": workers if executor == "ray" else 1, "clients": clients,
-        "wall_seconds": round(wall, 2),
+        "wall_seconds": round(wall, 2), "setup_seconds": round(result.setup_seconds, 2),
         "peak_rss_gib": round((driver + sum(worker_peaks)) / GIB, 3),
         "peak_rss_gib_per_worker": [round(p / GIB, 3) for p in worker_peaks],
         "rounds": rounds, "test_acc": result.final["test_acc"], "total_bytes": total_bytes,
@@ -93,8 +93,9 @@ def run_child(workload: str, executor: str, workers: int) -> dict[str, Any]:
 
 def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = ["# Local vs Ray executor", "", section(NOTES, "intro"), "",
-             "| workload | executor | workers | clients | rounds | wall s | ratio | peak RSS GiB | "
-             "same result |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| workload | executor | workers | clients | rounds | wall s | of which set-up s "
+             "| ratio | peak RSS GiB | same result |",
+             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     local = {r["workload"]: r for r in rows if r["executor"] == "local"}
     for r in rows:
         base = local.get(r["workload"])
@@ -102,10 +103,12 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         same = {True: "yes", False: "NO", None: "–"}[r.get("same_result_as_local")]
         lines.append(
             f"| {r['workload']} | {r['executor']} | {r['workers']} | {r['clients']} | "
-            f"{r['rounds']} | {r['wall_seconds']:.1f} | {ratio} | {r['peak_rss_gib']:.2f} "
+            f"{r['rounds']} | {r['wall_seconds']:.1f} | {r.get('setup_seconds', float('nan')):.1f} "
+            f"| {ratio} | {r['peak_rss_gib']:.2f} "
             f"| {same} |"
         )
-    lines += ["", "Not run:", ""] + [f"- {w}: {why}" for w, why in NOT_RUN.items()]
+    lines += ["", section(NOTES, "reading"), "", "Not run:", ""]
+    lines += [f"- {w}: {why}" for w, why in NOT_RUN.items()]
     lines += ["", f"Machine: {meta.get('machine', {}).get('cpu_count', '?')} CPUs.", ""]
     return "\n".join(lines)
 
