@@ -86,8 +86,11 @@ class PartyWorker:
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 
-    def pid(self) -> int:
-        return os.getpid()
+    def where(self) -> tuple[str, int]:
+        """(Ray node id, process id) of this worker."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
 
     def float_row_digests(self, min_columns: int = 2) -> list[str]:
         """SHA-256 of every row of every float matrix reachable in this process (numpy
@@ -152,7 +155,7 @@ class RayExecutor(Executor):
             ray.init(address=address, **options)
         self.ray = ray
         self.party_timeout = party_timeout
-        actor = ray.remote(num_cpus=0)(PartyWorker)
+        actor = ray.remote(num_cpus=0, scheduling_strategy="SPREAD")(PartyWorker)  # over nodes
         self.workers = [actor.remote(threads) for _ in range(workers)]
         # clients spread round-robin; the other parties (server, key authority, ...) too
         self.home = {pid: i % workers for i, pid in enumerate(parties)}

@@ -1,0 +1,52 @@
+"""The Ray executor on a two-node cluster (``ray.cluster_utils.Cluster``, both nodes on this
+machine): workers spread over the nodes, and the local executor's result."""
+
+import pytest
+
+from securefgl.config import ExperimentConfig
+from securefgl.experiment.runner import load_graph, run_single
+from securefgl.federation import Transcript
+from securefgl.registry import check_config
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+import securefgl.federation.ray_executor as ray_executor  # noqa: E402
+
+SMALL = {"num_nodes": 300, "num_features": 8, "feature_signal": 0.3, "homophily": 0.8}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if ray.is_initialized():
+        ray.shutdown()
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    nodes.add_node(num_cpus=1)
+    yield nodes
+    ray.shutdown()
+    nodes.shutdown()
+
+
+def test_workers_spread_over_two_nodes_and_give_the_local_result(cluster, monkeypatch):
+    cfg = check_config(ExperimentConfig(
+        csbm=SMALL, clients=4, partition="random", rounds=4, eval_every=2, hidden=8,
+        protocol=["secagg"], workers=2, ray_address=cluster.address,
+    ))  # fmt: skip
+    data = load_graph(cfg)
+    nodes: list[str] = []
+    shutdown = ray_executor.RayExecutor.shutdown
+
+    def record_nodes(self):
+        nodes.extend(node for node, _ in ray.get([w.where.remote() for w in self.workers]))
+        shutdown(self)
+
+    monkeypatch.setattr(ray_executor.RayExecutor, "shutdown", record_nodes)
+    results = {}
+    for executor in ("local", "ray"):
+        transcript = Transcript()
+        result = run_single(cfg.replace(executor=executor), "fedavg", 0, data, False,
+                            transcript=transcript)  # fmt: skip
+        results[executor] = (result.final, [(e.sender, e.receiver, e.nbytes)
+                                            for e in transcript.entries])  # fmt: skip
+    assert results["ray"] == results["local"]
+    assert len(set(nodes)) == 2  # one worker on each node
