@@ -155,8 +155,16 @@ class RayExecutor(Executor):
             ray.init(address=address, **options)
         self.ray = ray
         self.party_timeout = party_timeout
-        actor = ray.remote(num_cpus=0, scheduling_strategy="SPREAD")(PartyWorker)  # over nodes
-        self.workers = [actor.remote(threads) for _ in range(workers)]
+        actor = ray.remote(num_cpus=0)(PartyWorker)
+        nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])  # workers round-robin
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as OnNode
+
+        self.workers = [
+            actor.options(scheduling_strategy=OnNode(nodes[i % len(nodes)], soft=False)).remote(
+                threads
+            )
+            for i in range(workers)
+        ]
         # clients spread round-robin; the other parties (server, key authority, ...) too
         self.home = {pid: i % workers for i, pid in enumerate(parties)}
         self.seconds_by_party: dict[str, float] = {}

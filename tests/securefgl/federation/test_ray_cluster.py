@@ -22,6 +22,7 @@ def cluster():
         ray.shutdown()
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     nodes.add_node(num_cpus=1)
+    nodes.wait_for_nodes()  # both nodes registered before any worker is placed
     yield nodes
     ray.shutdown()
     nodes.shutdown()
