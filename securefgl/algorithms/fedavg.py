@@ -221,6 +221,7 @@ def fedavg_server(params: np.ndarray, stack: dict[str, Any], holds_model: bool) 
 
 class FedAvg(Algorithm):
     name = "fedavg"
+    runs_on_ray = True
     mu_used = False
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:

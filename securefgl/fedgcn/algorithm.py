@@ -41,6 +41,7 @@ class FedGCN(FedAvg):
     features. ``settings`` default to the configuration's ``fedgcn`` section."""
 
     name = "fedgcn"
+    runs_on_ray = False  # parties built in the driver (no recipes yet)
     needs_cross_edges = True
     hops: ClassVar[int | None] = None  # None: the section's hops
     mu_used = False

@@ -91,6 +91,8 @@ class FedGLSFamily(FedAvg):
     """Shared set-up; subclasses say which blocks exist, which a client trains, and its
     graph (``"real"``, ``"knn"``, ``"learned"``, ``"none"``)."""
 
+    runs_on_ray = False  # parties built in the driver (no recipes yet)
+
     BLOCKS: ClassVar[tuple[tuple[str, bool], ...]] = (("gcn", True),)  # (encoder, with head)
     INDICATORS: ClassVar[bool] = False
     KEEPS_EDGES: ClassVar[bool] = False  # the oracle: graphless clients keep their edges

@@ -125,6 +125,7 @@ class PrototypeServer(FedAvgServer):
 
 class FedProto(FedAvg):
     name = "fedproto"
+    runs_on_ray = False  # parties built in the driver (no recipes yet)
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

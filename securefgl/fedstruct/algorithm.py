@@ -424,6 +424,7 @@ class FedStruct(FedAvg):
     """
 
     name = "fedstruct"
+    runs_on_ray = False  # parties built in the driver (no recipes yet)
     needs_cross_edges = True
     mu_used = False
 

@@ -12,7 +12,7 @@ import torch
 from protocols.base import ProtocolError
 from securefgl.algorithms.base import Federation
 from securefgl.algorithms.fedavg import FedAvg
-from securefgl.config import ExperimentConfig
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.runner import draw_world, load_graph, run_single
 from securefgl.federation import Call, Channel, Party, PartyError, Transcript
 from securefgl.federation.recipes import party_builder, recipe
@@ -110,6 +110,10 @@ def test_each_actor_holds_only_its_own_clients_features():
 def test_algorithms_that_build_parties_in_the_driver_are_refused_clearly():
     with pytest.raises(PartyError, match="local executor"):
         RayExecutor({"server": Sleeper("server")}, workers=1)  # type: ignore[dict-item]
+    cfg = _config(executor="ray")
+    with pytest.raises(ConfigError, match=r"fedstruct builds its parties.*on ray: central, "
+                                          r"fedavg, fedprox, local"):  # fmt: skip
+        run_single(cfg, "fedstruct", 0, load_graph(cfg), progress=False)
 
 
 def test_the_malicious_server_model_stays_on_the_local_executor():
