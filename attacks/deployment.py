@@ -26,8 +26,8 @@ import torch
 from torch_geometric.data import Data
 
 from attacks.simulation import AuditRun
-from securefgl.fedstruct.algorithm import FedStructClient
 from securefgl.fedstruct.model import AbarRows, FedStructModel
+from securefgl.fedstruct.parties import FedStructClient
 from securefgl.models import set_flat
 
 Logits = Callable[[torch.Tensor], torch.Tensor]  # node features -> logits (edges fixed)

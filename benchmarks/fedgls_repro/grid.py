@@ -45,6 +45,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "partition-louvain": {"partition": "louvain"},  # every node, balanced communities
     "knn-binary": {"fedgls": {"knn_graph": "binary"}},  # the kNN baselines' graph only
     "learner-lr10": {"fedgls": {"learner_lr": 1e-2}},  # ω moves 10× faster than the paper's
+    "normfeat": {"normalize_features": True},  # rows of X sum to 1 (PyG NormalizeFeatures)
 }
 #: the methods a variant changes (default: FedGLS and Fed-GNNk)
 VARIANT_METHODS = {"knn-binary": ("fed-gnnk", "local-gnnk")}

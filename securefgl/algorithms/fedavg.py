@@ -16,7 +16,7 @@ per round degenerates to sign-SGD and trains poorly, so local steps are SGD.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -56,7 +56,7 @@ from securefgl.federation.builders import (
     view_from_payload,
     view_payload,
 )
-from securefgl.federation.recipes import party_builder, recipe
+from securefgl.federation.recipes import Recipe, party_builder, recipe
 from securefgl.models import build_model, get_flat, set_flat
 
 log = logging.getLogger(__name__)
@@ -242,21 +242,36 @@ class FedAvg(Algorithm):
                 "client_fraction = 1 with it"
             )
         self.dim = sum(p.numel() for p in init.parameters())
-        authorities = list(federation.stack.parties(SERVER, ids, self.dim).others)
-        stack = stack_args(federation.stack, federation.noise_seed, cfg, SERVER, ids, self.dim)
         holds = protocol.output_role is Role.SERVER
+        noise, seed = federation.noise_seed, federation.seed
+        self._make_parties(
+            federation,
+            ids,
+            lambda stack: recipe(
+                fedavg_server, params=get_flat(init), stack=stack, holds_model=holds
+            ),
+            lambda view, stack: recipe(
+                fedavg_client, view=view_payload(view), stack=stack, noise_seed=noise, seed=seed
+            ),
+        )
+        self._setup_and_start(federation, protocol, ids)
+
+    def _make_parties(
+        self,
+        federation: Federation,
+        ids: list[str],
+        server: Callable[[dict[str, Any]], Recipe],
+        client: Callable[[ClientGraph, dict[str, Any]], Recipe],
+    ) -> None:
+        """The server, the clients and the protocol's other parties built from recipes
+        (``server(stack)``, ``client(view, stack)``; ``stack``: :func:`stack_args`) where
+        the executor keeps them; the channel set to the one-off set-up round (-1)."""
+        stack_ = federation.stack
+        authorities = list(stack_.parties(SERVER, ids, self.dim).others)
+        stack = stack_args(stack_, federation.noise_seed, self.config, SERVER, ids, self.dim)
         recipes = {
-            SERVER: recipe(fedavg_server, params=get_flat(init), stack=stack, holds_model=holds),
-            **{
-                cid: recipe(
-                    fedavg_client,
-                    view=view_payload(v),
-                    stack=stack,
-                    noise_seed=federation.noise_seed,
-                    seed=federation.seed,
-                )
-                for cid, v in zip(ids, views, strict=True)
-            },
+            SERVER: server(stack),
+            **{cid: client(v, stack) for cid, v in zip(ids, federation.views, strict=True)},
             **{pid: recipe(protocol_host, party_id=pid, stack=stack) for pid in authorities},
         }
         self.executor = federation.make_executor(recipes)
@@ -264,7 +279,6 @@ class FedAvg(Algorithm):
         self.server = self.executor.held(SERVER)
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: authorities}
         federation.channel.round = -1  # one-off setup: protocol keys, the initial model
-        self._setup_and_start(federation, protocol, ids)
 
     def _host(self, federation: Federation, ids: list[str]) -> None:
         """The executor over the server, the clients and the protocol's other parties; the

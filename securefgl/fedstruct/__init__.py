@@ -3,8 +3,8 @@
 Modules: ``settings`` (options, Table 5 presets), ``abar_central`` (Ā on the global
 graph, the simulator's reference), ``abar_client`` / ``abar_build`` / ``abar_secure`` (the
 federated Ā of Algorithm 3, plain or by secure sums), ``edge_dp`` (edge DP on Ā's inputs),
-``nsf`` and ``model`` (the predictor), ``algorithm`` (training). Import-light on purpose:
-the algorithm is imported by :mod:`securefgl.registry`.
+``nsf`` and ``model`` (the predictor), ``parties`` (client and server), ``algorithm``
+(training). Import-light on purpose: the algorithm is imported by :mod:`securefgl.registry`.
 """
 
 from securefgl.fedstruct.abar_build import (

@@ -18,6 +18,7 @@ top-``p·n`` rule; ``"sender"`` is Alg. 3's Eq. 37; ``"none"`` is the paper's "-
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,6 +174,20 @@ class FedStructSettings:
 
     def replace(self, **changes: Any) -> FedStructSettings:
         return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> str:
+        """These settings as JSON (a recipe argument; ``inf`` is written as ``Infinity``)."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> FedStructSettings:
+        values = json.loads(text)
+        for key in ("structure_beta", "feature_hidden", "structure_hidden"):
+            if values.get(key) is not None:
+                values[key] = tuple(values[key])
+        if values.get("edge_dp") is not None:
+            values["edge_dp"] = EdgeDP(**values["edge_dp"])
+        return cls(**values)
 
     @property
     def max_round_bytes(self) -> float | None:

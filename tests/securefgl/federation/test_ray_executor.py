@@ -54,23 +54,39 @@ def sleeper(party_id: str) -> Sleeper:
     return Sleeper(party_id)
 
 
-def _run(cfg, transcript):
+def _run(cfg, transcript, algorithm="fedavg"):
     data = load_graph(cfg)
-    return run_single(cfg, "fedavg", 0, data, progress=False, transcript=transcript)
+    return run_single(cfg, algorithm, 0, data, progress=False, transcript=transcript)
 
 
-def test_ray_gives_the_local_result_and_the_same_messages_for_fedavg_with_secagg():
-    cfg = _config(protocol=["secagg"])
+@pytest.mark.parametrize(
+    ("algorithm", "settings"),
+    [
+        ("fedavg", {"protocol": ["secagg"]}),
+        (
+            "fedstruct",
+            {
+                "protocol": ["secagg"], "cross_edges": "known", "dropout": 0.5,
+                "fedstruct": {"abar_sum": "masked", "structure_hops": 2, "nsf_dim": 8,
+                              "structure_hidden": [8], "feature_hidden": [8]},
+            },
+        ),
+    ],
+)  # fmt: skip
+def test_ray_gives_the_local_result_and_the_same_messages(algorithm, settings):
+    cfg = _config(**settings)
     runs = {}
     for executor in ("local", "ray"):
         transcript = Transcript()
-        result = _run(cfg.replace(executor=executor, workers=2), transcript)
+        result = _run(cfg.replace(executor=executor, workers=2), transcript, algorithm)
         entries = [(e.round, e.sender, e.receiver, e.tag, e.nbytes) for e in transcript.entries]
         runs[executor] = (result, entries)
     (local, local_msgs), (remote, remote_msgs) = runs["local"], runs["ray"]
     assert remote.final == local.final
     assert [h.get("test_acc") for h in remote.history] == [h.get("test_acc") for h in local.history]
     assert remote_msgs == local_msgs and len(local_msgs) > 100
+    if algorithm == "fedstruct":  # the masked Ā hop sums crossed the channel too
+        assert any(tag == "secure-sum/contribution" for *_, tag, _ in local_msgs)
 
 
 def test_each_actor_holds_only_its_own_clients_features():
@@ -111,9 +127,9 @@ def test_algorithms_that_build_parties_in_the_driver_are_refused_clearly():
     with pytest.raises(PartyError, match="local executor"):
         RayExecutor({"server": Sleeper("server")}, workers=1)  # type: ignore[dict-item]
     cfg = _config(executor="ray")
-    with pytest.raises(ConfigError, match=r"fedstruct builds its parties.*on ray: central, "
-                                          r"fedavg, fedprox, local"):  # fmt: skip
-        run_single(cfg, "fedstruct", 0, load_graph(cfg), progress=False)
+    with pytest.raises(ConfigError, match=r"fedgls builds its parties.*on ray: central, "
+                                          r"fedavg, fedprox, fedstruct, local"):  # fmt: skip
+        run_single(cfg, "fedgls", 0, load_graph(cfg), progress=False)
 
 
 def test_the_malicious_server_model_stays_on_the_local_executor():

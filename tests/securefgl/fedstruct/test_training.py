@@ -16,13 +16,8 @@ from securefgl.experiment.runner import run_single
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.stack import build_stack
 from securefgl.fedstruct import central_abar
-from securefgl.fedstruct.algorithm import (
-    MODEL_TAG,
-    NSF_ALL_TAG,
-    NSF_TAG,
-    FedStruct,
-    oracle_abar_rows,
-)
+from securefgl.fedstruct.algorithm import FedStruct, oracle_abar_rows
+from securefgl.fedstruct.parties import MODEL_TAG, NSF_ALL_TAG, NSF_TAG
 from securefgl.fedstruct.settings import FedStructSettings
 from securefgl.registry import ALGORITHMS
 
