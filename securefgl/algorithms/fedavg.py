@@ -232,8 +232,9 @@ class FedAvg(Algorithm):
         num_classes = views[0].num_classes
         ids = [client_party_id(v.client_id) for v in views]
         init = build_model(
-            cfg.model, views[0].num_features, cfg.hidden, num_classes, cfg.layers, cfg.dropout
-        )
+            cfg.model, self.model_inputs(views[0]), cfg.hidden, num_classes, cfg.layers,
+            cfg.dropout,
+        )  # fmt: skip
         protocol = federation.stack.protocol
         if protocol.output_role is Role.CLIENT and cfg.client_fraction < 1:
             raise ConfigError(
@@ -243,18 +244,31 @@ class FedAvg(Algorithm):
             )
         self.dim = sum(p.numel() for p in init.parameters())
         holds = protocol.output_role is Role.SERVER
-        noise, seed = federation.noise_seed, federation.seed
         self._make_parties(
             federation,
             ids,
-            lambda stack: recipe(
-                fedavg_server, params=get_flat(init), stack=stack, holds_model=holds
-            ),
-            lambda view, stack: recipe(
-                fedavg_client, view=view_payload(view), stack=stack, noise_seed=noise, seed=seed
-            ),
+            lambda stack: self.server_recipe(get_flat(init), stack, holds),
+            lambda view, stack: self.client_recipe(view, stack),
         )
+        self.before_training(ids)
         self._setup_and_start(federation, protocol, ids)
+
+    def model_inputs(self, view: ClientGraph) -> int:
+        """The model's input width for clients like ``view``."""
+        return view.num_features
+
+    def server_recipe(self, params: np.ndarray, stack: dict[str, Any], holds: bool) -> Recipe:
+        return recipe(fedavg_server, params=params, stack=stack, holds_model=holds)
+
+    def client_recipe(self, view: ClientGraph, stack: dict[str, Any]) -> Recipe:
+        fed = self.federation
+        return recipe(
+            fedavg_client, view=view_payload(view), stack=stack, noise_seed=fed.noise_seed,
+            seed=fed.seed,
+        )  # fmt: skip
+
+    def before_training(self, ids: list[str]) -> None:
+        """Pre-training between the parties, once they exist (nothing for FedAvg)."""
 
     def _make_parties(
         self,

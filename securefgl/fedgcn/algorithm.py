@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
 from torch_geometric.data import Data
 
 from protocols.registry import secure_sum_for_stack
 from securefgl.algorithms.base import Federation
 from securefgl.algorithms.fedavg import FedAvg
 from securefgl.config import ConfigError, ExperimentConfig
-from securefgl.federation import SERVER, client_party_id
-from securefgl.fedgcn.neighbour_sums import (
-    FEDGCN,
-    NeighbourSumClient,
-    NeighbourSumRelay,
-    PrecomputeReport,
-    run_neighbour_sums,
-)
+from securefgl.data import ClientGraph
+from securefgl.federation.builders import view_payload
+from securefgl.federation.recipes import Recipe, recipe
+from securefgl.fedgcn.neighbour_sums import PrecomputeReport, run_neighbour_sums
+from securefgl.fedgcn.parties import START, fedgcn_client, fedgcn_server, model_inputs
 from securefgl.fedgcn.settings import FedGCNSettings
 
 log = logging.getLogger(__name__)
@@ -41,7 +39,7 @@ class FedGCN(FedAvg):
     features. ``settings`` default to the configuration's ``fedgcn`` section."""
 
     name = "fedgcn"
-    runs_on_ray = False  # parties built in the driver (no recipes yet)
+    runs_on_ray = True
     needs_cross_edges = True
     hops: ClassVar[int | None] = None  # None: the section's hops
     mu_used = False
@@ -55,23 +53,36 @@ class FedGCN(FedAvg):
         self.report: PrecomputeReport | None = None
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
-        views = federation.views
-        if any(v.cross_edges != "known" for v in views):
+        if any(v.cross_edges != "known" for v in federation.views):
             raise ConfigError("fedgcn needs cross_edges = 'known' (clients know their edges)")
-        ids = [client_party_id(v.client_id) for v in views]
-        parties = {c: NeighbourSumClient(v, self.settings) for c, v in zip(ids, views, strict=True)}
-        executor = federation.make_executor({**parties, SERVER: NeighbourSumRelay(SERVER)})
-        federation.channel.round = -1  # pre-training: counted as setup
+        super().setup(federation, global_data)
+
+    def model_inputs(self, view: ClientGraph) -> int:
+        return model_inputs(view, self.settings)
+
+    def server_recipe(self, params: np.ndarray, stack: dict[str, Any], holds: bool) -> Recipe:
+        return recipe(fedgcn_server, params=params, stack=stack, holds_model=holds)
+
+    def client_recipe(self, view: ClientGraph, stack: dict[str, Any]) -> Recipe:
+        fed = self.federation
+        return recipe(
+            fedgcn_client, view=view_payload(view), stack=stack,
+            settings=dataclasses.asdict(self.settings), noise_seed=fed.noise_seed, seed=fed.seed,
+        )  # fmt: skip
+
+    def before_training(self, ids: list[str]) -> None:
+        """The neighbour sums (pre-training, counted as set-up), then every client turns
+        its propagated features into its training view."""
+        fed = self.federation
         self.report = run_neighbour_sums(
-            ids, executor, federation.channel, self.settings,
-            f"securefgl/fedgcn|seed={federation.seed}", sum_options=federation.stack.sum_options(),
+            ids, self.executor, fed.channel, self.settings,
+            f"securefgl/fedgcn|seed={fed.seed}", sum_options=fed.stack.sum_options(),
         )  # fmt: skip
         log.info(
             "fedgcn pre-training (%s, %d hops): %.1f s, %.1f MB",
             self.report.mode, self.report.hops, self.report.seconds, self.report.bytes / 1e6,
         )  # fmt: skip
-        augmented = executor.map(ids, FEDGCN, "augmented_view")
-        super().setup(dataclasses.replace(federation, views=augmented), global_data)
+        self.executor.map(ids, START, "start_training")
 
     def protection(self) -> dict[str, str]:
         return {**super().protection(), NEIGHBOUR_SUMS: str(self.settings.sum_mode)}
