@@ -17,15 +17,16 @@ official code: a personal generator per client).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, ClassVar
 
-from protocols.dp.rng import make_rng
 from securefgl.data import ClientGraph
 from securefgl.federation import TRAIN, client_party_id
-from securefgl.fedsage.clients import NEIGHGEN, FedSageClient, NeighGenState
+from securefgl.federation.builders import view_payload
+from securefgl.federation.recipes import Recipe, recipe
+from securefgl.fedsage.clients import NEIGHGEN, fedsage_client
 from securefgl.spreadfgl.algorithm import EdgeFGL
-from securefgl.spreadfgl.client import EdgeClient, LocalTraining
-from securefgl.spreadfgl.h_release import HRelease
+from securefgl.spreadfgl.client import LocalTraining
 
 CROSS = "fGen queries and answered gradients (client <-> client)"
 
@@ -40,18 +41,17 @@ class FedSage(EdgeFGL):
         return LocalTraining(st.local_steps, "sage", 0.0, "mean", cfg.hidden, cfg.dropout,
                              cfg.lr, cfg.weight_decay)  # fmt: skip
 
-    def make_client(
-        self, view: ClientGraph, train: LocalTraining, agg: Any, sid: str,
-        release: HRelease | None,
-    ) -> EdgeClient:  # fmt: skip
-        state = None
+    def client_recipe(
+        self, view: ClientGraph, stack: dict[str, Any], train: LocalTraining
+    ) -> Recipe:
+        fed = self.federation
+        peers = None
         if self.generator:
-            cid = client_party_id(view.client_id)
-            peers = [client_party_id(v.client_id) for v in self.federation.views if v is not view]
-            seed = int(make_rng(self.federation.seed, "fedsage", cid).integers(2**62))
-            state = NeighGenState(cid, view, peers, self.config.fedsage, seed,
-                                  self.federation.noise_seed)  # fmt: skip
-        return FedSageClient(view, train, agg, sid, state)
+            peers = [client_party_id(v.client_id) for v in fed.views if v is not view]
+        return recipe(
+            fedsage_client, view=view_payload(view), stack=stack, training=asdict(train),
+            peers=peers, noise_seed=fed.noise_seed, seed=fed.seed,
+        )  # fmt: skip
 
     def model_label(self) -> str:
         return "GraphSAGE (2 layers)" + (" on the mended subgraph" if self.generator else "")

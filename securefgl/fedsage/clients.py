@@ -19,7 +19,7 @@ only the first ``ñ_v`` would reveal ``ñ_v``); ``i`` keeps the first ``ñ_v``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,8 +30,11 @@ from protocols.base import Envelope
 from protocols.dp.rng import make_rng
 from protocols.dp.rows import clip_rows
 from protocols.wire import Payload
+from securefgl.algorithms.training import party_torch_rng
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, TRAIN
+from securefgl.federation import AGG, TRAIN, client_party_id
+from securefgl.federation.builders import config_from_json, protocol_party, view_from_payload
+from securefgl.federation.recipes import party_builder
 from securefgl.fedsage.neighgen import NeighGen, counts, greedy_loss, impair, mended
 from securefgl.fedsage.settings import FedSageSettings
 from securefgl.spreadfgl.client import EdgeClient, LocalTraining
@@ -65,11 +68,13 @@ class NeighGenState:
             self.x, self.edges, view.train_mask.numpy(), view.test_mask.numpy(), settings,
             self.rng,
         )  # fmt: skip
-        torch.manual_seed(int(self.rng.integers(2**62)))
-        self.net = NeighGen(view.num_features, view.num_classes, settings)
+        self.seed = seed
+        with party_torch_rng(seed, party_id, "neighgen"):
+            self.net = NeighGen(view.num_features, view.num_classes, settings)
         self.torch_gen = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
         self._pending: dict[str, tuple[torch.Tensor, np.ndarray]] = {}
         self._epoch: tuple[torch.Tensor, np.ndarray] | None = None
+        self._epoch_idx = -1
         self.fgen_opt: torch.optim.Optimizer | None = None
 
     def _noise(self, n: int) -> torch.Tensor:
@@ -103,13 +108,14 @@ class NeighGenState:
         )
         loss = torch.zeros(())
         self.net.train()
-        for _ in range(st.gen_epochs if len(g.train) else 0):
-            opt.zero_grad()
-            z = self.net.embed(g.feats, g.prop)
-            gen = self.net.generate(z[g.train], self._noise(len(g.train)))
-            loss = self._local_losses(z, gen, with_degree=True)
-            loss.backward()
-            opt.step()
+        with party_torch_rng(self.seed, self.party_id, "neighgen-pretrain"):  # its dropout
+            for _ in range(st.gen_epochs if len(g.train) else 0):
+                opt.zero_grad()
+                z = self.net.embed(g.feats, g.prop)
+                gen = self.net.generate(z[g.train], self._noise(len(g.train)))
+                loss = self._local_losses(z, gen, with_degree=True)
+                loss.backward()
+                opt.step()
         return float(loss.detach())
 
     def query(self, epoch: int) -> list[Envelope]:
@@ -124,9 +130,11 @@ class NeighGenState:
             self._epoch = None
             return []
         self.net.train()
-        with torch.no_grad():
-            z = self.net.embed(g.feats, g.prop)
-        gen = self.net.generate(z[g.train], self._noise(len(g.train)))
+        self._epoch_idx = epoch
+        with party_torch_rng(self.seed, self.party_id, "neighgen-query", epoch):
+            with torch.no_grad():
+                z = self.net.embed(g.feats, g.prop)
+            gen = self.net.generate(z[g.train], self._noise(len(g.train)))
         self._epoch = (z, counts(self.net.degree(z[g.train]), st.num_pred))
         self._gen = gen
         out = []
@@ -165,7 +173,8 @@ class NeighGenState:
         if self._epoch is None or self.fgen_opt is None:
             return 0.0
         z, pred = self._epoch
-        loss = self._local_losses(z, self._gen, with_degree=False)
+        with party_torch_rng(self.seed, self.party_id, "neighgen-step", self._epoch_idx):
+            loss = self._local_losses(z, self._gen, with_degree=False)
         for env in inbox:
             if env.tag != ANSWER_TAG or env.sender not in self._pending:
                 continue
@@ -202,8 +211,8 @@ class FedSageClient(EdgeClient):
     SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg", NEIGHGEN: "neighgen"}
 
     def __init__(self, view: ClientGraph, training: LocalTraining, agg, server_id: str,
-                 neighgen: NeighGenState | None) -> None:  # fmt: skip
-        super().__init__(view, training, agg, server_id)
+                 neighgen: NeighGenState | None, seed: int = 0) -> None:  # fmt: skip
+        super().__init__(view, training, agg, server_id, seed=seed)
         self.neighgen = neighgen
 
     def mend_graph(self) -> int:
@@ -213,3 +222,20 @@ class FedSageClient(EdgeClient):
         rows, edges = self.neighgen.mending()
         self.mend([rows], edges)
         return len(rows)
+
+
+@party_builder
+def fedsage_client(
+    view: Payload, stack: dict[str, Any], training: dict[str, Any], peers: list[str] | None,
+    noise_seed: int | None, seed: int,
+) -> FedSageClient:  # fmt: skip
+    """A FedSage client; with ``peers`` (the other clients) a FedSage+ client with its own
+    NeighGen, whose model randomness comes from the experiment's seed."""
+    config, v = config_from_json(stack["config"]), view_from_payload(view)
+    pid = client_party_id(v.client_id)
+    state = None
+    if peers is not None:
+        neighgen_seed = int(make_rng(seed, "fedsage", pid).integers(2**62))
+        state = NeighGenState(pid, v, peers, config.fedsage, neighgen_seed, noise_seed)
+    training_ = LocalTraining(**training)
+    return FedSageClient(v, training_, protocol_party(stack, pid), stack["server"], state, seed)

@@ -19,25 +19,26 @@ the clients' models when all take part, as in Algorithm 1); every client takes p
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 import numpy as np
 from torch_geometric.data import Data
 
-from protocols.base import Envelope, Role, run_phases, setup_parties
-from protocols.dp.rng import make_rng
+from protocols.base import Envelope, Role, run_phases
 from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, TRAIN, Call, ProtocolHost, client_party_id
+from securefgl.federation import AGG, TRAIN, Call, client_party_id
+from securefgl.federation.builders import protocol_host, stack_args, view_payload
+from securefgl.federation.recipes import Recipe, recipe
 from securefgl.federation.stack import ProtocolStack, build_stack
 from securefgl.federation.topology import EdgeTopology, edge_server_id
 from securefgl.models import get_flat
-from securefgl.spreadfgl.client import EdgeClient, LocalTraining
-from securefgl.spreadfgl.h_release import H_ADVERSARY, HRelease
-from securefgl.spreadfgl.imputation import Imputer
+from securefgl.spreadfgl.client import LocalTraining
+from securefgl.spreadfgl.h_release import H_ADVERSARY
 from securefgl.spreadfgl.model import SageNet
-from securefgl.spreadfgl.server import EdgeServer
+from securefgl.spreadfgl.parties import edge_client, edge_server, local_client
 
 MODEL_UPDATES = "model updates (clients -> edge server)"
 MODEL_BROADCAST = "model (edge server -> clients)"
@@ -60,6 +61,7 @@ class EdgeFGL(Algorithm):
     """The edge-client round loop shared by the family (see the module docstring)."""
 
     name = "fedgl"
+    runs_on_ray = True
     impute: ClassVar[bool] = True
     multi_server: ClassVar[bool] = False  # False: one edge server covering every client
     default_trace: ClassVar[float] = 0.0
@@ -76,7 +78,7 @@ class EdgeFGL(Algorithm):
 
     # ----------------------------------------------------------------- set-up
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
-        cfg, st = self.config, self.settings
+        cfg = self.config
         if cfg.client_fraction < 1:
             raise ConfigError(f"{self.name} trains every client every round: client_fraction = 1")
         self.federation = federation
@@ -91,10 +93,8 @@ class EdgeFGL(Algorithm):
         init = get_flat(SageNet([d, train.hidden, c], train.aggregator, train.dropout))
         self.stacks: dict[str, ProtocolStack] = {}
         self.members: dict[str, list[str]] = {}
-        clients: dict[str, EdgeClient] = {}
-        servers: dict[str, EdgeServer] = {}
-        others: dict[str, ProtocolHost] = {}
-        self.agg_parties = {}
+        self.authorities: dict[str, list[str]] = {}
+        recipes: dict[str, Recipe] = {}
         for j, sid in enumerate(self.server_list):
             members = [ids[i] for i in self.topology.clients_of(j)]
             stack = build_stack(cfg, len(members), f"spreadfgl|seed={federation.seed}|{sid}",
@@ -106,63 +106,47 @@ class EdgeFGL(Algorithm):
                     "edge servers cannot exchange it (Eq. 16): use secagg / secagg+ (the server "
                     "learns only its clients' mean) or one edge server"
                 )
-            parties = stack.protocol.create_parties(sid, members, self.dim_params)
-            self.stacks[sid], self.members[sid], self.agg_parties[sid] = stack, members, parties
+            authorities = list(stack.parties(sid, members, self.dim_params).others)
+            self.stacks[sid], self.members[sid], self.authorities[sid] = stack, members, authorities
+            args = stack_args(stack, federation.noise_seed, cfg, sid, members, self.dim_params)
             neighbours = {self.server_list[r]: len(self.topology.clients_of(r))
                           for r in self.topology.neighbours(j)}  # fmt: skip
-            imputer = (
-                Imputer(
-                    c, d, st, seed=int(make_rng(federation.seed, "imputer", sid).integers(2**62))
-                )
-                if self.impute
-                else None
-            )
-            servers[sid] = EdgeServer(sid, init.copy(), parties.server, members, neighbours,
-                                      imputer, st, holds)  # fmt: skip
+            recipes[sid] = recipe(
+                edge_server, params=init.copy(), stack=args, neighbours=neighbours,
+                impute=self.impute, num_classes=c, num_features=d, seed=federation.seed,
+                holds_model=holds,
+            )  # fmt: skip
             for cid in members:
-                view = views[ids.index(cid)]
-                release = (
-                    HRelease(
-                        st,
-                        view.num_nodes,
-                        cid,
-                        federation.noise_seed,
-                        cfg.dp_accountant,
-                        cfg.dp_delta,
-                    )  # fmt: skip
-                    if self.impute
-                    else None
-                )
-                clients[cid] = self.make_client(view, train, parties.clients[cid], sid, release)
-            others.update({pid: ProtocolHost(pid, p) for pid, p in parties.others.items()})
-        self.clients, self.servers = clients, servers
-        self.executor = federation.make_executor({**servers, **clients, **others})
+                recipes[cid] = self.client_recipe(views[ids.index(cid)], args, train)
+            recipes.update({pid: recipe(protocol_host, party_id=pid, stack=args)
+                            for pid in authorities})  # fmt: skip
+        self.executor = federation.make_executor(recipes)
+        self.clients = {cid: self.executor.held(cid) for cid in ids}  # None: elsewhere
+        self.servers = {sid: self.executor.held(sid) for sid in self.server_list}
         federation.channel.round = -1  # keys and the initial model
-        for sid, parties in self.agg_parties.items():
-            setup_parties(self.stacks[sid].protocol, parties, federation.channel.transmit,
-                          self.executor.phases(AGG))  # fmt: skip
+        for sid, stack in self.stacks.items():
+            run_phases(stack.protocol.setup_phases, self._roles(sid), self.executor.phases(AGG),
+                       federation.channel.transmit)  # fmt: skip
         self.before_training()
         self._broadcast(-1)
-        for server in servers.values():
-            if not server.holds_model:
-                server.params = None  # sent once; from now on its clients hold the model
 
-    def make_client(
-        self, view: ClientGraph, train: LocalTraining, agg: Any, sid: str,
-        release: HRelease | None,
-    ) -> EdgeClient:  # fmt: skip
-        st = self.settings
-        return EdgeClient(view, train, agg, sid, release, st.refresh, st.generated_scale)
+    def client_recipe(
+        self, view: ClientGraph, stack: dict[str, Any], train: LocalTraining
+    ) -> Recipe:
+        fed = self.federation
+        return recipe(
+            edge_client, view=view_payload(view), stack=stack, training=asdict(train),
+            impute=self.impute, noise_seed=fed.noise_seed, seed=fed.seed,
+        )  # fmt: skip
 
     def before_training(self) -> None:
         """Set-up traffic between the parties before the first model (FedSage+'s NeighGen)."""
 
     def _roles(self, sid: str) -> dict[Role, list[str]]:
-        parties = self.agg_parties[sid]
         return {
             Role.SERVER: [sid],
             Role.CLIENT: self.members[sid],
-            Role.AUTHORITY: list(parties.others),
+            Role.AUTHORITY: self.authorities[sid],
         }
 
     def _deliver(
@@ -282,15 +266,20 @@ class LocalFGL(Algorithm):
 
     name = "localfgl"
 
+    runs_on_ray = True
+
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
-        train = local_training(self.config, 0.0)
-        self.clients = {
-            client_party_id(v.client_id): EdgeClient(v, train, None, None) for v in federation.views
-        }
-        self.executor = federation.make_executor(self.clients)
+        train = asdict(local_training(self.config, 0.0))
+        views = {client_party_id(v.client_id): v for v in federation.views}
+        self.executor = federation.make_executor({
+            pid: recipe(local_client, view=view_payload(v), training=train, seed=federation.seed)
+            for pid, v in views.items()
+        })  # fmt: skip
+        self.clients = {pid: self.executor.held(pid) for pid in views}
 
     def train_round(self, round_idx: int) -> float:
-        return float(np.mean(self.executor.map(list(self.clients), TRAIN, "train_steps")))
+        ids = list(self.clients)
+        return float(np.mean(self.executor.map(ids, TRAIN, "train_steps", round_idx)))
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(list(self.clients), TRAIN, "predict")

@@ -27,7 +27,7 @@ from torch import nn
 from protocols.base import AggregationClient, Envelope
 from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
-from securefgl.algorithms.training import SPLITS
+from securefgl.algorithms.training import SPLITS, party_torch_rng
 from securefgl.data import ClientGraph
 from securefgl.federation import AGG, TRAIN, Party, client_party_id
 from securefgl.models import get_flat, set_flat
@@ -65,8 +65,10 @@ class EdgeClient(Party):
         h_release: HRelease | None = None,
         refresh: str = "replace",
         generated_scale: str = "none",
+        seed: int = 0,
     ) -> None:
         self.party_id = client_party_id(view.client_id)
+        self.seed = seed  # the experiment's: this client's initialisation and dropout streams
         self.server_id = server_id
         self.training = training
         self.agg = agg
@@ -79,11 +81,12 @@ class EdgeClient(Party):
         self.edges = view.edge_index.numpy().astype(np.int64)
         self.num_own = view.num_nodes
         self.num_classes = view.num_classes
-        self.model = SageNet(
-            [view.num_features, training.hidden, view.num_classes],
-            training.aggregator,
-            training.dropout,
-        )
+        with party_torch_rng(seed, self.party_id, "init"):
+            self.model = SageNet(
+                [view.num_features, training.hidden, view.num_classes],
+                training.aggregator,
+                training.dropout,
+            )
         self.opt = torch.optim.Adam(
             self.model.parameters(), lr=training.lr, weight_decay=training.weight_decay
         )
@@ -140,18 +143,19 @@ class EdgeClient(Party):
             loss = loss + t.trace_weight * (w * w).sum()  # Tr(W Wᵀ) = ‖W‖_F²
         return loss
 
-    def train_steps(self) -> float:
+    def train_steps(self, round_idx: int) -> float:
         """``T_l`` full-batch Adam steps from the current weights; the mean loss."""
         if int(self.masks["train"].sum()) == 0:
             return 0.0
         self.model.train()
         losses = []
-        for _ in range(self.training.steps):
-            self.opt.zero_grad()
-            loss = self._loss()
-            loss.backward()
-            self.opt.step()
-            losses.append(float(loss.detach()))
+        with party_torch_rng(self.seed, self.party_id, round_idx):  # this client's dropout
+            for _ in range(self.training.steps):
+                self.opt.zero_grad()
+                loss = self._loss()
+                loss.backward()
+                self.opt.step()
+                losses.append(float(loss.detach()))
         return float(np.mean(losses))
 
     def local_update(self, round_idx: int) -> float:
@@ -159,7 +163,7 @@ class EdgeClient(Party):
         if self.params is None or self.agg is None:
             raise RuntimeError(f"{self.party_id}: no server model received")
         set_flat(self.model, self.params)
-        loss = self.train_steps()
+        loss = self.train_steps(round_idx)
         delta = get_flat(self.model).astype(np.float64) - self.params
         self.agg.begin_round(round_idx, delta, 1.0)
         return loss

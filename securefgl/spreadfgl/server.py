@@ -62,6 +62,8 @@ class EdgeServer(Party):
         if self.params is None:
             return []
         payload = Payload({"params": self.params}, {"round": round_idx})
+        if not self.holds_model:
+            self.params = None  # sent once (the initial model); its clients hold it from now on
         return [Envelope(self.party_id, c, MODEL_TAG, payload) for c in self.clients]
 
     def begin_aggregation(self, round_idx: int) -> None:

@@ -72,6 +72,19 @@ def _run(cfg, transcript, algorithm="fedavg"):
             },
         ),
         ("fedgcn", {"protocol": ["secagg"], "cross_edges": "known"}),
+        (
+            "spreadfgl",
+            {
+                "protocol": ["secagg"], "clients": 6, "edge_servers": 2,
+                "spreadfgl": {"interval": 2, "local_steps": 2, "top_k": 3, "ae_iterations": 2},
+            },
+        ),
+        (
+            "fedsage+",
+            {"fedsage": {"gen_epochs": 2, "fed_gen_epochs": 2, "gen_hidden": [16],
+                         "cross_queries": 4, "local_steps": 2, "latent": 8,
+                         "encoder_hidden": 8}},
+        ),
     ],
 )  # fmt: skip
 def test_ray_gives_the_local_result_and_the_same_messages(algorithm, settings):
@@ -85,8 +98,8 @@ def test_ray_gives_the_local_result_and_the_same_messages(algorithm, settings):
     (local, local_msgs), (remote, remote_msgs) = runs["local"], runs["ray"]
     assert remote.final == local.final
     assert [h.get("test_acc") for h in remote.history] == [h.get("test_acc") for h in local.history]
-    assert remote_msgs == local_msgs and len(local_msgs) > 100
-    if algorithm != "fedavg":  # the masked pre-training sums crossed the channel too
+    assert remote_msgs == local_msgs and len(local_msgs) > 50
+    if algorithm in ("fedstruct", "fedgcn"):  # the masked pre-training sums crossed too
         assert any(tag == "secure-sum/contribution" for *_, tag, _ in local_msgs)
 
 
@@ -128,7 +141,8 @@ def test_algorithms_that_build_parties_in_the_driver_are_refused_clearly():
     with pytest.raises(PartyError, match="local executor"):
         RayExecutor({"server": Sleeper("server")}, workers=1)  # type: ignore[dict-item]
     cfg = _config(executor="ray")
-    on_ray = r"central, fedavg, fedgcn, fedgcn-1hop, fedprox, fedstruct, local"
+    on_ray = r"central, fedavg, fedavg-fusion, fedgcn, fedgcn-1hop, fedgl, fedprox, fedsage, "
+    on_ray += r"fedsage\+, fedstruct, local, localfgl, spreadfgl"
     with pytest.raises(ConfigError, match=r"fedgls builds its parties.*on ray: " + on_ray):
         run_single(cfg, "fedgls", 0, load_graph(cfg), progress=False)
 
