@@ -15,6 +15,7 @@ from protocols.identity import HONEST_BUT_CURIOUS
 from protocols.wire import Payload
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
+from securefgl.data.graph_views import GraphClientView
 from securefgl.federation.party import PartyError, ProtocolHost
 from securefgl.federation.recipes import party_builder
 from securefgl.federation.stack import ProtocolStack, build_stack, live_stack
@@ -46,6 +47,21 @@ def view_payload(view: ClientGraph) -> Payload:
 def view_from_payload(payload: Payload) -> ClientGraph:
     tensors = {name: torch.from_numpy(payload.array(name)) for name in _VIEW_TENSORS}
     return ClientGraph(**payload.meta, **tensors)
+
+
+_GRAPH_TENSORS = ("x", "edge_index", "node_ptr", "edge_ptr", "y", "train_mask", "test_mask")
+
+
+def graph_view_payload(view: GraphClientView) -> Payload:
+    """A graph-classification client's graphs as a wire payload."""
+    fields = {name: getattr(view, name).numpy() for name in _GRAPH_TENSORS}
+    meta = {"client_id": view.client_id, "num_classes": view.num_classes, "name": view.name}
+    return Payload(fields, meta)
+
+
+def graph_view_from_payload(payload: Payload) -> GraphClientView:
+    tensors = {name: torch.from_numpy(payload.array(name)) for name in _GRAPH_TENSORS}
+    return GraphClientView(**payload.meta, **tensors)
 
 
 def stack_args(stack: ProtocolStack, noise_seed: int | None, config: ExperimentConfig,

@@ -24,14 +24,16 @@ from torch_geometric.data import Data
 
 from protocols.base import Role, run_phases
 from protocols.dp.accounting import PureDPAccountant
-from protocols.gram import DEFAULT_AUTHORITY, GramAuthority, GramProtocol
-from protocols.registry import parse_stack, secure_sum_for_stack
+from protocols.gram import DEFAULT_AUTHORITY, GramProtocol
+from protocols.registry import parse_stack
 from securefgl.algorithms.base import Federation, SplitPredictions
 from securefgl.config import ConfigError
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, TRAIN, Call, client_party_id
+from securefgl.federation.builders import config_json, graph_view_payload
+from securefgl.federation.recipes import Recipe, recipe
 from securefgl.federation.secure_sums import SecureSumDriver, SumSpec
-from securefgl.gpfl.parties import SIM, GPFLClient, GPFLServer, GramHost
+from securefgl.gpfl.parties import SIM, gpfl_client, gpfl_server, gpfl_settings, gram_authority
 from securefgl.graphcls.fedavg import GraphAlgorithm
 from securefgl.graphcls.parties import INITIAL_MODEL, build_model, deliver, send_initial
 from securefgl.models import get_flat
@@ -44,6 +46,7 @@ WEIGHTS = "mixing weights (server -> clients)"
 
 class GPFL(GraphAlgorithm):
     name = "gpfl"
+    runs_on_ray = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
@@ -53,24 +56,29 @@ class GPFL(GraphAlgorithm):
                               f"mechanism (got {cfg.protocol}, client_fraction "
                               f"{cfg.client_fraction}); its privacy settings are in "
                               "[experiment.gpfl]")  # fmt: skip
-        self.s = s = cfg.gpfl.resolved(secure_sum_for_stack(cfg.protocol))
+        self.s = s = gpfl_settings(cfg)
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]
         if len(views) < 3:
             raise ConfigError("gpfl needs at least 3 clients")
         self.federation, self.ids = federation, [client_party_id(v.client_id) for v in views]
-        self.clients = {
-            pid: GPFLClient(v, cfg, s, federation.seed, federation.noise_seed)
-            for pid, v in zip(self.ids, views, strict=True)
-        }
         init = build_model("gin", views[0].num_features, views[0].num_classes, cfg)
-        self.server = GPFLServer(get_flat(init), self.ids, s, federation.seed)
-        parties: dict[str, Any] = {SERVER: self.server, **self.clients}
-        authority = None
-        if s.similarity == "ckks":
-            authority = GramHost(DEFAULT_AUTHORITY, GramAuthority(
-                DEFAULT_AUTHORITY, SERVER, self.ids, GramProtocol("ckks").params))  # fmt: skip
-            parties[DEFAULT_AUTHORITY] = authority
-        self.executor = ex = federation.make_executor(parties)
+        config = config_json(cfg)
+        recipes: dict[str, Recipe] = {
+            SERVER: recipe(gpfl_server, params=get_flat(init), clients=self.ids, config=config,
+                           seed=federation.seed),
+            **{pid: recipe(gpfl_client, view=graph_view_payload(v), config=config,
+                           seed=federation.seed, noise_seed=federation.noise_seed)
+               for pid, v in zip(self.ids, views, strict=True)},
+        }  # fmt: skip
+        authority = s.similarity == "ckks"
+        if authority:
+            recipes[DEFAULT_AUTHORITY] = recipe(
+                gram_authority, party_id=DEFAULT_AUTHORITY, server_id=SERVER, clients=self.ids
+            )
+        self.executor = ex = federation.make_executor(recipes)
+        self.clients = {pid: ex.held(pid) for pid in self.ids}
+        self.server = ex.held(SERVER)
+        self._gram_hosted = False
         channel = federation.channel
         send_initial(ex, channel, self.ids)
         experiment = f"{cfg.name or 'run'}|gpfl|seed={federation.seed}"
@@ -92,6 +100,7 @@ class GPFL(GraphAlgorithm):
         ex.call([Call(SERVER, TRAIN, "host_gram", (self.ids, dims, "ckks", auth))])
         run_phases(GramProtocol.setup_phases, self.gram_roles, ex.phases(SIM),
                    self.federation.channel.transmit)  # fmt: skip
+        self._gram_hosted = True
 
     def train_round(self, round_idx: int) -> float:
         ex, channel, s, t = self.executor, self.federation.channel, self.s, round_idx
@@ -101,7 +110,7 @@ class GPFL(GraphAlgorithm):
             sent = [env for out in ex.map(self.ids, TRAIN, "send_features", t) for env in out]
             ex.call([Call(SERVER, TRAIN, "receive_features", (t, channel.transmit(sent)))])
         else:
-            if self.server.gram is None:
+            if not self._gram_hosted:
                 self._host_gram()
             k, ids = len(self.ids), self.ids
             self.driver.round(

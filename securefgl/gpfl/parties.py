@@ -17,12 +17,16 @@ import torch
 
 from protocols.base import Envelope
 from protocols.dp.rng import make_rng
-from protocols.gram import GRAM_PARAMS, GramClient, GramServer
+from protocols.gram import GRAM_PARAMS, GramAuthority, GramClient, GramProtocol, GramServer
+from protocols.registry import secure_sum_for_stack
 from protocols.secure_sum import SecureSumClient, SecureSumServer, SumRequest
 from protocols.wire import Payload
+from securefgl.algorithms.training import party_torch_rng
 from securefgl.config import ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, SUMS, TRAIN, Party
+from securefgl.federation.builders import config_from_json, graph_view_from_payload
+from securefgl.federation.recipes import party_builder
 from securefgl.federation.secure_sums import hosted_state
 from securefgl.gpfl.network import (
     compress,
@@ -70,7 +74,7 @@ class GPFLClient(GraphLearner, Party):
     # -- local training and features ------------------------------------------------------
     def local_round(self, round_idx: int) -> float:
         self.start = self.flat
-        loss = self.train_local()
+        loss = self.train_local(round_idx)
         trained = self.flat
         self.delta = trained.astype(np.float64) - self.start
         self.model.eval()
@@ -185,6 +189,7 @@ class GPFLServer(InitServer):
         super().__init__(params)
         self.clients, self.s = list(clients), settings
         self.rng = np.random.default_rng([seed, 7])  # the random initial network (ablation)
+        self.seed = seed
         self.sum_party: SecureSumServer | None = None
         self.gram: GramServer | None = None
         self.features: dict[str, dict[str, np.ndarray]] = {}
@@ -250,8 +255,11 @@ class GPFLServer(InitServer):
             a_t = update_network(self.previous, a_e, s.beta) if s.update else self.previous
         a_t = normalize(a_t, s.norm)
         self.previous = a_t
-        a = learn_network(x, a_t, s.gae_hidden, s.gae_epochs, s.gae_lr, s.gae_weight_decay,
-                          s.sparsity, s.threshold) if s.learn else a_t  # fmt: skip
+        a = a_t
+        if s.learn:  # a fresh GAE, initialised from the server's own stream
+            with party_torch_rng(self.seed, self.party_id, "gae", round_idx):
+                a = learn_network(x, a_t, s.gae_hidden, s.gae_epochs, s.gae_lr,
+                                  s.gae_weight_decay, s.sparsity, s.threshold)  # fmt: skip
         w = mixing_matrix(a, s.self_weight)
         for i in range(k):  # too few remote senders: the receiver would learn their updates
             remote = [j for j in range(k) if j != i and w[i, j] > 0]
@@ -285,3 +293,26 @@ class GramHost(Party):
     def __init__(self, party_id: str, role: object) -> None:
         self.party_id = party_id
         self.role = role
+
+
+def gpfl_settings(config: ExperimentConfig) -> GPFLSettings:
+    """GPFL's settings with the secure sums the protocol stack implies."""
+    return config.gpfl.resolved(secure_sum_for_stack(config.protocol))
+
+
+@party_builder
+def gpfl_client(view: Payload, config: str, seed: int, noise_seed: int | None) -> GPFLClient:
+    cfg = config_from_json(config)
+    return GPFLClient(graph_view_from_payload(view), cfg, gpfl_settings(cfg), seed, noise_seed)
+
+
+@party_builder
+def gpfl_server(params: np.ndarray, clients: list[str], config: str, seed: int) -> GPFLServer:
+    return GPFLServer(params, clients, gpfl_settings(config_from_json(config)), seed)
+
+
+@party_builder
+def gram_authority(party_id: str, server_id: str, clients: list[str]) -> GramHost:
+    """The Gram protocol's key authority (CKKS similarities)."""
+    role = GramAuthority(party_id, server_id, clients, GramProtocol("ckks").params)
+    return GramHost(party_id, role)

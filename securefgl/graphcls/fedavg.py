@@ -20,8 +20,9 @@ from typing import Any, ClassVar
 import numpy as np
 from torch_geometric.data import Data
 
-from protocols.base import AggregationClient, Envelope, Role, setup_parties
+from protocols.base import AggregationClient, Envelope, Role
 from protocols.dp.rng import make_rng
+from protocols.wire import Payload
 from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
 from securefgl.algorithms.fedavg import (
     MODEL_BROADCAST,
@@ -33,14 +34,22 @@ from securefgl.algorithms.fedavg import (
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
-from securefgl.federation import AGG, SERVER, TRAIN, Party, ProtocolHost, client_party_id
+from securefgl.federation import AGG, SERVER, TRAIN, Party, client_party_id
+from securefgl.federation.builders import (
+    config_from_json,
+    config_json,
+    graph_view_from_payload,
+    graph_view_payload,
+    protocol_party,
+)
+from securefgl.federation.recipes import party_builder, recipe
 from securefgl.graphcls.models import shared_structure_index
 from securefgl.graphcls.parties import (
     INITIAL_MODEL,
     GraphLearner,
-    InitServer,
-    SelfTrainClient,
     build_model,
+    init_server,
+    selftrain_client,
     send_initial,
 )
 from securefgl.models import get_flat
@@ -59,17 +68,19 @@ class GraphAlgorithm(Algorithm):
 
 class SelfTrain(GraphAlgorithm):
     name = "self-train"
+    runs_on_ray = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]
         self.ids = [client_party_id(v.client_id) for v in views]
-        self.clients = {
-            pid: SelfTrainClient(v, self.config, federation.seed)
-            for pid, v in zip(self.ids, views, strict=True)
-        }
         init = build_model("gin", views[0].num_features, views[0].num_classes, self.config)
-        server = InitServer(get_flat(init))
-        self.executor = federation.make_executor({SERVER: server, **self.clients})
+        config = config_json(self.config)
+        self.executor = federation.make_executor({
+            SERVER: recipe(init_server, params=get_flat(init)),
+            **{pid: recipe(selftrain_client, view=graph_view_payload(v), config=config,
+                           seed=federation.seed) for pid, v in zip(self.ids, views, strict=True)},
+        })  # fmt: skip
+        self.clients = {pid: self.executor.held(pid) for pid in self.ids}
         self.federation = federation
         send_initial(self.executor, federation.channel, self.ids)
         self._weights = np.array(self.executor.map(self.ids, TRAIN, "training_weight"))
@@ -101,11 +112,14 @@ class GraphFedAvgClient(ClientHeldModel, GraphLearner, Party):
         shared: np.ndarray | None,
         seed: int,
         noise_seed: int | None,
+        initial: np.ndarray | None = None,
     ) -> None:
         self.init_learner(view, config, kind, seed)
         self.coin = make_rng(noise_seed, "client-sampling", self.party_id)
         self.agg = agg
         self.shared = shared
+        if initial is not None:  # FedStar: the private part starts from the common model too
+            self.load_flat(initial)
         self.params: np.ndarray | None = None
         self.global_opt: GlobalOptimizer | None = None
 
@@ -126,7 +140,7 @@ class GraphFedAvgClient(ClientHeldModel, GraphLearner, Party):
 
     def local_update(self, round_idx: int, mu: float) -> float:
         self._load_global()
-        loss = self.train_local(center=mu > 0, mu=mu)
+        loss = self.train_local(round_idx, center=mu > 0, mu=mu)
         new = self.flat if self.shared is None else self.flat[self.shared]
         delta = new.astype(np.float64) - self.params  # type: ignore[operator]
         self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
@@ -140,10 +154,30 @@ class GraphFedAvgClient(ClientHeldModel, GraphLearner, Party):
         return GraphLearner.predict(self)
 
 
+@party_builder
+def graph_fedavg_client(
+    view: Payload, stack: dict[str, Any], kind: str, shared: np.ndarray | None,
+    initial: np.ndarray | None, seed: int, noise_seed: int | None,
+) -> GraphFedAvgClient:  # fmt: skip
+    """A graph FedAvg/FedProx/FedStar client (``shared``: the indices that are averaged)."""
+    v = graph_view_from_payload(view)
+    agg = protocol_party(stack, client_party_id(v.client_id))
+    config = config_from_json(stack["config"])
+    return GraphFedAvgClient(v, config, agg, kind, shared, seed, noise_seed, initial)
+
+
+@party_builder
+def graph_fedavg_server(params: np.ndarray, stack: dict[str, Any], holds: bool) -> FedAvgServer:
+    """FedAvg's server with plain averaging (server step 1 on the mean delta)."""
+    opt = GlobalOptimizer(params, *PLAIN_AVERAGE)
+    return FedAvgServer(params, protocol_party(stack, SERVER), holds, opt)
+
+
 class GraphFedAvg(GraphAlgorithm, FedAvg):
     """FedAvg's round loop (:class:`~securefgl.algorithms.fedavg.FedAvg`) on GIN clients."""
 
     name = "fedavg"
+    runs_on_ray = True
     kind: ClassVar[str] = "gin"
 
     def shared_index(self, model: Any) -> np.ndarray | None:
@@ -163,28 +197,19 @@ class GraphFedAvg(GraphAlgorithm, FedAvg):
         params = get_flat(init) if shared is None else get_flat(init)[shared]
         self.dim = int(params.size)
         ids = [client_party_id(v.client_id) for v in views]
-        self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
-        agg, noise = self.agg_parties.clients, federation.noise_seed
-        self.clients = {
-            cid: GraphFedAvgClient(v, cfg, agg[cid], self.kind, shared, federation.seed, noise)
-            for cid, v in zip(ids, views, strict=True)
-        }
-        if shared is not None:  # the private part starts from the same initial model too
-            for client in self.clients.values():
-                client.load_flat(get_flat(init))
         holds = protocol.output_role is Role.SERVER
-        server = FedAvgServer(
-            params, self.agg_parties.server, holds, GlobalOptimizer(params, *PLAIN_AVERAGE)
+        initial = None if shared is None else get_flat(init)
+        fed = federation
+        self._make_parties(
+            federation,
+            ids,
+            lambda stack: recipe(graph_fedavg_server, params=params, stack=stack, holds=holds),
+            lambda view, stack: recipe(
+                graph_fedavg_client, view=graph_view_payload(view), stack=stack, kind=self.kind,
+                shared=shared, initial=initial, seed=fed.seed, noise_seed=fed.noise_seed,
+            ),  # fmt: skip
         )
-        self.server = server
-        others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
-        self.executor = federation.make_executor({SERVER: server, **self.clients, **others})
-        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
-        federation.channel.round = -1
-        setup_parties(
-            protocol, self.agg_parties, federation.channel.transmit, self.executor.phases(AGG)
-        )
-        self._start(ids)
+        self._setup_and_start(federation, protocol, ids)
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(list(self.clients), TRAIN, "predict")

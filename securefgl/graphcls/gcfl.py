@@ -27,6 +27,13 @@ from securefgl.algorithms.base import Federation, SplitPredictions
 from securefgl.config import ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, TRAIN, Call, Party, client_party_id
+from securefgl.federation.builders import (
+    config_from_json,
+    config_json,
+    graph_view_from_payload,
+    graph_view_payload,
+)
+from securefgl.federation.recipes import party_builder, recipe
 from securefgl.graphcls.fedavg import GraphAlgorithm
 from securefgl.graphcls.parties import (
     INITIAL_MODEL,
@@ -78,7 +85,7 @@ class GCFLClient(GraphLearner, Party):
     def send_update(self, round_idx: int) -> tuple[float, list[Envelope]]:
         """Train from the current model, keep the start, send ΔW and the training weight."""
         self.start = self.flat
-        loss = self.train_local()
+        loss = self.train_local(round_idx)
         delta = self.flat.astype(np.float64) - self.start
         self.load_flat(self.start)  # the model moves only by the cluster average
         payload = Payload({"delta": delta}, {"round": round_idx, "weight": self.weight})
@@ -135,20 +142,37 @@ class GCFLServer(InitServer):
         return out
 
 
+@party_builder
+def gcfl_client(view: Payload, config: str, seed: int) -> GCFLClient:
+    return GCFLClient(graph_view_from_payload(view), config_from_json(config), seed)
+
+
+@party_builder
+def gcfl_server(
+    params: np.ndarray, clients: list[str], eps: list[float], seq_length: int
+) -> GCFLServer:
+    return GCFLServer(params, clients, (eps[0], eps[1]), seq_length)
+
+
 class GCFLPlus(GraphAlgorithm):
     name = "gcfl"
+    runs_on_ray = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]
         self.ids = [client_party_id(v.client_id) for v in views]
-        self.clients = {
-            pid: GCFLClient(v, cfg, federation.seed) for pid, v in zip(self.ids, views, strict=True)
-        }
         init = build_model("gin", views[0].num_features, views[0].num_classes, cfg)
         eps = cfg.graph.gcfl_eps(cfg.dataset)
-        self.server = GCFLServer(get_flat(init), self.ids, eps, cfg.graph.gcfl_seq_length)
-        self.executor = federation.make_executor({SERVER: self.server, **self.clients})
+        config = config_json(cfg)
+        self.executor = federation.make_executor({
+            SERVER: recipe(gcfl_server, params=get_flat(init), clients=self.ids, eps=list(eps),
+                           seq_length=cfg.graph.gcfl_seq_length),
+            **{pid: recipe(gcfl_client, view=graph_view_payload(v), config=config,
+                           seed=federation.seed) for pid, v in zip(self.ids, views, strict=True)},
+        })  # fmt: skip
+        self.clients = {pid: self.executor.held(pid) for pid in self.ids}
+        self.server = self.executor.held(SERVER)
         self.federation = federation
         send_initial(self.executor, federation.channel, self.ids)
         self._weights = np.array(self.executor.map(self.ids, TRAIN, "training_weight"))

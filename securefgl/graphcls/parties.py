@@ -17,6 +17,7 @@ from torch import nn
 
 from protocols.base import Envelope
 from protocols.wire import Payload
+from securefgl.algorithms.training import party_torch_rng
 from securefgl.config import ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import (
@@ -28,6 +29,8 @@ from securefgl.federation import (
     Party,
     client_party_id,
 )
+from securefgl.federation.builders import config_from_json, graph_view_from_payload
+from securefgl.federation.recipes import party_builder
 from securefgl.graphcls.batching import GraphBatches
 from securefgl.graphcls.models import GIN, GINDC, structure_encoding
 from securefgl.graphcls.training import SplitPredictions, predict, train_epochs
@@ -79,7 +82,9 @@ class GraphLearner:
             view.dataset(view.test_mask),
             encodings(view, view.test_mask, config) if enc else None,
         )
-        self.model = build_model(kind, view.num_features, view.num_classes, config)
+        self.seed = seed  # the experiment's: this client's initialisation and dropout streams
+        with party_torch_rng(seed, self.party_id, "init"):  # replaced by the initial model
+            self.model = build_model(kind, view.num_features, view.num_classes, config)
         self.opt = torch.optim.Adam(
             self.model.parameters(), lr=self.settings.lr, weight_decay=self.settings.weight_decay
         )
@@ -96,13 +101,14 @@ class GraphLearner:
     def load_flat(self, vector: np.ndarray) -> None:
         set_flat(self.model, np.asarray(vector, dtype=np.float32))
 
-    def train_local(self, center: bool = False, mu: float = 0.0) -> float:
+    def train_local(self, round_idx: int, center: bool = False, mu: float = 0.0) -> float:
         """``local_epochs`` epochs; with ``center``, FedProx's term towards the start."""
         ref = [p.detach().clone() for p in self.model.parameters()] if center else None
-        return train_epochs(
-            self.model, self.opt, self.train_set, self.settings.batch_size, self.shuffle,
-            self.config.local_epochs, ref, mu,
-        )  # fmt: skip
+        with party_torch_rng(self.seed, self.party_id, round_idx):  # this client's dropout
+            return train_epochs(
+                self.model, self.opt, self.train_set, self.settings.batch_size, self.shuffle,
+                self.config.local_epochs, ref, mu,
+            )  # fmt: skip
 
     def receive_initial(self, inbox: list[Envelope]) -> None:
         for env in inbox:
@@ -120,7 +126,12 @@ class SelfTrainClient(GraphLearner, Party):
         self.init_learner(view, config, "gin", seed)
 
     def local_round(self, round_idx: int) -> float:
-        return self.train_local()
+        return self.train_local(round_idx)
+
+
+@party_builder
+def selftrain_client(view: Payload, config: str, seed: int) -> SelfTrainClient:
+    return SelfTrainClient(graph_view_from_payload(view), config_from_json(config), seed)
 
 
 class InitServer(Party):
@@ -135,6 +146,11 @@ class InitServer(Party):
     def broadcast_initial(self, receivers: list[str]) -> list[Envelope]:
         payload = Payload({"params": self.initial}, {"round": -1})
         return [Envelope(self.party_id, r, INIT_TAG, payload) for r in receivers]
+
+
+@party_builder
+def init_server(params: np.ndarray) -> InitServer:
+    return InitServer(params)
 
 
 def deliver(
