@@ -58,8 +58,11 @@ NOT_RUN = {
 }
 
 
-def one(workload: str, executor: str, workers: int) -> dict[str, Any]:
-    """Run one cell in this process; returns its row (with the result's fingerprint)."""
+def one(workload: str, executor: str, workers: int, threads: int) -> dict[str, Any]:
+    """Run one cell in this process; returns its row (with the result's fingerprint).
+    ``threads``: torch threads of the driver (local) or of every worker (ray)."""
+    import torch
+
     from securefgl.algorithms.base import Federation
     from securefgl.config import ExperimentConfig
     from securefgl.experiment.runner import load_graph, run_single
@@ -68,8 +71,9 @@ def one(workload: str, executor: str, workers: int) -> dict[str, Any]:
     rounds, clients = settings["rounds"], settings["clients"]
     cfg = ExperimentConfig(
         **{"partition": "random", "eval_every": rounds, **settings},
-        executor=executor, workers=workers,
+        executor=executor, workers=workers, threads=threads,
     )  # fmt: skip
+    torch.set_num_threads(threads)  # as run_experiment does
     data = load_graph(cfg)
     worker_peaks: list[int] = []
     close = Federation.close
@@ -90,7 +94,7 @@ def one(workload: str, executor: str, workers: int) -> dict[str, Any]:
     )
     return {
         "workload": workload, "executor": executor,
-        "workers": workers if executor == "ray" else 1, "clients": clients,
+        "workers": workers if executor == "ray" else 1, "threads": threads, "clients": clients,
         "wall_seconds": round(wall, 2), "setup_seconds": round(result.setup_seconds, 2),
         "peak_rss_gib": round((driver + sum(worker_peaks)) / GIB, 3),
         "peak_rss_gib_per_worker": [round(p / GIB, 3) for p in worker_peaks],
@@ -98,27 +102,32 @@ def one(workload: str, executor: str, workers: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run_child(workload: str, executor: str, workers: int) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--one", workload, executor, str(workers)]
+def run_child(workload: str, executor: str, workers: int, threads: int) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--one", workload, executor, str(workers), str(threads)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = ["# Local vs Ray executor", "", section(NOTES, "intro"), "",
-             "| workload | executor | workers | clients | rounds | wall s | of which set-up s "
-             "| ratio | peak RSS GiB | same result |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    local = {r["workload"]: r for r in rows if r["executor"] == "local"}
-    for r in rows:
-        base = local.get(r["workload"])
-        ratio = f"{base['wall_seconds'] / r['wall_seconds']:.2f}×" if base else "–"
+             "| workload | executor | workers | torch threads | clients | rounds | wall s "
+             "| of which set-up s | speed-up vs local (1 thread / 2 threads) | peak RSS GiB "
+             "| same result |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    local = {(r["workload"], r["threads"]): r for r in rows if r["executor"] == "local"}
+
+    def ratio(r: dict[str, Any], threads: int) -> str:
+        base = local.get((r["workload"], threads))
+        return f"{base['wall_seconds'] / r['wall_seconds']:.2f}×" if base else "–"
+
+    for r in sorted(rows, key=lambda r: (list(WORKLOADS).index(r["workload"]),
+                                         r["executor"], r["threads"])):  # fmt: skip
         same = {True: "yes", False: "NO", None: "–"}[r.get("same_result_as_local")]
         lines.append(
-            f"| {r['workload']} | {r['executor']} | {r['workers']} | {r['clients']} | "
-            f"{r['rounds']} | {r['wall_seconds']:.1f} | {r.get('setup_seconds', float('nan')):.1f} "
-            f"| {ratio} | {r['peak_rss_gib']:.2f} "
-            f"| {same} |"
+            f"| {r['workload']} | {r['executor']} | {r['workers']} | {r['threads']} | "
+            f"{r['clients']} | {r['rounds']} | {r['wall_seconds']:.1f} | "
+            f"{r.get('setup_seconds', float('nan')):.1f} | {ratio(r, 1)} / {ratio(r, 2)} | "
+            f"{r['peak_rss_gib']:.2f} | {same} |"
         )
     lines += ["", section(NOTES, "reading"), "", "Not run:", ""]
     lines += [f"- {w}: {why}" for w, why in NOT_RUN.items()]
@@ -128,29 +137,31 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--one", nargs=3, metavar=("WORKLOAD", "EXECUTOR", "WORKERS"))
+    parser.add_argument("--one", nargs=4, metavar=("WORKLOAD", "EXECUTOR", "WORKERS", "THREADS"))
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     if args.one:
-        workload, executor, workers = args.one
-        print(json.dumps(one(workload, executor, int(workers))))
+        workload, executor, workers, threads = args.one
+        print(json.dumps(one(workload, executor, int(workers), int(threads))))
         return
     path = OUT / "distributed.json"
     rows: list[dict[str, Any]] = [] if args.fresh else read_json(path, [])
-    done = {(r["workload"], r["executor"], r["workers"]) for r in rows}
+    done = {(r["workload"], r["executor"], r["workers"], r["threads"]) for r in rows}
+    cells = (("local", 1, 1), ("local", 1, args.workers), ("ray", args.workers, 1))
     for workload in args.workloads.split(","):
         if args.report_only:
             break
-        for executor, workers in (("local", 1), ("ray", args.workers)):
-            if (workload, executor, workers) in done:
+        for executor, workers, threads in cells:
+            if (workload, executor, workers, threads) in done:
                 continue
-            print(f"{workload} · {executor} · {workers} worker(s)", flush=True)
-            row = run_child(workload, executor, workers)
+            print(f"{workload} · {executor} · {workers} worker(s) · {threads} thread(s)",
+                  flush=True)  # fmt: skip
+            row = run_child(workload, executor, workers, threads)
             local = next((r for r in rows if r["workload"] == workload
-                          and r["executor"] == "local"), None)  # fmt: skip
+                          and r["executor"] == "local" and r["threads"] == 1), None)  # fmt: skip
             row["same_result_as_local"] = (
                 None if executor == "local" or local is None
                 else row["test_acc"] == local["test_acc"]
