@@ -62,9 +62,6 @@ class Algorithm(ABC):
     needs_global_graph: ClassVar[bool] = False
     needs_cross_edges: ClassVar[bool] = False  # clients must know their cross-client edges
     server_ids: ClassVar[frozenset[str]] = frozenset({"server"})
-    #: its parties can live in other processes (built from recipes, ``--executor ray``);
-    #: an algorithm without parties (local, central) runs in the driver either way
-    runs_on_ray: ClassVar[bool] = False
 
     def __init__(self, config: ExperimentConfig) -> None:
         self.config = config

@@ -14,7 +14,6 @@ from securefgl.models import build_model
 
 
 class Central(Algorithm):
-    runs_on_ray = True  # no parties: the whole graph in the driver
     name = "central"
     federated = False
     needs_global_graph = True

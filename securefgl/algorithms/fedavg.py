@@ -45,7 +45,6 @@ from securefgl.federation import (
     TRAIN,
     Call,
     Party,
-    ProtocolHost,
     client_party_id,
 )
 from securefgl.federation.builders import (
@@ -221,7 +220,6 @@ def fedavg_server(params: np.ndarray, stack: dict[str, Any], holds_model: bool) 
 
 class FedAvg(Algorithm):
     name = "fedavg"
-    runs_on_ray = True
     mu_used = False
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
@@ -293,14 +291,6 @@ class FedAvg(Algorithm):
         self.server = self.executor.held(SERVER)
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: authorities}
         federation.channel.round = -1  # one-off setup: protocol keys, the initial model
-
-    def _host(self, federation: Federation, ids: list[str]) -> None:
-        """The executor over the server, the clients and the protocol's other parties; the
-        channel set to the one-off set-up round (-1)."""
-        others = {pid: ProtocolHost(pid, p) for pid, p in self.agg_parties.others.items()}
-        self.executor = federation.make_executor({SERVER: self.server, **self.clients, **others})
-        self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: list(others)}
-        federation.channel.round = -1
 
     def _setup_and_start(
         self, federation: Federation, protocol: AggregationProtocol, ids: list[str]

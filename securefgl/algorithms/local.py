@@ -14,7 +14,6 @@ from securefgl.models import build_model
 
 
 class Local(Algorithm):
-    runs_on_ray = True  # no parties: each client's model trains in the driver
     name = "local"
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:

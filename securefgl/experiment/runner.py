@@ -42,7 +42,7 @@ from securefgl.experiment.graph_world import (
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.stack import build_stack
-from securefgl.registry import TASK_ALGORITHMS, algorithm_class, check_config, cross_edge_mode
+from securefgl.registry import algorithm_class, check_config, cross_edge_mode
 
 log = logging.getLogger(__name__)
 
@@ -229,13 +229,6 @@ def run_single(
     t_setup = time.perf_counter()
     federation = Federation(views, channel, stack, seed, progress, noise_seed, config.executor)
     if config.executor == "ray":
-        if not cls.runs_on_ray:
-            table = TASK_ALGORITHMS[config.task]
-            on_ray = sorted(n for n, c in table.items() if c.runs_on_ray)
-            raise ConfigError(
-                f"{algorithm} builds its parties in the driver: run it with executor = local "
-                f"(on ray: {', '.join(on_ray)})"
-            )
         if keep_state:
             raise ConfigError("attacks read the parties' state: run them on the local executor")
         federation.executor_options = {

@@ -39,7 +39,6 @@ class FedGCN(FedAvg):
     features. ``settings`` default to the configuration's ``fedgcn`` section."""
 
     name = "fedgcn"
-    runs_on_ray = True
     needs_cross_edges = True
     hops: ClassVar[int | None] = None  # None: the section's hops
     mu_used = False

@@ -29,12 +29,21 @@ from torch_geometric.data import Data
 
 from protocols.base import AggregationServer, Role
 from protocols.registry import parse_stack
+from protocols.wire import Payload
 from securefgl.algorithms.base import Federation
 from securefgl.algorithms.fedavg import MODEL_BROADCAST, MODEL_UPDATES, FedAvg, FedAvgServer
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
+from securefgl.algorithms.training import party_torch_rng
 from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
 from securefgl.federation import SERVER, client_party_id
+from securefgl.federation.builders import (
+    config_from_json,
+    protocol_party,
+    view_from_payload,
+    view_payload,
+)
+from securefgl.federation.recipes import Recipe, party_builder, recipe
 from securefgl.fedgls.clients import (
     MODEL_TAG,
     FederatedClient,
@@ -91,7 +100,6 @@ class FedGLSFamily(FedAvg):
     """Shared set-up; subclasses say which blocks exist, which a client trains, and its
     graph (``"real"``, ``"knn"``, ``"learned"``, ``"none"``)."""
 
-    runs_on_ray = False  # parties built in the driver (no recipes yet)
 
     BLOCKS: ClassVar[tuple[tuple[str, bool], ...]] = (("gcn", True),)  # (encoder, with head)
     INDICATORS: ClassVar[bool] = False
@@ -119,19 +127,20 @@ class FedGLSFamily(FedAvg):
             return feature_knn(view.x, s.knn_k, s.knn_graph == "weighted")
         return None  # "none" (MLP); "learned": the client's learner makes it
 
-    def make_client(self, view: ClientGraph, agg: Any, layout: Layout) -> FederatedClient:
-        graphless = view.client_id in self.graphless
-        if graphless and not self.KEEPS_EDGES:
-            view = without_edges(view)  # the party never holds its edges
+    def make_client(
+        self, view: ClientGraph, agg: Any, layout: Layout, graphless: bool,
+        noise_seed: int | None, seed: int,
+    ) -> FederatedClient:  # fmt: skip
+        """A client (a graphless one's view comes without its edges, unless an oracle)."""
         graph = self.graph_of(graphless)
-        nets = {b: self.net(b, view) for b in self.blocks_of(graphless)}
-        noise = self.federation.noise_seed
-        args = (view, self.config, agg, layout, nets, self.propagation(view, graph), noise)
+        with party_torch_rng(seed, client_party_id(view.client_id), "init"):  # replaced
+            nets = {b: self.net(b, view) for b in self.blocks_of(graphless)}
+        args = (view, self.config, agg, layout, nets, self.propagation(view, graph), noise_seed)
         if graph == "learned":
             s = self.config.fedgls
             learner = AttentiveLearner(view.num_features, s.learner_layers, s.knn_k)
-            return FedGLSClient(*args, graphless=graphless, learner=learner)
-        return self.client_class(*args, graphless=graphless)
+            return FedGLSClient(*args, graphless=graphless, seed=seed, learner=learner)
+        return self.client_class(*args, graphless=graphless, seed=seed)
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
@@ -149,15 +158,27 @@ class FedGLSFamily(FedAvg):
         layout = Layout(tuple(int(get_flat(n).size) for n in init), self.INDICATORS)
         self.layout, self.dim = layout, layout.dim
         ids = [client_party_id(v.client_id) for v in views]
-        self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
-        agg = self.agg_parties.clients
-        self.clients = {
-            cid: self.make_client(v, agg[cid], layout) for cid, v in zip(ids, views, strict=True)
-        }
         params = np.concatenate([get_flat(n) for n in init])
         holds = protocol.output_role is Role.SERVER
-        self.server = FedGLSServer(params, self.agg_parties.server, holds, layout)
-        self._host(federation, ids)
+        shape = {"sizes": list(layout.sizes), "indicators": layout.indicators}
+        fed = federation
+
+        def client(v: ClientGraph, stack: dict[str, Any]) -> Recipe:
+            graphless = v.client_id in self.graphless
+            if graphless and not self.KEEPS_EDGES:
+                v = without_edges(v)  # the party never receives its edges
+            return recipe(
+                fedgls_client, view=view_payload(v), stack=stack, algorithm=self.name,
+                graphless=graphless, layout=shape, noise_seed=fed.noise_seed, seed=fed.seed,
+            )  # fmt: skip
+
+        self._make_parties(
+            federation,
+            ids,
+            lambda stack: recipe(fedgls_server, params=params, stack=stack, holds=holds,
+                                 layout=shape),  # fmt: skip
+            client,
+        )
         self._setup_and_start(federation, protocol, ids)
 
     def protection(self) -> dict[str, str]:
@@ -231,3 +252,29 @@ class FedGNNMLP(FedGLSFamily):
 
     def model_label(self) -> str:
         return "GCN on graph clients, MLP on graphless clients"
+
+
+#: the family by name: a client's process rebuilds the algorithm's client from it
+FAMILY: dict[str, type[FedGLSFamily]] = {
+    c.name: c for c in (FedGLS, FedGNNk, FedGNNOracle, FedMLP, FedGNNMLP)
+}
+
+
+@party_builder
+def fedgls_client(
+    view: Payload, stack: dict[str, Any], algorithm: str, graphless: bool,
+    layout: dict[str, Any], noise_seed: int | None, seed: int,
+) -> FederatedClient:  # fmt: skip
+    """A client of the FedGLS-family method ``algorithm`` (its blocks, graph and class)."""
+    config, v = config_from_json(stack["config"]), view_from_payload(view)
+    agg = protocol_party(stack, client_party_id(v.client_id))
+    shape = Layout(tuple(layout["sizes"]), layout["indicators"])
+    return FAMILY[algorithm](config).make_client(v, agg, shape, graphless, noise_seed, seed)
+
+
+@party_builder
+def fedgls_server(
+    params: np.ndarray, stack: dict[str, Any], holds: bool, layout: dict[str, Any]
+) -> FedGLSServer:
+    shape = Layout(tuple(layout["sizes"]), layout["indicators"])
+    return FedGLSServer(params, protocol_party(stack, SERVER), holds, shape)

@@ -33,7 +33,7 @@ from protocols.dp.rng import make_rng
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.fedavg import ClientHeldModel
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.training import SPLITS
+from securefgl.algorithms.training import SPLITS, party_torch_rng
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.federation import AGG, TRAIN, Party, client_party_id
@@ -124,8 +124,10 @@ class FederatedClient(ClientHeldModel, Party):
         prop: Propagation | None,
         noise_seed: int | None = None,
         graphless: bool = False,
+        seed: int = 0,
     ) -> None:
         self.party_id = client_party_id(view.client_id)
+        self.seed = seed  # the experiment's: this client's dropout stream
         self.graphless = graphless  # its view holds no edges (the simulator's choice)
         self.predictor = min(nets)  # the block that classifies (θ for FedGLS)
         self.coin = make_rng(noise_seed, "client-sampling", self.party_id)
@@ -216,7 +218,8 @@ class SingleModelClient(FederatedClient):
         self.load()
         ((_, net),) = self.nets.items()
         opt = self.optimizer("model", net)
-        losses = [self.ce_step(net, opt) for _ in range(self.config.local_epochs)]
+        with party_torch_rng(self.seed, self.party_id, round_idx):
+            losses = [self.ce_step(net, opt) for _ in range(self.config.local_epochs)]
         self.upload(round_idx)
         return float(np.mean(losses))
 
@@ -282,13 +285,14 @@ class FedGLSClient(FederatedClient):
 
     def local_update(self, round_idx: int, mu: float = 0.0) -> float:
         self.load()
-        if self.learner is not None:
-            self.learn_graph()
-        opt_theta = self.optimizer("theta", self.gcn)
-        opt_phi = self.optimizer("phi", self.mlp)
-        losses = []
-        for _ in range(self.config.local_epochs):
-            losses.append(self.ce_step(self.gcn, opt_theta))
-            self.kd_step(opt_phi)
+        with party_torch_rng(self.seed, self.party_id, round_idx):  # this client's dropout
+            if self.learner is not None:
+                self.learn_graph()
+            opt_theta = self.optimizer("theta", self.gcn)
+            opt_phi = self.optimizer("phi", self.mlp)
+            losses = []
+            for _ in range(self.config.local_epochs):
+                losses.append(self.ce_step(self.gcn, opt_theta))
+                self.kd_step(opt_phi)
         self.upload(round_idx)
         return float(np.mean(losses))

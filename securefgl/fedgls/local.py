@@ -15,11 +15,19 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from protocols.wire import Payload
 from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
-from securefgl.algorithms.training import SPLITS
+from securefgl.algorithms.training import SPLITS, party_torch_rng
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.federation import TRAIN, Party, client_party_id
+from securefgl.federation.builders import (
+    config_from_json,
+    config_json,
+    view_from_payload,
+    view_payload,
+)
+from securefgl.federation.recipes import party_builder, recipe
 from securefgl.fedgls.clients import Serving
 from securefgl.fedgls.graphless import graphless_ids, without_edges
 from securefgl.fedgls.learner import feature_knn
@@ -28,17 +36,21 @@ from securefgl.fedgls.models import Net, Propagation, gcn_propagation
 
 
 def client_setup(
-    view: ClientGraph, config: ExperimentConfig, graphless: bool, gnn_on_graphless: bool
-) -> tuple[ClientGraph, Net, Propagation | None]:
-    """A client's view (no edges if graphless), its model and its graph: a GCN over Â, or
-    on a graphless client a GCN over its feature kNN (``gnn_on_graphless``) or an MLP."""
+    view: ClientGraph, config: ExperimentConfig, graphless: bool, gnn_on_graphless: bool,
+    seed: int,
+) -> tuple[ClientGraph, Net, Propagation | None]:  # fmt: skip
+    """A client's view (no edges if graphless), its model (initialised from its own stream
+    of the experiment's ``seed``) and its graph: a GCN over Â, or on a graphless client a GCN
+    over its feature kNN (``gnn_on_graphless``) or an MLP."""
     s = config.fedgls
     if graphless:
         view = without_edges(view)
     d, c = view.num_features, view.num_classes
-    if graphless and not gnn_on_graphless:
-        return view, Net("mlp", d, config.hidden, c, s.split, config.dropout), None
-    net = Net("gcn", d, config.hidden, c, s.split, config.dropout)
+    kind = "mlp" if graphless and not gnn_on_graphless else "gcn"
+    with party_torch_rng(seed, client_party_id(view.client_id), "init"):
+        net = Net(kind, d, config.hidden, c, s.split, config.dropout)
+    if kind == "mlp":
+        return view, net, None
     prop = (
         feature_knn(view.x, s.knn_k, s.knn_graph == "weighted")
         if graphless
@@ -53,9 +65,11 @@ class OwnModelClient(Party):
     SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: ""}
 
     def __init__(
-        self, view: ClientGraph, config: ExperimentConfig, net: Net, prop: Propagation | None
-    ) -> None:
+        self, view: ClientGraph, config: ExperimentConfig, net: Net, prop: Propagation | None,
+        seed: int = 0,
+    ) -> None:  # fmt: skip
         self.party_id = client_party_id(view.client_id)
+        self.seed = seed  # the experiment's: this client's dropout stream
         self.view, self.config, self.net, self.prop = view, config, net, prop
         self.weight = float(view.num_nodes)
         decay = config.weight_decay
@@ -73,12 +87,13 @@ class OwnModelClient(Party):
             return 0.0
         losses = []
         self.net.train()
-        for _ in range(self.config.local_epochs):
-            self.opt.zero_grad()
-            loss = self.epoch_loss()
-            loss.backward()
-            self.opt.step()
-            losses.append(float(loss.item()))
+        with party_torch_rng(self.seed, self.party_id, round_idx):
+            for _ in range(self.config.local_epochs):
+                self.opt.zero_grad()
+                loss = self.epoch_loss()
+                loss.backward()
+                self.opt.step()
+                losses.append(float(loss.item()))
         return float(np.mean(losses))
 
     def serving_model(self) -> Serving:
@@ -92,21 +107,34 @@ class OwnModelClient(Party):
                 if (m := getattr(self.view, f"{s}_mask")) is not None}  # fmt: skip
 
 
+@party_builder
+def own_model_client(view: Payload, config: str, graphless: bool, seed: int) -> OwnModelClient:
+    """Local-GNNk's client (a graphless client's view arrives without its edges)."""
+    cfg = config_from_json(config)
+    v, net, prop = client_setup(view_from_payload(view), cfg, graphless, True, seed)
+    return OwnModelClient(v, cfg, net, prop, seed)
+
+
 class LocalGNNk(Algorithm):
     """No communication: each client's GCN on Â, or on its feature kNN if graphless."""
 
     name = "local-gnnk"
 
+
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         views = federation.views
         self.graphless = graphless_ids([v.client_id for v in views], self.config.fedgls,
                                        federation.seed)  # fmt: skip
-        self.clients: dict[str, OwnModelClient] = {}
+        config = config_json(self.config)
+        recipes = {}
         for v in views:
-            view, net, prop = client_setup(v, self.config, v.client_id in self.graphless, True)
-            party = OwnModelClient(view, self.config, net, prop)
-            self.clients[party.party_id] = party
-        self.executor = federation.make_executor(self.clients)
+            graphless = v.client_id in self.graphless
+            recipes[client_party_id(v.client_id)] = recipe(
+                own_model_client, view=view_payload(without_edges(v) if graphless else v),
+                config=config, graphless=graphless, seed=federation.seed,
+            )  # fmt: skip
+        self.executor = federation.make_executor(recipes)
+        self.clients = {pid: self.executor.held(pid) for pid in recipes}
         self._weights = self.executor.map(list(self.clients), TRAIN, "training_weight")
 
     def train_round(self, round_idx: int) -> float:

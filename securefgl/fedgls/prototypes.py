@@ -22,12 +22,21 @@ from torch.nn import functional as F
 from torch_geometric.data import Data
 
 from protocols.base import AggregationClient, AggregationServer, Envelope, Role
+from protocols.wire import Payload
 from securefgl.algorithms.base import Federation
 from securefgl.algorithms.fedavg import MODEL_BROADCAST, MODEL_UPDATES, FedAvg, FedAvgServer
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.config import ConfigError
+from securefgl.data import ClientGraph
 from securefgl.federation import AGG, SERVER, TRAIN, client_party_id
-from securefgl.fedgls.graphless import graphless_ids
+from securefgl.federation.builders import (
+    config_from_json,
+    protocol_party,
+    view_from_payload,
+    view_payload,
+)
+from securefgl.federation.recipes import Recipe, party_builder, recipe
+from securefgl.fedgls.graphless import graphless_ids, without_edges
 from securefgl.fedgls.local import OwnModelClient, client_setup
 
 PROTO_TAG = "fedproto/prototypes"
@@ -123,9 +132,23 @@ class PrototypeServer(FedAvgServer):
         return None
 
 
+@party_builder
+def fedproto_client(
+    view: Payload, stack: dict[str, Any], graphless: bool, proto_dim: int, seed: int
+) -> FedProtoClient:
+    cfg = config_from_json(stack["config"])
+    v, net, prop = client_setup(view_from_payload(view), cfg, graphless, False, seed)
+    agg = protocol_party(stack, client_party_id(v.client_id))
+    return FedProtoClient(v, cfg, net, prop, seed, agg=agg, proto_dim=proto_dim)
+
+
+@party_builder
+def prototype_server(stack: dict[str, Any], holds: bool, classes: int, dim: int) -> PrototypeServer:
+    return PrototypeServer(protocol_party(stack, SERVER), holds, classes, dim)
+
+
 class FedProto(FedAvg):
     name = "fedproto"
-    runs_on_ray = False  # parties built in the driver (no recipes yet)
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
@@ -140,15 +163,23 @@ class FedProto(FedAvg):
         proto_dim = cfg.hidden if cfg.fedgls.split == "A" else classes
         self.dim = classes * (proto_dim + 1)
         ids = [client_party_id(v.client_id) for v in views]
-        self.agg_parties = protocol.create_parties(SERVER, ids, self.dim)
-        self.clients = {}
-        for cid, v in zip(ids, views, strict=True):
-            view, net, prop = client_setup(v, cfg, v.client_id in self.graphless, False)
-            agg = self.agg_parties.clients[cid]
-            self.clients[cid] = FedProtoClient(view, cfg, net, prop, agg=agg, proto_dim=proto_dim)
         holds = protocol.output_role is Role.SERVER
-        self.server = PrototypeServer(self.agg_parties.server, holds, classes, proto_dim)
-        self._host(federation, ids)
+        seed = federation.seed
+
+        def client(v: ClientGraph, stack: dict[str, Any]) -> Recipe:
+            graphless = v.client_id in self.graphless
+            return recipe(
+                fedproto_client, view=view_payload(without_edges(v) if graphless else v),
+                stack=stack, graphless=graphless, proto_dim=proto_dim, seed=seed,
+            )  # fmt: skip
+
+        self._make_parties(
+            federation,
+            ids,
+            lambda stack: recipe(prototype_server, stack=stack, holds=holds, classes=classes,
+                                 dim=proto_dim),  # fmt: skip
+            client,
+        )
         self._setup_and_start(federation, protocol, ids)
 
     def protection(self) -> dict[str, str]:

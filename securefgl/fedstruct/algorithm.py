@@ -139,7 +139,6 @@ class FedStruct(FedAvg):
     """
 
     name = "fedstruct"
-    runs_on_ray = True
     needs_cross_edges = True
     mu_used = False
 

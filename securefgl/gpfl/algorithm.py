@@ -46,7 +46,6 @@ WEIGHTS = "mixing weights (server -> clients)"
 
 class GPFL(GraphAlgorithm):
     name = "gpfl"
-    runs_on_ray = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

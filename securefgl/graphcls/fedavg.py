@@ -68,7 +68,6 @@ class GraphAlgorithm(Algorithm):
 
 class SelfTrain(GraphAlgorithm):
     name = "self-train"
-    runs_on_ray = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]
@@ -177,7 +176,6 @@ class GraphFedAvg(GraphAlgorithm, FedAvg):
     """FedAvg's round loop (:class:`~securefgl.algorithms.fedavg.FedAvg`) on GIN clients."""
 
     name = "fedavg"
-    runs_on_ray = True
     kind: ClassVar[str] = "gin"
 
     def shared_index(self, model: Any) -> np.ndarray | None:

@@ -156,7 +156,6 @@ def gcfl_server(
 
 class GCFLPlus(GraphAlgorithm):
     name = "gcfl"
-    runs_on_ray = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

@@ -61,7 +61,6 @@ class EdgeFGL(Algorithm):
     """The edge-client round loop shared by the family (see the module docstring)."""
 
     name = "fedgl"
-    runs_on_ray = True
     impute: ClassVar[bool] = True
     multi_server: ClassVar[bool] = False  # False: one edge server covering every client
     default_trace: ClassVar[float] = 0.0
@@ -266,7 +265,6 @@ class LocalFGL(Algorithm):
 
     name = "localfgl"
 
-    runs_on_ray = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         train = asdict(local_training(self.config, 0.0))
