@@ -132,10 +132,30 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r.get('setup_seconds', float('nan')):.1f} | {ratio(r, 1)} / {ratio(r, 2)} | "
             f"{r['peak_rss_gib']:.2f} | {same} |"
         )
-    lines += ["", section(NOTES, "reading"), "", "Not run:", ""]
+    lines += ["", *per_round_overhead(rows), section(NOTES, "reading"), "", "Not run:", ""]
     lines += [f"- {w}: {why}" for w, why in NOT_RUN.items()]
     lines += ["", f"Machine: {meta.get('machine', {}).get('cpu_count', '?')} CPUs.", ""]
     return "\n".join(lines)
+
+
+def per_round_overhead(rows: list[dict[str, Any]]) -> list[str]:
+    """Ray's own cost per round: the near-empty rounds' time after set-up, Ray minus local
+    (both on one torch thread)."""
+    cells = {(r["executor"], r["threads"]): r for r in rows if r["workload"] == "near-empty-rounds"}
+    ray, local = cells.get(("ray", 1)), cells.get(("local", 1))
+    if ray is None or local is None:
+        return []
+
+    def per_round(r: dict[str, Any]) -> float:
+        return (r["wall_seconds"] - r["setup_seconds"]) / r["rounds"]
+
+    extra = per_round(ray) - per_round(local)
+    return [
+        f"Ray's own cost per round (near-empty rounds, after set-up): {per_round(ray) * 1e3:.1f} "
+        f"ms per round on Ray against {per_round(local) * 1e3:.1f} ms locally, "
+        f"{extra * 1e3:.1f} ms more.",
+        "",
+    ]
 
 
 def main() -> None:
