@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from protocols.wire import Payload
 from securefgl.algorithms.fedavg import FedAvgClient, FedAvgServer
 from securefgl.algorithms.server_optimizer import GlobalOptimizer
 from securefgl.config import ExperimentConfig
@@ -61,7 +62,8 @@ class FedGCNClient(Party):
 
 @party_builder
 def fedgcn_client(
-    view: Any, stack: dict[str, Any], settings: dict[str, Any], noise_seed: int | None, seed: int
+    view: Payload, stack: dict[str, Any], settings: dict[str, Any], noise_seed: int | None,
+    seed: int,
 ) -> FedGCNClient:
     """A FedGCN client from its own view (a wire payload) and the settings."""
     config = config_from_json(stack["config"])
