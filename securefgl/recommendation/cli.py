@@ -55,6 +55,12 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--max-users", type=_positive(int), help="seeded user subsample")
     p.add_argument(
+        "--split",
+        default="per-user",
+        help="per-user (60/20/20 of each user's ratings, the default) or a published fold "
+        "(MovieLens100K: u1..u5, ua, ub; 20 %% of its base file for validation)",
+    )
+    p.add_argument(
         "--ldp",
         choices=("none", "heuristic", "laplace"),
         default=None,
@@ -95,6 +101,7 @@ def cmd_recommend(
     from securefgl.recommendation.central import train_central
     from securefgl.recommendation.data import load_ratings
     from securefgl.recommendation.ldp import LDPConfig
+    from securefgl.recommendation.published_splits import published_split
     from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
     from securefgl.recommendation.views import ClientViews
 
@@ -102,7 +109,10 @@ def cmd_recommend(
     data = load_ratings(
         args.dataset, args.root, max_users=args.max_users, seed=args.seed, variant=args.variant
     )
-    views = ClientViews.from_data(data, seed=args.seed)
+    if args.split == "per-user":
+        views = ClientViews.from_data(data, seed=args.seed)
+    else:
+        views = ClientViews(data, published_split(data, args.split, args.root, seed=args.seed))
     out: dict = {"dataset": data.summary()}
     reported: dict[str, Any] = {}
     if args.method == "central":

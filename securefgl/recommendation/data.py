@@ -16,7 +16,7 @@ FeSoG's Table 4); for Ciao / Epinions it is the raw data.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +51,9 @@ class RatingData:
     trust: np.ndarray  # int64 [2, E], directed trustor -> trustee
     rating_min: float
     rating_max: float
+    #: the raw ids of user / item index 0..n-1 (empty for generated data)
+    user_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    item_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n_ratings(self) -> int:
@@ -178,6 +181,8 @@ def load_ratings(
         trust=tt.astype(np.int64).reshape(2, -1),
         rating_min=float(r.min()),
         rating_max=float(r.max()),
+        user_ids=users.astype(np.int64),
+        item_ids=items.astype(np.int64),
     )
 
 
