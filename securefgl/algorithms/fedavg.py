@@ -246,7 +246,7 @@ class FedAvg(Algorithm):
             federation,
             ids,
             lambda stack: self.server_recipe(get_flat(init), stack, holds),
-            lambda view, stack: self.client_recipe(view, stack),
+            self.client_recipe,
         )
         self.before_training(ids)
         self._setup_and_start(federation, protocol, ids)
