@@ -41,7 +41,6 @@ from securefgl.federation.builders import (
     config_from_json,
     protocol_party,
     view_from_payload,
-    view_payload,
 )
 from securefgl.federation.recipes import Recipe, party_builder, recipe
 from securefgl.fedgls.clients import (
@@ -51,7 +50,7 @@ from securefgl.fedgls.clients import (
     Layout,
     SingleModelClient,
 )
-from securefgl.fedgls.graphless import graphless_ids, without_edges
+from securefgl.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.fedgls.learner import AttentiveLearner, feature_knn
 from securefgl.fedgls.models import Net, Propagation, gcn_propagation
 from securefgl.models import get_flat
@@ -165,11 +164,10 @@ class FedGLSFamily(FedAvg):
 
         def client(v: ClientGraph, stack: dict[str, Any]) -> Recipe:
             graphless = v.client_id in self.graphless
-            if graphless and not self.KEEPS_EDGES:
-                v = without_edges(v)  # the party never receives its edges
             return recipe(
-                fedgls_client, view=view_payload(v), stack=stack, algorithm=self.name,
-                graphless=graphless, layout=shape, noise_seed=fed.noise_seed, seed=fed.seed,
+                fedgls_client, view=view_payload_of(v, graphless and not self.KEEPS_EDGES),
+                stack=stack, algorithm=self.name, graphless=graphless, layout=shape,
+                noise_seed=fed.noise_seed, seed=fed.seed,
             )  # fmt: skip
 
         self._make_parties(

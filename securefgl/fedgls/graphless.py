@@ -15,8 +15,10 @@ import dataclasses
 import numpy as np
 import torch
 
+from protocols.wire import Payload
 from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
+from securefgl.federation.builders import view_payload
 from securefgl.fedgls.settings import FedGLSSettings
 
 _SALT = 0x6C5  # the draw is independent of the split / partition streams of the same seed
@@ -47,3 +49,9 @@ def without_edges(view: ClientGraph) -> ClientGraph:
         external_edges=empty.clone(),
         external_owner=torch.empty(0, dtype=torch.long),
     )
+
+
+def view_payload_of(view: ClientGraph, graphless: bool) -> Payload:
+    """The view a client's recipe carries: a graphless client's without its edges, so no
+    process ever receives them."""
+    return view_payload(without_edges(view) if graphless else view)

@@ -25,11 +25,10 @@ from securefgl.federation.builders import (
     config_from_json,
     config_json,
     view_from_payload,
-    view_payload,
 )
 from securefgl.federation.recipes import party_builder, recipe
 from securefgl.fedgls.clients import Serving
-from securefgl.fedgls.graphless import graphless_ids, without_edges
+from securefgl.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.fedgls.learner import feature_knn
 from securefgl.fedgls.losses import ce_loss
 from securefgl.fedgls.models import Net, Propagation, gcn_propagation
@@ -38,25 +37,24 @@ from securefgl.fedgls.models import Net, Propagation, gcn_propagation
 def client_setup(
     view: ClientGraph, config: ExperimentConfig, graphless: bool, gnn_on_graphless: bool,
     seed: int,
-) -> tuple[ClientGraph, Net, Propagation | None]:  # fmt: skip
-    """A client's view (no edges if graphless), its model (initialised from its own stream
-    of the experiment's ``seed``) and its graph: a GCN over Â, or on a graphless client a GCN
-    over its feature kNN (``gnn_on_graphless``) or an MLP."""
+) -> tuple[Net, Propagation | None]:  # fmt: skip
+    """A client's model (initialised from its own stream of the experiment's ``seed``) and
+    its graph: a GCN over Â, or on a graphless client (whose ``view`` came without edges,
+    :func:`~securefgl.fedgls.graphless.view_payload_of`) a GCN over its feature kNN
+    (``gnn_on_graphless``) or an MLP."""
     s = config.fedgls
-    if graphless:
-        view = without_edges(view)
     d, c = view.num_features, view.num_classes
     kind = "mlp" if graphless and not gnn_on_graphless else "gcn"
     with party_torch_rng(seed, client_party_id(view.client_id), "init"):
         net = Net(kind, d, config.hidden, c, s.split, config.dropout)
     if kind == "mlp":
-        return view, net, None
+        return net, None
     prop = (
         feature_knn(view.x, s.knn_k, s.knn_graph == "weighted")
         if graphless
         else gcn_propagation(view.edge_index, view.num_nodes)
     )
-    return view, net, prop
+    return net, prop
 
 
 class OwnModelClient(Party):
@@ -111,7 +109,8 @@ class OwnModelClient(Party):
 def own_model_client(view: Payload, config: str, graphless: bool, seed: int) -> OwnModelClient:
     """Local-GNNk's client (a graphless client's view arrives without its edges)."""
     cfg = config_from_json(config)
-    v, net, prop = client_setup(view_from_payload(view), cfg, graphless, True, seed)
+    v = view_from_payload(view)
+    net, prop = client_setup(v, cfg, graphless, True, seed)
     return OwnModelClient(v, cfg, net, prop, seed)
 
 
@@ -130,7 +129,7 @@ class LocalGNNk(Algorithm):
         for v in views:
             graphless = v.client_id in self.graphless
             recipes[client_party_id(v.client_id)] = recipe(
-                own_model_client, view=view_payload(without_edges(v) if graphless else v),
+                own_model_client, view=view_payload_of(v, graphless),
                 config=config, graphless=graphless, seed=federation.seed,
             )  # fmt: skip
         self.executor = federation.make_executor(recipes)

@@ -33,10 +33,9 @@ from securefgl.federation.builders import (
     config_from_json,
     protocol_party,
     view_from_payload,
-    view_payload,
 )
 from securefgl.federation.recipes import Recipe, party_builder, recipe
-from securefgl.fedgls.graphless import graphless_ids, without_edges
+from securefgl.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.fedgls.local import OwnModelClient, client_setup
 
 PROTO_TAG = "fedproto/prototypes"
@@ -137,7 +136,8 @@ def fedproto_client(
     view: Payload, stack: dict[str, Any], graphless: bool, proto_dim: int, seed: int
 ) -> FedProtoClient:
     cfg = config_from_json(stack["config"])
-    v, net, prop = client_setup(view_from_payload(view), cfg, graphless, False, seed)
+    v = view_from_payload(view)
+    net, prop = client_setup(v, cfg, graphless, False, seed)
     agg = protocol_party(stack, client_party_id(v.client_id))
     return FedProtoClient(v, cfg, net, prop, seed, agg=agg, proto_dim=proto_dim)
 
@@ -169,7 +169,7 @@ class FedProto(FedAvg):
         def client(v: ClientGraph, stack: dict[str, Any]) -> Recipe:
             graphless = v.client_id in self.graphless
             return recipe(
-                fedproto_client, view=view_payload(without_edges(v) if graphless else v),
+                fedproto_client, view=view_payload_of(v, graphless),
                 stack=stack, graphless=graphless, proto_dim=proto_dim, seed=seed,
             )  # fmt: skip
 
