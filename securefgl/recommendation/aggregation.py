@@ -27,6 +27,7 @@ import torch
 
 from protocols.base import AggregationProtocol, aggregate, setup_parties
 from protocols.registry import make_transport
+from protocols.wire import Payload
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
 from securefgl.recommendation.uploads import Uploads
@@ -292,3 +293,30 @@ def server_update(
             U[sums.user_idx] -= lr * g + weight_decay * U[sums.user_idx]
         for k, s in sums.model_sum.items():
             state[k] -= lr * s / max(sums.weight_sum, 1e-12) + weight_decay * state[k]
+
+
+def sums_to_payload(sums: AggregateSums, **meta: float) -> Payload:
+    """The aggregate as a message (to the server)."""
+    fields = {
+        name: getattr(sums, name).numpy()
+        for name in ("item_idx", "item_sum", "item_count", "user_idx", "user_sum", "user_count")
+    }
+    fields |= {f"model/{k}": v.numpy() for k, v in sums.model_sum.items()}
+    return Payload(fields, {"weight_sum": sums.weight_sum, **meta})
+
+
+def sums_from_payload(p: Payload) -> AggregateSums:
+    def t(name: str) -> torch.Tensor:
+        return torch.from_numpy(np.array(p.array(name)))
+
+    model = {k.removeprefix("model/"): t(k) for k in p.fields if k.startswith("model/")}
+    return AggregateSums(
+        t("item_idx"),
+        t("item_sum"),
+        t("item_count"),
+        t("user_idx"),
+        t("user_sum"),
+        t("user_count"),
+        model,
+        float(p.meta["weight_sum"]),
+    )

@@ -43,9 +43,7 @@ _KIND = {int: "an integer", float: "a number"}
 def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("recommend", help="federated recommendation (FeSoG / FedGNN) + attack")
     p.add_argument("--method", choices=("fesog", "fedgnn", "central"), default="fesog")
-    p.add_argument(
-        "--dataset", type=_dataset, default="FilmTrust", help=", ".join(RATING_DATASETS)
-    )
+    p.add_argument("--dataset", type=_dataset, default="FilmTrust", help=", ".join(RATING_DATASETS))
     p.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
     p.add_argument(
         "--variant",
@@ -82,6 +80,18 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
         help="NOT PRIVATE: LDP noise and pseudo items from --seed (reproducible debugging)",
     )
     p.add_argument("--budget", type=_positive(float), help="time budget in seconds")
+    p.add_argument(
+        "--user-groups",
+        type=_positive(int),
+        default=2,
+        help="parties hosting the users (user u in group u mod G); results depend on it",
+    )
+    p.add_argument("--executor", choices=("local", "ray"), default="local")
+    p.add_argument("--workers", type=_positive(int), default=2, help="ray: worker processes")
+    p.add_argument("--ray-address", help="ray: a running cluster (default: start a local Ray)")
+    p.add_argument(
+        "--party-timeout", type=_positive(float), help="ray: seconds before a party is dropped"
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -131,11 +141,16 @@ def cmd_recommend(
             seed=args.seed,
             seeded_noise=args.seeded_noise,
             time_budget_s=args.budget,
+            user_groups=args.user_groups,
+            executor=args.executor,
+            workers=args.workers,
+            ray_address=args.ray_address,
+            party_timeout=args.party_timeout,
         )
-        tr = FedRecTrainer(views, cfg)
-        res = tr.run()
-        for report in reports:
-            reported.update(report(tr, views, args.backend))
+        with FedRecTrainer(views, cfg) as tr:
+            res = tr.run()
+            for report in reports:
+                reported.update(report(tr, views, args.backend))
         out.update(reported)
     out |= {
         "method": args.method,

@@ -123,6 +123,61 @@ class ExpansionResult:
         return occ, self.embedding[starts + offs]
 
 
+def upload_frame(
+    users: np.ndarray, slot: np.ndarray, items: np.ndarray, user_emb: np.ndarray, key: bytes
+) -> Payload:
+    """The users' uploads to the third party as one frame (vectorised over users: each
+    token depends only on the user's own item): ``entry_handle`` says which fresh pseudonym
+    sent each token."""
+    handles = fresh_pseudonyms(users.size)
+    order = np.argsort(handles)
+    return Payload(
+        {
+            "entry_handle": handles[slot],
+            "tokens": item_tokens(key, items),
+            "handles": handles[order],
+            "embeddings": np.asarray(user_emb, np.float32)[order],
+        }
+    )
+
+
+def merge_frames(frames: list[Payload]) -> Payload:
+    """The third party's input from several senders' frames (entries in frame order)."""
+    handles = np.concatenate([f.array("handles") for f in frames])
+    order = np.argsort(handles)
+    return Payload(
+        {
+            "entry_handle": np.concatenate([f.array("entry_handle") for f in frames]),
+            "tokens": np.concatenate([f.array("tokens") for f in frames]),
+            "handles": handles[order],
+            "embeddings": np.concatenate([f.array("embeddings") for f in frames])[order],
+        }
+    )
+
+
+def split_reply(reply: Payload, frames: list[Payload]) -> list[Payload]:
+    """The part of a merged frame's reply that answers each frame (entries re-based)."""
+    entry, emb = reply.array("entry"), reply.array("embedding")
+    sizes = [f.array("entry_handle").size for f in frames]
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        mine = (entry >= lo) & (entry < hi)
+        out.append(Payload({"entry": entry[mine] - lo, "embedding": emb[mine]}))
+    return out
+
+
+def expansion_result(reply: Payload, positions: np.ndarray, n_train: int) -> ExpansionResult:
+    """Each user maps the reply's entries back to its own ratings (positions in the train
+    CSR of the frame's entries)."""
+    entry, emb = reply.array("entry"), reply.array("embedding")
+    pos = positions[entry]
+    order = np.argsort(pos, kind="stable")
+    ptr = np.zeros(n_train + 1, np.int64)
+    np.cumsum(np.bincount(pos, minlength=n_train), out=ptr[1:])
+    return ExpansionResult(ptr, emb[order])
+
+
 def expand(
     users: np.ndarray,
     slot: np.ndarray,
@@ -135,29 +190,10 @@ def expand(
     channel: Channel,
     rng: np.random.Generator,
 ) -> ExpansionResult:
-    """Run one expansion for ``users`` whose rated items are (slot, items).
-
-    Client side is vectorised over users (each token depends only on the user's own item);
-    the uploads travel as one frame of per-user messages (``entry_handle`` says which
-    pseudonym sent each token), as does the reply (``entry`` indexes the frame).
-    """
-    handles = fresh_pseudonyms(users.size)
-    order = np.argsort(handles)
-    upload = Payload(
-        {
-            "entry_handle": handles[slot],
-            "tokens": item_tokens(key, items),
-            "handles": handles[order],
-            "embeddings": np.asarray(user_emb, np.float32)[order],
-        }
-    )
+    """Run one expansion for ``users`` whose rated items are (slot, items), in one frame
+    each way (the parties' version: :mod:`securefgl.recommendation.parties`)."""
+    upload = upload_frame(users, slot, items, user_emb, key)
     received = channel.send("users", third_party.party_id, TAG_UPLOAD, upload).payload
     reply = third_party.match(received, rng)
     back = channel.send(third_party.party_id, "users", TAG_REPLY, reply).payload
-    entry, emb = back.array("entry"), back.array("embedding")
-    # each user maps its own entries back to its own ratings
-    pos = positions[entry]
-    order = np.argsort(pos, kind="stable")
-    ptr = np.zeros(n_train + 1, np.int64)
-    np.cumsum(np.bincount(pos, minlength=n_train), out=ptr[1:])
-    return ExpansionResult(ptr, emb[order])
+    return expansion_result(back, positions, n_train)

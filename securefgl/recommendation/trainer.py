@@ -1,60 +1,44 @@
-"""Federated training loop for FeSoG / FedGNN: sample users, local gradients (batched), LDP,
-aggregation backend, server update; validation-based early stopping as ``FeSoG/main.py``
-(evaluate every ``eval_every`` rounds, test RMSE/MAE at the best validation RMSE, stop after
-``patience`` evaluations without improvement).
+"""Federated training loop for FeSoG / FedGNN: the server samples users, the user groups
+compute their users' local gradients (batched) and LDP, the aggregation backend sums them,
+the server steps (the parties: :mod:`.parties`); validation-based early stopping as
+``FeSoG/main.py`` (evaluate every ``eval_every`` rounds, test RMSE/MAE at the best
+validation RMSE, stop after ``patience`` evaluations without improvement).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-import torch
 
-from protocols.dp.rng import make_rng, make_torch_generator
+from securefgl.federation import SERVER, TRAIN, Call, Executor, LocalExecutor
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
-from securefgl.recommendation import fedgnn, fesog
-from securefgl.recommendation.aggregation import ServerView, aggregate_uploads, server_update
-from securefgl.recommendation.expansion import (
-    ExpansionResult,
-    ThirdParty,
-    expand,
-    new_token_key,
+from securefgl.recommendation.aggregation import (
+    ServerView,
+    aggregate_uploads,
+    sums_from_payload,
 )
-from securefgl.recommendation.ldp import LDPConfig, UserLedger, apply_ldp
-from securefgl.recommendation.uploads import Uploads
+from securefgl.recommendation.expansion import TAG_REPLY, TAG_UPLOAD, new_token_key
+from securefgl.recommendation.ldp import UserLedger
+from securefgl.recommendation.parties import (
+    AGGREGATOR,
+    MODEL_TAG,
+    SUMS_TAG,
+    THIRD_PARTY,
+    UPLOAD_TAG,
+    group_id,
+    recipes,
+)
+from securefgl.recommendation.settings import Method, RecConfig
+from securefgl.recommendation.uploads import from_payloads
 from securefgl.recommendation.views import ClientViews
 
+__all__ = ["FedRecTrainer", "Method", "RecConfig", "RecResult"]
 logger = logging.getLogger(__name__)
-Method = Literal["fesog", "fedgnn"]
-
-
-@dataclass
-class RecConfig:
-    method: Method = "fesog"
-    dim: int = 8
-    rounds: int = 400
-    users_per_round: int = 256
-    lr: float = 0.1
-    weight_decay: float = 1e-3
-    pseudo_items: int = 10
-    ldp: LDPConfig = field(default_factory=LDPConfig)
-    backend: str = "plain"
-    eval_every: int = 20
-    patience: int = 5
-    max_neighbors: int = 5
-    expand_every: int = 20
-    seed: int = 0
-    seeded_noise: bool = False  # NOT PRIVATE: LDP noise and pseudo items from ``seed``
-    keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
-    time_budget_s: float | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def rmse_mae(pred: np.ndarray, label: np.ndarray) -> tuple[float, float]:
@@ -86,100 +70,110 @@ class RecResult:
 
 
 class FedRecTrainer:
+    """The driver of a run: it orders the parties' calls (:mod:`.parties`) on the executor
+    of ``cfg.executor`` and relays every message through its Channel; it also holds the
+    evaluation harness (all users' ratings: simulator only) and the users' LDP ledger."""
+
     def __init__(self, views: ClientViews, cfg: RecConfig) -> None:
         self.views, self.cfg = views, cfg
-        self.gen = torch.Generator().manual_seed(cfg.seed)  # model initialisation
-        self.rng = np.random.default_rng([cfg.seed, 3])  # the server's choice of users
-        # privacy randomness (LDP noise, pseudo items and their gradients, the third party's
-        # shuffles): secret unless seeded_noise, never derivable from the published seed
-        noise_seed = cfg.seed if cfg.seeded_noise else None
-        self.private_rng = make_rng(noise_seed, "recommendation-private")
-        self.noise_gen = make_torch_generator(noise_seed, "recommendation-noise")
-        init = fesog.init_fesog if cfg.method == "fesog" else fedgnn.init_fedgnn
-        self.state = init(views.n_users, views.n_items, cfg.dim, self.gen)
-        self.active = views.active_users()
+        # the users' shared token key (FedGNN expansion): made by the key authority
+        self.token_key = new_token_key() if cfg.method == "fedgnn" else b""
+        parties = recipes(views, cfg, self.token_key)
+        if cfg.executor == "ray":
+            from securefgl.federation.ray_executor import RayExecutor
+
+            self.executor: Executor = RayExecutor(
+                parties,
+                workers=cfg.workers,
+                address=cfg.ray_address,
+                party_timeout=cfg.party_timeout,
+            )
+        else:
+            self.executor = LocalExecutor(parties)
+        self.groups = [group_id(g) for g in range(cfg.user_groups)]
         self.ledger = UserLedger(views.n_users)
         self.server_views: list[ServerView] = []
-        self.expansion: ExpansionResult | None = None
         self.channel = Channel(Transcript(store_payloads=False))
-        self.token_key = new_token_key() if cfg.method == "fedgnn" else b""
-        self.third_party = ThirdParty(cfg.max_neighbors)
         self.round_seconds: list[float] = []
+        self.expanded = False
+        self.n_items, self.n_table_users = self._call(SERVER, "table_sizes")
+
+    def __enter__(self) -> FedRecTrainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the executor's remote workers (if any)."""
+        self.executor.shutdown()
+
+    def _call(self, party: str, method: str, *args: object) -> Any:
+        return self.executor.call([Call(party, TRAIN, method, args)])[0]
+
+    def _each_group(self, method: str, args: list[tuple]) -> list[Any]:
+        return self.executor.call(
+            [Call(g, TRAIN, method, a) for g, a in zip(self.groups, args, strict=True)]
+        )
 
     # ------------------------------------------------------------------ FedGNN expansion
     def run_expansion(self) -> None:
-        users = self.active
-        slot, pos = self.views.train.positions(users)
-        emb = self.state["local_user_emb"][torch.as_tensor(users)].numpy()
-        self.expansion = expand(
-            users,
-            slot,
-            self.views.train.col[pos],
-            pos,
-            self.views.train.col.size,
-            emb,
-            self.token_key,
-            self.third_party,
-            self.channel,
-            self.private_rng,
-        )
+        frames = self._each_group("expansion_upload", [()] * len(self.groups))
+        sent = [self.channel.send(g, THIRD_PARTY, TAG_UPLOAD, f).payload
+                for g, f in zip(self.groups, frames, strict=True)]  # fmt: skip
+        replies = self._call(THIRD_PARTY, "match", sent)
+        back = [self.channel.send(THIRD_PARTY, g, TAG_REPLY, r).payload
+                for g, r in zip(self.groups, replies, strict=True)]  # fmt: skip
+        self._each_group("expansion_reply", [(r,) for r in back])
+        self.expanded = True
 
     # ------------------------------------------------------------------ one round
-    def table_sizes(self) -> tuple[int, int]:
-        """The server's item / user embedding rows (public; FedGNN keeps no user table)."""
-        user = self.state.get("user_emb")
-        return self.state["item_emb"].shape[0], 0 if user is None else user.shape[0]
-
     def sample_users(self) -> np.ndarray:
-        k = min(self.cfg.users_per_round, self.active.size)
-        return np.sort(self.rng.choice(self.active, size=k, replace=False))
+        return self._call(SERVER, "sample")
 
-    def local_step(self, users: np.ndarray, update_local: bool = True) -> Uploads:
-        """The sampled users' uploads (pre-LDP); FedGNN users also update their own
-        embedding locally unless ``update_local`` is False."""
-        cfg = self.cfg
-        if cfg.method == "fesog":
-            return fesog.local_gradients(
-                self.state,
-                self.views,
-                users,
-                fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items),
-                self.private_rng,
-            )
-        up, g_self = fedgnn.local_gradients(
-            self.state,
-            self.views,
-            users,
-            fedgnn.FedGNNConfig(cfg.dim, cfg.pseudo_items, cfg.max_neighbors),
-            self.expansion,
-            self.private_rng,
-            self.noise_gen,
-        )
-        if not update_local:
-            return up
-        with torch.no_grad():  # each client updates its own embedding locally
-            U = self.state["local_user_emb"]
-            idx = torch.as_tensor(users)
-            U[idx] -= cfg.lr * g_self + cfg.weight_decay * U[idx]
-        return up
+    def _local(self, r: int, users: np.ndarray, update_local: bool) -> tuple[list, list, float]:
+        """The groups that host a sampled user train them; returns (group ids, uploads as
+        sent, sum of losses) and records the users' ε."""
+        model = self._call(SERVER, "model")
+        mine = [users[users % self.cfg.user_groups == g] for g in range(self.cfg.user_groups)]
+        hosts = [g for g, u in zip(self.groups, mine, strict=True) if u.size]
+        self.channel.round = r
+        calls = []
+        for g, u in zip(self.groups, mine, strict=True):
+            if u.size:
+                got = self.channel.send(SERVER, g, MODEL_TAG, model).payload
+                calls.append(Call(g, TRAIN, "local_round", (u, got, update_local)))
+        answers = self.executor.call(calls)
+        if update_local:
+            for u, (_, eps, _) in zip([u for u in mine if u.size], answers, strict=True):
+                self.ledger.record(u, eps)
+        loss = sum(a[2] for a in answers)
+        return hosts, [a[0] for a in answers], loss
 
     def round(self, r: int, users: np.ndarray | None = None) -> ServerView:
+        """One round; returns what the server received."""
         cfg = self.cfg
-        if cfg.method == "fedgnn" and (self.expansion is None or r % cfg.expand_every == 0):
+        if cfg.method == "fedgnn" and (not self.expanded or r % cfg.expand_every == 0):
             self.run_expansion()
-        users = self.sample_users() if users is None else users
-        up = self.local_step(users)
-        up, eps = apply_ldp(up, cfg.ldp, self.noise_gen)
-        self.ledger.record(users, eps)
-        sums, view = aggregate_uploads(up, cfg.backend, r, *self.table_sizes())
-        server_update(
-            self.state,
-            sums,
-            cfg.lr,
-            cfg.weight_decay,
-            "user_emb" if cfg.method == "fesog" else None,
-        )
-        view.extra["train_loss"] = float(up.loss.mean()) if up.loss is not None else float("nan")
+        users = self.sample_users() if users is None else np.asarray(users, np.int64)
+        hosts, uploads, loss = self._local(r, users, update_local=True)
+        if cfg.backend == "plain":
+            got = [self.channel.send(g, SERVER, UPLOAD_TAG, p).payload
+                   for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
+            self._call(SERVER, "apply_uploads", got)
+            up = from_payloads(got)
+            view = ServerView(r, "plain", up.users, up, None, int(up.nbytes_per_user().sum()))
+        else:
+            got = [self.channel.send(g, AGGREGATOR, UPLOAD_TAG, p).payload
+                   for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
+            sums = self._call(AGGREGATOR, "aggregate", r, got)
+            sums = self.channel.send(AGGREGATOR, SERVER, SUMS_TAG, sums).payload
+            self._call(SERVER, "apply_sums", sums)
+            view = ServerView(
+                r, cfg.backend, users, None, sums_from_payload(sums), int(sums.meta["bytes_up"])
+            )
+            view.extra.update({k: float(v) for k, v in sums.meta.items() if k == "support_bytes"})
+        view.extra["train_loss"] = loss / max(users.size, 1)
         if len(self.server_views) < cfg.keep_views:
             self.server_views.append(view)
         return view
@@ -187,25 +181,26 @@ class FedRecTrainer:
     def observe(self, r: int, backend: str | None = None) -> ServerView:
         """What the server would receive in round ``r`` (no update is applied, nothing is
         charged to the ledger): the input of the interaction-inference attack."""
-        if self.cfg.method == "fedgnn" and self.expansion is None:
+        if self.cfg.method == "fedgnn" and not self.expanded:
             self.run_expansion()
-        users = self.sample_users()
-        up, _ = apply_ldp(self.local_step(users, update_local=False), self.cfg.ldp, self.noise_gen)
-        return aggregate_uploads(up, backend or self.cfg.backend, r, *self.table_sizes())[1]
+        _, uploads, _ = self._local(r, self.sample_users(), update_local=False)
+        sizes = (self.n_items, self.n_table_users)
+        return aggregate_uploads(from_payloads(uploads), backend or self.cfg.backend, r, *sizes)[1]
 
     # ------------------------------------------------------------------ evaluation
-    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        if self.cfg.method == "fesog":
-            return fesog.predict(self.state, self.views, users, items)
-        return fedgnn.predict(self.state, self.views, users, items, self.expansion)
+    def _predictions(self, part: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(r̂, r, item) of every user's ratings in ``part`` (the evaluation harness)."""
+        model = self._call(SERVER, "model")
+        got = self._each_group("predict", [(part, model)] * len(self.groups))
+        return tuple(np.concatenate([p.array(k) for p in got]) for k in ("pred", "rating", "item"))
 
     def evaluate(self, part: str) -> tuple[float, float]:
-        u, i, r = self.views.eval_pairs(part)
-        return rmse_mae(self.predict(u, i), r)
+        pred, rating, _ = self._predictions(part)
+        return rmse_mae(pred, rating)
 
     def evaluate_detail(self, part: str) -> dict[str, float]:
-        u, i, r = self.views.eval_pairs(part)
-        return rmse_detail(self.predict(u, i), r, self.views.warm_items()[i])
+        pred, rating, item = self._predictions(part)
+        return rmse_detail(pred, rating, self.views.warm_items()[item])
 
     def run(self) -> RecResult:
         cfg = self.cfg

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from protocols.wire import Payload
+
 
 @dataclass
 class Uploads:
@@ -56,3 +58,50 @@ class Uploads:
             rows = rows + torch.bincount(self.user_slot, minlength=b).numpy()
         model_dim = sum(int(np.prod(v.shape[1:])) for v in self.model.values())
         return rows * (4 * d + 8) + 4 * model_dim
+
+
+def to_payload(up: Uploads) -> Payload:
+    """What the users send: everything but ``item_pseudo`` (private) and ``loss``."""
+    fields = {
+        "users": np.asarray(up.users, np.int64),
+        "weight": up.weight.numpy(),
+        "item_slot": up.item_slot.numpy(),
+        "item_idx": up.item_idx.numpy(),
+        "item_grad": up.item_grad.numpy(),
+        "user_slot": up.user_slot.numpy(),
+        "user_idx": up.user_idx.numpy(),
+        "user_grad": up.user_grad.numpy(),
+    }
+    fields |= {f"model/{k}": v.numpy() for k, v in up.model.items()}
+    return Payload(fields)
+
+
+def from_payloads(payloads: list[Payload]) -> Uploads:
+    """The uploads of several senders as one batch, slots re-based in payload order; the
+    receiver does not know which rows are pseudo items (``item_pseudo`` is all False)."""
+
+    def cat(name: str, offsets: list[int] | None = None) -> torch.Tensor:
+        parts = [p.array(name) for p in payloads]
+        if offsets is not None:
+            parts = [a + o for a, o in zip(parts, offsets, strict=True)]
+        return torch.from_numpy(np.concatenate(parts)) if parts else torch.zeros(0)
+
+    sizes = [p.array("users").size for p in payloads]
+    offsets = list(np.cumsum([0, *sizes[:-1]]))
+    keys = [k.removeprefix("model/") for k in payloads[0].fields if k.startswith("model/")]
+    item_idx = cat("item_idx")
+    user_grad = cat("user_grad")
+    if user_grad.numel() == 0:
+        user_grad = torch.zeros(0, 0)
+    return Uploads(
+        users=np.concatenate([p.array("users") for p in payloads]),
+        weight=cat("weight"),
+        model={k: cat(f"model/{k}") for k in keys},
+        item_slot=cat("item_slot", offsets),
+        item_idx=item_idx,
+        item_grad=cat("item_grad"),
+        item_pseudo=torch.zeros(item_idx.numel(), dtype=torch.bool),
+        user_slot=cat("user_slot", offsets),
+        user_idx=cat("user_idx"),
+        user_grad=user_grad,
+    )

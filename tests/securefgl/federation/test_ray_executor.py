@@ -264,3 +264,33 @@ def test_a_round_that_cannot_survive_the_crash_aborts_saying_why(options, phase,
             algo.train_round(0)
     finally:
         federation.close()
+
+
+@pytest.mark.parametrize(("method", "backend"), [("fesog", "plain"), ("fedgnn", "ideal")])
+def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
+    from securefgl.recommendation.data import synthetic_ratings
+    from securefgl.recommendation.ldp import LDPConfig
+    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.recommendation.views import ClientViews
+
+    views = ClientViews.from_data(synthetic_ratings(n_users=90, n_items=60, per_user=10))
+    ldp = LDPConfig("laplace", 0.3, 0.1)
+    runs = {}
+    for executor in ("local", "ray"):
+        cfg = RecConfig(
+            method=method, backend=backend, rounds=6, eval_every=2, users_per_round=40,
+            pseudo_items=4, expand_every=3, ldp=ldp, seeded_noise=True, executor=executor,
+        )  # fmt: skip
+        with FedRecTrainer(views, cfg) as tr:
+            res = tr.run()
+            msgs = [(e.round, e.sender, e.receiver, e.tag, e.nbytes)
+                    for e in tr.channel.transcript.entries]  # fmt: skip
+        runs[executor] = (res, msgs)
+    (local, local_msgs), (remote, remote_msgs) = runs["local"], runs["ray"]
+    assert remote.test_rmse == local.test_rmse
+    assert [h["val_rmse"] for h in remote.history] == [h["val_rmse"] for h in local.history]
+    assert remote.privacy["epsilon_max_user"] == local.privacy["epsilon_max_user"] > 0
+    assert remote_msgs == local_msgs and len(local_msgs) >= 18
+    receivers = {m[2] for m in local_msgs}
+    assert {"users-0", "users-1", "server"} <= receivers
+    assert ("third_party" in receivers) == (method == "fedgnn")

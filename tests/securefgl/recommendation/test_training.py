@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from securefgl.recommendation.central import train_central
 from securefgl.recommendation.data import synthetic_ratings
@@ -46,9 +47,11 @@ def test_fedgnn_expansion_refreshes(views: ClientViews) -> None:
     tr = FedRecTrainer(views, RecConfig(method="fedgnn", expand_every=2, users_per_round=20))
     for r in range(4):
         tr.round(r)
-    tags = [e.tag for e in tr.channel.transcript.entries]
-    assert tags.count("expansion/upload") == 2 and tags.count("expansion/reply") == 2
-    assert tr.expansion is not None and tr.expansion.embedding.shape[0] > 0
+    sent = [(e.sender, e.receiver) for e in tr.channel.transcript.entries]
+    for g in tr.groups:  # rounds 0 and 2: one frame each way per user group
+        assert sent.count((g, "third_party")) == 2 and sent.count(("third_party", g)) == 2
+        expansion = tr.executor.held(g).expansion
+        assert expansion is not None and expansion.embedding.shape[0] > 0
 
 
 def test_central_reference_trains(views: ClientViews) -> None:
@@ -85,3 +88,45 @@ def test_cli_recommend_on_filmtrust(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and out["method"] == "fesog" and out["rounds"] == 40
     assert out["dataset"]["users"] == 740 and np.isfinite(out["test_rmse"])
     assert out["attack"]["view"] == "per-user uploads" and out["privacy"]["mode"] == "heuristic"
+
+
+@pytest.mark.parametrize("method", ["fesog", "fedgnn"])
+def test_a_user_group_holds_only_its_own_users(views: ClientViews, method: str) -> None:
+    with FedRecTrainer(views, RecConfig(method=method, user_groups=3)) as tr:
+        for g, pid in enumerate(tr.groups):
+            group = tr.executor.held(pid)
+            members = np.arange(views.n_users) % 3 == g
+            for part in ("train", "val", "test"):
+                lengths = group.views.split[part].lengths(np.arange(views.n_users))
+                ours = views.split[part].lengths(np.arange(views.n_users))
+                assert (lengths[~members] == 0).all()
+                np.testing.assert_array_equal(lengths[members], ours[members])
+            if method == "fedgnn":  # the embeddings of other groups' users are not here
+                assert not group.user_emb[torch.from_numpy(~members)].any()
+                assert group.user_emb[torch.from_numpy(members)].abs().sum() > 0
+
+
+def test_uploads_survive_the_wire_and_merge_to_the_same_sums(views: ClientViews) -> None:
+    from securefgl.recommendation import fesog
+    from securefgl.recommendation.aggregation import plain_sums
+    from securefgl.recommendation.uploads import from_payloads, to_payload
+
+    state = fesog.init_fesog(views.n_users, views.n_items, 8, torch.Generator().manual_seed(0))
+    batches = [np.array([1, 4, 7]), np.array([2, 9])]
+    ups = [
+        fesog.local_gradients(state, views, u, fesog.FeSoGConfig(8, 3), np.random.default_rng(1))
+        for u in batches
+    ]
+    merged = plain_sums(from_payloads([to_payload(u) for u in ups]))
+    joint = ups[0].with_grads()
+    for name in ("item_idx", "item_grad", "user_idx", "user_grad"):
+        setattr(joint, name, torch.cat([getattr(u, name) for u in ups]))
+    joint.item_slot = torch.cat([ups[0].item_slot, ups[1].item_slot + 3])
+    joint.user_slot = torch.cat([ups[0].user_slot, ups[1].user_slot + 3])
+    joint.weight = torch.cat([u.weight for u in ups])
+    joint.model = {k: torch.cat([u.model[k] for u in ups]) for k in ups[0].model}
+    expected = plain_sums(joint)
+    torch.testing.assert_close(merged.item_sum, expected.item_sum)
+    torch.testing.assert_close(merged.user_sum, expected.user_sum)
+    for k in expected.model_sum:
+        torch.testing.assert_close(merged.model_sum[k], expected.model_sum[k])

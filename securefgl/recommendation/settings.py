@@ -1,0 +1,64 @@
+"""The settings of a federated recommendation run (FeSoG / FedGNN), as they travel to
+the parties (JSON)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from securefgl.recommendation.ldp import LDPConfig
+
+Method = Literal["fesog", "fedgnn"]
+
+
+@dataclass
+class RecConfig:
+    method: Method = "fesog"
+    dim: int = 8
+    rounds: int = 400
+    users_per_round: int = 256
+    lr: float = 0.1
+    weight_decay: float = 1e-3
+    pseudo_items: int = 10
+    ldp: LDPConfig = field(default_factory=LDPConfig)
+    backend: str = "plain"
+    eval_every: int = 20
+    patience: int = 5
+    max_neighbors: int = 5
+    expand_every: int = 20
+    seed: int = 0
+    seeded_noise: bool = False  # NOT PRIVATE: LDP noise and pseudo items from ``seed``
+    keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
+    time_budget_s: float | None = None
+    #: parties that host the users (user u in group u mod G); each group's private
+    #: randomness is its own, so results depend on this, not on the executor
+    user_groups: int = 2
+    executor: Literal["local", "ray"] = "local"
+    workers: int = 2  # ray: worker processes
+    ray_address: str | None = None  # ray: a running cluster (None: start a local Ray)
+    party_timeout: float | None = None  # ray: seconds before a silent party is dropped
+
+    def __post_init__(self) -> None:
+        if self.method not in ("fesog", "fedgnn"):
+            raise ValueError(f"unknown recommendation method {self.method!r}")
+        if self.user_groups < 1:
+            raise ValueError(f"user_groups must be >= 1, got {self.user_groups}")
+        if self.executor not in ("local", "ray"):
+            raise ValueError(f"unknown executor {self.executor!r}; expected 'local' or 'ray'")
+
+    @property
+    def noise_seed(self) -> int | None:
+        """The seed of privacy randomness: None (secret) unless ``seeded_noise``."""
+        return self.seed if self.seeded_noise else None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> RecConfig:
+        raw = json.loads(text)
+        return cls(**{**raw, "ldp": LDPConfig(**raw["ldp"])})
