@@ -51,3 +51,22 @@ def test_workers_spread_over_two_nodes_and_give_the_local_result(cluster, monkey
                                             for e in transcript.entries])  # fmt: skip
     assert results["ray"] == results["local"]
     assert len(set(nodes)) == 2  # one worker on each node
+
+
+def test_the_recommendation_path_on_two_nodes_gives_the_local_result(cluster):
+    from securefgl.recommendation.data import synthetic_ratings
+    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.recommendation.views import ClientViews
+
+    views = ClientViews.from_data(synthetic_ratings(n_users=60, n_items=40, per_user=8))
+    out = {}
+    for executor in ("local", "ray"):
+        cfg = RecConfig(
+            rounds=4, eval_every=2, users_per_round=30, pseudo_items=3, seeded_noise=True,
+            executor=executor, ray_address=cluster.address,
+        )  # fmt: skip
+        with FedRecTrainer(views, cfg) as tr:
+            res = tr.run()
+            out[executor] = (res.test_rmse, [(e.sender, e.receiver, e.nbytes)
+                                             for e in tr.channel.transcript.entries])  # fmt: skip
+    assert out["ray"] == out["local"]
