@@ -30,12 +30,13 @@ from attacks.interaction_inference import interaction_inference
 from securefgl.recommendation.central import train_central
 from securefgl.recommendation.data import load_ratings
 from securefgl.recommendation.ldp import LDPConfig
-from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
+from securefgl.recommendation.trainer import FedRecTrainer, RecConfig, RecResult
 from securefgl.recommendation.views import ClientViews
 
 OUT = Path(__file__).parent / "results"
 JSON = OUT / "recommendation.json"
 TIMING = OUT / "recommendation_timing.json"
+RUNS = OUT / "recommendation_runs.json"  # the table's per-seed runs (resumable)
 DATASETS = ("FilmTrust", "Ciao", "Epinions")
 
 # FeSoG Table 4 (benchmarks/data/fesog_paper.json): (dataset, method) -> (RMSE, MAE);
@@ -113,8 +114,9 @@ def fed_row(
         row = {
             "experiment": experiment,
             "dataset": views.name,
-            "method": cfg.method,
+            "method": method_label(cfg),
             "privacy": privacy_label(shown),
+            "seed": cfg.seed,
             "rmse": res.test_rmse,
             "mae": res.test_mae,
             "paper_rmse": p[0],
@@ -123,6 +125,7 @@ def fed_row(
             "lam": cfg.ldp.lam,
             "ldp": cfg.ldp.mode,
             "pseudo_items": cfg.pseudo_items,
+            "offset": cfg.offset,
             "backend": be,
             "val_rmse": res.val_rmse,
             "rounds": res.rounds,
@@ -131,6 +134,7 @@ def fed_row(
             "lr": cfg.lr,
             "eval_every": cfg.eval_every,
             "budget_s": cfg.time_budget_s,
+            "stopped_by_budget": stopped_by_budget(res, cfg),
             **{k: res.detail.get(k) for k in ("rmse_warm", "rmse_cold", "cold_share")},
             "epsilon_per_coordinate": cfg.ldp.paper_epsilon,
             "epsilon_worst_user": res.privacy.get("epsilon_max_user"),
@@ -145,27 +149,43 @@ def fed_row(
             )
         rows.append(row)
         log.info(
-            "%s %s %s rmse %.4f mae %.4f auc %.3f (%ds)",
+            "%s %s %s seed %d rmse %.4f mae %.4f auc %.3f (%d rounds, %ds)",
             views.name,
-            cfg.method,
+            row["method"],
             row["privacy"],
+            cfg.seed,
             row["rmse"],
             row["mae"],
             row["attack_auc"],
+            res.rounds,
             res.seconds,
         )
     return rows
 
 
-def central_row(views: ClientViews, budget: float) -> dict:
-    res = train_central(views, epochs=200, lr=0.01, time_budget_s=budget)
+def method_label(cfg: RecConfig) -> str:
+    return "fedgnn + user-mean offset" if cfg.offset == "user-mean" else cfg.method
+
+
+def stopped_by_budget(res: RecResult, cfg: RecConfig) -> bool:
+    """True when the time budget, not the validation patience or the round cap, ended it."""
+    if cfg.time_budget_s is None or res.rounds >= cfg.rounds:
+        return False
+    evals = res.history
+    best = min(range(len(evals)), key=lambda i: evals[i]["val_rmse"]) if evals else 0
+    return len(evals) - 1 - best <= cfg.patience
+
+
+def central_row(views: ClientViews, budget: float | None, seed: int) -> dict:
+    res = train_central(views, epochs=200, lr=0.01, time_budget_s=budget, seed=seed)
     p = PAPER.get((views.name, "central"), (None, None))
-    log.info("%s central rmse %.4f mae %.4f", views.name, res.test_rmse, res.test_mae)
+    log.info("%s central seed %d rmse %.4f mae %.4f", views.name, seed, res.test_rmse, res.test_mae)
     return {
         "experiment": "table",
         "dataset": views.name,
         "method": "central",
         "privacy": "none (centralised, not federated)",
+        "seed": seed,
         "rmse": res.test_rmse,
         "mae": res.test_mae,
         "paper_rmse": p[0],
@@ -185,30 +205,82 @@ def save(rows: list[dict]) -> None:
     write_json(JSON, rows, indent=1, default=float, newline=True)
 
 
+KEY = ("experiment", "dataset", "method", "privacy")
+
+
 def upsert(rows: list[dict], new: list[dict]) -> list[dict]:
-    key = ("experiment", "dataset", "method", "privacy")
-    keys = {tuple(r.get(k) for k in key) for r in new}
-    return [r for r in rows if tuple(r.get(k) for k in key) not in keys] + new
+    keys = {tuple(r.get(k) for k in KEY) for r in new}
+    return [r for r in rows if tuple(r.get(k) for k in KEY) not in keys] + new
+
+
+#: the main table's runs: method -> (RecConfig changes); FedGNN as the FeSoG authors ran it,
+#: and with our flagged user-mean offset for items without training ratings
+TABLE_METHODS = {
+    "fesog": {"method": "fesog", "ldp": FESOG_LDP},
+    "fedgnn": {"method": "fedgnn", "ldp": FEDGNN_LDP},
+    "fedgnn-offset": {"method": "fedgnn", "ldp": FEDGNN_LDP, "offset": "user-mean"},
+}
+#: one-seed ablation of FedGNN: what LDP costs with and without the offset
+ABLATION = {
+    "fedgnn-no-ldp": {"method": "fedgnn", "ldp": LDPConfig("none")},
+    "fedgnn-offset-no-ldp": {"method": "fedgnn", "ldp": LDPConfig("none"), "offset": "user-mean"},
+}
+NUMERIC = ("rmse", "mae", "val_rmse", "rmse_warm", "rmse_cold", "seconds", "rounds",
+           "attack_auc", "attack_auc_uploaded", "attack_precision_at_10")  # fmt: skip
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """One row per (experiment, dataset, method, privacy): means over seeds, RMSE's std."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        groups.setdefault(tuple(r.get(k) for k in KEY), []).append(r)
+    out = []
+    for members in groups.values():
+        row = dict(members[0])
+        row.pop("seed", None)
+        for k in NUMERIC:
+            vals = [m[k] for m in members if isinstance(m.get(k), int | float)]
+            row[k] = float(np.mean(vals)) if vals else None
+        row["rmse_std"] = float(np.std([m["rmse"] for m in members]))
+        row["mae_std"] = float(np.std([m["mae"] for m in members]))
+        row["seeds"] = len(members)
+        row["seed_list"] = sorted(m["seed"] for m in members)
+        row["any_stopped_by_budget"] = any(m.get("stopped_by_budget") for m in members)
+        out.append(row)
+    return out
 
 
 def run_table(
     datasets: list[str],
-    budget: float,
+    budget: float | None,
     rows: list[dict],
-    methods: tuple[str, ...] = ("central", "fesog", "fedgnn"),
+    methods: tuple[str, ...],
+    seeds: list[int],
     eval_every: int = 20,
 ) -> list[dict]:
-    for name in datasets:
-        views = load_views(name)
-        if "central" in methods:
-            rows = upsert(rows, [central_row(views, budget)])
-            save(rows)
-        base = RecConfig(rounds=20000, time_budget_s=budget, eval_every=eval_every)
-        for method, ldp in (("fesog", FESOG_LDP), ("fedgnn", FEDGNN_LDP)):
-            if method in methods:
-                cfg = replace(base, method=method, ldp=ldp, pseudo_items=10, lr=LR[method])
-                rows = upsert(rows, fed_row(views, cfg, "table", ("plain", "ideal")))
-                save(rows)
+    """Resumable: each (dataset, method, seed) run is kept in ``recommendation_runs.json``;
+    the main table's rows are their means (``seeds``, ``rmse_std``)."""
+    runs = read_json(RUNS, [])
+    done = {(r["experiment"], r["dataset"], r["run"], r["seed"]) for r in runs}
+    todo = [(exp, name, m, seed) for exp, table in (("table", TABLE_METHODS | {"central": {}}),
+                                                     ("ablation", ABLATION))
+            for name in datasets for m in methods if m in table
+            for seed in (seeds if exp == "table" else seeds[:1])]  # fmt: skip
+    for exp, name, m, seed in todo:
+        if (exp, name, m, seed) in done:
+            continue
+        views = load_views(name, seed)
+        if m == "central":
+            new = [central_row(views, budget, seed)]
+        else:
+            spec = (TABLE_METHODS | ABLATION)[m]
+            cfg = RecConfig(rounds=20000, time_budget_s=budget, eval_every=eval_every,
+                            pseudo_items=10, lr=LR[spec["method"]], seed=seed, **spec)  # fmt: skip
+            new = fed_row(views, cfg, exp, ("plain", "ideal") if exp == "table" else ("plain",))
+        runs += [{**r, "run": m} for r in new]
+        write_json(RUNS, runs, indent=1, default=float, newline=True)
+        rows = upsert(rows, summarise([r for r in runs if r["experiment"] == exp]))
+        save(rows)
     return rows
 
 
@@ -292,17 +364,22 @@ def render(rows: list[dict], timing: list[dict]) -> None:
         "",
         "## Main table",
         "",
-        "| dataset | method | privacy | RMSE | MAE | paper RMSE | paper MAE | attack AUC "
-        "| AUC upl. | P@10 | ε worst user | rounds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | method | privacy | RMSE (mean ± std) | seeds | MAE | paper RMSE | ratio "
+        "| paper MAE | RMSE warm / cold items | attack AUC | AUC upl. | P@10 | ε worst user "
+        "| rounds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in [r for r in rows if r["experiment"] == "table"]:
+    for r in [r for r in rows if r["experiment"] in ("table", "ablation")]:
+        ratio = r["rmse"] / r["paper_rmse"] if r.get("paper_rmse") else None
+        name = r["method"] + (" (ablation)" if r["experiment"] == "ablation" else "")
         lines.append(
-            f"| {r['dataset']} | {r['method']} | {r['privacy']} | {_f(r['rmse'])} | "
-            f"{_f(r['mae'])} | {_f(r['paper_rmse'])} | {_f(r['paper_mae'])} | "
+            f"| {r['dataset']} | {name} | {r['privacy']} | {_f(r['rmse'])} ± "
+            f"{_f(r.get('rmse_std'))} | {r.get('seeds', 1)} | {_f(r['mae'])} | "
+            f"{_f(r['paper_rmse'])} | {_f(ratio, 2)} | {_f(r['paper_mae'])} | "
+            f"{_f(r.get('rmse_warm'), 3)} / {_f(r.get('rmse_cold'), 3)} | "
             f"{_f(r.get('attack_auc'), 3)} | {_f(r.get('attack_auc_uploaded'), 3)} | "
             f"{_f(r.get('attack_precision_at_10'), 2)} | "
-            f"{_f(r.get('epsilon_worst_user'), 0)} | {r.get('rounds', '–')} |"
+            f"{_f(r.get('epsilon_worst_user'), 0)} | {_f(r.get('rounds'), 0)} |"
         )
     for exp, title in (
         ("sweep_ldp", "RMSE/MAE vs (δ, λ)"),
@@ -440,9 +517,16 @@ def main() -> None:
     parser.add_argument("--parts", default="table,sweeps,timing")
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--sweep-dataset", default="FilmTrust")
-    parser.add_argument("--methods", default="central,fesog,fedgnn", help="table methods")
+    parser.add_argument(
+        "--methods",
+        default=",".join(["central", *TABLE_METHODS, *ABLATION]),
+        help="table (and ablation) runs",
+    )
+    parser.add_argument("--seeds", default="0,1,2", help="table seeds (ablation: the first)")
     parser.add_argument("--eval-every", type=int, default=20, help="table: rounds per eval")
-    parser.add_argument("--budget", type=float, default=420.0, help="seconds per table run")
+    parser.add_argument(
+        "--budget", type=float, default=None, help="seconds per table run (default: none)"
+    )
     parser.add_argument("--sweep-budget", type=float, default=150.0, help="seconds per sweep run")
     parser.add_argument("--render-only", action="store_true")
     args = parser.parse_args()
@@ -459,6 +543,7 @@ def main() -> None:
                 args.budget,
                 rows,
                 tuple(args.methods.split(",")),
+                [int(x) for x in args.seeds.split(",")],
                 args.eval_every,
             )
         if "sweeps" in parts:

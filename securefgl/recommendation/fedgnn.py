@@ -12,6 +12,11 @@ applied by the trainer. Deviations: one GAT layer per level (LeakyReLU slope 0.1
 per-user RMSE loss instead of the MSE (which diverges within ten rounds with plain SGD at
 lr 0.1 on FilmTrust); embedding dimension 8 like FeSoG's code; neighbour lists capped at
 ``max_neighbors`` per item.
+
+Flagged deviations for items without training ratings, whose embeddings no real gradient
+ever reaches (off by default): ``offset="user-mean"`` predicts ``m_u + h_u · e_t`` with
+``m_u`` the user's own mean training rating (computed locally: no release), and
+``item_std`` scales the items' initial embeddings (N(0, item_std²); the paper gives none).
 """
 
 from __future__ import annotations
@@ -37,10 +42,26 @@ class FedGNNConfig:
     dim: int = 8
     pseudo_items: int = 10  # M
     max_neighbors: int = 5
+    offset: str = "none"  # or "user-mean" (a flagged deviation, see the module docstring)
+
+
+OFFSETS = ("none", "user-mean")
+
+
+def user_offsets(views: ClientViews, users: np.ndarray, offset: str) -> torch.Tensor:
+    """Each user's rating offset: 0, or its own mean training rating (``user-mean``)."""
+    if offset not in OFFSETS:
+        raise ValueError(f"unknown rating offset {offset!r}; expected one of {OFFSETS}")
+    if offset == "none":
+        return torch.zeros(len(users))
+    slot, _, rating = views.gather(np.asarray(users, np.int64), "train")
+    total = np.bincount(slot, weights=rating, minlength=len(users))
+    count = np.bincount(slot, minlength=len(users))
+    return torch.from_numpy(total / np.maximum(count, 1)).float()
 
 
 def init_fedgnn(
-    n_users: int, n_items: int, d: int, gen: torch.Generator
+    n_users: int, n_items: int, d: int, gen: torch.Generator, item_std: float = 1.0
 ) -> dict[str, torch.Tensor]:
     """Server state (item embeddings, GAT weights) and the clients' user embeddings."""
 
@@ -49,7 +70,7 @@ def init_fedgnn(
         return (torch.rand(*shape, generator=gen) * 2 - 1) * bound
 
     return {
-        "item_emb": torch.randn(n_items, d, generator=gen),
+        "item_emb": item_std * torch.randn(n_items, d, generator=gen),
         "local_user_emb": torch.randn(n_users, d, generator=gen),  # row u lives on client u
         "W_1": xavier(d, d) + torch.eye(d),
         "a_1": xavier(2 * d, 1).view(-1),
@@ -153,7 +174,7 @@ def local_gradients(
     e_user = state["local_user_emb"][torch.as_tensor(users)].clone().requires_grad_(True)
     e_item = state["item_emb"][item].clone().requires_grad_(True)
     h = user_representation(P, e_user, slot, e_item, nb_occ, _nb(nb, d))
-    pred = (h[slot] * e_item).sum(1)
+    pred = (h[slot] * e_item).sum(1) + user_offsets(views, users, cfg.offset)[slot]
     cnt = torch.bincount(slot, minlength=b).clamp_min(1)
     loss_u = torch.sqrt(segment_sum((pred - rating) ** 2, slot, b) / cnt + 1e-12)
     loss_u.sum().backward()
@@ -188,6 +209,7 @@ def predict(
     users: np.ndarray,
     items: np.ndarray,
     expansion: ExpansionResult | None,
+    offset: str = "none",
     chunk: int = 4096,
 ) -> np.ndarray:
     uniq, inv = np.unique(users, return_inverse=True)
@@ -199,4 +221,4 @@ def predict(
     )
     with torch.no_grad():
         out = (reps[torch.from_numpy(inv)] * state["item_emb"][torch.from_numpy(items)]).sum(1)
-    return out.numpy()
+    return (out + user_offsets(views, uniq, offset)[torch.from_numpy(inv)]).numpy()

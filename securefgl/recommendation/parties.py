@@ -68,8 +68,10 @@ def _state_from(model: Payload) -> dict[str, torch.Tensor]:
 
 def _initial_state(cfg: RecConfig, n_users: int, n_items: int) -> dict[str, torch.Tensor]:
     """Every table and parameter drawn from the public seed (each party keeps its part)."""
-    init = fesog.init_fesog if cfg.method == "fesog" else fedgnn.init_fedgnn
-    return init(n_users, n_items, cfg.dim, torch.Generator().manual_seed(cfg.seed))
+    gen = torch.Generator().manual_seed(cfg.seed)
+    if cfg.method == "fesog":
+        return fesog.init_fesog(n_users, n_items, cfg.dim, gen)
+    return fedgnn.init_fedgnn(n_users, n_items, cfg.dim, gen, cfg.item_std)
 
 
 class UserGroup(Party):
@@ -123,7 +125,7 @@ class UserGroup(Party):
                 state,
                 self.views,
                 users,
-                fedgnn.FedGNNConfig(cfg.dim, cfg.pseudo_items, cfg.max_neighbors),
+                fedgnn.FedGNNConfig(cfg.dim, cfg.pseudo_items, cfg.max_neighbors, cfg.offset),
                 self.expansion,
                 self.private_rng,
                 self.noise_gen,
@@ -155,7 +157,7 @@ class UserGroup(Party):
         if self.cfg.method == "fesog":
             pred = fesog.predict(state, self.views, u, i)
         else:
-            pred = fedgnn.predict(state, self.views, u, i, self.expansion)
+            pred = fedgnn.predict(state, self.views, u, i, self.expansion, self.cfg.offset)
         return Payload({"pred": pred.astype(np.float32), "rating": r, "item": i})
 
 

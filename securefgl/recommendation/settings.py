@@ -31,6 +31,9 @@ class RecConfig:
     seeded_noise: bool = False  # NOT PRIVATE: LDP noise and pseudo items from ``seed``
     keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
     time_budget_s: float | None = None
+    #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
+    offset: str = "none"
+    item_std: float = 1.0
     #: parties that host the users (user u in group u mod G); each group's private
     #: randomness is its own, so results depend on this, not on the executor
     user_groups: int = 2
@@ -46,6 +49,12 @@ class RecConfig:
             raise ValueError(f"user_groups must be >= 1, got {self.user_groups}")
         if self.executor not in ("local", "ray"):
             raise ValueError(f"unknown executor {self.executor!r}; expected 'local' or 'ray'")
+        if self.method == "fesog" and (self.offset != "none" or self.item_std != 1.0):
+            raise ValueError("offset and item_std are FedGNN's options (FeSoG keeps its code's)")
+        if self.offset not in ("none", "user-mean"):
+            raise ValueError(f"unknown offset {self.offset!r}; expected 'none' or 'user-mean'")
+        if not self.item_std > 0:
+            raise ValueError(f"item_std must be > 0, got {self.item_std}")
 
     @property
     def noise_seed(self) -> int | None:
