@@ -13,6 +13,13 @@ per-user RMSE loss instead of the MSE (which diverges within ten rounds with pla
 lr 0.1 on FilmTrust); embedding dimension 8 like FeSoG's code; neighbour lists capped at
 ``max_neighbors`` per item.
 
+``arch="star"`` is the paper's own local graph (§3.2): one GAT layer at the user node over
+itself, its rated items and its neighbour users, which are attached to the user (footnote 9),
+not to the items; with ``loss="mse"`` (the paper's loss), dimension 256, SGD lr 0.01, 128
+users per round, M = 1000 and δ = 0.1, λ = 0.2 it is the paper's §4.1 setting
+(``benchmarks/reproduce_recommendation.py``). Dropout (0.2 in the paper, placement not
+stated) is not applied.
+
 Flagged deviations for items without training ratings, whose embeddings no real gradient
 ever reaches (off by default): ``offset="user-mean"`` predicts ``m_u + h_u · e_t`` with
 ``m_u`` the user's own mean training rating (computed locally: no release), and
@@ -29,12 +36,27 @@ import torch.nn.functional as F
 
 from securefgl.recommendation.expansion import ExpansionResult
 from securefgl.recommendation.pseudo import gaussian_pseudo_gradients, sample_non_interacted
-from securefgl.recommendation.segment import bvec, per_user_copies, segment_softmax, segment_sum
+from securefgl.recommendation.segment import (
+    bvec,
+    per_user_copies,
+    segment_outer,
+    segment_softmax,
+    segment_sum,
+)
 from securefgl.recommendation.uploads import Uploads
 from securefgl.recommendation.views import ClientViews
 
 LEAKY = 0.1
 MODEL_KEYS = ("W_1", "a_1", "W_2", "a_2")
+ARCHS = ("two-level", "star")
+LOSSES = ("rmse", "mse")
+
+
+def model_keys(arch: str) -> tuple[str, ...]:
+    """The GAT parameters of ``arch`` (the star graph has one layer)."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown FedGNN architecture {arch!r}; expected one of {ARCHS}")
+    return MODEL_KEYS if arch == "two-level" else MODEL_KEYS[:2]
 
 
 @dataclass
@@ -43,6 +65,8 @@ class FedGNNConfig:
     pseudo_items: int = 10  # M
     max_neighbors: int = 5
     offset: str = "none"  # or "user-mean" (a flagged deviation, see the module docstring)
+    arch: str = "two-level"  # or "star" (the paper's local graph)
+    loss: str = "rmse"  # per-user RMSE (FeSoG's), or the paper's MSE
 
 
 OFFSETS = ("none", "user-mean")
@@ -61,7 +85,12 @@ def user_offsets(views: ClientViews, users: np.ndarray, offset: str) -> torch.Te
 
 
 def init_fedgnn(
-    n_users: int, n_items: int, d: int, gen: torch.Generator, item_std: float = 1.0
+    n_users: int,
+    n_items: int,
+    d: int,
+    gen: torch.Generator,
+    item_std: float = 1.0,
+    arch: str = "two-level",
 ) -> dict[str, torch.Tensor]:
     """Server state (item embeddings, GAT weights) and the clients' user embeddings."""
 
@@ -69,7 +98,7 @@ def init_fedgnn(
         bound = (6.0 / (shape[0] + shape[-1])) ** 0.5
         return (torch.rand(*shape, generator=gen) * 2 - 1) * bound
 
-    return {
+    state = {
         "item_emb": item_std * torch.randn(n_items, d, generator=gen),
         "local_user_emb": torch.randn(n_users, d, generator=gen),  # row u lives on client u
         "W_1": xavier(d, d) + torch.eye(d),
@@ -77,6 +106,8 @@ def init_fedgnn(
         "W_2": xavier(d, d) + torch.eye(d),
         "a_2": xavier(2 * d, 1).view(-1),
     }
+    unused = set(MODEL_KEYS) - set(model_keys(arch))
+    return {k: v for k, v in state.items() if k not in unused}
 
 
 def _attend(
@@ -115,6 +146,29 @@ def user_representation(
     return _attend(P["W_2"][group], P["a_2"][group], e_user, members, group, b)
 
 
+def star_members(
+    e_user: torch.Tensor,
+    item_slot: torch.Tensor,
+    e_item: torch.Tensor,
+    nb_occ: torch.Tensor,
+    e_nb: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The star graph's nodes (the user itself first, its items, its neighbour users) and
+    the user each belongs to."""
+    b = e_user.shape[0]
+    group = torch.cat([torch.arange(b), item_slot, item_slot[nb_occ]])
+    return torch.cat([e_user, e_item, e_nb]), group
+
+
+def star_attend(wx: torch.Tensor, a: torch.Tensor, group: torch.Tensor, b: int) -> torch.Tensor:
+    """h_u = Σ_j α_j W x_j over the user's star, α = softmax_j LeakyReLU(aᵀ[W e_u ‖ W x_j]);
+    ``wx`` = W x_j per member (the user's own rows first), ``a`` given per member row."""
+    d = wx.shape[1]
+    s = F.leaky_relu((wx[group] * a[:, :d]).sum(1) + (wx * a[:, d:]).sum(1), LEAKY)
+    alpha = segment_softmax(s, group, b)
+    return segment_sum(alpha.unsqueeze(1) * wx, group, b)
+
+
 def _inputs(
     views: ClientViews, users: np.ndarray, expansion: ExpansionResult | None
 ) -> tuple[torch.Tensor, ...]:
@@ -146,6 +200,12 @@ def representations(
 ) -> torch.Tensor:
     slot, item, _, nb_occ, nb = _inputs(views, users, expansion)
     b, d = len(users), state["item_emb"].shape[1]
+    e_user = state["local_user_emb"][torch.as_tensor(users)]
+    if "W_2" not in state:  # the star graph
+        with torch.no_grad():
+            members, group = star_members(e_user, slot, state["item_emb"][item], nb_occ, _nb(nb, d))
+            a = state["a_1"].unsqueeze(0).expand(group.numel(), -1)
+            return star_attend(members @ state["W_1"], a, group, b)
     P = {k: state[k].unsqueeze(0).expand(b, *state[k].shape) for k in MODEL_KEYS}
     with torch.no_grad():
         return user_representation(
@@ -170,14 +230,30 @@ def local_gradients(
     """Uploads (pre-LDP, with Gaussian pseudo rows) and each user's own-embedding gradient."""
     b, d = len(users), state["item_emb"].shape[1]
     slot, item, rating, nb_occ, nb = _inputs(views, users, expansion)
-    P = per_user_copies({k: state[k] for k in MODEL_KEYS}, b)
     e_user = state["local_user_emb"][torch.as_tensor(users)].clone().requires_grad_(True)
     e_item = state["item_emb"][item].clone().requires_grad_(True)
-    h = user_representation(P, e_user, slot, e_item, nb_occ, _nb(nb, d))
+    keys = model_keys(cfg.arch)
+    if cfg.arch == "star":
+        # every user's W is the global W at the round's start, so one shared product gives
+        # each user's forward; each user's gradient of W is Σ x_jᵀ ∂L/∂(W x_j) over its star
+        members, group = star_members(e_user, slot, e_item, nb_occ, _nb(nb, d))
+        wx = members @ state["W_1"]
+        wx.retain_grad()
+        P = per_user_copies({"a_1": state["a_1"]}, b)
+        h = star_attend(wx, P["a_1"][group], group, b)
+    else:
+        P = per_user_copies({k: state[k] for k in keys}, b)
+        h = user_representation(P, e_user, slot, e_item, nb_occ, _nb(nb, d))
     pred = (h[slot] * e_item).sum(1) + user_offsets(views, users, cfg.offset)[slot]
     cnt = torch.bincount(slot, minlength=b).clamp_min(1)
-    loss_u = torch.sqrt(segment_sum((pred - rating) ** 2, slot, b) / cnt + 1e-12)
+    mse_u = segment_sum((pred - rating) ** 2, slot, b) / cnt
+    if cfg.loss not in LOSSES:
+        raise ValueError(f"unknown loss {cfg.loss!r}; expected one of {LOSSES}")
+    loss_u = mse_u if cfg.loss == "mse" else torch.sqrt(mse_u + 1e-12)
     loss_u.sum().backward()
+    model = {k: P[k].grad.detach() for k in P}
+    if cfg.arch == "star":
+        model["W_1"] = segment_outer(members.detach(), wx.grad, group, b)
     real = e_item.grad.detach()
     p_slot, p_item = sample_non_interacted(
         slot.numpy(), item.numpy(), b, views.n_items, cfg.pseudo_items, rng
@@ -191,7 +267,7 @@ def local_gradients(
     up = Uploads(
         users=np.asarray(users),
         weight=torch.ones(b),
-        model={k: P[k].grad.detach() for k in MODEL_KEYS},
+        model={k: model[k] for k in keys},
         item_slot=torch.cat([slot, p_slot_t]),
         item_idx=torch.cat([item, torch.from_numpy(p_item)]),
         item_grad=torch.cat([real, fake]),

@@ -71,7 +71,7 @@ def _initial_state(cfg: RecConfig, n_users: int, n_items: int) -> dict[str, torc
     gen = torch.Generator().manual_seed(cfg.seed)
     if cfg.method == "fesog":
         return fesog.init_fesog(n_users, n_items, cfg.dim, gen)
-    return fedgnn.init_fedgnn(n_users, n_items, cfg.dim, gen, cfg.item_std)
+    return fedgnn.init_fedgnn(n_users, n_items, cfg.dim, gen, cfg.item_std, cfg.arch)
 
 
 class UserGroup(Party):
@@ -125,7 +125,9 @@ class UserGroup(Party):
                 state,
                 self.views,
                 users,
-                fedgnn.FedGNNConfig(cfg.dim, cfg.pseudo_items, cfg.max_neighbors, cfg.offset),
+                fedgnn.FedGNNConfig(
+                    cfg.dim, cfg.pseudo_items, cfg.max_neighbors, cfg.offset, cfg.arch, cfg.loss
+                ),
                 self.expansion,
                 self.private_rng,
                 self.noise_gen,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from securefgl.recommendation.segment import segment_sum
+from securefgl.recommendation.segment import segment_outer, segment_sum
 
 
 def sample_non_interacted(
@@ -66,7 +66,7 @@ def gaussian_pseudo_gradients(
     cnt = torch.bincount(real_slot, minlength=n_slots).double()
     mean = segment_sum(g, real_slot, n_slots) / cnt.clamp_min(1).unsqueeze(1)
     centred = g - mean[real_slot]
-    cov = segment_sum(centred.unsqueeze(2) * centred.unsqueeze(1), real_slot, n_slots)
+    cov = segment_outer(centred, centred, real_slot, n_slots)
     cov = cov / cnt.clamp_min(1).view(-1, 1, 1)
     # fewer than two rows: isotropic with the variance of the row entries
     sq = segment_sum((g - g.mean(1, keepdim=True)) ** 2, real_slot, n_slots).sum(1)
@@ -78,6 +78,17 @@ def gaussian_pseudo_gradients(
     # user has fewer rows than dimensions
     tr = cov.diagonal(dim1=1, dim2=2).mean(1).clamp_min(1e-30)
     chol = torch.linalg.cholesky(cov + (1e-6 * tr).view(-1, 1, 1) * eye)
-    z = torch.randn(pseudo_slot.numel(), d, dtype=torch.float64, generator=gen)
-    out = mean[pseudo_slot] + torch.einsum("nde,ne->nd", chol[pseudo_slot], z)
-    return out.to(real_grad.dtype)
+    z = torch.randn(pseudo_slot.numel(), d, generator=gen)  # float32: noise shape only
+    # L z per row, batched per user (rows padded to the largest count): never one d×d
+    # factor per row
+    counts = torch.bincount(pseudo_slot, minlength=n_slots)
+    order = torch.argsort(pseudo_slot, stable=True)
+    rank = (
+        torch.arange(pseudo_slot.numel()) - (torch.cumsum(counts, 0) - counts)[pseudo_slot[order]]
+    )
+    padded = z.new_zeros(n_slots, int(counts.max()) if counts.numel() else 0, d)
+    padded[pseudo_slot[order], rank] = z[order]
+    lz = torch.bmm(padded, chol.transpose(1, 2).float())
+    out = torch.empty_like(z)
+    out[order] = lz[pseudo_slot[order], rank]
+    return (mean[pseudo_slot].float() + out).to(real_grad.dtype)

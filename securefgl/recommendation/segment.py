@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import torch
 from torch_geometric.utils import softmax as _segment_softmax
 
@@ -19,6 +21,15 @@ def segment_sum(x: torch.Tensor, seg: torch.Tensor, n: int) -> torch.Tensor:
 def segment_mean(x: torch.Tensor, seg: torch.Tensor, n: int) -> torch.Tensor:
     cnt = torch.bincount(seg, minlength=n).clamp_min(1).to(x.dtype)
     return segment_sum(x, seg, n) / cnt.view(-1, *([1] * (x.dim() - 1)))
+
+
+def segment_outer(x: torch.Tensor, y: torch.Tensor, seg: torch.Tensor, n: int) -> torch.Tensor:
+    """Σ_{j in segment s} x_jᵀ y_j for each segment: [n, d, e], one matmul per segment (never
+    one d×e matrix per row)."""
+    order = torch.argsort(seg, stable=True)
+    bounds = torch.searchsorted(seg[order], torch.arange(n + 1)).tolist()
+    xs, ys = x[order], y[order]
+    return torch.stack([xs[lo:hi].T @ ys[lo:hi] for lo, hi in pairwise(bounds)])
 
 
 def per_user_copies(shared: dict[str, torch.Tensor], b: int) -> dict[str, torch.Tensor]:

@@ -34,6 +34,10 @@ class RecConfig:
     #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
     offset: str = "none"
     item_std: float = 1.0
+    #: FedGNN's local graph and loss: ours (two-level, per-user RMSE) or the paper's (star,
+    #: MSE; :mod:`.fedgnn`)
+    arch: str = "two-level"
+    loss: str = "rmse"
     #: parties that host the users (user u in group u mod G); each group's private
     #: randomness is its own, so results depend on this, not on the executor
     user_groups: int = 2
@@ -49,8 +53,13 @@ class RecConfig:
             raise ValueError(f"user_groups must be >= 1, got {self.user_groups}")
         if self.executor not in ("local", "ray"):
             raise ValueError(f"unknown executor {self.executor!r}; expected 'local' or 'ray'")
-        if self.method == "fesog" and (self.offset != "none" or self.item_std != 1.0):
-            raise ValueError("offset and item_std are FedGNN's options (FeSoG keeps its code's)")
+        fedgnn_only = (self.offset, self.item_std, self.arch, self.loss)
+        if self.method == "fesog" and fedgnn_only != ("none", 1.0, "two-level", "rmse"):
+            raise ValueError(
+                "offset, item_std, arch and loss are FedGNN's options (FeSoG keeps its code's)"
+            )
+        if self.arch not in ("two-level", "star") or self.loss not in ("rmse", "mse"):
+            raise ValueError(f"unknown FedGNN arch / loss {self.arch!r} / {self.loss!r}")
         if self.offset not in ("none", "user-mean"):
             raise ValueError(f"unknown offset {self.offset!r}; expected 'none' or 'user-mean'")
         if not self.item_std > 0:

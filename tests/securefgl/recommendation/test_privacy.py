@@ -23,7 +23,13 @@ from securefgl.recommendation.aggregation import (
     support_indicators,
 )
 from securefgl.recommendation.data import synthetic_ratings
-from securefgl.recommendation.expansion import ThirdParty, expand, item_tokens, new_token_key
+from securefgl.recommendation.expansion import (
+    ExpansionResult,
+    ThirdParty,
+    expand,
+    item_tokens,
+    new_token_key,
+)
 from securefgl.recommendation.ldp import LDPConfig, UserLedger, apply_ldp
 from securefgl.recommendation.pseudo import gaussian_pseudo_gradients, sample_non_interacted
 from securefgl.recommendation.uploads import Uploads
@@ -389,3 +395,35 @@ def test_laplace_whole_vector_budget() -> None:
     assert eps == pytest.approx([1.0, 1.0])
     expected = LaplaceLDP(clip=0.1, epsilon=1.0, per="vector").scale(dims)  # 2δD/ε
     assert noisy.item_grad.abs().mean().item() == pytest.approx(expected, rel=0.05)
+
+
+def test_star_model_per_user_gradients_match_autograd_alone(views: ClientViews) -> None:
+    """The paper's star graph: each user's W gradient (Σ x_jᵀ ∂L/∂(W x_j) over its star,
+    from one shared product) is what autograd gives for that user alone with W as a leaf;
+    neighbour users included."""
+    d, users = 6, np.array([3, 11, 25])
+    state = fedgnn.init_fedgnn(
+        views.n_users, views.n_items, d, torch.Generator().manual_seed(1), arch="star"
+    )
+    assert set(state) == {"item_emb", "local_user_emb", "W_1", "a_1"}
+    _, pos = views.train.positions(users)
+    gen = np.random.default_rng(2)  # two fixed neighbours on every rating
+    ptr = np.arange(0, 2 * views.train.col.size + 1, 2)
+    nbrs = gen.normal(size=(2 * views.train.col.size, d)).astype(np.float32)
+    expansion = ExpansionResult(ptr, nbrs)
+    cfg = fedgnn.FedGNNConfig(d, 0, arch="star", loss="mse")
+    rng = np.random.default_rng(0)
+    batch, g_self = fedgnn.local_gradients(state, views, users, cfg, expansion, rng)
+    for j, u in enumerate(users):
+        slot, item, rating, nb_occ, nb = fedgnn._inputs(views, np.array([u]), expansion)
+        W = state["W_1"].clone().requires_grad_(True)
+        a = state["a_1"].clone().requires_grad_(True)
+        e_u = state["local_user_emb"][[u]].clone().requires_grad_(True)
+        e_i = state["item_emb"][item].clone().requires_grad_(True)
+        members, group = fedgnn.star_members(e_u, slot, e_i, nb_occ, nb)
+        h = fedgnn.star_attend(members @ W, a.expand(group.numel(), -1), group, 1)
+        ((h[slot] * e_i).sum(1) - rating).pow(2).mean().backward()
+        torch.testing.assert_close(batch.model["W_1"][j], W.grad, rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(batch.model["a_1"][j], a.grad, rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(g_self[j], e_u.grad[0], rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(batch.item_grad[batch.item_slot == j], e_i.grad)
