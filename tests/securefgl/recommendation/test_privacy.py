@@ -132,14 +132,15 @@ def test_heuristic_noise_scale_follows_mean_of_each_users_tensor() -> None:
     assert dev1 == pytest.approx(0.5 * 2.0, rel=0.05)
 
 
-def test_pseudo_sampling_avoids_rated_items() -> None:
+@pytest.mark.parametrize("q", [8, 15])  # 15 of 15 unrated items: only an exact draw settles it
+def test_pseudo_sampling_avoids_rated_items(q: int) -> None:
     rng = np.random.default_rng(0)
     slot = np.repeat(np.arange(3), 5)
     item = np.concatenate([np.arange(5), np.arange(5, 10), np.arange(0, 10, 2)])
-    ps, pi = sample_non_interacted(slot, item, 3, 20, 8, rng)
+    ps, pi = sample_non_interacted(slot, item, 3, 20, q, rng, max_tries=2)
     for j in range(3):
         got = pi[ps == j]
-        assert got.size == 8 and np.unique(got).size == 8
+        assert got.size == q and np.unique(got).size == q
         assert not set(got.tolist()) & set(item[slot == j].tolist())
 
 
