@@ -80,6 +80,20 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
         help="NOT PRIVATE: LDP noise and pseudo items from --seed (reproducible debugging)",
     )
     p.add_argument("--budget", type=_positive(float), help="time budget in seconds")
+    p.add_argument("--dim", type=_positive(int), default=8, help="embedding dimension")
+    p.add_argument(
+        "--offset",
+        choices=("none", "user-mean"),
+        default="none",
+        help="fedgnn: predict the user's own mean rating + h·e (a flagged deviation)",
+    )
+    p.add_argument(
+        "--arch",
+        choices=("two-level", "star"),
+        default="two-level",
+        help="fedgnn: our two-level GAT or the paper's star graph",
+    )
+    p.add_argument("--loss", choices=("rmse", "mse"), default="rmse", help="fedgnn's local loss")
     p.add_argument(
         "--user-groups",
         type=_positive(int),
@@ -141,6 +155,10 @@ def cmd_recommend(
             seed=args.seed,
             seeded_noise=args.seeded_noise,
             time_budget_s=args.budget,
+            dim=args.dim,
+            offset=args.offset,
+            arch=args.arch,
+            loss=args.loss,
             user_groups=args.user_groups,
             executor=args.executor,
             workers=args.workers,

@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from securefgl.config import ConfigError
 from securefgl.recommendation.ldp import LDPConfig
 
 Method = Literal["fesog", "fedgnn"]
@@ -48,22 +49,22 @@ class RecConfig:
 
     def __post_init__(self) -> None:
         if self.method not in ("fesog", "fedgnn"):
-            raise ValueError(f"unknown recommendation method {self.method!r}")
+            raise ConfigError(f"unknown recommendation method {self.method!r}")
         if self.user_groups < 1:
-            raise ValueError(f"user_groups must be >= 1, got {self.user_groups}")
+            raise ConfigError(f"user_groups must be >= 1, got {self.user_groups}")
         if self.executor not in ("local", "ray"):
-            raise ValueError(f"unknown executor {self.executor!r}; expected 'local' or 'ray'")
+            raise ConfigError(f"unknown executor {self.executor!r}; expected 'local' or 'ray'")
         fedgnn_only = (self.offset, self.item_std, self.arch, self.loss)
         if self.method == "fesog" and fedgnn_only != ("none", 1.0, "two-level", "rmse"):
-            raise ValueError(
+            raise ConfigError(
                 "offset, item_std, arch and loss are FedGNN's options (FeSoG keeps its code's)"
             )
         if self.arch not in ("two-level", "star") or self.loss not in ("rmse", "mse"):
-            raise ValueError(f"unknown FedGNN arch / loss {self.arch!r} / {self.loss!r}")
+            raise ConfigError(f"unknown FedGNN arch / loss {self.arch!r} / {self.loss!r}")
         if self.offset not in ("none", "user-mean"):
-            raise ValueError(f"unknown offset {self.offset!r}; expected 'none' or 'user-mean'")
+            raise ConfigError(f"unknown offset {self.offset!r}; expected 'none' or 'user-mean'")
         if not self.item_std > 0:
-            raise ValueError(f"item_std must be > 0, got {self.item_std}")
+            raise ConfigError(f"item_std must be > 0, got {self.item_std}")
 
     @property
     def noise_seed(self) -> int | None:

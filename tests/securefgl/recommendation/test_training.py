@@ -130,3 +130,26 @@ def test_uploads_survive_the_wire_and_merge_to_the_same_sums(views: ClientViews)
     torch.testing.assert_close(merged.user_sum, expected.user_sum)
     for k in expected.model_sum:
         torch.testing.assert_close(merged.model_sum[k], expected.model_sum[k])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"method": "fesog", "offset": "user-mean"},
+        {"method": "fedgnn", "arch": "three-level"},
+        {"method": "fedgnn", "item_std": 0.0},
+        {"user_groups": 0},
+        {"executor": "spark"},
+    ],
+)
+def test_bad_settings_are_configuration_errors(bad: dict) -> None:
+    from securefgl.config import ConfigError
+
+    with pytest.raises(ConfigError):
+        RecConfig(**bad)
+
+
+def test_settings_travel_as_json_unchanged() -> None:
+    cfg = RecConfig(method="fedgnn", offset="user-mean", arch="star", loss="mse",
+                    ldp=LDPConfig("laplace", 0.1, 0.2), user_groups=3)  # fmt: skip
+    assert RecConfig.from_json(cfg.to_json()) == cfg
