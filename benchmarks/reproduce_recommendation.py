@@ -447,7 +447,15 @@ def render(rows: list[dict], timing: list[dict]) -> None:
         "| rounds |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in [r for r in rows if r["experiment"] in ("table", "ablation", "movielens")]:
+    experiments = ("table", "ablation", "movielens")
+    datasets = (*DATASETS, "MovieLens100K")
+    shown = sorted(
+        (r for r in rows if r["experiment"] in experiments),
+        key=lambda r: (datasets.index(r["dataset"]), experiments.index(r["experiment"]),
+                       r["method"] != "user mean (no model)", r["method"] != "central",
+                       r["method"], r["privacy"]),
+    )  # fmt: skip
+    for r in shown:
         ratio = r["rmse"] / r["paper_rmse"] if r.get("paper_rmse") else None
         name = r["method"] + (" (ablation)" if r["experiment"] == "ablation" else "")
         lines.append(
