@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from securefgl.federation import SERVER, TRAIN, Call, Executor, LocalExecutor
+from securefgl.federation import SERVER, TRAIN, Call, Executor, LocalExecutor, PartyError
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
 from securefgl.recommendation.aggregation import (
@@ -111,20 +111,33 @@ class FedRecTrainer:
     def _call(self, party: str, method: str, *args: object) -> Any:
         return self.executor.call([Call(party, TRAIN, method, args)])[0]
 
-    def _each_group(self, method: str, args: list[tuple]) -> list[Any]:
-        return self.executor.call(
-            [Call(g, TRAIN, method, a) for g, a in zip(self.groups, args, strict=True)]
+    def live_groups(self) -> list[str]:
+        """The user groups still answering (a group whose worker died or timed out is
+        silent for the rest of the run: its users have dropped out)."""
+        live = [g for g in self.groups if g not in self.executor.silent]
+        if not live:
+            raise PartyError("every user group went silent: no user is left to train")
+        return live
+
+    def _each_group(self, method: str, args: list[tuple]) -> list[tuple[str, Any]]:
+        """``method`` on every live group; (group, answer) of those that answered."""
+        groups = self.live_groups()
+        answers = self.executor.call_survivors(
+            [Call(g, TRAIN, method, a) for g, a in zip(groups, args, strict=False)]
         )
+        got = [(g, a) for g, a in zip(groups, answers, strict=True) if a is not None]
+        if not got:
+            raise PartyError("every user group went silent: no user is left to train")
+        return got
 
     # ------------------------------------------------------------------ FedGNN expansion
     def run_expansion(self) -> None:
         frames = self._each_group("expansion_upload", [()] * len(self.groups))
-        sent = [self.channel.send(g, THIRD_PARTY, TAG_UPLOAD, f).payload
-                for g, f in zip(self.groups, frames, strict=True)]  # fmt: skip
+        sent = [self.channel.send(g, THIRD_PARTY, TAG_UPLOAD, f).payload for g, f in frames]
         replies = self._call(THIRD_PARTY, "match", sent)
-        back = [self.channel.send(THIRD_PARTY, g, TAG_REPLY, r).payload
-                for g, r in zip(self.groups, replies, strict=True)]  # fmt: skip
-        self._each_group("expansion_reply", [(r,) for r in back])
+        for (g, _), reply in zip(frames, replies, strict=True):
+            back = self.channel.send(THIRD_PARTY, g, TAG_REPLY, reply).payload
+            self.executor.call_survivors([Call(g, TRAIN, "expansion_reply", (back,))])
         self.expanded = True
 
     # ------------------------------------------------------------------ one round
@@ -135,20 +148,25 @@ class FedRecTrainer:
         """The groups that host a sampled user train them; returns (group ids, uploads as
         sent, sum of losses) and records the users' ε."""
         model = self._call(SERVER, "model")
-        mine = [users[users % self.cfg.user_groups == g] for g in range(self.cfg.user_groups)]
-        hosts = [g for g, u in zip(self.groups, mine, strict=True) if u.size]
+        live = set(self.live_groups())
         self.channel.round = r
-        calls = []
-        for g, u in zip(self.groups, mine, strict=True):
-            if u.size:
-                got = self.channel.send(SERVER, g, MODEL_TAG, model).payload
-                calls.append(Call(g, TRAIN, "local_round", (u, got, update_local)))
-        answers = self.executor.call(calls)
+        calls, cohort = [], []
+        for g, pid in enumerate(self.groups):
+            mine = users[users % self.cfg.user_groups == g]
+            if mine.size and pid in live:  # a silent group's users have dropped out
+                got = self.channel.send(SERVER, pid, MODEL_TAG, model).payload
+                calls.append(Call(pid, TRAIN, "local_round", (mine, got, update_local)))
+                cohort.append(mine)
+        answers = self.executor.call_survivors(calls)
+        done = [(c.party, u, a) for c, u, a in zip(calls, cohort, answers, strict=True)
+                if a is not None]  # fmt: skip
+        if not done:
+            raise PartyError(f"round {r}: no sampled user answered")
         if update_local:
-            for u, (_, eps, _) in zip([u for u in mine if u.size], answers, strict=True):
+            for _, u, (_, eps, _) in done:
                 self.ledger.record(u, eps)
-        loss = sum(a[2] for a in answers)
-        return hosts, [a[0] for a in answers], loss
+        loss = sum(a[2] for _, _, a in done)
+        return [g for g, _, _ in done], [a[0] for _, _, a in done], loss
 
     def round(self, r: int, users: np.ndarray | None = None) -> ServerView:
         """One round; returns what the server received."""
@@ -191,7 +209,7 @@ class FedRecTrainer:
     def _predictions(self, part: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(r̂, r, item) of every user's ratings in ``part`` (the evaluation harness)."""
         model = self._call(SERVER, "model")
-        got = self._each_group("predict", [(part, model)] * len(self.groups))
+        got = [p for _, p in self._each_group("predict", [(part, model)] * len(self.groups))]
         return tuple(np.concatenate([p.array(k) for p in got]) for k in ("pred", "rating", "item"))
 
     def evaluate(self, part: str) -> tuple[float, float]:
@@ -236,6 +254,10 @@ class FedRecTrainer:
             best = self.evaluate("val")[0]
             detail = self.evaluate_detail("test")
         secs = time.perf_counter() - t0
+        lost = sorted(set(self.groups) & self.executor.silent)
+        if lost:  # their users dropped out: metrics cover the surviving users only
+            logger.warning("user groups %s went silent; metrics cover the others", lost)
+            detail = {**detail, "silent_user_groups": lost}
         privacy = {
             "mode": cfg.ldp.mode,
             "clip": cfg.ldp.clip,

@@ -294,3 +294,24 @@ def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
     receivers = {m[2] for m in local_msgs}
     assert {"users-0", "users-1", "server"} <= receivers
     assert ("third_party" in receivers) == (method == "fedgnn")
+
+
+def test_a_user_group_whose_worker_dies_drops_out_and_training_goes_on():
+    from securefgl.recommendation.data import synthetic_ratings
+    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.recommendation.views import ClientViews
+
+    views = ClientViews.from_data(synthetic_ratings(n_users=60, n_items=40, per_user=8))
+    cfg = RecConfig(rounds=6, eval_every=3, users_per_round=30, pseudo_items=3,
+                    executor="ray", workers=3)  # fmt: skip
+    with FedRecTrainer(views, cfg) as tr:
+        assert tr.executor.home == {"server": 0, "users-0": 1, "users-1": 2}
+        tr.round(0)
+        ray.kill(tr.executor.workers[2])  # users-1's worker dies between rounds
+        view = tr.round(1)
+        assert tr.executor.silent == {"users-1"}
+        assert (view.users % 2 == 0).all() and view.users.size > 0  # only users-0 trained
+        res = tr.run()  # rounds go on; metrics cover the surviving group's users
+    assert np.isfinite(res.test_rmse) and res.detail["silent_user_groups"] == ["users-1"]
+    last = [e for e in tr.channel.transcript.entries if e.round == 5]
+    assert last and {e.sender for e in last} | {e.receiver for e in last} <= {"server", "users-0"}
