@@ -30,6 +30,7 @@ from recommendation_repro.report import DATASETS, OUT, render
 from attacks.interaction_inference import interaction_inference
 from securefgl.recommendation.central import train_central
 from securefgl.recommendation.data import load_ratings
+from securefgl.recommendation.fedgnn import user_offsets
 from securefgl.recommendation.ldp import LDPConfig
 from securefgl.recommendation.trainer import FedRecTrainer, RecConfig, RecResult
 from securefgl.recommendation.views import ClientViews
@@ -203,10 +204,7 @@ def user_mean_row(views: ClientViews, seed: int) -> dict:
     """No model: every test rating predicted by the user's own mean training rating (what
     FedGNN's user-mean offset alone gives)."""
     u, _, r = views.eval_pairs("test")
-    train = views.train
-    lens = train.lengths(np.arange(views.n_users))
-    sums = np.bincount(np.repeat(np.arange(views.n_users), lens), train.val, views.n_users)
-    pred = (sums / np.maximum(lens, 1))[u]
+    pred = user_offsets(views, np.arange(views.n_users), "user-mean").numpy()[u]
     return {
         "experiment": "table",
         "dataset": views.name,

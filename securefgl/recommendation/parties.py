@@ -62,6 +62,15 @@ def group_id(g: int) -> str:
     return f"users-{int(g)}"
 
 
+def group_of(users: np.ndarray, groups: int) -> np.ndarray:
+    """The group that hosts each user: user u lives in group u mod ``groups``."""
+    return np.asarray(users, np.int64) % groups
+
+
+def group_members(g: int, n_users: int, groups: int) -> np.ndarray:
+    return np.flatnonzero(group_of(np.arange(n_users), groups) == g)
+
+
 def _state_from(model: Payload) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(np.array(model.array(k))) for k in model.fields}
 
@@ -80,7 +89,7 @@ class UserGroup(Party):
     SUBPARTIES: ClassVar[dict[str, str]] = {TRAIN: ""}
 
     def __init__(self, group: int, cfg: RecConfig, views: ClientViews, token_key: bytes) -> None:
-        self.party_id, self.group = group_id(group), group
+        self.party_id = group_id(group)
         self.cfg, self.views, self.token_key = cfg, views, token_key
         self.private_rng = make_rng(cfg.noise_seed, "recommendation-private", self.party_id)
         self.noise_gen = make_torch_generator(cfg.noise_seed, "recommendation-noise", self.party_id)
@@ -91,11 +100,9 @@ class UserGroup(Party):
         if cfg.method == "fedgnn":  # each user's own embedding, from the public seed
             table = _initial_state(cfg, views.n_users, views.n_items)["local_user_emb"]
             mine = torch.zeros(views.n_users, dtype=torch.bool)
-            mine[torch.from_numpy(self._members())] = True
+            members = group_members(group, views.n_users, cfg.user_groups)
+            mine[torch.from_numpy(members)] = True
             self.user_emb = torch.where(mine.unsqueeze(1), table, torch.zeros_like(table))
-
-    def _members(self) -> np.ndarray:
-        return np.arange(self.group, self.views.n_users, self.cfg.user_groups)
 
     def _state(self, model: Payload) -> dict[str, torch.Tensor]:
         state = _state_from(model)
@@ -300,7 +307,7 @@ def recipes(views: ClientViews, cfg: RecConfig, token_key: bytes) -> dict[str, R
     }
     shape = [n_users, n_items, views.rating_min, views.rating_max]
     for g in range(cfg.user_groups):
-        ratings, social = group_payload(views, np.arange(g, n_users, cfg.user_groups))
+        ratings, social = group_payload(views, group_members(g, n_users, cfg.user_groups))
         out[group_id(g)] = recipe(
             user_group,
             group=g,

@@ -31,6 +31,7 @@ from securefgl.recommendation.parties import (
     THIRD_PARTY,
     UPLOAD_TAG,
     group_id,
+    group_of,
     recipes,
 )
 from securefgl.recommendation.settings import Method, RecConfig
@@ -135,9 +136,10 @@ class FedRecTrainer:
         frames = self._each_group("expansion_upload", [()] * len(self.groups))
         sent = [self.channel.send(g, THIRD_PARTY, TAG_UPLOAD, f).payload for g, f in frames]
         replies = self._call(THIRD_PARTY, "match", sent)
-        for (g, _), reply in zip(frames, replies, strict=True):
-            back = self.channel.send(THIRD_PARTY, g, TAG_REPLY, reply).payload
-            self.executor.call_survivors([Call(g, TRAIN, "expansion_reply", (back,))])
+        back = [self.channel.send(THIRD_PARTY, g, TAG_REPLY, r).payload
+                for (g, _), r in zip(frames, replies, strict=True)]  # fmt: skip
+        self.executor.call_survivors([Call(g, TRAIN, "expansion_reply", (b,))
+                                      for (g, _), b in zip(frames, back, strict=True)])  # fmt: skip
         self.expanded = True
 
     # ------------------------------------------------------------------ one round
@@ -152,7 +154,7 @@ class FedRecTrainer:
         self.channel.round = r
         calls, cohort = [], []
         for g, pid in enumerate(self.groups):
-            mine = users[users % self.cfg.user_groups == g]
+            mine = users[group_of(users, self.cfg.user_groups) == g]
             if mine.size and pid in live:  # a silent group's users have dropped out
                 got = self.channel.send(SERVER, pid, MODEL_TAG, model).payload
                 calls.append(Call(pid, TRAIN, "local_round", (mine, got, update_local)))
