@@ -9,7 +9,8 @@ edge ``(u, w)`` by ``Σ_{v ~ u} B[v, w] / |N_blk(v)|``. The build runs through t
 and hop-sum code (L_s = 2): with ``plain`` i sees every ``B_ik``; with ``masked`` / ``ckks``
 only ``Σ_{k≠i} B_ik`` (recovered from its own ``Ā^[i]``); with ``edge_dp`` every edge is
 perturbed once before the build (:mod:`securefgl.fedstruct.edge_dp`) and the attack is
-scored against the TRUE graph. Metrics, pooled over every client as adversary: ROC AUC over
+scored against the TRUE graph, on the same pairs as without DP (i's true external
+neighbours: a neighbour the perturbed graph lost scores zero). Metrics, pooled over every client as adversary: ROC AUC over
 the true edges of the external nodes adjacent to ``i`` vs as many sampled non-edges, and
 precision / recall of the predicted support. Deviation: only the hop-2 exchange is attacked.
 
@@ -85,8 +86,12 @@ def received_sum(view: ClientGraph, abar: sp.csr_matrix) -> sp.csr_matrix:
     return sp.csr_matrix(sp.diags(deg) @ abar - a_own @ p1)
 
 
-def blocks_seen(view: ClientGraph, party: object, channel: Channel, mode: str) -> list:
-    """``(rows: local indices, block [r, n], owner filter)`` the adversary can read."""
+def blocks_seen(
+    view: ClientGraph, party: object, channel: Channel, mode: str, known: ClientGraph | None = None
+) -> list:
+    """``(rows: local indices, block [r, n], owner filter)`` the adversary can read; with
+    ``plain``, an empty block for each client of ``known``'s true cross edges that sent none
+    (under edge DP the perturbed graph may lose every edge to it)."""
     ids = view.node_ids.numpy()
     if mode == "plain":
         out = []
@@ -96,7 +101,10 @@ def blocks_seen(view: ClientGraph, party: object, channel: Channel, mode: str) -
             blk = SparseRows.from_payload(env.payload, view.num_global_nodes)
             owner = int(str(env.payload.meta["from"]).split("-")[-1])
             out.append((np.searchsorted(ids, blk.row_ids), blk.matrix, owner))
-        return out
+        owners = (known if known is not None else view).external_owner.numpy()
+        silent = set(np.unique(owners).tolist()) - {o for _, _, o in out}
+        empty = sp.csr_matrix((0, view.num_global_nodes))
+        return out + [(np.zeros(0, np.int64), empty, o) for o in sorted(silent)]
     total = received_sum(view, party.abar)  # type: ignore[attr-defined]
     return [(np.arange(view.num_nodes), total, None)]
 
@@ -129,6 +137,39 @@ def common_neighbours(known: ClientGraph) -> sp.csr_matrix:
     return sp.csr_matrix(e.T @ e)
 
 
+def owner_edges(view: ClientGraph, owner: int | None) -> np.ndarray:
+    """Mask of ``view``'s external edges to ``owner``'s nodes (all of them if ``None``)."""
+    owners = view.external_owner.numpy()
+    return np.ones(owners.size, bool) if owner is None else owners == owner
+
+
+def target_scores(
+    view: ClientGraph, rows: np.ndarray, block: sp.csr_matrix, sel: np.ndarray
+) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The attack on one block: targets (external nodes adjacent to ``rows``, by ``view``'s
+    edges selected by ``sel``) and their score rows ``Σ_{v ~ u} B[v, :] / |N_blk(v)|``."""
+    ext_v, ext_u = view.external_edges.numpy()
+    v, u = ext_v[sel], ext_u[sel]
+    targets, u_idx = np.unique(u, return_inverse=True)
+    row_of = np.full(view.num_nodes, -1)
+    row_of[rows] = np.arange(rows.size)
+    r = row_of[v]
+    ok = r >= 0
+    cnt = np.bincount(r[ok], minlength=rows.size).astype(float)
+    m = sp.csr_matrix((1.0 / cnt[r[ok]], (u_idx[ok], r[ok])), shape=(targets.size, rows.size))
+    return targets, sp.csr_matrix(m @ block)
+
+
+def rows_for(targets: np.ndarray, scored: np.ndarray, s: sp.csr_matrix) -> sp.csr_matrix:
+    """Score rows of ``targets`` from rows computed for ``scored`` (sorted); zero if absent."""
+    if scored.size == 0:
+        return sp.csr_matrix((targets.size, s.shape[1]))
+    pos = np.minimum(np.searchsorted(scored, targets), scored.size - 1)
+    hit = np.flatnonzero(scored[pos] == targets)
+    pick = sp.csr_matrix((np.ones(hit.size), (hit, pos[hit])), shape=(targets.size, scored.size))
+    return sp.csr_matrix(pick @ s)
+
+
 def score_client(
     view: ClientGraph,
     blocks: list,
@@ -138,28 +179,25 @@ def score_client(
 ) -> ClientScores:
     """Pair scores / labels for one adversary, plus support TP, predicted and true counts.
 
-    ``view`` is what the build used (perturbed under edge DP); ``known`` client i's true
-    view (its own edges, for the common-neighbour baseline; default ``view``)."""
+    ``view`` is what the build used (perturbed under edge DP): it maps the received rows to
+    external nodes. ``known`` is client i's true view (default ``view``): the targets are its
+    true external neighbours, so the scored pairs are the same with and without edge DP (a
+    neighbour the perturbed graph lost scores zero), and its own edges give the
+    common-neighbour baseline."""
+    known = view if known is None else known
     n = view.num_global_nodes
     own = np.zeros(n, bool)
     own[view.node_ids.numpy()] = True
-    cn = common_neighbours(known if known is not None else view)
-    ext_v, ext_u = view.external_edges.numpy()
-    owners = view.external_owner.numpy()
+    cn = common_neighbours(known)
     scores, labels, heur = [], [], []
     tp = pred = true_total = candidates = 0
     for rows, block, owner in blocks:
-        sel = np.ones(ext_v.size, bool) if owner is None else owners == owner
-        v, u = ext_v[sel], ext_u[sel]
-        targets, u_idx = np.unique(u, return_inverse=True)
+        scored, s_all = target_scores(view, rows, block, owner_edges(view, owner))
+        targets = np.unique(known.external_edges.numpy()[1][owner_edges(known, owner)])
+        if targets.size == 0:
+            continue
+        s = rows_for(targets, scored, s_all)
         candidates += targets.size * int(n - own.sum() - 1)
-        row_of = np.full(view.num_nodes, -1)
-        row_of[rows] = np.arange(rows.size)
-        r = row_of[v]
-        ok = r >= 0
-        cnt = np.bincount(r[ok], minlength=rows.size).astype(float)
-        m = sp.csr_matrix((1.0 / cnt[r[ok]], (u_idx[ok], r[ok])), shape=(targets.size, rows.size))
-        s = sp.csr_matrix(m @ block)
         # candidates: (u, w) with w outside V_i and w != u
         t = truth[targets].tocsr()
         t = t.multiply(~own[None, :]).tocsr()
@@ -214,7 +252,7 @@ def structure_reconstruction(
     for a in chosen:
         view = views[a]
         party = clients[f"client-{view.client_id}"]
-        blocks = blocks_seen(view, party, channel, mode)
+        blocks = blocks_seen(view, party, channel, mode, known=world.views[a])
         got.append(score_client(view, blocks, truth, rng, known=world.views[a]))
     y = np.concatenate([g.labels for g in got])
     tp, pred = sum(g.tp for g in got), sum(g.pred for g in got)

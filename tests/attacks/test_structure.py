@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from attacks.hop2vec_leakage import hop2vec_leakage
+from attacks.metrics import roc_auc
 from attacks.neighbour_features import neighbour_features
 from attacks.simulation import make_world, simulate
 from attacks.structure_reconstruction import structure_reconstruction
@@ -112,6 +113,33 @@ def test_an_adversary_without_candidates_scores_nothing():
     )  # fmt: skip
     assert got.tp == got.pred == 0 and got.true_total > 0 and got.candidates > 0
     assert (got.scores[got.labels] == 0).all()
+
+
+def test_a_perturbation_that_loses_every_cross_edge_scores_chance_on_the_same_pairs():
+    """Edge DP with sparsity preservation can return an empty cross block (the noisy |E| is
+    clipped at 0): the adversary then received nothing, and is scored on its TRUE external
+    neighbours' pairs (as without DP), at chance, rather than on no pairs at all."""
+    import dataclasses
+
+    import torch
+
+    from attacks.structure_reconstruction import blocks_seen, build, score_client
+
+    w = world(small(), ASSIGN)
+    true = w.views[0]
+    none = {"external_edges": torch.zeros((2, 0), dtype=torch.long)}
+    none["external_owner"] = torch.zeros(0, dtype=torch.long)
+    lost = [dataclasses.replace(v, **none) for v in w.views]  # every cross edge lost
+    clients, channel = build(lost, "plain")
+    blocks = blocks_seen(lost[0], clients["client-0"], channel, "plain", known=true)
+    assert sorted(o for _, _, o in blocks) == [1, 2] and all(b.nnz == 0 for _, b, _ in blocks)
+    got = score_client(lost[0], blocks, w.truth_opaque_adjacency, np.random.default_rng(0), true)
+    clients, channel = build(w.views, "plain")
+    ref_blocks = blocks_seen(true, clients["client-0"], channel, "plain")
+    ref = score_client(true, ref_blocks, w.truth_opaque_adjacency, np.random.default_rng(0))
+    assert ref.true_total == got.true_total > 0 and ref.candidates == got.candidates
+    assert got.labels.any() and (~got.labels).any() and (got.scores == 0).all()
+    assert got.pred == 0 and roc_auc(got.scores, got.labels) == 0.5
 
 
 def test_hop2vec_leakage_is_scored_against_the_true_reach_under_edge_dp(h2v_data):
