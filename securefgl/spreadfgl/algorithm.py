@@ -265,7 +265,6 @@ class LocalFGL(Algorithm):
 
     name = "localfgl"
 
-
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         train = asdict(local_training(self.config, 0.0))
         views = {client_party_id(v.client_id): v for v in federation.views}

@@ -37,11 +37,21 @@ _EPS = 1e-7
 
 
 def potential_links(
-    h: np.ndarray, owner: np.ndarray, k: int, cross_client: bool = False, chunk: int = 2048
+    h: np.ndarray,
+    owner: np.ndarray,
+    k: int,
+    cross_client: bool = False,
+    chunk: int = 2048,
+    rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """``[n, k]`` row indices of each row's ``k`` most similar rows by inner product (self
     excluded; with ``cross_client`` rows of the same owner too). Rows with fewer
-    candidates are padded with ``-1``."""
+    candidates are padded with ``-1``.
+
+    Equal scores are ordered uniformly at random when ``rng`` is given (by index
+    otherwise): released one-hot rows (randomised response) make every same-class pair a
+    tie, and an index order would send every row's links to the same few nodes. The random
+    key is below half a float32 step, so it never reorders two different scores."""
     h = np.asarray(h, dtype=np.float32)
     n = len(h)
     k_eff = min(k, max(n - 1, 0))
@@ -51,7 +61,10 @@ def potential_links(
     owner = np.asarray(owner)
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
-        sim = h[lo:hi] @ h.T
+        sim32 = h[lo:hi] @ h.T
+        sim = sim32.astype(np.float64)
+        if rng is not None:
+            sim += 0.5 * np.spacing(np.abs(sim32)).astype(np.float64) * rng.random(sim.shape)
         sim[np.arange(hi - lo), np.arange(lo, hi)] = -np.inf
         if cross_client:
             sim[owner[lo:hi, None] == owner[None, :]] = -np.inf
@@ -87,6 +100,7 @@ class Imputer(nn.Module):
         self.ae_opt = torch.optim.Adam(ae_params, lr=settings.ae_lr)
         self.as_opt = torch.optim.Adam(self.assessor_net.parameters(), lr=settings.ae_lr)
         self.noise: torch.Tensor | None = None
+        self.tie_rng = np.random.default_rng(int(seed) & (2**63 - 1))  # potential links' ties
 
     # ---------------------------------------------------------------- the networks
     def _noise(self, n: int, idx: torch.Tensor) -> torch.Tensor:

@@ -112,7 +112,7 @@ class EdgeServer(Party):
         owner = np.concatenate([np.full(len(rows[c]), i) for i, c in enumerate(senders)])
         position = np.concatenate([np.arange(len(rows[c])) for c in senders])
         cross = st.candidates == "cross_client"
-        candidates = potential_links(h, owner, st.top_k, cross_client=cross)
+        candidates = potential_links(h, owner, st.top_k, cross, rng=self.imputer.tie_rng)
         self.imputer.fit(h)
         n = len(h)
         out = []

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocols.wire import Payload
 from securefgl.spreadfgl.imputation import Imputer, potential_links
@@ -32,6 +34,34 @@ def test_potential_links_are_the_top_k_of_hh_t_in_chunks(cross):
         assert u not in got[u]
         if cross:
             assert (owner[got[u]] != owner[u]).all()
+
+
+@given(seed=st.integers(0, 2**32 - 1), ties=st.booleans())
+@settings(max_examples=25, deadline=None)
+def test_random_tie_breaking_never_reorders_different_scores(seed, ties):
+    rng = np.random.default_rng(seed)
+    h = rng.dirichlet(np.ones(4), size=23).astype(np.float32)
+    if ties:  # one-hot rows: every same-class pair ties
+        h = np.eye(4, dtype=np.float32)[h.argmax(1)]
+    got = potential_links(h, np.zeros(23), 5, chunk=7, rng=np.random.default_rng(seed + 1))
+    sim = (h @ h.T).astype(np.float64)
+    np.fill_diagonal(sim, -np.inf)
+    kth = -np.sort(-sim, axis=1)[:, 4]
+    for u in range(23):  # the k best scores, best first
+        s = sim[u, got[u]]
+        assert (np.diff(s) <= 0).all() and s.min() >= kth[u]
+
+
+def test_ties_are_broken_at_random_not_by_index():
+    """Randomised response releases one-hot rows: without a generator every row's links go
+    to the same few nodes of its class; at random they spread over the class."""
+    h = np.eye(3, dtype=np.float32)[np.arange(300) % 3]
+    owner = np.zeros(300)
+    by_index = potential_links(h, owner, 5)
+    at_random = potential_links(h, owner, 5, rng=np.random.default_rng(0))
+    assert np.unique(by_index).size <= 30  # hubs
+    assert np.unique(at_random).size > 250
+    assert (h[at_random].argmax(2) == h.argmax(1)[:, None]).all()  # still the same class
 
 
 def test_potential_links_pad_when_there_are_too_few_candidates():
