@@ -265,7 +265,9 @@ def summarise(runs: list[dict]) -> list[dict]:
         row["rmse_std"] = float(np.std([m["rmse"] for m in members]))
         row["mae_std"] = float(np.std([m["mae"] for m in members]))
         row["seeds"] = len(members)
-        row["seed_list"] = sorted(m["seed"] for m in members)
+        ordered = sorted(members, key=lambda m: m["seed"])
+        row["seed_list"] = [m["seed"] for m in ordered]
+        row["rmse_seeds"] = [float(m["rmse"]) for m in ordered]
         row["any_stopped_by_budget"] = any(m.get("stopped_by_budget") for m in members)
         out.append(row)
     return out
@@ -459,6 +461,10 @@ def main() -> None:
             rows = run_sweeps(args.sweep_dataset, args.sweep_budget, rows)
         if "timing" in parts:
             timing = run_timing(timing)
+    else:  # the table's rows again from the per-seed runs (any summary added since)
+        runs = [r for r in read_json(RUNS, []) if r["experiment"] in ("table", "ablation")]
+        rows = upsert(rows, summarise(runs))
+        save(rows)
     render(rows, timing)
 
 
