@@ -10,9 +10,10 @@ and hop-sum code (L_s = 2): with ``plain`` i sees every ``B_ik``; with ``masked`
 only ``Σ_{k≠i} B_ik`` (recovered from its own ``Ā^[i]``); with ``edge_dp`` every edge is
 perturbed once before the build (:mod:`securefgl.fedstruct.edge_dp`) and the attack is
 scored against the TRUE graph, on the same pairs as without DP (i's true external
-neighbours: a neighbour the perturbed graph lost scores zero). Metrics, pooled over every client as adversary: ROC AUC over
-the true edges of the external nodes adjacent to ``i`` vs as many sampled non-edges, and
-precision / recall of the predicted support. Deviation: only the hop-2 exchange is attacked.
+neighbours: a neighbour the perturbed graph lost scores zero). Metrics, pooled over every
+client as adversary: ROC AUC over the true edges of the external nodes adjacent to ``i`` vs
+as many sampled non-edges, and precision / recall of the predicted support. Deviation:
+only the hop-2 exchange is attacked.
 
 Baselines (:mod:`attacks.naive`), from client i's own true cross edges: the AUC of common
 neighbours in ``V_i`` (Liben-Nowell & Kleinberg 2007; at least 0.5) on the same pairs; the

@@ -48,7 +48,7 @@ def potential_links(
     excluded; with ``cross_client`` rows of the same owner too). Rows with fewer
     candidates are padded with ``-1``.
 
-    Equal scores are ordered uniformly at random when ``rng`` is given (by index
+    Equal scores are ordered uniformly at random when ``rng`` is given (in a fixed order
     otherwise): released one-hot rows (randomised response) make every same-class pair a
     tie, and an index order would send every row's links to the same few nodes. The random
     key is below half a float32 step, so it never reorders two different scores."""
