@@ -61,7 +61,7 @@ ATTACKS = {
 
 
 def traffic(entries: list, rounds: int) -> dict[str, float]:
-    """KB per round per party (clients: up / down and the H / patch parts; servers: to
+    """kB per round per party (clients: up / down and the H / patch parts; servers: to
     other servers), per upload / download, and the set-up MB."""
     clients = {p for e in entries for p in (e.sender, e.receiver) if p.startswith("client")}
     servers = {p for e in entries for p in (e.sender, e.receiver) if p.startswith("edge")}
@@ -83,7 +83,7 @@ def traffic(entries: list, rounds: int) -> dict[str, float]:
             total["up"] += e.nbytes
         elif e.receiver in clients:
             total["down"] += e.nbytes
-    per_client = max(len(clients), 1) * rounds / 1e3
+    per_client = max(len(clients), 1) * rounds * 1e3  # bytes → kB per client per round
     return {
         "client_up_kb": round(total["up"] / per_client, 2),
         "client_down_kb": round(total["down"] / per_client, 2),
@@ -116,6 +116,7 @@ def measure(cell: Cell, cfg: Any, data: Any, seed: int, code: str | None) -> dic
         "f1": round(100 * result.final["test_f1"], 2),
         "seconds": round(time.time() - t0, 1),
         "bytes": traffic(entries, cfg.rounds),
+        "bytes_units": "kB",  # runs without it stored bytes / 1e3 instead of kB per round
         "h_epsilon": result.privacy.get("h_epsilon"),
         "cut_edges": result.partition.get("cut_edges"),
         "num_edges": result.partition.get("num_edges"),
