@@ -1,0 +1,34 @@
+"""SpreadFGL reproduction: the traffic table's units."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
+
+from reproduce_spreadfgl import traffic  # noqa: E402
+
+from securefgl.federation.transcript import TranscriptEntry  # noqa: E402
+from securefgl.spreadfgl.client import H_TAG  # noqa: E402
+from securefgl.spreadfgl.patch import PATCH_TAG  # noqa: E402
+
+
+def entry(rnd: int, sender: str, receiver: str, tag: str, nbytes: int) -> TranscriptEntry:
+    return TranscriptEntry(rnd, sender, receiver, tag, nbytes, None)
+
+
+def test_client_traffic_is_kilobytes_per_client_per_round():
+    rounds, clients = 10, ("client-0", "client-1")
+    log = [entry(-1, "edge-0", c, "setup", 5_000) for c in clients]
+    for r in range(rounds):
+        for c in clients:
+            log.append(entry(r, c, "edge-0", "model", 4_000))  # 4 kB up every round
+            log.append(entry(r, "edge-0", c, "model", 2_000))  # 2 kB down every round
+            if r % 5 == 0:  # H up and a patch down every 5 rounds
+                log.append(entry(r, c, "edge-0", H_TAG, 1_000))
+                log.append(entry(r, "edge-0", c, PATCH_TAG, 3_000))
+    t = traffic(log, rounds)
+    assert t["client_up_kb"] == 4.0 + 0.2 and t["client_down_kb"] == 2.0 + 0.6
+    assert t["h_kb"] == 0.2 and t["patch_kb"] == 0.6
+    assert t["h_per_upload_kb"] == 1.0 and t["patch_per_download_kb"] == 3.0
+    assert t["setup_mb"] == 0.01
