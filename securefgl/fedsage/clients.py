@@ -89,11 +89,16 @@ class NeighGenState:
             target = torch.as_tensor(g.missing[g.train], dtype=torch.float32)
             loss = loss + st.lambda_d * nn.functional.smooth_l1_loss(deg, target)
         if st.lambda_c > 0 and len(g.train):
-            all_gen = self.net.generate(z, self._noise(len(z)))
+            # the mended graph uses the rows of nodes with ñ_v > 0: the training nodes' are
+            # ``gen``; generate only the others (rows of nodes with ñ_v = 0 stay unused)
+            count = counts(self.net.degree(z), st.num_pred)
+            rest = torch.as_tensor(np.setdiff1d(np.flatnonzero(count > 0), g.train))
+            all_gen = gen.new_zeros((len(z), *gen.shape[1:]))
             all_gen = all_gen.index_copy(0, torch.as_tensor(g.train), gen)
-            feats, prop, _, _ = mended(
-                g.x, g.edges, all_gen, counts(self.net.degree(z), st.num_pred)
-            )
+            if len(rest):
+                extra = self.net.generate(z[rest], self._noise(len(rest)))
+                all_gen = all_gen.index_copy(0, rest, extra)
+            feats, prop, _, _ = mended(g.x, g.edges, all_gen, count)
             logits = self.net.classifier(feats, prop)[torch.as_tensor(g.train)]
             loss = loss + st.lambda_c * nn.functional.cross_entropy(
                 logits, self.y[torch.as_tensor(g.keep[g.train])]

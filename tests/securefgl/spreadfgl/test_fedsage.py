@@ -92,3 +92,61 @@ def test_noisy_answers(graph):
     assert grads.std() > 2.0  # noise of std 3·C dominates the clipped rows
     assert "no ε" in algo.protection()["fGen queries and answered gradients (client <-> client)"]
     assert NEIGHGEN in algo.clients["client-0"].SUBPARTIES
+
+
+def test_classifier_loss_generates_only_the_rows_the_mended_graph_uses(plus):
+    """fGen runs on the training rows and on the other nodes with ñ_v > 0; the loss and
+    its gradients equal generating every node's rows (noise and dropout off)."""
+    from securefgl.fedsage.neighgen import counts, mended
+
+    algo, _, _ = plus
+    state = algo.clients["client-0"].neighgen
+    st, g, net = state.settings, state.graph, state.net
+    net.eval()  # no dropout
+    state._noise = lambda n: torch.zeros(n, st.latent)  # no input noise
+    saved = {k: v.clone() for k, v in net.dgen.state_dict().items()}
+    with torch.no_grad():  # ñ_v = 2 for every node, whatever the tiny run learned
+        net.dgen.weight.zero_()
+        net.dgen.bias.fill_(2.0)
+    calls = []
+    generate = net.generate
+    net.generate = lambda z, noise: calls.append(len(z)) or generate(z, noise)
+    try:
+
+        def reference() -> torch.Tensor:  # every node generated, training rows from ``gen``
+            z = net.embed(g.feats, g.prop)
+            gen = generate(z[g.train], torch.zeros(len(g.train), st.latent))
+            all_gen = generate(z, torch.zeros(len(z), st.latent))
+            all_gen = all_gen.index_copy(0, torch.as_tensor(g.train), gen)
+            feats, prop, _, _ = mended(g.x, g.edges, all_gen, counts(net.degree(z), st.num_pred))
+            logits = net.classifier(feats, prop)[torch.as_tensor(g.train)]
+            y = state.y[torch.as_tensor(g.keep[g.train])]
+            return st.lambda_c * torch.nn.functional.cross_entropy(logits, y)
+
+        def ours() -> torch.Tensor:  # our loss minus its greedy and degree terms
+            z = net.embed(g.feats, g.prop)
+            gen = generate(z[g.train], torch.zeros(len(g.train), st.latent))
+            total = state._local_losses(z, gen, with_degree=False)
+            pred = counts(net.degree(z[g.train]), st.num_pred)
+            return total - st.lambda_f * greedy_loss(gen, g.targets, pred, g.missing[g.train])
+
+        losses, grads = [], []
+        for f in (reference, ours):
+            net.zero_grad()
+            loss = f()
+            loss.backward()
+            losses.append(float(loss))
+            grads.append(torch.cat([p.grad.flatten() for p in net.fgen_parameters()]))
+        count = counts(net.degree(net.embed(g.feats, g.prop)), st.num_pred)
+        with torch.no_grad():  # ñ_v = 0 everywhere: no other rows are generated
+            net.dgen.bias.fill_(-1.0)
+        z = net.embed(g.feats, g.prop)
+        state._local_losses(z, generate(z[g.train], torch.zeros(len(g.train), st.latent)), False)
+    finally:
+        del net.generate
+        del state._noise
+        net.dgen.load_state_dict(saved)
+        net.train()
+    assert (count == 2).all() and calls == [len(g.keep) - len(g.train)] and len(g.train)
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6)
