@@ -45,13 +45,12 @@ def potential_links(
     rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """``[n, k]`` row indices of each row's ``k`` most similar rows by inner product (self
-    excluded; with ``cross_client`` rows of the same owner too). Rows with fewer
-    candidates are padded with ``-1``.
+    excluded; with ``cross_client`` rows of the same owner too), best first. Rows with
+    fewer candidates are padded with ``-1``.
 
-    Equal scores are ordered uniformly at random when ``rng`` is given (in a fixed order
-    otherwise): released one-hot rows (randomised response) make every same-class pair a
-    tie, and an index order would send every row's links to the same few nodes. The random
-    key is below half a float32 step, so it never reorders two different scores."""
+    With ``rng``, a tie at the k-th score is broken uniformly at random (otherwise in a
+    fixed order): released one-hot rows (randomised response) make every same-class pair
+    a tie, and a fixed order would send every row's links to the same few nodes."""
     h = np.asarray(h, dtype=np.float32)
     n = len(h)
     k_eff = min(k, max(n - 1, 0))
@@ -61,19 +60,31 @@ def potential_links(
     owner = np.asarray(owner)
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
-        sim32 = h[lo:hi] @ h.T
-        sim = sim32.astype(np.float64)
-        if rng is not None:
-            sim += 0.5 * np.spacing(np.abs(sim32)).astype(np.float64) * rng.random(sim.shape)
+        sim = h[lo:hi] @ h.T
         sim[np.arange(hi - lo), np.arange(lo, hi)] = -np.inf
         if cross_client:
             sim[owner[lo:hi, None] == owner[None, :]] = -np.inf
         top = np.argpartition(-sim, k_eff - 1, axis=1)[:, :k_eff]
+        if rng is not None:
+            _break_ties(sim, top, rng)
         order = np.argsort(-np.take_along_axis(sim, top, axis=1), axis=1, kind="stable")
         top = np.take_along_axis(top, order, axis=1)
         valid = np.isfinite(np.take_along_axis(sim, top, axis=1))
         out[lo:hi, :k_eff] = np.where(valid, top, -1)
     return out
+
+
+def _break_ties(sim: np.ndarray, top: np.ndarray, rng: np.random.Generator) -> None:
+    """Re-draw, in place, the top-k of the rows whose k-th score is tied beyond the top-k:
+    every higher score is kept, the tied ones are chosen uniformly at random."""
+    k = top.shape[1]
+    kth = np.take_along_axis(sim, top, axis=1).min(axis=1)[:, None]
+    above = (sim > kth).sum(axis=1)
+    tied = np.flatnonzero(((sim == kth).sum(axis=1) > k - above) & np.isfinite(kth[:, 0]))
+    if tied.size:
+        s, t = sim[tied], kth[tied]
+        key = np.where(s > t, 2.0, np.where(s == t, rng.random(s.shape, np.float32), -1.0))
+        top[tied] = np.argpartition(-key, k - 1, axis=1)[:, :k]
 
 
 class Imputer(nn.Module):
