@@ -135,6 +135,8 @@ def fed_row(
             "eval_every": cfg.eval_every,
             "budget_s": cfg.time_budget_s,
             "stopped_by_budget": stopped_by_budget(res, cfg),
+            "stopped_by_round_cap": res.rounds >= cfg.rounds,
+            "val_history": [round(float(h["val_rmse"]), 4) for h in res.history],
             **{k: res.detail.get(k) for k in ("rmse_warm", "rmse_cold", "cold_share")},
             "epsilon_per_coordinate": cfg.ldp.paper_epsilon,
             "epsilon_worst_user": res.privacy.get("epsilon_max_user"),
