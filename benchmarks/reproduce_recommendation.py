@@ -261,6 +261,7 @@ def summarise(runs: list[dict]) -> list[dict]:
     for members in groups.values():
         row = dict(members[0])
         row.pop("seed", None)
+        row.pop("val_history", None)  # per run (recommendation_runs.json)
         for k in NUMERIC:
             vals = [m[k] for m in members if isinstance(m.get(k), int | float)]
             row[k] = float(np.mean(vals)) if vals else None
@@ -271,6 +272,8 @@ def summarise(runs: list[dict]) -> list[dict]:
         row["seed_list"] = [m["seed"] for m in ordered]
         row["rmse_seeds"] = [float(m["rmse"]) for m in ordered]
         row["any_stopped_by_budget"] = any(m.get("stopped_by_budget") for m in members)
+        row["any_stopped_by_round_cap"] = any(m.get("stopped_by_round_cap") for m in members)
+        row.pop("stopped_by_round_cap", None)
         out.append(row)
     return out
 
