@@ -53,14 +53,12 @@ def test_random_tie_breaking_never_reorders_different_scores(seed, ties):
 
 
 def test_ties_are_broken_at_random_not_by_index():
-    """Randomised response releases one-hot rows: without a generator every row's links go
-    to the same few nodes of its class; at random they spread over the class."""
+    """Randomised response releases one-hot rows: every same-class pair ties, and the links
+    must spread over the class instead of all going to the same few nodes."""
     h = np.eye(3, dtype=np.float32)[np.arange(300) % 3]
-    owner = np.zeros(300)
-    by_index = potential_links(h, owner, 5)
-    at_random = potential_links(h, owner, 5, rng=np.random.default_rng(0))
-    assert np.unique(by_index).size <= 30  # hubs
+    at_random = potential_links(h, np.zeros(300), 5, rng=np.random.default_rng(0))
     assert np.unique(at_random).size > 250
+    assert np.bincount(at_random.ravel()).max() <= 25  # mean in-degree 5; hubs would be ~100
     assert (h[at_random].argmax(2) == h.argmax(1)[:, None]).all()  # still the same class
 
 
