@@ -68,6 +68,7 @@ def group_of(users: np.ndarray, groups: int) -> np.ndarray:
 
 
 def group_members(g: int, n_users: int, groups: int) -> np.ndarray:
+    """The users that group ``g`` hosts (:func:`group_of`)."""
     return np.flatnonzero(group_of(np.arange(n_users), groups) == g)
 
 
