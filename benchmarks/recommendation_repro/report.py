@@ -37,13 +37,14 @@ def render(rows: list[dict], timing: list[dict]) -> None:
         "",
         "## Main table",
         "",
-        "| dataset | method | privacy | RMSE (mean ± std) | seeds (RMSE per seed) | MAE "
-        "| paper RMSE | ratio "
+        "| dataset | method | privacy | server lr | val RMSE | RMSE (mean ± std) "
+        "| seeds (RMSE per seed) | MAE | paper RMSE | ratio "
         "| paper MAE | RMSE warm / cold items | attack AUC | AUC upl. | P@10 | ε worst user "
         "| rounds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    experiments = ("table", "ablation", "movielens")
+    experiments = ("table", "lr-selection", "ablation", "movielens")
+    suffix = {"ablation": " (ablation)", "lr-selection": " (lr not selected: higher val RMSE)"}
     datasets = (*DATASETS, "MovieLens100K")
     shown = sorted(
         (r for r in rows if r["experiment"] in experiments),
@@ -53,9 +54,10 @@ def render(rows: list[dict], timing: list[dict]) -> None:
     )  # fmt: skip
     for r in shown:
         ratio = r["rmse"] / r["paper_rmse"] if r.get("paper_rmse") else None
-        name = r["method"] + (" (ablation)" if r["experiment"] == "ablation" else "")
+        name = r["method"] + suffix.get(r["experiment"], "")
         lines.append(
-            f"| {r['dataset']} | {name} | {r['privacy']} | {_f(r['rmse'])} ± "
+            f"| {r['dataset']} | {name} | {r['privacy']} | {_f(r.get('lr'), 2)} | "
+            f"{_f(r.get('val_rmse'))} | {_f(r['rmse'])} ± "
             f"{_f(r.get('rmse_std'))} | {per_seed(r)} | {_f(r['mae'])} | "
             f"{_f(r['paper_rmse'])} | {_f(ratio, 2)} | {_f(r['paper_mae'])} | "
             f"{_f(r.get('rmse_warm'), 3)} / {_f(r.get('rmse_cold'), 3)} | "
