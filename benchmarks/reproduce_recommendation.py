@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 from harness.notes import load_data
-from harness.results import read_json, write_json
+from harness.results import locked, read_json, write_json
 from recommendation_repro.report import DATASETS, OUT, render
 
 from attacks.interaction_inference import interaction_inference
@@ -228,9 +228,25 @@ def user_mean_row(views: ClientViews, seed: int) -> dict:
     }
 
 
-def save(rows: list[dict]) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    write_json(JSON, rows, indent=1, default=float, newline=True)
+def save_rows(new: list[dict]) -> None:
+    """Upsert summary rows into ``recommendation.json``, merging what other grid processes
+    saved meanwhile (under the runs file's lock)."""
+    with locked(RUNS.with_suffix(".lock")):
+        write_json(JSON, upsert(read_json(JSON, []), new), indent=1, default=float, newline=True)
+
+
+def record_runs(new: list[dict]) -> None:
+    """Append per-seed runs to ``recommendation_runs.json`` and refresh the summaries built
+    from them, merging what other grid processes saved meanwhile (several may run at once)."""
+    with locked(RUNS.with_suffix(".lock")):
+        runs = read_json(RUNS, []) + new
+        write_json(RUNS, runs, indent=1, default=float, newline=True)
+        rows = table_rows(read_json(JSON, []), runs)
+        write_json(JSON, rows, indent=1, default=float, newline=True)
+
+
+def done_runs() -> set[tuple]:
+    return {(r["experiment"], r["dataset"], r["run"], r["seed"]) for r in read_json(RUNS, [])}
 
 
 KEY = ("experiment", "dataset", "method", "privacy", "lr")
@@ -289,7 +305,7 @@ def select_lr(runs: list[dict]) -> list[dict]:
 
 def table_rows(rows: list[dict], runs: list[dict]) -> list[dict]:
     """Replace the main table's, ablation's and lr selection's rows by summaries of the runs."""
-    exps = ("table", "ablation", "lr-selection")
+    exps = ("table", "ablation", "lr-selection", "movielens")
     runs = select_lr([r for r in runs if r["experiment"] in exps])
     return [r for r in rows if r["experiment"] not in exps] + summarise(runs)
 
@@ -323,15 +339,13 @@ def summarise(runs: list[dict]) -> list[dict]:
 def run_table(
     datasets: list[str],
     budget: float | None,
-    rows: list[dict],
     methods: tuple[str, ...],
     seeds: list[int],
     eval_every: int = 20,
-) -> list[dict]:
+) -> None:
     """Resumable: each (dataset, method, seed) run is kept in ``recommendation_runs.json``;
     the main table's rows are their means (``seeds``, ``rmse_std``)."""
-    runs = read_json(RUNS, [])
-    done = {(r["experiment"], r["dataset"], r["run"], r["seed"]) for r in runs}
+    done = done_runs()
     table_runs = TABLE_METHODS | {"central": {}, "user-mean": {}}
     todo = [(exp, name, m, seed) for name in datasets
             for exp, table in (("table", table_runs), ("ablation", ABLATION))
@@ -355,11 +369,7 @@ def run_table(
             cfg = RecConfig(rounds=20000, time_budget_s=budget, eval_every=every,
                             pseudo_items=10, seed=seed, **spec)  # fmt: skip
             new = fed_row(views, cfg, exp, ("plain", "ideal") if exp == "table" else ("plain",))
-        runs += [{**r, "run": m} for r in new]
-        write_json(RUNS, runs, indent=1, default=float, newline=True)
-        rows = table_rows(rows, runs)
-        save(rows)
-    return rows
+        record_runs([{**r, "run": m} for r in new])
 
 
 #: FedGNN on MovieLens-100K (u1 split) beside the FedGNN paper's Table 3 (RMSE 0.920):
@@ -370,23 +380,22 @@ def run_table(
 #: δ = λ = 0.1) with the offset
 FEDGNN_PAPER_ML100K = 0.920
 MOVIELENS_RUNS = {
+    "fedgnn + user-mean offset": {
+        "lr": LR["fedgnn"], "pseudo_items": 10, "ldp": FEDGNN_LDP, "offset": "user-mean",
+    },
     "fedgnn (paper setting + user-mean offset)": {
         "arch": "star", "loss": "mse", "dim": 256, "lr": 0.01, "users_per_round": 128,
         "pseudo_items": 1000, "ldp": LDPConfig("laplace", clip=0.1, lam=0.2),
         "offset": "user-mean", "item_std": 0.05,
     },
-    "fedgnn + user-mean offset": {
-        "lr": LR["fedgnn"], "pseudo_items": 10, "ldp": FEDGNN_LDP, "offset": "user-mean",
-    },
 }  # fmt: skip
 
 
-def run_movielens(rows: list[dict], seeds: list[int], root: str | None) -> list[dict]:
+def run_movielens(seeds: list[int], root: str | None) -> None:
     """Resumable, like :func:`run_table` (the runs file keeps every seed)."""
     from securefgl.recommendation.published_splits import published_split
 
-    runs = read_json(RUNS, [])
-    done = {(r["experiment"], r["dataset"], r["run"], r["seed"]) for r in runs}
+    done = done_runs()
     data = load_ratings("MovieLens100K", root)
     for name, spec in {"user-mean": {}, **MOVIELENS_RUNS}.items():
         for seed in seeds:
@@ -401,14 +410,10 @@ def run_movielens(rows: list[dict], seeds: list[int], root: str | None) -> list[
                        for r in fed_row(views, cfg, "movielens")]  # fmt: skip
             for r in new:
                 r |= {"run": name, "split": "u1 (20 % of u1.base for validation)"}
-            runs += new
-            write_json(RUNS, runs, indent=1, default=float, newline=True)
-            rows = upsert(rows, summarise([r for r in runs if r["experiment"] == "movielens"]))
-            save(rows)
-    return rows
+            record_runs(new)
 
 
-def run_sweeps(name: str, budget: float, rows: list[dict]) -> list[dict]:
+def run_sweeps(name: str, budget: float) -> None:
     views = load_views(name)
     base = RecConfig(rounds=5000, time_budget_s=budget)
     for method, mode in (("fesog", "heuristic"), ("fedgnn", "laplace")):
@@ -416,17 +421,13 @@ def run_sweeps(name: str, budget: float, rows: list[dict]) -> list[dict]:
         for clip in (0.1, 0.3, 0.5):
             for lam in (0.1, 0.3, 1.0):
                 cfg = replace(base, method=method, ldp=LDPConfig(mode, clip, lam), pseudo_items=10)
-                rows = upsert(rows, fed_row(views, cfg, "sweep_ldp"))
-                save(rows)
+                save_rows(fed_row(views, cfg, "sweep_ldp"))
         default = FESOG_LDP if method == "fesog" else FEDGNN_LDP
         for q in (0, 10, 50, 200, 1000):
             cfg = replace(base, method=method, ldp=default, pseudo_items=q)
-            rows = upsert(rows, fed_row(views, cfg, "sweep_pseudo"))
-            save(rows)
+            save_rows(fed_row(views, cfg, "sweep_pseudo"))
         cfg = replace(base, method=method, ldp=LDPConfig("none"), pseudo_items=0)
-        rows = upsert(rows, fed_row(views, cfg, "sweep_pseudo"))  # no protection at all
-        save(rows)
-    return rows
+        save_rows(fed_row(views, cfg, "sweep_pseudo"))  # no protection at all
 
 
 def run_timing(out: list[dict]) -> list[dict]:
@@ -490,28 +491,22 @@ def main() -> None:
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("securefgl").setLevel(logging.WARNING)
-    rows = read_json(JSON, [])
     timing = read_json(TIMING, [])
     parts = set(args.parts.split(","))
+    seeds = [int(x) for x in args.seeds.split(",")]
     if not args.render_only:
         if "table" in parts:
-            rows = run_table(
-                args.datasets.split(","),
-                args.budget,
-                rows,
-                tuple(args.methods.split(",")),
-                [int(x) for x in args.seeds.split(",")],
-                args.eval_every,
-            )
+            methods = tuple(args.methods.split(","))
+            run_table(args.datasets.split(","), args.budget, methods, seeds, args.eval_every)
         if "movielens" in parts:
-            rows = run_movielens(rows, [int(x) for x in args.seeds.split(",")], None)
+            run_movielens(seeds, None)
         if "sweeps" in parts:
-            rows = run_sweeps(args.sweep_dataset, args.sweep_budget, rows)
+            run_sweeps(args.sweep_dataset, args.sweep_budget)
         if "timing" in parts:
             timing = run_timing(timing)
     else:  # the table's rows again from the per-seed runs (any summary added since)
-        rows = table_rows(rows, read_json(RUNS, []))
-        save(rows)
+        record_runs([])
+    rows = read_json(JSON, [])
     render(rows, timing)
 
 

@@ -50,3 +50,15 @@ def test_table_rows_replace_stale_summaries_when_the_choice_changes():
     assert sweep in rows and stale not in rows
     table = [r for r in rows if r["experiment"] == "table"]
     assert [(r["lr"], r["seeds"]) for r in table] == [(0.05, 1)]
+
+
+def test_runs_recorded_by_separate_processes_are_merged_not_overwritten(tmp_path, monkeypatch):
+    import reproduce_recommendation as rr
+
+    monkeypatch.setattr(rr, "RUNS", tmp_path / "runs.json")
+    monkeypatch.setattr(rr, "JSON", tmp_path / "rows.json")
+    rr.record_runs([run(0.1, 0, val=2.0, test=2.0)])  # one grid process
+    rr.record_runs([run(0.1, 1, val=2.2, test=2.4)])  # another, started before the first wrote
+    assert {r["seed"] for r in rr.read_json(rr.RUNS)} == {0, 1}
+    (row,) = rr.read_json(rr.JSON)
+    assert (row["seeds"], row["rmse"]) == (2, 2.2)
