@@ -70,6 +70,10 @@ def gaussian_pseudo_gradients(
     """Rows ~ N(mean_u, cov_u) of each user's real gradient rows, one per pseudo item."""
     d = real_grad.shape[1]
     g = real_grad.detach().double()
+    if not torch.isfinite(g).all():
+        raise FloatingPointError(
+            "non-finite item gradients: training diverged (lower the learning rate)"
+        )
     cnt = torch.bincount(real_slot, minlength=n_slots).double()
     mean = segment_sum(g, real_slot, n_slots) / cnt.clamp_min(1).unsqueeze(1)
     centred = g - mean[real_slot]

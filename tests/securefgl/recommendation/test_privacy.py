@@ -155,6 +155,13 @@ def test_gaussian_pseudo_gradients_match_moments() -> None:
     torch.testing.assert_close(torch.cov(fake.T), torch.cov(real.T), atol=0.05, rtol=0)
 
 
+def test_gaussian_pseudo_gradients_name_a_diverged_run() -> None:
+    real = torch.tensor([[1.0, float("inf")], [0.5, 0.2]])
+    slot = torch.zeros(2, dtype=torch.long)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        gaussian_pseudo_gradients(real, slot, torch.zeros(3, dtype=torch.long), 1)
+
+
 @pytest.mark.parametrize("method", ["fesog", "fedgnn"])
 def test_pseudo_items_hide_true_items_from_nonzero_row_attack(
     views: ClientViews, method: str
