@@ -93,7 +93,12 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
         default="two-level",
         help="fedgnn: our two-level GAT or the paper's star graph",
     )
-    p.add_argument("--loss", choices=("rmse", "mse"), default="rmse", help="fedgnn's local loss")
+    p.add_argument(
+        "--loss",
+        choices=("rmse", "mse", "sse"),
+        default="rmse",
+        help="fedgnn's local loss: per-user RMSE, MSE, or the sum over the user's ratings",
+    )
     p.add_argument(
         "--user-groups",
         type=_positive(int),

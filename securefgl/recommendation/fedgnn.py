@@ -49,7 +49,7 @@ from securefgl.recommendation.views import ClientViews
 LEAKY = 0.1
 MODEL_KEYS = ("W_1", "a_1", "W_2", "a_2")
 ARCHS = ("two-level", "star")
-LOSSES = ("rmse", "mse")
+LOSSES = ("rmse", "mse", "sse")
 
 
 def model_keys(arch: str) -> tuple[str, ...]:
@@ -249,7 +249,7 @@ def local_gradients(
     mse_u = segment_sum((pred - rating) ** 2, slot, b) / cnt
     if cfg.loss not in LOSSES:
         raise ValueError(f"unknown loss {cfg.loss!r}; expected one of {LOSSES}")
-    loss_u = mse_u if cfg.loss == "mse" else torch.sqrt(mse_u + 1e-12)
+    loss_u = {"mse": mse_u, "rmse": torch.sqrt(mse_u + 1e-12), "sse": mse_u * cnt}[cfg.loss]
     loss_u.sum().backward()
     model = {k: P[k].grad.detach() for k in P}
     if cfg.arch == "star":

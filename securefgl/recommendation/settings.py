@@ -59,7 +59,7 @@ class RecConfig:
             raise ConfigError(
                 "offset, item_std, arch and loss are FedGNN's options (FeSoG keeps its code's)"
             )
-        if self.arch not in ("two-level", "star") or self.loss not in ("rmse", "mse"):
+        if self.arch not in ("two-level", "star") or self.loss not in ("rmse", "mse", "sse"):
             raise ConfigError(f"unknown FedGNN arch / loss {self.arch!r} / {self.loss!r}")
         if self.offset not in ("none", "user-mean"):
             raise ConfigError(f"unknown offset {self.offset!r}; expected 'none' or 'user-mean'")

@@ -153,3 +153,23 @@ def test_settings_travel_as_json_unchanged() -> None:
     cfg = RecConfig(method="fedgnn", offset="user-mean", arch="star", loss="mse",
                     ldp=LDPConfig("laplace", 0.1, 0.2), user_groups=3)  # fmt: skip
     assert RecConfig.from_json(cfg.to_json()) == cfg
+
+
+def test_fedgnn_per_rating_loss_does_not_shrink_heavy_users_item_gradients(
+    views: ClientViews,
+) -> None:
+    """``loss="sse"`` sums over a user's ratings: each item row is n_u times the per-user
+    mean's (``"mse"``), so a heavy rater's item steps are not divided by n_u."""
+    from securefgl.recommendation import fedgnn
+
+    state = fedgnn.init_fedgnn(views.n_users, views.n_items, 8, torch.Generator().manual_seed(0))
+    users = np.arange(10)
+    grads = {}
+    for loss in ("mse", "sse"):
+        cfg = fedgnn.FedGNNConfig(pseudo_items=0, loss=loss)
+        up, _ = fedgnn.local_gradients(state, views, users, cfg, None, np.random.default_rng(0))
+        grads[loss] = up
+    n_u = torch.bincount(grads["mse"].item_slot, minlength=users.size).float()
+    torch.testing.assert_close(grads["sse"].loss, grads["mse"].loss * n_u)
+    scale = n_u[grads["mse"].item_slot].unsqueeze(1)
+    torch.testing.assert_close(grads["sse"].item_grad, grads["mse"].item_grad * scale)
