@@ -18,7 +18,9 @@ itself, its rated items and its neighbour users, which are attached to the user 
 not to the items; with ``loss="mse"`` (the paper's loss), dimension 256, SGD lr 0.01, 128
 users per round, M = 1000 and δ = 0.1, λ = 0.2 it is the paper's §4.1 setting
 (``benchmarks/reproduce_recommendation.py``). Dropout (0.2 in the paper, placement not
-stated) is not applied.
+stated) is not applied. ``loss="sse"`` (ours) sums the squared errors over the user's
+ratings instead of averaging them: with a per-user mean, and every user weighted 1 in the
+per-item average, a rater of n items moves each item by 1/n of a per-rating step.
 
 Flagged deviations for items without training ratings, whose embeddings no real gradient
 ever reaches (off by default): ``offset="user-mean"`` predicts ``m_u + h_u · e_t`` with
