@@ -8,9 +8,10 @@ MovieLens-100K's u1 split beside the FedGNN paper: ``movielens``).
 Writes ``benchmarks/results/recommendation{.json,.md,_sweeps.png,_timing.png}`` and
 ``recommendation_timing.json``; ``--render-only`` rewrites Markdown and plots from the JSON.
 
-Protocol (as FeSoG's released code): embedding size 8, lr 0.1, weight decay 1e-3, 256 users per
-round, validation every 20 rounds, test RMSE/MAE at the best validation RMSE, stop after 5
-evaluations without improvement (or at the time budget per run); per-user 60/20/20 split.
+Protocol (as FeSoG's released code): embedding size 8, lr 0.1 (and 0.05: ``LR_CANDIDATES``),
+weight decay 1e-3, 256 users per round, validation every 20 rounds, test RMSE/MAE at the best
+validation RMSE, stop after 5 evaluations without improvement (or at the time budget per run);
+per-user 60/20/20 split.
 FilmTrust uses FeSoG's preprocessing (users in the trust network, ratings 2r − 1 ∈ 0..7).
 """
 
