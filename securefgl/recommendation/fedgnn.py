@@ -18,9 +18,11 @@ itself, its rated items and its neighbour users, which are attached to the user 
 not to the items; with ``loss="mse"`` (the paper's loss), dimension 256, SGD lr 0.01, 128
 users per round, M = 1000 and δ = 0.1, λ = 0.2 it is the paper's §4.1 setting
 (``benchmarks/reproduce_recommendation.py``). Dropout (0.2 in the paper, placement not
-stated) is not applied. ``loss="sse"`` (ours) sums the squared errors over the user's
-ratings instead of averaging them: with a per-user mean, and every user weighted 1 in the
-per-item average, a rater of n items moves each item by 1/n of a per-rating step.
+stated) is not applied. ``loss="sse"`` (ours) uploads the item rows of the sum of squared
+errors over the user's ratings instead of their mean: with a per-user mean, and every user
+weighted 1 in the per-item average, a rater of n items moves each item by 1/n of a
+per-rating step. The user's own embedding still steps on the mean (on the sum, a user with
+hundreds of ratings takes unbounded local steps: a run diverged so on MovieLens-100K).
 
 Flagged deviations for items without training ratings, whose embeddings no real gradient
 ever reaches (off by default): ``offset="user-mean"`` predicts ``m_u + h_u · e_t`` with
@@ -278,7 +280,9 @@ def local_gradients(
         ),
         loss=loss_u.detach(),
     )
-    return up, e_user.grad.detach()
+    g_self = e_user.grad.detach()
+    # "sse": the user's own embedding steps on the mean over its ratings
+    return up, g_self / cnt.unsqueeze(1) if cfg.loss == "sse" else g_self
 
 
 def predict(

@@ -159,7 +159,8 @@ def test_fedgnn_per_rating_loss_does_not_shrink_heavy_users_item_gradients(
     views: ClientViews,
 ) -> None:
     """``loss="sse"`` sums over a user's ratings: each item row is n_u times the per-user
-    mean's (``"mse"``), so a heavy rater's item steps are not divided by n_u."""
+    mean's (``"mse"``), so a heavy rater's item steps are not divided by n_u; the user's own
+    embedding still steps on the mean."""
     from securefgl.recommendation import fedgnn
 
     state = fedgnn.init_fedgnn(views.n_users, views.n_items, 8, torch.Generator().manual_seed(0))
@@ -167,9 +168,11 @@ def test_fedgnn_per_rating_loss_does_not_shrink_heavy_users_item_gradients(
     grads = {}
     for loss in ("mse", "sse"):
         cfg = fedgnn.FedGNNConfig(pseudo_items=0, loss=loss)
-        up, _ = fedgnn.local_gradients(state, views, users, cfg, None, np.random.default_rng(0))
-        grads[loss] = up
-    n_u = torch.bincount(grads["mse"].item_slot, minlength=users.size).float()
-    torch.testing.assert_close(grads["sse"].loss, grads["mse"].loss * n_u)
-    scale = n_u[grads["mse"].item_slot].unsqueeze(1)
-    torch.testing.assert_close(grads["sse"].item_grad, grads["mse"].item_grad * scale)
+        grads[loss] = fedgnn.local_gradients(
+            state, views, users, cfg, None, np.random.default_rng(0)
+        )
+    (mse, own_mse), (sse, own_sse) = grads["mse"], grads["sse"]
+    n_u = torch.bincount(mse.item_slot, minlength=users.size).float()
+    torch.testing.assert_close(sse.loss, mse.loss * n_u)
+    torch.testing.assert_close(sse.item_grad, mse.item_grad * n_u[mse.item_slot].unsqueeze(1))
+    torch.testing.assert_close(own_sse, own_mse)
