@@ -265,8 +265,12 @@ TABLE_METHODS = {
     "fesog": {"method": "fesog", "ldp": FESOG_LDP},
     "fedgnn": {"method": "fedgnn", "ldp": FEDGNN_LDP},
     "fedgnn-offset": {"method": "fedgnn", "ldp": FEDGNN_LDP, "offset": "user-mean"},
-    "fedgnn-offset-sse": {"method": "fedgnn", "ldp": FEDGNN_LDP, "offset": "user-mean",
-                          "loss": "sse"},  # fmt: skip
+    "fedgnn-offset-sse": {
+        "method": "fedgnn",
+        "ldp": FEDGNN_LDP,
+        "offset": "user-mean",
+        "loss": "sse",
+    },
 }
 TABLE_METHODS |= {
     f"{m}-lr{lr:g}": {**TABLE_METHODS[m], "lr": lr}
