@@ -271,6 +271,7 @@ TABLE_METHODS = {
         "offset": "user-mean",
         "loss": "sse",
     },
+    "fedgnn-sse": {"method": "fedgnn", "ldp": FEDGNN_LDP, "loss": "sse"},
 }
 TABLE_METHODS |= {
     f"{m}-lr{lr:g}": {**TABLE_METHODS[m], "lr": lr}
