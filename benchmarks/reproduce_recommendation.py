@@ -271,15 +271,16 @@ TABLE_METHODS = {
         "offset": "user-mean",
         "loss": "sse",
     },
-    "fedgnn-sse": {"method": "fedgnn", "ldp": FEDGNN_LDP, "loss": "sse"},
 }
 TABLE_METHODS |= {
     f"{m}-lr{lr:g}": {**TABLE_METHODS[m], "lr": lr}
     for m, lrs in LR_CANDIDATES.items()
     for lr in lrs
 }
-#: one-seed ablation of FedGNN: what LDP costs with and without the offset
+#: one-seed ablation of FedGNN: what LDP costs with and without the offset, and the
+#: per-rating loss without the offset
 ABLATION = {
+    "fedgnn-sse": {"method": "fedgnn", "ldp": FEDGNN_LDP, "loss": "sse"},
     "fedgnn-no-ldp": {"method": "fedgnn", "ldp": LDPConfig("none")},
     "fedgnn-offset-no-ldp": {"method": "fedgnn", "ldp": LDPConfig("none"), "offset": "user-mean"},
 }
