@@ -248,6 +248,7 @@ def record_runs(new: list[dict]) -> None:
 
 
 def done_runs() -> set[tuple]:
+    """(experiment, dataset, run, seed) of every run saved so far (what a restart skips)."""
     return {(r["experiment"], r["dataset"], r["run"], r["seed"]) for r in read_json(RUNS, [])}
 
 
