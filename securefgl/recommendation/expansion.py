@@ -124,17 +124,18 @@ class ExpansionResult:
 
 
 def upload_frame(
-    users: np.ndarray, slot: np.ndarray, items: np.ndarray, user_emb: np.ndarray, key: bytes
+    users: np.ndarray, slot: np.ndarray, tokens: np.ndarray, user_emb: np.ndarray
 ) -> Payload:
-    """The users' uploads to the third party as one frame (vectorised over users: each
-    token depends only on the user's own item): ``entry_handle`` says which fresh pseudonym
-    sent each token."""
+    """The users' uploads to the third party as one frame (vectorised over users), given the
+    tokens of their rated items (:func:`item_tokens`; they depend only on the key and the
+    items, so a client may keep them between expansions): ``entry_handle`` says which fresh
+    pseudonym sent each token."""
     handles = fresh_pseudonyms(users.size)
     order = np.argsort(handles)
     return Payload(
         {
             "entry_handle": handles[slot],
-            "tokens": item_tokens(key, items),
+            "tokens": tokens,
             "handles": handles[order],
             "embeddings": np.asarray(user_emb, np.float32)[order],
         }
@@ -192,7 +193,7 @@ def expand(
 ) -> ExpansionResult:
     """Run one expansion for ``users`` whose rated items are (slot, items), in one frame
     each way (the parties' version: :mod:`securefgl.recommendation.parties`)."""
-    upload = upload_frame(users, slot, items, user_emb, key)
+    upload = upload_frame(users, slot, item_tokens(key, items), user_emb)
     received = channel.send("users", third_party.party_id, TAG_UPLOAD, upload).payload
     reply = third_party.match(received, rng)
     back = channel.send(third_party.party_id, "users", TAG_REPLY, reply).payload

@@ -42,6 +42,7 @@ from securefgl.recommendation.expansion import (
     ExpansionResult,
     ThirdParty,
     expansion_result,
+    item_tokens,
     merge_frames,
     split_reply,
     upload_frame,
@@ -98,6 +99,7 @@ class UserGroup(Party):
         self.user_emb: torch.Tensor | None = None
         self.expansion: ExpansionResult | None = None
         self._frame_positions = np.zeros(0, np.int64)
+        self._tokens: np.ndarray | None = None  # its users' item tokens (same every expansion)
         if cfg.method == "fedgnn":  # each user's own embedding, from the public seed
             table = _initial_state(cfg, views.n_users, views.n_items)["local_user_emb"]
             mine = torch.zeros(views.n_users, dtype=torch.bool)
@@ -155,7 +157,9 @@ class UserGroup(Party):
         slot, pos = self.views.train.positions(self.users)
         emb = self.user_emb[torch.as_tensor(self.users)].numpy()
         self._frame_positions = pos
-        return upload_frame(self.users, slot, self.views.train.col[pos], emb, self.token_key)
+        if self._tokens is None:
+            self._tokens = item_tokens(self.token_key, self.views.train.col[pos])
+        return upload_frame(self.users, slot, self._tokens, emb)
 
     def expansion_reply(self, reply: Payload) -> None:
         self.expansion = expansion_result(reply, self._frame_positions, self.views.train.col.size)

@@ -435,3 +435,19 @@ def test_star_model_per_user_gradients_match_autograd_alone(views: ClientViews) 
         torch.testing.assert_close(batch.model["a_1"][j], a.grad, rtol=1e-4, atol=1e-6)
         torch.testing.assert_close(g_self[j], e_u.grad[0], rtol=1e-4, atol=1e-6)
         torch.testing.assert_close(batch.item_grad[batch.item_slot == j], e_i.grad)
+
+
+def test_user_group_keeps_its_tokens_and_draws_fresh_pseudonyms(views: ClientViews) -> None:
+    """The tokens depend only on the key and the items, so a group computes them once; each
+    expansion still sends fresh pseudonyms (the third party cannot link two uploads by them)."""
+    from securefgl.recommendation.parties import UserGroup
+    from securefgl.recommendation.settings import RecConfig
+
+    key = new_token_key()
+    group = UserGroup(0, RecConfig(method="fedgnn", user_groups=1), views, key)
+    first, second = group.expansion_upload(), group.expansion_upload()
+    _, pos = views.train.positions(group.users)
+    expected = item_tokens(key, views.train.col[pos])
+    assert np.array_equal(first.array("tokens"), expected)
+    assert np.array_equal(second.array("tokens"), expected)
+    assert not np.intersect1d(first.array("handles"), second.array("handles")).size
