@@ -41,6 +41,8 @@ _KIND = {int: "an integer", float: "a number"}
 
 
 def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
+    from securefgl.recommendation.fedgnn import ARCHS, LOSSES, OFFSETS
+
     p = sub.add_parser("recommend", help="federated recommendation (FeSoG / FedGNN) + attack")
     p.add_argument("--method", choices=("fesog", "fedgnn", "central"), default="fesog")
     p.add_argument("--dataset", type=_dataset, default="FilmTrust", help=", ".join(RATING_DATASETS))
@@ -83,19 +85,19 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dim", type=_positive(int), default=8, help="embedding dimension")
     p.add_argument(
         "--offset",
-        choices=("none", "user-mean"),
+        choices=OFFSETS,
         default="none",
         help="fedgnn: predict the user's own mean rating + h·e (a flagged deviation)",
     )
     p.add_argument(
         "--arch",
-        choices=("two-level", "star"),
+        choices=ARCHS,
         default="two-level",
         help="fedgnn: our two-level GAT or the paper's star graph",
     )
     p.add_argument(
         "--loss",
-        choices=("rmse", "mse", "sse"),
+        choices=LOSSES,
         default="rmse",
         help="fedgnn's local loss: per-user RMSE, MSE, or the sum over the user's ratings",
     )

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from securefgl.config import ConfigError
+from securefgl.recommendation.fedgnn import ARCHS, LOSSES, OFFSETS
 from securefgl.recommendation.ldp import LDPConfig
 
 Method = Literal["fesog", "fedgnn"]
@@ -59,10 +60,10 @@ class RecConfig:
             raise ConfigError(
                 "offset, item_std, arch and loss are FedGNN's options (FeSoG keeps its code's)"
             )
-        if self.arch not in ("two-level", "star") or self.loss not in ("rmse", "mse", "sse"):
+        if self.arch not in ARCHS or self.loss not in LOSSES:
             raise ConfigError(f"unknown FedGNN arch / loss {self.arch!r} / {self.loss!r}")
-        if self.offset not in ("none", "user-mean"):
-            raise ConfigError(f"unknown offset {self.offset!r}; expected 'none' or 'user-mean'")
+        if self.offset not in OFFSETS:
+            raise ConfigError(f"unknown offset {self.offset!r}; expected one of {OFFSETS}")
         if not self.item_std > 0:
             raise ConfigError(f"item_std must be > 0, got {self.item_std}")
 
