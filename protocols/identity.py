@@ -7,7 +7,10 @@ which also creates every party's state): :meth:`Pki.issue` draws one Ed25519 key
 (``cryptography``, OS randomness) and publishes a :class:`KeyRegistry` (party id -> public
 key) to all parties. Each party's private :class:`Identity` is installed in a
 process-local keystore (:func:`local_identity`), as a party's own machine would hold it;
-only the registry travels (e.g. inside a secure-sum spec).
+only the registry travels (e.g. inside a secure-sum spec). When parties live in other
+processes (the Ray executor), the registrar provisions each party's key to the one process
+that hosts it, and that process sees every other party through :meth:`Pki.held` (public
+keys only).
 
 Every signed message is a :func:`statement`: canonical JSON binding a domain (protocol),
 the experiment id, the round, the protocol step, the signer and the content (public keys,
@@ -97,7 +100,8 @@ def statement(
 
 
 class Identity:
-    """A party's long-term Ed25519 signing key (never leaves its owner)."""
+    """A party's long-term Ed25519 signing key (it leaves the registrar only for the one
+    process that hosts its owner)."""
 
     __slots__ = ("_key", "party_id", "public")
 
@@ -110,11 +114,35 @@ class Identity:
     def generate(cls, party_id: str) -> Identity:
         return cls(party_id, Ed25519PrivateKey.generate())
 
+    @classmethod
+    def from_private_bytes(cls, party_id: str, raw: bytes) -> Identity:
+        return cls(party_id, Ed25519PrivateKey.from_private_bytes(raw))
+
+    def private_bytes(self) -> bytes:
+        """The raw private key: only for the registrar to provision the party's own process."""
+        return self._key.private_bytes_raw()
+
     def sign(self, message: bytes) -> bytes:
         return self._key.sign(message)
 
     def __repr__(self) -> str:
         return f"Identity({self.party_id!r}, public={self.public.hex()[:16]}...)"
+
+
+class ForeignIdentity(Identity):
+    """Another party's registered public key, in a process where that party does not live:
+    protocol objects built here for it (never called) hold this, which cannot sign."""
+
+    __slots__ = ()
+
+    def __init__(self, party_id: str, public: bytes) -> None:
+        self.party_id, self.public, self._key = party_id, public, None
+
+    def private_bytes(self) -> bytes:
+        raise ProtocolError(f"{self.party_id!r} does not live in this process: no key here")
+
+    def sign(self, message: bytes) -> bytes:
+        raise ProtocolError(f"{self.party_id!r} does not live in this process: no key here")
 
 
 @dataclass(frozen=True)
@@ -183,6 +211,19 @@ def install_identity(registry: KeyRegistry, identity: Identity) -> None:
     _KEYSTORE[registry.fingerprint, identity.party_id] = identity
 
 
+def install_provisioned(provisioning: Mapping[str, Any], party_id: str) -> None:
+    """Install ``party_id``'s key from :meth:`Pki.provisioning` (nothing if it has none)."""
+    raw = provisioning["keys"].get(party_id)
+    if raw is not None:
+        registry = KeyRegistry.from_wire(provisioning["registry"])
+        install_identity(registry, Identity.from_private_bytes(party_id, raw))
+
+
+def keystore_parties() -> list[str]:
+    """The parties whose signing keys this process holds (any registry)."""
+    return sorted({pid for _, pid in _KEYSTORE})
+
+
 def local_identity(registry: KeyRegistry, party_id: str) -> Identity:
     """``party_id``'s signing key for ``registry`` from this process's keystore."""
     try:
@@ -211,11 +252,29 @@ class Pki:
             install_identity(registry, identity)
         return cls(registry, MappingProxyType(identities))
 
+    @classmethod
+    def held(cls, registry: KeyRegistry) -> Pki:
+        """``registry`` as seen from this process: the identities its keystore holds (the
+        parties that live here, provisioned by the registrar), the others public only."""
+        fp = registry.fingerprint
+        identities: dict[str, Identity] = {
+            pid: _KEYSTORE.get((fp, pid)) or ForeignIdentity(pid, key)
+            for pid, key in registry.keys.items()
+        }
+        return cls(registry, MappingProxyType(identities))
+
     def identity(self, party_id: str) -> Identity:
         try:
             return self.identities[party_id]
         except KeyError:
             raise ValueError(f"{party_id!r} has no identity in this PKI") from None
+
+    def provisioning(self, party_ids: Iterable[str]) -> dict[str, Any]:
+        """Wire data that lets another process hold some of these parties' keys: the
+        registry and each listed party's private key (:func:`install_provisioned`, which
+        installs only the key of the party it is given)."""
+        keys = {p: self.identities[p].private_bytes() for p in party_ids if p in self.identities}
+        return {"registry": self.registry.to_wire(), "keys": keys}
 
     def covers(self, party_ids: Sequence[str]) -> bool:
         return all(p in self.identities for p in party_ids)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -36,11 +36,21 @@ class Federation:
     executor_options: dict[str, Any] = field(default_factory=dict)  # RayExecutor's keywords
     _made: list[Executor] = field(default_factory=list, repr=False)
 
-    def make_executor(self, parties: Mapping[str, Party | Recipe]) -> Executor:
+    def make_executor(
+        self, parties: Mapping[str, Party | Recipe], stacks: Sequence[ProtocolStack] = ()
+    ) -> Executor:
+        """An executor for ``parties``; ``stacks``: the protocol stacks they run (default:
+        the federation's), whose PKIs (malicious-server model) reach each party's worker
+        as that party's own keys only."""
         if self.executor == "ray":
             from securefgl.federation.ray_executor import RayExecutor
 
-            made: Executor = RayExecutor(parties, **self.executor_options)  # type: ignore[arg-type]
+            pkis = [s.pki for s in stacks or [self.stack] if s.pki is not None]
+            made: Executor = RayExecutor(
+                parties,  # type: ignore[arg-type]
+                keys=[pki.provisioning(parties) for pki in pkis],
+                **self.executor_options,
+            )
         else:
             made = LocalExecutor(parties)
         self._made.append(made)

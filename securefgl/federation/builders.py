@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from protocols.base import ProtocolParty
-from protocols.identity import HONEST_BUT_CURIOUS
+from protocols.identity import HONEST_BUT_CURIOUS, KeyRegistry, Pki
 from protocols.wire import Payload
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
@@ -71,6 +71,7 @@ def stack_args(stack: ProtocolStack, noise_seed: int | None, config: ExperimentC
         "token": stack.token, "config": config_json(config),
         "per_round": stack.clients_per_round, "experiment_id": stack.experiment_id,
         "noise_seed": noise_seed, "server": server_id, "clients": list(client_ids), "dim": dim,
+        "registry": None if stack.pki is None else stack.pki.registry.to_wire(),
     }  # fmt: skip
 
 
@@ -79,18 +80,18 @@ def protocol_party(args: dict[str, Any], party_id: str) -> ProtocolParty:
 
     In the driver's process this is the driver's own stack; elsewhere the stack is rebuilt
     from the same settings and experiment id, so every process agrees on the protocol, and
-    secrets (keys, masks, noise) are made later by each party itself. The malicious-server
-    model cannot be rebuilt: its PKI is issued in the driver's process."""
+    secrets (keys, masks, noise) are made later by each party itself. In the
+    malicious-server model the process sees the experiment's PKI through the registry and
+    the signing keys the registrar provisioned to it (:meth:`Pki.held`)."""
     stack = live_stack(args["token"])
     if stack is None:
         config = config_from_json(args["config"])
-        if config.threat_model != HONEST_BUT_CURIOUS:
-            raise PartyError(
-                "the malicious-server model issues its PKI in the driver's process: run it "
-                "on the local executor"
-            )
-        seed = args["noise_seed"]
-        stack = build_stack(config, args["per_round"], args["experiment_id"], seed)
+        registry = args.get("registry")
+        if registry is None and config.threat_model != HONEST_BUT_CURIOUS:
+            raise PartyError("the malicious-server model needs the experiment's key registry")
+        pki = None if registry is None else Pki.held(KeyRegistry.from_wire(registry))
+        stack = build_stack(config, args["per_round"], args["experiment_id"],
+                            args["noise_seed"], pki=pki)  # fmt: skip
     parties = stack.parties(args["server"], args["clients"], args["dim"])
     if party_id == args["server"]:
         return parties.server

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from protocols.base import ProtocolError
+from protocols.identity import install_provisioned, keystore_parties
 from securefgl.federation.codec import decode_value, encode_value
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, PartyError
@@ -53,6 +54,8 @@ class PartyWorker:
 
     def build(self, party_id: str, data: bytes) -> None:
         spec = decode_value(data)
+        for keys in spec["keys"]:  # malicious-server model: this party's signing keys
+            install_provisioned(keys, party_id)
         self.parties[party_id] = build(Recipe(spec["builder"], spec["args"]))
 
     def run(self, calls: list[tuple[str, str, str, bytes]]) -> list[tuple[str, bytes, float]]:
@@ -80,6 +83,10 @@ class PartyWorker:
 
     def held(self) -> list[str]:
         return sorted(self.parties)
+
+    def signing_keys(self) -> list[str]:
+        """The parties whose signing keys this worker holds (malicious-server model)."""
+        return keystore_parties()
 
     def peak_rss_bytes(self) -> int:
         import resource
@@ -128,6 +135,9 @@ class RayExecutor(Executor):
 
     ``address``: a running cluster (``ray start --head`` prints it); None starts a local
     Ray with ``workers`` CPUs if none is running. ``threads``: torch threads per actor.
+    ``keys``: the registrars' :meth:`~protocols.identity.Pki.provisioning` of these parties
+    (malicious-server model), one per PKI; each worker receives the keys of the parties it
+    hosts only.
     """
 
     def __init__(
@@ -137,6 +147,7 @@ class RayExecutor(Executor):
         address: str | None = None,
         party_timeout: float | None = None,
         threads: int = 1,
+        keys: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         not_recipes = [pid for pid, p in parties.items() if not isinstance(p, Recipe)]
         if not_recipes:
@@ -170,9 +181,14 @@ class RayExecutor(Executor):
         self.seconds_by_party: dict[str, float] = {}
         self.peak_rss_by_worker: list[int | None] = []
         self._lost: set[int] = set()
+
+        def own_key(pid: str) -> list[dict[str, Any]]:
+            return [{"registry": k["registry"], "keys": {pid: k["keys"][pid]}}
+                    for k in keys if pid in k["keys"]]  # fmt: skip
+
         pending = [
             self.workers[self.home[pid]].build.remote(
-                pid, encode_value({"builder": r.builder, "args": r.args})
+                pid, encode_value({"builder": r.builder, "args": r.args, "keys": own_key(pid)})
             )
             for pid, r in parties.items()
         ]

@@ -167,14 +167,19 @@ def build_stack(
     clients_per_round: int,
     experiment_id: str = "securefgl",
     seed: int | None = None,
+    pki: Pki | None = None,
 ) -> ProtocolStack:
-    """The protocol stack of ``config`` for rounds of ``clients_per_round`` clients."""
+    """The protocol stack of ``config`` for rounds of ``clients_per_round`` clients.
+
+    Malicious-server model: ``pki`` is the experiment's PKI as this process holds it
+    (:meth:`Pki.held`); None issues one here (the experiment as registrar)."""
     transport_name, mech_name = parse_stack(config.protocol)
     t = config.secagg_threshold
     threshold = int(t) if t is not None and t > 1 else t  # > 1: a count; ≤ 1: a fraction
     threat = config.threat_model
-    pki = None
-    if threat != HONEST_BUT_CURIOUS:  # the experiment is the registrar, never the server
+    if threat == HONEST_BUT_CURIOUS:
+        pki = None
+    elif pki is None:  # the experiment is the registrar, never the server
         ids = [client_party_id(i) for i in range(config.clients)]
         pki = Pki.issue([SERVER, DEFAULT_AUTHORITY_ID, *ids])
     transport = make_transport(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from protocols.base import ProtocolError
 from protocols.identity import (
+    Identity,
     KeyRegistry,
     Pki,
     SignatureError,
     check_threat_model,
+    install_provisioned,
     local_identity,
     statement,
 )
@@ -65,3 +68,25 @@ def test_threat_model_names() -> None:
     assert check_threat_model("malicious") == "malicious"
     with pytest.raises(ValueError, match="threat_model"):
         check_threat_model("paranoid")
+
+
+def test_a_process_holds_only_the_keys_provisioned_to_it() -> None:
+    """The registrar's keys reach another process one party at a time; that process sees
+    the rest of the registry as public keys that cannot sign."""
+    issued = {p: Identity.generate(p) for p in ("server", "c0", "c1")}  # not installed here
+    registry = KeyRegistry({p: i.public for p, i in issued.items()})
+    pki = Pki(registry, issued)
+    provisioning = pki.provisioning(["c0", "elsewhere"])
+    assert set(provisioning["keys"]) == {"c0"}
+    before = Pki.held(registry)
+    with pytest.raises(ProtocolError, match="does not live in this process"):
+        before.identity("c0").sign(b"m")
+    install_provisioned(provisioning, "c1")  # c1 has no key in it: nothing installed
+    install_provisioned(provisioning, "c0")
+    held = Pki.held(registry)
+    msg = statement("secagg", "exp", 0, "keys", "c0", b"\x01")
+    registry.verify("c0", msg, held.identity("c0").sign(msg))
+    assert held.identity("c0").public == issued["c0"].public
+    for other in ("server", "c1"):
+        with pytest.raises(ProtocolError, match="does not live in this process"):
+            held.identity(other).sign(msg)

@@ -81,6 +81,7 @@ def _run(cfg, transcript, algorithm="fedavg"):
             "spreadfgl",
             {
                 "protocol": ["secagg"], "clients": 6, "edge_servers": 2,
+                "threat_model": "malicious",  # a PKI per edge server's stack
                 "spreadfgl": {"interval": 2, "local_steps": 2, "top_k": 3, "ae_iterations": 2},
             },
         ),
@@ -160,10 +161,28 @@ def test_parties_built_in_the_driver_are_refused_clearly():
         RayExecutor({"server": Sleeper("server")}, workers=1)  # type: ignore[dict-item]
 
 
-def test_the_malicious_server_model_stays_on_the_local_executor():
-    cfg = _config(protocol=["secagg"], threat_model="malicious", executor="ray")
-    with pytest.raises(PartyError, match="local executor"):
-        _run(cfg, Transcript())
+def test_the_malicious_server_model_runs_on_ray_each_worker_holding_its_parties_keys():
+    cfg = _config(protocol=["ckks"], threat_model="malicious", rounds=2, eval_every=1)
+    local = _run(cfg, Transcript())
+    data = load_graph(cfg)
+    _, _, views, _ = draw_world(cfg, 0, data)
+    stack = build_stack(cfg, cfg.clients, "securefgl")
+    federation = Federation(views, Channel(), stack, 0, executor="ray",
+                            executor_options={"workers": 2})  # fmt: skip
+    algo = FedAvg(cfg)
+    try:
+        algo.setup(federation)
+        algo.train_round(0)
+        ex = algo.executor
+        for w, worker in enumerate(ex.workers):
+            hosted = {pid for pid, home in ex.home.items() if home == w}
+            keys = set(ray.get(worker.signing_keys.remote()))
+            assert keys and keys <= hosted  # no other party's signing key is here
+            assert keys == hosted & set(stack.pki.identities)
+    finally:
+        federation.close()
+    remote = _run(cfg.replace(executor="ray", workers=2), Transcript())
+    assert remote.final == local.final
 
 
 def test_a_party_that_does_not_answer_in_time_is_named():
