@@ -227,8 +227,12 @@ def main() -> None:
             rows.append(row)
             write_json(path, rows, indent=1, newline=True)
             print(f"  {row['wall_seconds']:.1f} s, {row['peak_rss_gib']:.2f} GiB", flush=True)
-    meta = {"machine": machine_info()}
-    write_json(OUT / "distributed_meta.json", meta, indent=1, newline=True)
+    meta_path = OUT / "distributed_meta.json"
+    if args.report_only:  # the machine the rows were measured on, not the one rendering
+        meta = read_json(meta_path, {"machine": machine_info()})
+    else:
+        meta = {"machine": machine_info()}
+        write_json(meta_path, meta, indent=1, newline=True)
     write_text(OUT / "distributed.md", markdown(rows, meta))
 
 
