@@ -114,6 +114,7 @@ def measure(cell: Cell, cfg: Any, data: Any, seed: int, code: str | None) -> dic
     out.update({
         "acc": round(100 * result.final["test_acc"], 2),
         "f1": round(100 * result.final["test_f1"], 2),
+        "val_acc": round(100 * result.final["val_acc"], 2),
         "seconds": round(time.time() - t0, 1),
         "bytes": traffic(entries, cfg.rounds),
         "bytes_units": "kB",  # runs without it stored bytes / 1e3 instead of kB per round
@@ -184,7 +185,9 @@ def main() -> None:
     cells = plan(args.settings, args.datasets, args.clients, args.methods)
     todo = []
     for cell in cells:
-        done = {r["seed"] for r in by_key.get(cell.key, {"runs": []})["runs"]}
+        runs = by_key.get(cell.key, {"runs": []})["runs"]
+        # survey cells choose their local steps on validation: runs without it are redone
+        done = {r["seed"] for r in runs if cell.setting != "survey" or "val_acc" in r}
         missing = [s for s in range(args.seeds) if s not in done]
         if missing:
             todo.append((cell, missing))
@@ -209,7 +212,8 @@ def main() -> None:
                 rows.append(row)
             for seed in missing:
                 run = measure(cell, cfg, data, seed, code)
-                row["runs"] = sorted([*row["runs"], run], key=lambda x: x["seed"])
+                kept = [r for r in row["runs"] if r["seed"] != seed]
+                row["runs"] = sorted([*kept, run], key=lambda x: x["seed"])
                 summarise(row)
                 save_rows(args.out, rows)
                 by_key = {row_key(r): r for r in rows}
