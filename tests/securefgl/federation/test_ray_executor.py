@@ -122,16 +122,23 @@ def test_ray_gives_the_local_result_and_the_same_messages(algorithm, settings):
         assert any(tag == "secure-sum/contribution" for *_, tag, _ in local_msgs)
 
 
-def test_each_actor_holds_only_its_own_clients_features():
-    cfg = _config(executor="ray", workers=2)
+def _ray_fedavg(cfg, workers=2):
+    """FedAvg set up on ``workers`` Ray workers: (algorithm, federation)."""
+    torch.manual_seed(0)  # the initial model, drawn in the driver (as the runner does)
     data = load_graph(cfg)
     _, _, views, _ = draw_world(cfg, 0, data)
-    stack = build_stack(cfg, cfg.clients, "isolation-test")
+    stack = build_stack(cfg, cfg.clients, f"ray-test-{cfg.protocol}")
     federation = Federation(views, Channel(), stack, 0, executor="ray",
-                            executor_options={"workers": 2})  # fmt: skip
+                            executor_options={"workers": workers})  # fmt: skip
     algo = FedAvg(cfg)
+    algo.setup(federation)
+    return algo, federation
+
+
+def test_each_actor_holds_only_its_own_clients_features():
+    algo, federation = _ray_fedavg(_config(executor="ray", workers=2))
+    views = federation.views
     try:
-        algo.setup(federation)
         algo.train_round(0)
         ex = algo.executor
         assert all(algo.clients[c] is None for c in algo.clients)  # nothing in the driver
@@ -164,21 +171,15 @@ def test_parties_built_in_the_driver_are_refused_clearly():
 def test_the_malicious_server_model_runs_on_ray_each_worker_holding_its_parties_keys():
     cfg = _config(protocol=["ckks"], threat_model="malicious", rounds=2, eval_every=1)
     local = _run(cfg, Transcript())
-    data = load_graph(cfg)
-    _, _, views, _ = draw_world(cfg, 0, data)
-    stack = build_stack(cfg, cfg.clients, "securefgl")
-    federation = Federation(views, Channel(), stack, 0, executor="ray",
-                            executor_options={"workers": 2})  # fmt: skip
-    algo = FedAvg(cfg)
+    algo, federation = _ray_fedavg(cfg)
     try:
-        algo.setup(federation)
         algo.train_round(0)
         ex = algo.executor
         for w, worker in enumerate(ex.workers):
             hosted = {pid for pid, home in ex.home.items() if home == w}
             keys = set(ray.get(worker.signing_keys.remote()))
             assert keys and keys <= hosted  # no other party's signing key is here
-            assert keys == hosted & set(stack.pki.identities)
+            assert keys == hosted & set(federation.stack.pki.identities)
     finally:
         federation.close()
     remote = _run(cfg.replace(executor="ray", workers=2), Transcript())
@@ -211,18 +212,6 @@ def test_errors_inside_a_party_reach_the_driver_with_the_party_named():
 FAULTS = {"clients": 6, "workers": 3}
 
 
-def _ray_fedavg(cfg):
-    torch.manual_seed(0)  # the initial model, drawn in the driver (as the runner does)
-    data = load_graph(cfg)
-    _, _, views, _ = draw_world(cfg, 0, data)
-    stack = build_stack(cfg, cfg.clients, f"faults-{cfg.protocol}")
-    federation = Federation(views, Channel(), stack, 0, executor="ray",
-                            executor_options={"workers": FAULTS["workers"]})  # fmt: skip
-    algo = FedAvg(cfg)
-    algo.setup(federation)
-    return algo, federation
-
-
 def _kill_worker_before(algo, phase, worker):
     """Kill ``worker``'s process just before the protocol phase ``phase`` runs."""
     ex, make = algo.executor, algo.executor.phases
@@ -253,7 +242,7 @@ def test_a_killed_worker_s_clients_drop_out_and_secagg_recovers_the_survivors_me
     the very mean plain aggregation gives when the same clients vanish."""
     means = {}
     for protocol, phase in (("plain", "send_update"), ("secagg", "masked_input")):
-        algo, federation = _ray_fedavg(_config(protocol=[protocol], clients=6))
+        algo, federation = _ray_fedavg(_config(protocol=[protocol], clients=6), FAULTS["workers"])
         try:
             _kill_worker_before(algo, phase, worker=2)
             algo.train_round(0)
@@ -276,7 +265,7 @@ def test_a_killed_worker_s_clients_drop_out_and_secagg_recovers_the_survivors_me
     ids=["secagg-below-threshold", "ckks"],
 )
 def test_a_round_that_cannot_survive_the_crash_aborts_saying_why(options, phase, message):
-    algo, federation = _ray_fedavg(_config(clients=6, **options))
+    algo, federation = _ray_fedavg(_config(clients=6, **options), FAULTS["workers"])
     try:
         _kill_worker_before(algo, phase, worker=2)
         with pytest.raises(ProtocolError, match=message):
