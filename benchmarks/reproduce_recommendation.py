@@ -10,8 +10,10 @@ Writes ``benchmarks/results/recommendation{.json,.md,_sweeps.png,_timing.png}`` 
 
 Protocol (as FeSoG's released code): embedding size 8, lr 0.1 (and 0.05: ``LR_CANDIDATES``),
 weight decay 1e-3, 256 users per round, validation every 20 rounds, test RMSE/MAE at the best
-validation RMSE, stop after 5 evaluations without improvement (or at the time budget per run);
-per-user 60/20/20 split.
+validation RMSE, stop after 5 evaluations without improvement (or at the time budget per run;
+``--max-rounds`` only bounds a run that never stops); per-user 60/20/20 split. A table run
+saves itself every ``CHECKPOINT_EVERY`` evaluations under
+``$SECUREFGL_CACHE/recommendation-checkpoints`` and a restart resumes it.
 FilmTrust uses FeSoG's preprocessing (users in the trust network, ratings 2r − 1 ∈ 0..7).
 """
 
@@ -19,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -29,6 +33,7 @@ from harness.results import locked, read_json, write_json
 from recommendation_repro.report import DATASETS, OUT, render
 
 from attacks.interaction_inference import interaction_inference
+from securefgl.data.datasets import cache_dir
 from securefgl.recommendation.central import train_central
 from securefgl.recommendation.data import load_ratings
 from securefgl.recommendation.fedgnn import user_offsets
@@ -59,6 +64,10 @@ LR = {"fesog": 0.1, "fedgnn": 0.3}
 #: 0.05: at 0.1 about one Epinions run in five diverges (the notes' "Why some Epinions FeSoG
 #: runs diverge")
 LR_CANDIDATES = {"fesog": (0.05,)}
+#: table runs stop by validation patience; this cap only bounds a run that never stops
+#: (runs an earlier, lower cap stopped are run on, from scratch, by a later grid)
+MAX_ROUNDS = 200_000
+CHECKPOINT_EVERY = 25  # evaluations between a table run's checkpoints
 log = logging.getLogger("reproduce_recommendation")
 
 
@@ -105,10 +114,14 @@ def attack(tr: FedRecTrainer, backend: str, rounds: int = 3) -> dict:
 
 
 def fed_row(
-    views: ClientViews, cfg: RecConfig, experiment: str, attack_backends=("plain",)
+    views: ClientViews,
+    cfg: RecConfig,
+    experiment: str,
+    attack_backends=("plain",),
+    checkpoint: Path | None = None,
 ) -> list[dict]:
     tr = FedRecTrainer(views, cfg)
-    res = tr.run()
+    res = tr.run(checkpoint=checkpoint, checkpoint_every=CHECKPOINT_EVERY)
     rows = []
     for be in attack_backends:
         shown = replace(cfg, backend=be)
@@ -237,19 +250,32 @@ def save_rows(new: list[dict]) -> None:
         write_json(JSON, upsert(read_json(JSON, []), new), indent=1, default=float, newline=True)
 
 
+def _run_key(r: dict) -> tuple:
+    return (r["experiment"], r["dataset"], r.get("run"), r["seed"])
+
+
 def record_runs(new: list[dict]) -> None:
-    """Append per-seed runs to ``recommendation_runs.json`` and refresh the summaries built
-    from them, merging what other grid processes saved meanwhile (several may run at once)."""
+    """Add per-seed runs to ``recommendation_runs.json`` (replacing earlier runs of the same
+    experiment, dataset, run and seed) and refresh the summaries built from them, merging
+    what other grid processes saved meanwhile (several may run at once)."""
     with locked(RUNS.with_suffix(".lock")):
-        runs = read_json(RUNS, []) + new
+        redone = {_run_key(r) for r in new}
+        runs = [r for r in read_json(RUNS, []) if _run_key(r) not in redone] + new
         write_json(RUNS, runs, indent=1, default=float, newline=True)
         rows = table_rows(read_json(JSON, []), runs)
         write_json(JSON, rows, indent=1, default=float, newline=True)
 
 
-def done_runs() -> set[tuple]:
-    """(experiment, dataset, run, seed) of every run saved so far (what a restart skips)."""
-    return {(r["experiment"], r["dataset"], r["run"], r["seed"]) for r in read_json(RUNS, [])}
+def done_runs(max_rounds: int | None = None) -> set[tuple]:
+    """(experiment, dataset, run, seed) of every run saved so far (what a restart skips),
+    except runs that a round cap below ``max_rounds`` stopped: those go on (again)."""
+    return {_run_key(r) for r in read_json(RUNS, [])
+            if not (max_rounds and r.get("stopped_by_round_cap") and r["rounds"] < max_rounds)}
+
+
+def checkpoint_dir(*key: object) -> Path:
+    """Where a table run saves itself (removed once the run is recorded)."""
+    return cache_dir() / "recommendation-checkpoints" / "-".join(map(str, key))
 
 
 KEY = ("experiment", "dataset", "method", "privacy", "lr")
@@ -353,10 +379,12 @@ def run_table(
     methods: tuple[str, ...],
     seeds: list[int],
     eval_every: int = 20,
+    max_rounds: int = MAX_ROUNDS,
 ) -> None:
-    """Resumable: each (dataset, method, seed) run is kept in ``recommendation_runs.json``;
-    the main table's rows are their means (``seeds``, ``rmse_std``)."""
-    done = done_runs()
+    """Resumable: each (dataset, method, seed) run is kept in ``recommendation_runs.json``
+    and a run in progress saves itself every ``CHECKPOINT_EVERY`` evaluations (a restart
+    resumes it); the main table's rows are their means (``seeds``, ``rmse_std``)."""
+    done = done_runs(max_rounds)
     table_runs = TABLE_METHODS | {"central": {}, "user-mean": {}}
     todo = [(exp, name, m, seed) for name in datasets
             for exp, table in (("table", table_runs), ("ablation", ABLATION))
@@ -377,10 +405,14 @@ def run_table(
             # FeSoG run at round 140
             every = max(eval_every, -(-views.active_users().size // RecConfig.users_per_round))
             spec = {"lr": LR[spec["method"]], **spec}
-            cfg = RecConfig(rounds=20000, time_budget_s=budget, eval_every=every,
+            cfg = RecConfig(rounds=max_rounds, time_budget_s=budget, eval_every=every,
                             pseudo_items=10, seed=seed, **spec)  # fmt: skip
-            new = fed_row(views, cfg, exp, ("plain", "ideal") if exp == "table" else ("plain",))
+            saved = checkpoint_dir(exp, name, m, seed)
+            backends = ("plain", "ideal") if exp == "table" else ("plain",)
+            new = fed_row(views, cfg, exp, backends, saved)
         record_runs([{**r, "run": m} for r in new])
+        if m not in ("central", "user-mean"):
+            shutil.rmtree(saved, ignore_errors=True)
 
 
 #: FedGNN on MovieLens-100K (u1 split) beside the FedGNN paper's Table 3 (RMSE 0.920):
@@ -498,6 +530,7 @@ def main() -> None:
     )
     parser.add_argument("--seeds", default="0,1,2", help="table seeds (ablation: the first)")
     parser.add_argument("--eval-every", type=int, default=20, help="table: rounds per eval")
+    parser.add_argument("--max-rounds", type=int, default=MAX_ROUNDS, help="table: round cap")
     parser.add_argument(
         "--budget", type=float, default=None, help="seconds per table run (default: none)"
     )
@@ -513,7 +546,8 @@ def main() -> None:
     if not args.render_only:
         if "table" in parts:
             methods = tuple(args.methods.split(","))
-            run_table(args.datasets.split(","), args.budget, methods, seeds, args.eval_every)
+            run_table(args.datasets.split(","), args.budget, methods, seeds, args.eval_every,
+                      args.max_rounds)  # fmt: skip
         if "movielens" in parts:
             run_movielens(seeds, None)
         if "sweeps" in parts:

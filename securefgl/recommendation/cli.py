@@ -113,6 +113,11 @@ def add_recommend_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--party-timeout", type=_positive(float), help="ray: seconds before a party is dropped"
     )
+    p.add_argument(
+        "--checkpoint",
+        help="directory where the run saves itself every 10 evaluations and from which it "
+        "resumes (each party writes its own file)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -136,6 +141,8 @@ def cmd_recommend(
     from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
     from securefgl.recommendation.views import ClientViews
 
+    if args.method == "central" and args.checkpoint:
+        raise SystemExit("securefgl recommend: --checkpoint is for fesog / fedgnn runs")
     torch.set_num_threads(1)
     data = load_ratings(
         args.dataset, args.root, max_users=args.max_users, seed=args.seed, variant=args.variant
@@ -173,7 +180,7 @@ def cmd_recommend(
             party_timeout=args.party_timeout,
         )
         with FedRecTrainer(views, cfg) as tr:
-            res = tr.run()
+            res = tr.run(checkpoint=args.checkpoint)
             for report in reports:
                 reported.update(report(tr, views, args.backend))
         out.update(reported)

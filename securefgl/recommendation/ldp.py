@@ -124,6 +124,27 @@ class UserLedger:
         if eps is not None:
             self._upper[users] += eps
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The releases as arrays (a checkpoint); :meth:`from_arrays` reads them back."""
+        users = [u for u, _ in self._log]
+        eps = [np.full(u.size, np.nan) if e is None else e for u, e in self._log]
+        return {
+            "ledger_users": np.concatenate(users) if users else np.zeros(0, np.int64),
+            "ledger_lengths": np.array([u.size for u in users], np.int64),
+            "ledger_eps": np.concatenate(eps) if eps else np.zeros(0),
+            "ledger_guaranteed": np.array([e is not None for _, e in self._log], bool),
+        }
+
+    @classmethod
+    def from_arrays(cls, n_users: int, arrays: dict[str, np.ndarray]) -> UserLedger:
+        ledger = cls(n_users)
+        ends = np.cumsum(arrays["ledger_lengths"])
+        for end, n, ok in zip(ends, arrays["ledger_lengths"], arrays["ledger_guaranteed"],
+                              strict=True):  # fmt: skip
+            eps = arrays["ledger_eps"][end - n : end]
+            ledger.record(arrays["ledger_users"][end - n : end], eps if ok else None)
+        return ledger
+
     @property
     def guaranteed(self) -> bool:
         return all(e is not None for _, e in self._log)

@@ -37,6 +37,15 @@ from securefgl.recommendation.aggregation import (
     sums_from_payload,
     sums_to_payload,
 )
+from securefgl.recommendation.checkpoint import (
+    load_arrays,
+    numpy_rng_state,
+    party_file,
+    save_arrays,
+    set_numpy_rng_state,
+    set_torch_rng_state,
+    torch_rng_state,
+)
 from securefgl.recommendation.data import RatingData
 from securefgl.recommendation.expansion import (
     ExpansionResult,
@@ -164,6 +173,22 @@ class UserGroup(Party):
     def expansion_reply(self, reply: Payload) -> None:
         self.expansion = expansion_result(reply, self._frame_positions, self.views.train.col.size)
 
+    def save_state(self, directory: str) -> None:
+        """Write this group's own state (:mod:`.checkpoint`): its users' embeddings and its
+        private generators. The expansion is not kept: a resumed run expands again."""
+        arrays = {"noise_gen": torch_rng_state(self.noise_gen)}
+        if self.user_emb is not None:
+            arrays["user_emb"] = self.user_emb.numpy()
+        meta = {"private_rng": numpy_rng_state(self.private_rng)}
+        save_arrays(party_file(directory, self.party_id), arrays, meta)
+
+    def load_state(self, directory: str) -> None:
+        arrays, meta = load_arrays(party_file(directory, self.party_id))
+        set_torch_rng_state(self.noise_gen, arrays["noise_gen"])
+        set_numpy_rng_state(self.private_rng, meta["private_rng"])
+        if self.user_emb is not None:
+            self.user_emb = torch.from_numpy(arrays["user_emb"])
+
     def predict(self, part: str, model: Payload) -> Payload:
         """Evaluation (not a protocol message): r̂, r and item of the users' ratings."""
         u, i, r = self.views.eval_pairs(part)
@@ -215,6 +240,18 @@ class RecServer(Party):
     def apply_sums(self, sums: Payload) -> None:
         self._update(sums_from_payload(sums))
 
+    def save_state(self, directory: str) -> None:
+        """Write the server's tables and its sampling generator (:mod:`.checkpoint`)."""
+        arrays = {k: v.numpy() for k, v in self.state.items()}
+        save_arrays(party_file(directory, self.party_id), arrays, numpy_rng_state(self.rng))
+
+    def load_state(self, directory: str) -> None:
+        arrays, rng = load_arrays(party_file(directory, self.party_id))
+        if set(arrays) != set(self.state):
+            raise ValueError(f"checkpoint tables {sorted(arrays)} are not {sorted(self.state)}")
+        self.state = {k: torch.from_numpy(v) for k, v in arrays.items()}
+        set_numpy_rng_state(self.rng, rng)
+
 
 class RecAggregator(Party):
     """Sums of the cohort's uploads for a non-plain backend; see the module docstring."""
@@ -244,6 +281,12 @@ class ExpansionParty(Party):
     def match(self, frames: list[Payload]) -> list[Payload]:
         reply = self.third_party.match(merge_frames(frames), self.rng)
         return split_reply(reply, frames)
+
+    def save_state(self, directory: str) -> None:
+        save_arrays(party_file(directory, self.party_id), {}, numpy_rng_state(self.rng))
+
+    def load_state(self, directory: str) -> None:
+        set_numpy_rng_state(self.rng, load_arrays(party_file(directory, self.party_id))[1])
 
 
 # ------------------------------------------------------------------ builders and recipes

@@ -2,14 +2,18 @@
 compute their users' local gradients (batched) and LDP, the aggregation backend sums them,
 the server steps (the parties: :mod:`.parties`); validation-based early stopping as
 ``FeSoG/main.py`` (evaluate every ``eval_every`` rounds, test RMSE/MAE at the best
-validation RMSE, stop after ``patience`` evaluations without improvement).
+validation RMSE, stop after ``patience`` evaluations without improvement). With a
+checkpoint directory a run saves itself every few evaluations and resumes from there
+(:meth:`FedRecTrainer.run`; each party writes its own file, :mod:`.checkpoint`).
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +26,7 @@ from securefgl.recommendation.aggregation import (
     aggregate_uploads,
     sums_from_payload,
 )
+from securefgl.recommendation.checkpoint import load_arrays, save_arrays
 from securefgl.recommendation.expansion import TAG_REPLY, TAG_UPLOAD, new_token_key
 from securefgl.recommendation.ldp import UserLedger
 from securefgl.recommendation.parties import (
@@ -40,6 +45,10 @@ from securefgl.recommendation.views import ClientViews
 
 __all__ = ["FedRecTrainer", "Method", "RecConfig", "RecResult"]
 logger = logging.getLogger(__name__)
+#: settings that may change between a checkpoint and its resumption (where and how long
+#: the run goes on, not what it computes)
+RESUMABLE_CHANGES = ("rounds", "time_budget_s", "executor", "workers", "ray_address",
+                     "party_timeout")  # fmt: skip
 
 
 def rmse_mae(pred: np.ndarray, label: np.ndarray) -> tuple[float, float]:
@@ -173,6 +182,7 @@ class FedRecTrainer:
     def round(self, r: int, users: np.ndarray | None = None) -> ServerView:
         """One round; returns what the server received."""
         cfg = self.cfg
+        self.channel.round = r  # the expansion's messages belong to this round too
         if cfg.method == "fedgnn" and (not self.expanded or r % cfg.expand_every == 0):
             self.run_expansion()
         users = self.sample_users() if users is None else np.asarray(users, np.int64)
@@ -222,12 +232,59 @@ class FedRecTrainer:
         pred, rating, item = self._predictions(part)
         return rmse_detail(pred, rating, self.views.warm_items()[item])
 
-    def run(self) -> RecResult:
+    # ------------------------------------------------------------------ checkpoints
+    def _stateful(self) -> list[str]:
+        third = [THIRD_PARTY] if self.cfg.method == "fedgnn" else []
+        return [SERVER, *self.groups, *third]
+
+    def _comparable(self) -> dict:
+        return {k: v for k, v in self.cfg.to_dict().items() if k not in RESUMABLE_CHANGES}
+
+    def save_checkpoint(self, directory: str | Path, progress: dict[str, Any]) -> None:
+        """Every stateful party writes its own state into ``directory/round-N``, then the
+        driver its own (the progress record, the users' ledger) and a pointer to it; older
+        round directories are removed once the pointer has moved."""
+        root = Path(directory)
+        here = root / f"round-{progress['round']}"
+        self.executor.call([Call(p, TRAIN, "save_state", (str(here),)) for p in self._stateful()])
+        arrays = {**self.ledger.to_arrays(), "round_seconds": np.asarray(self.round_seconds)}
+        save_arrays(here / "driver.npz", arrays, progress)
+        save_arrays(root / "latest.npz", {}, {"round": here.name, "config": self._comparable()})
+        for old in root.glob("round-*"):
+            if old != here:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def load_checkpoint(self, directory: str | Path) -> dict[str, Any] | None:
+        """Restore every party and the driver from ``directory`` (None: no checkpoint);
+        the progress record of the saved run."""
+        root = Path(directory)
+        if not (root / "latest.npz").exists():
+            return None
+        _, pointer = load_arrays(root / "latest.npz")
+        if pointer["config"] != self._comparable():
+            raise ValueError(f"{root} holds a checkpoint of another configuration")
+        here = root / pointer["round"]
+        self.executor.call([Call(p, TRAIN, "load_state", (str(here),)) for p in self._stateful()])
+        arrays, progress = load_arrays(here / "driver.npz")
+        self.ledger = UserLedger.from_arrays(self.views.n_users, arrays)
+        self.round_seconds = arrays["round_seconds"].tolist()
+        self.expanded = False  # the groups' expansion is not kept: expand again
+        logger.info("resumed from %s", here)
+        return progress
+
+    def run(self, checkpoint: str | Path | None = None, checkpoint_every: int = 10) -> RecResult:
+        """Train until patience, ``rounds`` or the time budget. ``checkpoint``: a directory
+        where the run saves itself every ``checkpoint_every`` evaluations and from which it
+        resumes if it holds a checkpoint of the same configuration."""
         cfg = self.cfg
-        t0 = time.perf_counter()
-        best, detail, bad, history = np.inf, {}, 0, []
-        r = 0
-        for r in range(cfg.rounds):
+        best, detail, bad, history, start, before = np.inf, {}, 0, [], 0, 0.0
+        saved = None if checkpoint is None else self.load_checkpoint(checkpoint)
+        if saved is not None:
+            best, bad, history = saved["best"], saved["bad"], saved["history"]
+            detail, start, before = saved["detail"], saved["round"], saved["seconds"]
+        t0 = time.perf_counter() - before
+        r = start - 1
+        for r in range(start, cfg.rounds):
             t = time.perf_counter()
             view = self.round(r)
             self.round_seconds.append(time.perf_counter() - t)
@@ -252,6 +309,11 @@ class FedRecTrainer:
                 if cfg.time_budget_s and time.perf_counter() - t0 > cfg.time_budget_s:
                     logger.info("time budget reached at round %d", r + 1)
                     break
+                if checkpoint is not None and len(history) % checkpoint_every == 0:
+                    progress = {"round": r + 1, "best": float(best), "bad": bad,
+                                "history": history, "detail": detail,
+                                "seconds": time.perf_counter() - t0}  # fmt: skip
+                    self.save_checkpoint(checkpoint, progress)
         if not np.isfinite(best):
             best = self.evaluate("val")[0]
             detail = self.evaluate_detail("test")

@@ -62,3 +62,21 @@ def test_runs_recorded_by_separate_processes_are_merged_not_overwritten(tmp_path
     assert {r["seed"] for r in rr.read_json(rr.RUNS)} == {0, 1}
     (row,) = rr.read_json(rr.JSON)
     assert (row["seeds"], row["rmse"]) == (2, 2.2)
+
+
+def test_a_run_stopped_by_a_lower_round_cap_is_run_on_and_replaced(tmp_path, monkeypatch):
+    import reproduce_recommendation as rr
+
+    monkeypatch.setattr(rr, "RUNS", tmp_path / "runs.json")
+    monkeypatch.setattr(rr, "JSON", tmp_path / "rows.json")
+    capped = {**run(0.3, 0, val=2.4, test=2.4), "run": "fedgnn", "rounds": 20000,
+              "stopped_by_round_cap": True}  # fmt: skip
+    patience = {**run(0.3, 1, val=2.0, test=2.0), "run": "fedgnn", "rounds": 9000,
+                "stopped_by_round_cap": False}  # fmt: skip
+    rr.record_runs([capped, patience])
+    key = ("table", "Epinions", "fedgnn")
+    assert rr.done_runs(20000) == {(*key, 0), (*key, 1)}
+    assert rr.done_runs(200_000) == {(*key, 1)}  # the capped run goes on
+    rr.record_runs([{**capped, "rounds": 61000, "stopped_by_round_cap": False, "rmse": 2.1}])
+    runs = rr.read_json(rr.RUNS)
+    assert len(runs) == 2 and {r["rounds"] for r in runs} == {61000, 9000}

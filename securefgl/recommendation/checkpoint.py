@@ -1,0 +1,60 @@
+"""Checkpoints of a recommendation run, so that a long run can stop and resume.
+
+Each party writes its own state to its own file (``<party id>.npz`` in the checkpoint's
+round directory), where it lives: the driver passes only a directory name, never a
+party's state, and no process reads another party's file. Files are numpy archives
+loaded with ``allow_pickle=False`` (arrays, and JSON text for small records such as RNG
+states), written to a temporary name and renamed, so a file is whole or absent.
+
+A party's file holds its secrets (a user group's own embeddings and the state of its
+private noise generator): it is as sensitive as the party's memory and belongs on the
+party's own storage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+_META = "__meta__"
+
+
+def save_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: Any) -> None:
+    """``arrays`` and a JSON ``meta`` record to ``path`` (atomic)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays, **{_META: np.array(json.dumps(meta))})
+    os.replace(tmp, path)
+
+
+def load_arrays(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], Any]:
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files if k != _META}
+        return arrays, json.loads(str(data[_META]))
+
+
+def numpy_rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    return rng.bit_generator.state
+
+
+def set_numpy_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
+    rng.bit_generator.state = state
+
+
+def torch_rng_state(gen: torch.Generator) -> np.ndarray:
+    return gen.get_state().numpy().copy()
+
+
+def set_torch_rng_state(gen: torch.Generator, state: np.ndarray) -> None:
+    gen.set_state(torch.from_numpy(np.ascontiguousarray(state, np.uint8)))
+
+
+def party_file(directory: str | os.PathLike, party_id: str) -> Path:
+    return Path(directory) / f"{party_id}.npz"
