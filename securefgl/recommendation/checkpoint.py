@@ -8,7 +8,8 @@ states), written to a temporary name and renamed, so a file is whole or absent.
 
 A party's file holds its secrets (a user group's own embeddings and the state of its
 private noise generator): it is as sensitive as the party's memory and belongs on the
-party's own storage.
+party's own storage: files are created readable by their owner only (0600, in 0700
+folders).
 """
 
 from __future__ import annotations
@@ -21,15 +22,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from securefgl.data.datasets import private_dir
+
 _META = "__meta__"
 
 
 def save_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: Any) -> None:
-    """``arrays`` and a JSON ``meta`` record to ``path`` (atomic)."""
+    """``arrays`` and a JSON ``meta`` record to ``path`` (atomic, owner-only)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
         np.savez(f, **arrays, **{_META: np.array(json.dumps(meta))})
     os.replace(tmp, path)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from securefgl.recommendation.data import synthetic_ratings
@@ -71,3 +72,14 @@ def test_a_checkpoint_of_another_configuration_is_refused(views, tmp_path) -> No
     FedRecTrainer(views, longer).load_checkpoint(tmp_path)
     with pytest.raises(ValueError, match="another configuration"):
         FedRecTrainer(views, replace(cfg, lr=0.5)).load_checkpoint(tmp_path)
+
+
+def test_party_files_are_readable_by_their_owner_only(tmp_path) -> None:
+    from securefgl.recommendation.checkpoint import load_arrays, save_arrays
+
+    path = tmp_path / "ckpt" / "round-1" / "users-0.npz"
+    save_arrays(path, {"user_emb": np.ones((2, 3), np.float32)}, {"rng": [1, 2]})
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    arrays, meta = load_arrays(path)
+    assert arrays["user_emb"].shape == (2, 3) and meta == {"rng": [1, 2]}
