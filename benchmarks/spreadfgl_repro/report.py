@@ -215,8 +215,8 @@ def survey_table(rows: list[dict]) -> list[str]:
                         cell += " ◀"
                     cells.append(cell)
                 if any(c != "–" for c in cells):
-                    lines = f"| {ds} | {LABELS[meth]} | {STEPS_LABEL[steps]} | "
-                    out.append(lines + " | ".join(cells) + " |")
+                    head = f"| {ds} | {LABELS[meth]} | {STEPS_LABEL[steps]} | "
+                    out.append(head + " | ".join(cells) + " |")
     return out + [""]
 
 
