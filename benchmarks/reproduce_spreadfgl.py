@@ -32,6 +32,7 @@ from spreadfgl_repro.grid import (
     CLIENTS,
     DATASETS,
     METHODS,
+    SURVEY_METHODS,
     Cell,
     make_config,
     paper_value,
@@ -171,7 +172,9 @@ def main() -> None:
     parser.add_argument(
         "--clients", type=lambda s: [int(k) for k in csv_list(s)], default=list(CLIENTS)
     )
-    parser.add_argument("--methods", type=csv_list, default=list(METHODS))
+    parser.add_argument(  # Table II's methods and the survey's (which filter their cells)
+        "--methods", type=csv_list, default=list(dict.fromkeys([*METHODS, *SURVEY_METHODS]))
+    )
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
     parser.add_argument("--out", type=Path, default=JSON_PATH)
     parser.add_argument("--dry-run", action="store_true")

@@ -94,10 +94,11 @@ def plan(
         cells += [Cell("table2", d, m, meth) for d in datasets for m in clients for meth in methods
                   if meth in METHODS]  # fmt: skip
     if "survey" in settings:
-        survey = [m for m in SURVEY_METHODS if m in methods] or SURVEY_METHODS
-        cells += [Cell("survey", d, m, meth, steps) for d in datasets if d in SURVEY_DATASETS
-                  for m in SURVEY_CLIENTS if m in clients or not set(clients) & {*SURVEY_CLIENTS}
-                  for meth in survey for steps in SURVEY_STEPS]  # fmt: skip
+        # --clients / --methods narrow the survey cells when they name any of them
+        sizes = [k for k in SURVEY_CLIENTS if k in clients] or SURVEY_CLIENTS
+        kinds = [m for m in SURVEY_METHODS if m in methods] or SURVEY_METHODS
+        cells += [Cell("survey", d, k, meth, steps) for d in datasets if d in SURVEY_DATASETS
+                  for k in sizes for meth in kinds for steps in SURVEY_STEPS]  # fmt: skip
     if "privacy" in settings:
         cells += [Cell("privacy", "Cora", 9, "fedgl", p) for p in PRIVACY_PROTECTIONS]
     if "bytes" in settings:

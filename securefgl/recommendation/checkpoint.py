@@ -43,14 +43,6 @@ def load_arrays(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], Any]:
         return arrays, json.loads(str(data[_META]))
 
 
-def numpy_rng_state(rng: np.random.Generator) -> dict[str, Any]:
-    return rng.bit_generator.state
-
-
-def set_numpy_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
-    rng.bit_generator.state = state
-
-
 def torch_rng_state(gen: torch.Generator) -> np.ndarray:
     return gen.get_state().numpy().copy()
 

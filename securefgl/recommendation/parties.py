@@ -39,10 +39,8 @@ from securefgl.recommendation.aggregation import (
 )
 from securefgl.recommendation.checkpoint import (
     load_arrays,
-    numpy_rng_state,
     party_file,
     save_arrays,
-    set_numpy_rng_state,
     set_torch_rng_state,
     torch_rng_state,
 )
@@ -179,13 +177,13 @@ class UserGroup(Party):
         arrays = {"noise_gen": torch_rng_state(self.noise_gen)}
         if self.user_emb is not None:
             arrays["user_emb"] = self.user_emb.numpy()
-        meta = {"private_rng": numpy_rng_state(self.private_rng)}
+        meta = {"private_rng": self.private_rng.bit_generator.state}
         save_arrays(party_file(directory, self.party_id), arrays, meta)
 
     def load_state(self, directory: str) -> None:
         arrays, meta = load_arrays(party_file(directory, self.party_id))
         set_torch_rng_state(self.noise_gen, arrays["noise_gen"])
-        set_numpy_rng_state(self.private_rng, meta["private_rng"])
+        self.private_rng.bit_generator.state = meta["private_rng"]
         if self.user_emb is not None:
             self.user_emb = torch.from_numpy(arrays["user_emb"])
 
@@ -243,14 +241,14 @@ class RecServer(Party):
     def save_state(self, directory: str) -> None:
         """Write the server's tables and its sampling generator (:mod:`.checkpoint`)."""
         arrays = {k: v.numpy() for k, v in self.state.items()}
-        save_arrays(party_file(directory, self.party_id), arrays, numpy_rng_state(self.rng))
+        save_arrays(party_file(directory, self.party_id), arrays, self.rng.bit_generator.state)
 
     def load_state(self, directory: str) -> None:
-        arrays, rng = load_arrays(party_file(directory, self.party_id))
+        arrays, rng_state = load_arrays(party_file(directory, self.party_id))
         if set(arrays) != set(self.state):
             raise ValueError(f"checkpoint tables {sorted(arrays)} are not {sorted(self.state)}")
         self.state = {k: torch.from_numpy(v) for k, v in arrays.items()}
-        set_numpy_rng_state(self.rng, rng)
+        self.rng.bit_generator.state = rng_state
 
 
 class RecAggregator(Party):
@@ -283,10 +281,10 @@ class ExpansionParty(Party):
         return split_reply(reply, frames)
 
     def save_state(self, directory: str) -> None:
-        save_arrays(party_file(directory, self.party_id), {}, numpy_rng_state(self.rng))
+        save_arrays(party_file(directory, self.party_id), {}, self.rng.bit_generator.state)
 
     def load_state(self, directory: str) -> None:
-        set_numpy_rng_state(self.rng, load_arrays(party_file(directory, self.party_id))[1])
+        self.rng.bit_generator.state = load_arrays(party_file(directory, self.party_id))[1]
 
 
 # ------------------------------------------------------------------ builders and recipes
