@@ -212,6 +212,20 @@ def test_errors_inside_a_party_reach_the_driver_with_the_party_named():
 FAULTS = {"clients": 6, "workers": 3}
 
 
+def _kill_and_wait(actor, timeout: float = 60.0) -> None:
+    """``ray.kill`` only requests the kill: a call sent right after it may still run.
+    Wait until the actor is really gone, so the phase after it meets a dead worker."""
+    ray.kill(actor)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.held.remote(), timeout=timeout)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed Ray worker is still answering")
+
+
 def _kill_worker_before(algo, phase, worker):
     """Kill ``worker``'s process just before the protocol phase ``phase`` runs."""
     ex, make = algo.executor, algo.executor.phases
@@ -222,7 +236,7 @@ def _kill_worker_before(algo, phase, worker):
 
         def killing(method, requests):
             if method == phase and ex.workers[worker] is not None:
-                ray.kill(ex.workers[worker])
+                _kill_and_wait(ex.workers[worker])
             return batch(method, requests)
 
         invoke.batch = killing
@@ -315,7 +329,7 @@ def test_a_user_group_whose_worker_dies_drops_out_and_training_goes_on():
     with FedRecTrainer(views, cfg) as tr:
         assert tr.executor.home == {"server": 0, "users-0": 1, "users-1": 2}
         tr.round(0)
-        ray.kill(tr.executor.workers[2])  # users-1's worker dies between rounds
+        _kill_and_wait(tr.executor.workers[2])  # users-1's worker dies between rounds
         view = tr.round(1)
         assert tr.executor.silent == {"users-1"}
         assert (view.users % 2 == 0).all() and view.users.size > 0  # only users-0 trained
