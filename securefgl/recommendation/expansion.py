@@ -67,6 +67,19 @@ def fresh_pseudonyms(n: int) -> np.ndarray:
     return np.random.default_rng(int.from_bytes(secrets.token_bytes(16), "little")).permutation(out)
 
 
+def token_groups(tokens: np.ndarray) -> np.ndarray:
+    """Index of each token among the distinct tokens in byte order (``np.unique``'s
+    ``return_inverse``, from two big-endian 64-bit words: several times faster)."""
+    words = np.ascontiguousarray(tokens).view(">u8").reshape(len(tokens), -1)
+    order = np.lexsort(words.T[::-1])
+    ws = words[order]
+    new = np.ones(len(ws), bool)
+    new[1:] = (ws[1:] != ws[:-1]).any(1)
+    group = np.empty(len(ws), np.int64)
+    group[order] = np.cumsum(new) - 1
+    return group
+
+
 @dataclass
 class ThirdParty:
     """Matches equal tokens and returns co-holders' embeddings; never holds the key."""
@@ -87,8 +100,7 @@ class ThirdParty:
                     "embedding": np.zeros((0, emb.shape[1]), np.float32),
                 }
             )
-        tok = np.ascontiguousarray(tokens).view(np.dtype((np.void, TOKEN_BYTES))).ravel()
-        _, group = np.unique(tok, return_inverse=True)
+        group = token_groups(tokens)
         order = np.lexsort((rng.random(n), group))  # random order within each token group
         g_sorted = group[order]
         sizes = np.bincount(group)

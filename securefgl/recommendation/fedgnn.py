@@ -122,11 +122,15 @@ def _attend(
     group: torch.Tensor,
     n: int,
 ) -> torch.Tensor:
-    """Σ α W x over each group's members; W, a given per member row."""
+    """Σ α W x over each group's members; W, a given per member row, or once for all
+    (2-D ``W``: the shared model, as in evaluation, without a d×d copy per row)."""
     d = centre.shape[1]
-    wc = bvec(centre[group], W)
-    wx = bvec(members, W)
-    s = F.leaky_relu((wc * a[:, :d]).sum(1) + (wx * a[:, d:]).sum(1), LEAKY)
+    if W.dim() == 2:
+        wc, wx = (centre @ W)[group], members @ W
+        s = F.leaky_relu(wc @ a[:d] + wx @ a[d:], LEAKY)
+    else:
+        wc, wx = bvec(centre[group], W), bvec(members, W)
+        s = F.leaky_relu((wc * a[:, :d]).sum(1) + (wx * a[:, d:]).sum(1), LEAKY)
     alpha = segment_softmax(s, group, n)
     return segment_sum(alpha.unsqueeze(1) * wx, group, n)
 
@@ -139,15 +143,21 @@ def user_representation(
     nb_occ: torch.Tensor,
     e_nb: torch.Tensor,
 ) -> torch.Tensor:
+    """The two attention layers; ``P`` holds one parameter copy per batch slot, or the
+    shared parameters themselves (2-D ``W``)."""
     b, k = e_user.shape[0], e_item.shape[0]
+
+    def rows(key: str, slot: torch.Tensor) -> torch.Tensor:
+        return P[key] if P["W_1"].dim() == 2 else P[key][slot]
+
     occ = torch.arange(k)
     members = torch.cat([e_item, e_nb])
     group = torch.cat([occ, nb_occ])
     mslot = item_slot[group]
-    h_item = _attend(P["W_1"][mslot], P["a_1"][mslot], e_item, members, group, k)
+    h_item = _attend(rows("W_1", mslot), rows("a_1", mslot), e_item, members, group, k)
     members = torch.cat([e_user, h_item])
     group = torch.cat([torch.arange(b), item_slot])
-    return _attend(P["W_2"][group], P["a_2"][group], e_user, members, group, b)
+    return _attend(rows("W_2", group), rows("a_2", group), e_user, members, group, b)
 
 
 def star_members(
@@ -210,10 +220,9 @@ def representations(
             members, group = star_members(e_user, slot, state["item_emb"][item], nb_occ, _nb(nb, d))
             a = state["a_1"].unsqueeze(0).expand(group.numel(), -1)
             return star_attend(members @ state["W_1"], a, group, b)
-    P = {k: state[k].unsqueeze(0).expand(b, *state[k].shape) for k in MODEL_KEYS}
     with torch.no_grad():
         return user_representation(
-            P,
+            {k: state[k] for k in MODEL_KEYS},
             state["local_user_emb"][torch.as_tensor(users)],
             slot,
             state["item_emb"][item],

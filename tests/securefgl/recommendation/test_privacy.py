@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attacks.interaction_inference import (
     auc_from_scores,
@@ -29,6 +31,7 @@ from securefgl.recommendation.expansion import (
     expand,
     item_tokens,
     new_token_key,
+    token_groups,
 )
 from securefgl.recommendation.ldp import LDPConfig, UserLedger, apply_ldp
 from securefgl.recommendation.pseudo import gaussian_pseudo_gradients, sample_non_interacted
@@ -451,3 +454,27 @@ def test_user_group_keeps_its_tokens_and_draws_fresh_pseudonyms(views: ClientVie
     assert np.array_equal(first.array("tokens"), expected)
     assert np.array_equal(second.array("tokens"), expected)
     assert not np.intersect1d(first.array("handles"), second.array("handles")).size
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=300), st.binary(min_size=32, max_size=32))
+def test_token_groups_number_tokens_as_np_unique_does(items: list[int], key: bytes) -> None:
+    tokens = item_tokens(key, np.array(items))
+    void = tokens.view(np.dtype((np.void, tokens.shape[1]))).ravel()
+    np.testing.assert_array_equal(token_groups(tokens), np.unique(void, return_inverse=True)[1])
+
+
+def test_fedgnn_representations_from_shared_weights_equal_the_per_user_copies(
+    views: ClientViews,
+) -> None:
+    """Evaluation uses the shared model directly; training gathers a copy per user slot.
+    Both must give the same user representations."""
+    state = fedgnn.init_fedgnn(views.n_users, views.n_items, 6, torch.Generator().manual_seed(0))
+    users = np.arange(12)
+    slot, item, _, nb_occ, nb = fedgnn._inputs(views, users, None)
+    args = (state["local_user_emb"][users], slot, state["item_emb"][item], nb_occ,
+            torch.zeros(0, 6))  # fmt: skip
+    per_slot = {k: state[k].unsqueeze(0).expand(12, *state[k].shape) for k in fedgnn.MODEL_KEYS}
+    torch.testing.assert_close(
+        fedgnn.representations(state, views, users, None),
+        fedgnn.user_representation(per_slot, *args),
+    )
