@@ -45,10 +45,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "partition-louvain": {"partition": "louvain"},  # every node, balanced communities
     "knn-binary": {"fedgls": {"knn_graph": "binary"}},  # the kNN baselines' graph only
     "learner-lr10": {"fedgls": {"learner_lr": 1e-2}},  # ω moves 10× faster than the paper's
+    "learner-frozen": {"fedgls": {"learner_lr": 0.0}},  # γ = 0: the graphs stay the kNN graphs
     "normfeat": {"normalize_features": True},  # rows of X sum to 1 (PyG NormalizeFeatures)
 }
 #: the methods a variant changes (default: FedGLS and Fed-GNNk)
-VARIANT_METHODS = {"knn-binary": ("fed-gnnk", "local-gnnk")}
+VARIANT_METHODS = {"knn-binary": ("fed-gnnk", "local-gnnk"), "learner-frozen": ("fedgls",)}
 
 
 @dataclass(frozen=True)
