@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.notes import section
-from harness.results import pyplot, save_figure, write_json, write_text
+from harness.results import pyplot, read_json, save_figure, write_json, write_text
 
+from fedgls_repro.drift import drift_table
 from fedgls_repro.grid import (
     DATASETS,
     EPOCHS,
@@ -287,6 +288,12 @@ def write_outputs(runs: list[dict[str, Any]], folder: Path) -> None:
         *diagnostics_table(rows),
         "",
         section(NOTES, "diagnostics"),
+        "",
+        "### How far the learner moves the graphless clients' graphs",
+        "",
+        *drift_table(read_json(folder / "fedgls_graph_drift.json", [])),
+        "",
+        section(NOTES, "drift"),
         "",
         "## Not run",
         "",

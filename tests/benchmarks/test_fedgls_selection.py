@@ -3,9 +3,16 @@
 import sys
 from pathlib import Path
 
+import numpy as np
+import torch
+
+from securefgl.fedgls.learner import feature_knn
+from securefgl.fedgls.models import Propagation
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
 
+from fedgls_repro.drift import client_drift, undirected_keys  # noqa: E402
 from fedgls_repro.report import best_val_rows  # noqa: E402
 from reproduce_fedgls import selected_accuracies  # noqa: E402
 
@@ -30,3 +37,19 @@ def test_report_reads_best_validation_runs_and_keeps_last_round_beside():
     (out,) = best_val_rows([row])
     assert (out["mean"], out["seeds"], out["mean_last"], out["seeds_last"]) == (80.0, 1, 70.0, 2)
     assert out["runs"] == [{"seed": 0, "acc": 80.5, "acc_best_val": 80.5}]
+
+
+def test_graph_drift_compares_undirected_edge_sets():
+    pairs = np.array([[0, 1, 2, 2, 3], [1, 0, 2, 3, 2]])  # {0-1}, a self-loop, {2-3}
+    np.testing.assert_array_equal(undirected_keys(pairs, 4), [0 * 4 + 1, 2 * 4 + 3])
+    x = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    y = np.array([0, 0, 1, 1])
+    knn = feature_knn(x, 1)
+    real = np.array([[0, 0], [1, 2]])  # {0-1}, {0-2}
+    same = client_drift(x, y, knn, real, k=1)  # the kNN: {0-1}, {2-3}
+    assert same["edges_kept"] == 1.0 and same["homophily_knn"] == same["homophily_learned"] == 1.0
+    assert same["real_edges_knn"] == same["real_edges_learned"] == 0.5
+    crossed = Propagation(torch.tensor([0, 2]), torch.tensor([2, 0]), torch.ones(2), 4)  # {0-2}
+    moved = client_drift(x, y, crossed, real, k=1)
+    assert moved["edges_kept"] == 0.0 and moved["homophily_learned"] == 0.0
+    assert moved["real_edges_learned"] == 0.5
