@@ -119,9 +119,10 @@ def fed_row(
     experiment: str,
     attack_backends=("plain",),
     checkpoint: Path | None = None,
+    checkpoint_every: int = CHECKPOINT_EVERY,
 ) -> list[dict]:
     tr = FedRecTrainer(views, cfg)
-    res = tr.run(checkpoint=checkpoint, checkpoint_every=CHECKPOINT_EVERY)
+    res = tr.run(checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     rows = []
     for be in attack_backends:
         shown = replace(cfg, backend=be)
@@ -439,26 +440,36 @@ MOVIELENS_RUNS = {
 }  # fmt: skip
 
 
-def run_movielens(seeds: list[int], root: str | None) -> None:
-    """Resumable, like :func:`run_table` (the runs file keeps every seed)."""
+#: MovieLens runs save themselves every 5 evaluations (100 rounds: ~10 min in the paper's
+#: setting)
+MOVIELENS_CHECKPOINT_EVERY = 5
+
+
+def run_movielens(seeds: list[int], root: str | None, names: list[str] | None = None) -> None:
+    """Resumable, like :func:`run_table` (the runs file keeps every seed; a run in progress
+    resumes from its checkpoint). ``names``: only these of ``user-mean`` and
+    :data:`MOVIELENS_RUNS`."""
     from securefgl.recommendation.published_splits import published_split
 
     done = done_runs()
     data = load_ratings("MovieLens100K", root)
     for name, spec in {"user-mean": {}, **MOVIELENS_RUNS}.items():
         for seed in seeds:
-            if ("movielens", "MovieLens100K", name, seed) in done:
+            if ("movielens", "MovieLens100K", name, seed) in done or (names and name not in names):
                 continue
             views = ClientViews(data, published_split(data, "u1", root, seed=seed))
+            saved = checkpoint_dir("movielens", "MovieLens100K", name, seed)
             if name == "user-mean":
                 new = [{**user_mean_row(views, seed), "experiment": "movielens"}]
             else:
                 cfg = RecConfig(method="fedgnn", rounds=20000, eval_every=20, seed=seed, **spec)
                 new = [{**r, "method": name, "paper_rmse": FEDGNN_PAPER_ML100K}
-                       for r in fed_row(views, cfg, "movielens")]  # fmt: skip
+                       for r in fed_row(views, cfg, "movielens", checkpoint=saved,
+                                        checkpoint_every=MOVIELENS_CHECKPOINT_EVERY)]  # fmt: skip
             for r in new:
                 r |= {"run": name, "split": "u1 (20 % of u1.base for validation)"}
             record_runs(new)
+            shutil.rmtree(saved, ignore_errors=True)
 
 
 def run_sweeps(name: str, budget: float) -> None:
@@ -535,6 +546,9 @@ def main() -> None:
         "--budget", type=float, default=None, help="seconds per table run (default: none)"
     )
     parser.add_argument("--sweep-budget", type=float, default=150.0, help="seconds per sweep run")
+    parser.add_argument(
+        "--movielens-runs", default="", help=f"only these MovieLens runs: {list(MOVIELENS_RUNS)}"
+    )
     parser.add_argument("--render-only", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -549,7 +563,8 @@ def main() -> None:
             run_table(args.datasets.split(","), args.budget, methods, seeds, args.eval_every,
                       args.max_rounds)  # fmt: skip
         if "movielens" in parts:
-            run_movielens(seeds, None)
+            names = args.movielens_runs.split(",") if args.movielens_runs else None
+            run_movielens(seeds, None, names)
         if "sweeps" in parts:
             run_sweeps(args.sweep_dataset, args.sweep_budget)
         if "timing" in parts:

@@ -60,6 +60,26 @@ def sample_non_interacted(
     return out_slot, out_item
 
 
+def factor_rows(
+    z: torch.Tensor, factor: torch.Tensor, slot: torch.Tensor, n_slots: int
+) -> torch.Tensor:
+    """``factor[slot[i]] @ z[i]`` for every row, batched per user, never one d×d factor per
+    row: a view when every user has its rows in order and as many as the others (as
+    pseudo rows are sampled), else rows padded to the largest count."""
+    d = z.shape[1]
+    counts = torch.bincount(slot, minlength=n_slots)
+    factor_t = factor.transpose(1, 2)
+    if counts.numel() and bool((counts == counts[0]).all() and (slot.diff() >= 0).all()):
+        return torch.bmm(z.view(n_slots, -1, d), factor_t).view(-1, d)
+    order = torch.argsort(slot, stable=True)
+    rank = torch.arange(slot.numel()) - (torch.cumsum(counts, 0) - counts)[slot[order]]
+    padded = z.new_zeros(n_slots, int(counts.max()) if counts.numel() else 0, d)
+    padded[slot[order], rank] = z[order]
+    out = torch.empty_like(z)
+    out[order] = torch.bmm(padded, factor_t)[slot[order], rank]
+    return out
+
+
 def gaussian_pseudo_gradients(
     real_grad: torch.Tensor,
     real_slot: torch.Tensor,
@@ -90,16 +110,5 @@ def gaussian_pseudo_gradients(
     tr = cov.diagonal(dim1=1, dim2=2).mean(1).clamp_min(1e-30)
     chol = torch.linalg.cholesky(cov + (1e-6 * tr).view(-1, 1, 1) * eye)
     z = torch.randn(pseudo_slot.numel(), d, generator=gen)  # float32: noise shape only
-    # L z per row, batched per user (rows padded to the largest count): never one d×d
-    # factor per row
-    counts = torch.bincount(pseudo_slot, minlength=n_slots)
-    order = torch.argsort(pseudo_slot, stable=True)
-    rank = (
-        torch.arange(pseudo_slot.numel()) - (torch.cumsum(counts, 0) - counts)[pseudo_slot[order]]
-    )
-    padded = z.new_zeros(n_slots, int(counts.max()) if counts.numel() else 0, d)
-    padded[pseudo_slot[order], rank] = z[order]
-    lz = torch.bmm(padded, chol.transpose(1, 2).float())
-    out = torch.empty_like(z)
-    out[order] = lz[pseudo_slot[order], rank]
-    return (mean[pseudo_slot].float() + out).to(real_grad.dtype)
+    out = factor_rows(z, chol.float(), pseudo_slot, n_slots)
+    return out.add_(mean.float()[pseudo_slot]).to(real_grad.dtype)

@@ -34,7 +34,11 @@ from securefgl.recommendation.expansion import (
     token_groups,
 )
 from securefgl.recommendation.ldp import LDPConfig, UserLedger, apply_ldp
-from securefgl.recommendation.pseudo import gaussian_pseudo_gradients, sample_non_interacted
+from securefgl.recommendation.pseudo import (
+    factor_rows,
+    gaussian_pseudo_gradients,
+    sample_non_interacted,
+)
 from securefgl.recommendation.uploads import Uploads
 from securefgl.recommendation.views import ClientViews
 
@@ -477,4 +481,21 @@ def test_fedgnn_representations_from_shared_weights_equal_the_per_user_copies(
     torch.testing.assert_close(
         fedgnn.representations(state, views, users, None),
         fedgnn.user_representation(per_slot, *args),
+    )
+
+
+@given(st.lists(st.integers(0, 3), max_size=40), st.booleans())
+def test_factor_rows_applies_each_row_s_own_user_factor(slots: list[int], grouped: bool) -> None:
+    """Either path (a view for equal, ordered groups; padding otherwise) gives L_u z_i."""
+    n_slots, d = 4, 3
+    equal = [u for u in range(n_slots) for _ in range(2)]  # the view path
+    slot = torch.tensor(equal if grouped else sorted(slots), dtype=torch.long)
+    gen = torch.Generator().manual_seed(len(slots))
+    z = torch.randn(slot.numel(), d, generator=gen)
+    factor = torch.randn(n_slots, d, d, generator=gen)
+    expected = (factor[slot] @ z.unsqueeze(-1)).squeeze(-1)
+    torch.testing.assert_close(factor_rows(z, factor, slot, n_slots), expected)
+    shuffled = torch.randperm(slot.numel(), generator=gen)
+    torch.testing.assert_close(
+        factor_rows(z[shuffled], factor, slot[shuffled], n_slots), expected[shuffled]
     )
