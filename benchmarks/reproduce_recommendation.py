@@ -4,7 +4,8 @@ interaction-inference AUC beside every point, and wall time per round vs sampled
 
 Run: ``python benchmarks/reproduce_recommendation.py [--parts table,movielens,sweeps,timing]
 [--datasets FilmTrust,Ciao,Epinions] [--seeds 0,1,2]`` with ``SECUREFGL_DATA`` set (FedGNN on
-MovieLens-100K's u1 split beside the FedGNN paper: ``movielens``).
+MovieLens-100K's u1 split beside the FedGNN paper: ``movielens``; ``--movielens-runs`` picks
+runs of ``MOVIELENS_RUNS``).
 Writes ``benchmarks/results/recommendation{.json,.md,_sweeps.png,_timing.png}`` and
 ``recommendation_timing.json``; ``--render-only`` rewrites Markdown and plots from the JSON.
 
@@ -12,8 +13,9 @@ Protocol (as FeSoG's released code): embedding size 8, lr 0.1 (and 0.05: ``LR_CA
 weight decay 1e-3, 256 users per round, validation every 20 rounds, test RMSE/MAE at the best
 validation RMSE, stop after 5 evaluations without improvement (or at the time budget per run;
 ``--max-rounds`` only bounds a run that never stops); per-user 60/20/20 split. A table run
-saves itself every ``CHECKPOINT_EVERY`` evaluations under
-``$SECUREFGL_CACHE/recommendation-checkpoints`` and a restart resumes it.
+saves itself every ``CHECKPOINT_EVERY`` evaluations (a MovieLens run every
+``MOVIELENS_CHECKPOINT_EVERY``) under ``$SECUREFGL_CACHE/recommendation-checkpoints`` and a
+restart resumes it.
 FilmTrust uses FeSoG's preprocessing (users in the trust network, ratings 2r − 1 ∈ 0..7).
 """
 
