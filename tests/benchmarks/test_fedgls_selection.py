@@ -26,7 +26,7 @@ def test_best_validation_round_is_the_first_maximum_and_last_is_the_last_evaluat
         {"round": 4, "client_mean_val": 0.50, "client_mean_test": 0.55},
     ]
     out = selected_accuracies(history)
-    assert out == {"acc": 55.0, "acc_best_val": 75.0, "best_val_round": 2}
+    assert out == {"acc": 55.0, "acc_best_val": 75.0, "best_val_round": 2, "val_acc_best": 80.0}
 
 
 def test_report_reads_best_validation_runs_and_keeps_last_round_beside():
