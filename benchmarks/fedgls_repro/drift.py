@@ -12,9 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 from torch_geometric.data import Data
 
 from securefgl.config import ExperimentConfig
+from securefgl.data import edge_homophily
+from securefgl.data.partition import undirected_pairs
 from securefgl.experiment.runner import run_single
 from securefgl.fedgls.learner import feature_knn
 from securefgl.fedgls.models import Propagation
@@ -23,25 +26,22 @@ FIELDS = ("edges_kept", "homophily_knn", "homophily_learned", "real_edges_knn",
           "real_edges_learned")  # fmt: skip
 
 
-def undirected_keys(pairs: np.ndarray, n: int) -> np.ndarray:
-    """Distinct undirected edges of ``[2, e]`` pairs, self-loops dropped, as ``i * n + j``
-    with i < j."""
-    pairs = np.sort(pairs[:, pairs[0] != pairs[1]], axis=0)
-    return np.unique(pairs[0] * n + pairs[1])
-
-
-def _keys(prop: Propagation, n: int) -> np.ndarray:
-    return undirected_keys(prop.edge_pairs().numpy(), n)
+def _keys(edges: torch.Tensor | np.ndarray, n: int) -> np.ndarray:
+    """Distinct undirected edges (self-loops dropped) as ``i * n + j``, i < j."""
+    pairs = undirected_pairs(edges, n)
+    return pairs[0] * n + pairs[1]
 
 
 def _homophily(keys: np.ndarray, y: np.ndarray, n: int) -> float:
-    return float(np.mean(y[keys // n] == y[keys % n])) if keys.size else float("nan")
+    pairs = torch.from_numpy(np.stack([keys // n, keys % n]))
+    return edge_homophily(pairs, torch.from_numpy(y))
 
 
 def client_drift(x: Any, y: np.ndarray, learned: Propagation, real: np.ndarray, k: int) -> dict:
     """The learned graph beside the feature kNN (both with the learner's k)."""
     n = x.shape[0]
-    knn, mine, true = _keys(feature_knn(x, k), n), _keys(learned, n), undirected_keys(real, n)
+    knn = _keys(feature_knn(x, k).edge_pairs(), n)
+    mine, true = _keys(learned.edge_pairs(), n), _keys(real, n)
     union = np.union1d(knn, mine).size
     return {
         "nodes": int(n),

@@ -51,6 +51,7 @@ __all__ = [
     "largest_communities",
     "partition_graph",
     "partition_report",
+    "undirected_pairs",
 ]
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ class PartitionReport:
         return self.summary()
 
 
-def _undirected_pairs(edge_index: torch.Tensor | np.ndarray, n: int) -> np.ndarray:
+def undirected_pairs(edge_index: torch.Tensor | np.ndarray, n: int) -> np.ndarray:
     """Unique undirected pairs (u < v) as a [2, m] int64 array; self-loops dropped."""
     ei = edge_index.cpu().numpy() if isinstance(edge_index, torch.Tensor) else edge_index
     ei = np.asarray(ei, dtype=np.int64)
@@ -159,7 +160,7 @@ def partition_report(
     """Compute a :class:`PartitionReport` for any assignment of ``data``'s nodes."""
     n = int(data.num_nodes)
     a = np.asarray(assignment, dtype=np.int64)
-    pairs = _undirected_pairs(data.edge_index, n)
+    pairs = undirected_pairs(data.edge_index, n)
     au, av = a[pairs[0]], a[pairs[1]]
     same = (au == av) & (au != UNASSIGNED)
     labels = None
@@ -251,13 +252,13 @@ def partition_graph(
         for k, part in enumerate(np.array_split(perm, K)):
             assignment[part] = k
     elif method == "louvain-chunks":
-        pairs = _undirected_pairs(data.edge_index, n)
+        pairs = undirected_pairs(data.edge_index, n)
         order = np.argsort(_louvain(pairs, n, seed), kind="stable")
         assignment = np.empty(n, dtype=np.int64)
         for k, part in enumerate(np.array_split(order, K)):
             assignment[part] = k
     elif method == "louvain-largest":
-        pairs = _undirected_pairs(data.edge_index, n)
+        pairs = undirected_pairs(data.edge_index, n)
         assignment = largest_communities(_louvain(pairs, n, seed), K)
     else:
         if slack is None:
@@ -265,7 +266,7 @@ def partition_graph(
         if isinstance(slack, bool) or not isinstance(slack, int | np.integer) or slack < 0:
             raise ValueError(f"slack must be an integer >= 0, got {slack!r}")
         cap = math.ceil(n / K) + int(slack)
-        pairs = _undirected_pairs(data.edge_index, n)
+        pairs = undirected_pairs(data.edge_index, n)
         if method == "louvain":
             communities = _louvain(pairs, n, seed)
         else:

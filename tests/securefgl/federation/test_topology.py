@@ -36,13 +36,13 @@ def test_clients_are_split_into_contiguous_blocks():
 
 def test_louvain_chunks_are_equal_sized_runs_of_communities():
     from securefgl.data import partition_graph
-    from securefgl.data.partition import _louvain, _undirected_pairs
+    from securefgl.data.partition import _louvain, undirected_pairs
     from tests.securefgl.spreadfgl.world import tiny_graph
 
     g = tiny_graph(n=103)
     part = partition_graph(g, 5, "louvain-chunks", seed=0)
     assert sorted(part.sizes.tolist()) == [20, 20, 21, 21, 21]
-    labels = _louvain(_undirected_pairs(g.edge_index, 103), 103, 0)
+    labels = _louvain(undirected_pairs(g.edge_index, 103), 103, 0)
     in_order = part.assignment[np.argsort(labels, kind="stable")]
     assert (np.diff(in_order) >= 0).all()  # clients are consecutive runs of communities
     louvain = partition_graph(g, 5, "louvain", seed=0)
