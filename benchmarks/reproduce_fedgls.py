@@ -11,6 +11,8 @@ pooled accuracy is kept beside it), of the last round's model (``acc``) and of t
 with the best client-mean validation accuracy (``acc_best_val``; the paper does not say
 which it reports). ``--diagnose v1,v2`` runs FedGLS
 and Fed-GNNk under settings the paper leaves open (``fedgls_repro.grid.VARIANTS``);
+``--select`` runs Table 1 under each candidate of ``fedgls_repro.grid.SELECTION`` (the
+settings the paper leaves open, chosen per method on validation: ``fedgls_selected.json``);
 ``--graph-drift`` measures how far the learner moves the graphless clients' graphs from the
 feature kNN (``fedgls_repro.drift``; ``fedgls_graph_drift.json``).
 
@@ -42,6 +44,7 @@ from fedgls_repro.grid import (
     paper_value,
     plan,
     row_key,
+    selection_cells,
 )
 from fedgls_repro.report import write_outputs
 from harness.results import csv_list, locked, read_json, save_seed_rows, write_json
@@ -135,6 +138,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
     parser.add_argument("--seed-list", type=int, nargs="+", help="exactly these seeds")
     parser.add_argument("--diagnose", type=csv_list, default=[], help=f"variants {list(VARIANTS)}")
+    parser.add_argument(
+        "--select", action="store_true", help="Table 1 under each open setting (SELECTION)"
+    )
     parser.add_argument("--runs", type=Path, default=RUNS)
     parser.add_argument("--budget-hours", type=float, default=None, help="stop starting cells")
     parser.add_argument("--dry-run", action="store_true")
@@ -155,14 +161,17 @@ def main() -> None:
         return
     rows: list[dict[str, Any]] = read_json(args.runs, [])
     by_key = {row_key(r): r for r in rows}
-    cells = plan(args.datasets, args.tables) if not args.diagnose else []
+    cells = plan(args.datasets, args.tables) if not (args.diagnose or args.select) else []
     cells += diagnostics(args.datasets, args.diagnose)
+    cells += selection_cells(args.datasets) if args.select else []
+    # older runs lack the best-validation round, and before --select its validation accuracy
+    needed = "val_acc_best" if args.select else "acc_best_val"
     if args.methods:
         cells = [c for c in cells if c.method in args.methods]
     todo = []
     for cell in cells:
         runs = by_key.get(cell.key, {"runs": []})["runs"]
-        done = {r["seed"] for r in runs if "acc_best_val" in r}  # older runs: last round only
+        done = {r["seed"] for r in runs if needed in r}
         if missing := [s for s in seeds if s not in done]:
             todo.append((cell, missing))
     logging.info("%d cells, %d with missing seeds (%d runs)", len(cells), len(todo),

@@ -50,6 +50,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 #: the methods a variant changes (default: FedGLS and Fed-GNNk)
 VARIANT_METHODS = {"knn-binary": ("fed-gnnk", "local-gnnk"), "learner-frozen": ("fedgls",)}
+#: ``--select``: the open settings chosen per method and dataset on validation accuracy, one
+#: factor at a time around the preset (k = 10, split A); k only for the methods with a kNN
+SELECTION = ("default", "k5", "k20", "split-C")
+KNN_METHODS = ("local-gnnk", "fed-gnnk", "fedgls")
 
 
 @dataclass(frozen=True)
@@ -147,4 +151,15 @@ def diagnostics(datasets: list[str], variants: list[str]) -> list[Cell]:
         for v in variants
         if v != "default"
         for m in VARIANT_METHODS.get(v, ("fedgls", "fed-gnnk"))
+    ]
+
+
+def selection_cells(datasets: list[str] | tuple[str, ...]) -> list[Cell]:
+    """Table 1's cells under every candidate setting of :data:`SELECTION`."""
+    return [
+        Cell(ds, clients_of(ds), 0.5, 5, m, "plain", v)
+        for ds in datasets
+        for m in METHODS
+        for v in SELECTION
+        if m in KNN_METHODS or not v.startswith("k")
     ]

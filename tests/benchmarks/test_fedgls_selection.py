@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
 
 from fedgls_repro.drift import client_drift  # noqa: E402
-from fedgls_repro.report import best_val_rows  # noqa: E402
+from fedgls_repro.report import best_val_rows, select_on_validation  # noqa: E402
 from reproduce_fedgls import selected_accuracies  # noqa: E402
 
 
@@ -51,3 +51,31 @@ def test_graph_drift_compares_undirected_edge_sets():
     moved = client_drift(x, y, crossed, real, k=1)
     assert moved["edges_kept"] == 0.0 and moved["homophily_learned"] == 0.0
     assert moved["real_edges_learned"] == 0.5
+
+
+def _candidate(method: str, variant: str, val: float, test: float, seeds: int = 5) -> dict:
+    runs = [{"seed": s, "acc": test, "val_acc_best": val} for s in range(seeds)]
+    return {
+        "dataset": "Cora", "clients": 8, "graphless_fraction": 0.5, "local_epochs": 5,
+        "method": method, "protocol": "plain", "variant": variant, "runs": runs,
+        "mean": test, "std": 0.0, "seeds": seeds, "mean_last": test, "std_last": 0.0,
+        "seeds_last": seeds,
+    }  # fmt: skip
+
+
+def test_selection_follows_validation_only_and_needs_every_candidate():
+    rows = [
+        _candidate("fedgls", "default", val=80.0, test=90.0),
+        _candidate("fedgls", "k5", val=81.0, test=70.0),  # best validation, worst test
+        _candidate("fedgls", "k20", val=81.0, test=95.0),  # tie on validation: k5 came first
+        _candidate("fedgls", "split-C", val=79.0, test=99.0),
+        _candidate("fed-mlp", "default", val=70.0, test=60.0),
+        _candidate("fed-mlp", "split-C", val=70.0, test=65.0),  # tie: the preset is kept
+        _candidate("fed-gnnk", "default", val=90.0, test=90.0),
+        _candidate("fed-gnnk", "k5", val=91.0, test=90.0, seeds=4),  # short of 5 seeds
+    ]
+    chosen = {r["method"]: r for r in select_on_validation(rows)}
+    assert set(chosen) == {"fedgls", "fed-mlp"}  # Fed-GNNk lacks k20, split-C and a seed
+    assert (chosen["fedgls"]["setting"], chosen["fedgls"]["mean"]) == ("k5", 70.0)
+    assert chosen["fed-mlp"]["setting"] == "default"
+    assert set(chosen["fedgls"]["candidates"]) == {"default", "k5", "k20", "split-C"}
