@@ -141,6 +141,7 @@ def main() -> None:
     parser.add_argument(
         "--select", action="store_true", help="Table 1 under each open setting (SELECTION)"
     )
+    parser.add_argument("--rerun", action="store_true", help="run the planned seeds again")
     parser.add_argument("--runs", type=Path, default=RUNS)
     parser.add_argument("--budget-hours", type=float, default=None, help="stop starting cells")
     parser.add_argument("--dry-run", action="store_true")
@@ -171,7 +172,7 @@ def main() -> None:
     todo = []
     for cell in cells:
         runs = by_key.get(cell.key, {"runs": []})["runs"]
-        done = {r["seed"] for r in runs if needed in r}
+        done = set() if args.rerun else {r["seed"] for r in runs if needed in r}
         if missing := [s for s in seeds if s not in done]:
             todo.append((cell, missing))
     logging.info("%d cells, %d with missing seeds (%d runs)", len(cells), len(todo),
