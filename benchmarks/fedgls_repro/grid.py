@@ -49,7 +49,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "normfeat": {"normalize_features": True},  # rows of X sum to 1 (PyG NormalizeFeatures)
 }
 #: the methods a variant changes (default: FedGLS and Fed-GNNk)
-VARIANT_METHODS = {"knn-binary": ("fed-gnnk", "local-gnnk"), "learner-frozen": ("fedgls",)}
+VARIANT_METHODS = {
+    "knn-binary": ("fed-gnnk", "local-gnnk"),
+    "learner-frozen": ("fedgls",),
+    "learner-lr10": ("fedgls",),
+    "normfeat": ("fed-mlp", "fed-gnnk", "fedgls"),  # does it explain Fed-MLP's PubMed lead?
+}
 #: ``--select``: the open settings chosen per method and dataset on validation accuracy, one
 #: factor at a time around the preset (k = 10, split A); k only for the methods with a kNN
 SELECTION = ("default", "k5", "k20", "split-C")
