@@ -51,7 +51,7 @@ from harness.results import csv_list, locked, read_json, save_seed_rows, write_j
 from harness.system import code_version
 
 from securefgl.config import ExperimentConfig
-from securefgl.experiment.runner import load_graph, run_single
+from securefgl.experiment.runner import data_identity, load_graph, run_single
 from securefgl.fedgls.settings import apply_preset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,15 +188,15 @@ def main() -> None:
                 logging.info("budget reached: stopping before %s", cell.key)
                 break
             cfg = make_config(cell)
-            if cell.dataset not in data:
-                data = {cell.dataset: load_graph(cfg)}  # one dataset in memory
+            if data_identity(cfg) not in data:  # a variant may load other data (normfeat)
+                data = {data_identity(cfg): load_graph(cfg)}  # one dataset in memory
             row = by_key.get(cell.key)
             if row is None:
                 row = by_key[cell.key] = new_row(cell)
                 rows.append(row)
             for seed in missing:
                 t0 = time.time()
-                res = run_single(cfg, cell.method, seed, data[cell.dataset], False)
+                res = run_single(cfg, cell.method, seed, data[data_identity(cfg)], False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),

@@ -51,7 +51,7 @@ from harness.system import code_version
 
 from securefgl.config import ExperimentConfig
 from securefgl.data.datasets import resolve_name
-from securefgl.experiment.runner import load_graph, run_single
+from securefgl.experiment.runner import data_identity, load_graph, run_single
 from securefgl.fedstruct.settings import apply_preset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,15 +286,15 @@ def main() -> None:
                 logging.info("budget reached: stopping before %s", cell.key)
                 break
             cfg, algo = make_config(cell, args)
-            if cell.dataset not in data_cache:
-                data_cache = {cell.dataset: load_graph(cfg)}  # one dataset in memory
+            if data_identity(cfg) not in data_cache:
+                data_cache = {data_identity(cfg): load_graph(cfg)}  # one dataset in memory
             row = by_key.get(cell.key)
             if row is None:
                 row = by_key[cell.key] = new_row(cell)
                 rows.append(row)
             for seed in missing:
                 t0 = time.time()
-                res = run_single(cfg, algo, seed, data_cache[cell.dataset], progress=False)
+                res = run_single(cfg, algo, seed, data_cache[data_identity(cfg)], progress=False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),

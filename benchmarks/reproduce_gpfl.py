@@ -45,7 +45,7 @@ from gpfl_repro.report import write_markdown
 from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 
-from securefgl.experiment.runner import load_graph, run_single
+from securefgl.experiment.runner import data_identity, load_graph, run_single
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).parent / "results"
@@ -137,11 +137,11 @@ def main() -> None:
         code, data_cache = code_version(ROOT), {}
         for cell, missing in todo:
             cfg, algo = make_config(cell, args.rounds)
-            if cell.dataset not in data_cache:
-                data_cache = {cell.dataset: load_graph(cfg)}
+            if data_identity(cfg) not in data_cache:
+                data_cache = {data_identity(cfg): load_graph(cfg)}
             for seed in missing:
                 t0, cpu0 = time.time(), time.process_time()
-                res = run_single(cfg, algo, seed, data_cache[cell.dataset], progress=False)
+                res = run_single(cfg, algo, seed, data_cache[data_identity(cfg)], progress=False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),

@@ -44,7 +44,7 @@ from spreadfgl_repro.report import write_markdown, write_plot
 from attacks.generated_features import generated_feature_inference
 from attacks.h_inference import h_label_inference, h_link_inference, h_membership
 from attacks.simulation import simulate
-from securefgl.experiment.runner import load_graph, run_single
+from securefgl.experiment.runner import data_identity, load_graph, run_single
 from securefgl.federation import Transcript
 from securefgl.fedsage.clients import ANSWER_TAG, QUERY_TAG
 from securefgl.spreadfgl.client import H_TAG
@@ -201,10 +201,10 @@ def main() -> None:
             logging.info("  %s seeds %s", cell.key, missing)
         return
     if not args.report_only:
-        data_cache: dict[tuple[str, bool], Any] = {}
+        data_cache: dict[tuple[Any, ...], Any] = {}
         code = code_version(ROOT)
         for cell, missing in todo:
-            data_key = (cell.dataset, make_config(cell, 1).normalize_features)
+            data_key = data_identity(make_config(cell, 1))
             if data_key not in data_cache:  # one dataset in memory
                 data_cache = {data_key: load_graph(make_config(cell, 1))}
             data = data_cache[data_key]

@@ -146,6 +146,18 @@ class ExperimentResult:
         return rows
 
 
+def data_identity(config: ExperimentConfig) -> tuple[Any, ...]:
+    """What :func:`load_graph` reads from ``config``: configs with equal identities load the
+    same data, so a caller may load it once for all of them (and must not across others)."""
+    source: Any = config.csbm if config.dataset.lower() in ("csbm", "sbm", "synthetic") else None
+    if config.task == "graph":
+        source = config.graph.synthetic
+    return (
+        config.task, config.dataset.lower(), config.data_root, config.download,
+        repr(source), config.normalize_features,
+    )  # fmt: skip
+
+
 def load_graph(config: ExperimentConfig) -> Any:
     """The run's data: a ``Data`` graph (node task) or a ``GraphDataset`` (graph task)."""
     if config.task == "graph":

@@ -24,3 +24,16 @@ def test_normalising_signed_features_is_refused(monkeypatch):
     _fake(monkeypatch, torch.tensor([[1.0, -2.0]]))
     with pytest.raises(ConfigError, match="non-negative"):
         runner.load_graph(ExperimentConfig(dataset="Cora", normalize_features=True))
+
+
+def test_data_identity_separates_what_load_graph_reads():
+    base = ExperimentConfig(dataset="Cora")
+    assert runner.data_identity(base) == runner.data_identity(base.replace(rounds=7, lr=0.1))
+    for other in (
+        base.replace(normalize_features=True),
+        base.replace(dataset="CiteSeer"),
+        base.replace(data_root="/elsewhere"),
+    ):
+        assert runner.data_identity(other) != runner.data_identity(base)
+    sbm = ExperimentConfig(dataset="csbm")
+    assert runner.data_identity(sbm) != runner.data_identity(sbm.replace(csbm={"num_nodes": 50}))
