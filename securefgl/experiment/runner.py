@@ -146,10 +146,13 @@ class ExperimentResult:
         return rows
 
 
+_GENERATED = ("csbm", "sbm", "synthetic")  # dataset names that mean the CSBM generator
+
+
 def data_identity(config: ExperimentConfig) -> tuple[Any, ...]:
     """What :func:`load_graph` reads from ``config``: configs with equal identities load the
     same data, so a caller may load it once for all of them (and must not across others)."""
-    source: Any = config.csbm if config.dataset.lower() in ("csbm", "sbm", "synthetic") else None
+    source: Any = config.csbm if config.dataset.lower() in _GENERATED else None
     if config.task == "graph":
         source = config.graph.synthetic
     return (
@@ -162,7 +165,7 @@ def load_graph(config: ExperimentConfig) -> Any:
     """The run's data: a ``Data`` graph (node task) or a ``GraphDataset`` (graph task)."""
     if config.task == "graph":
         return load_graph_data(config)
-    if config.dataset.lower() in ("csbm", "sbm", "synthetic"):
+    if config.dataset.lower() in _GENERATED:
         data = csbm(**config.csbm)
     else:
         data = load_dataset(config.dataset, config.data_root, download=config.download)
