@@ -189,6 +189,8 @@ def write_markdown(rows: list[dict], path: Path) -> None:
     lines += table2(rows, "normfeat")
     lines += ["Each client rescaling the generated rows to its own rows' mean norm:", ""]
     lines += table2(rows, "normfeat-scaled")
+    lines += ["## Causes tested: the loss reduction", "", section(NOTES, "mean-ce"), ""]
+    lines += table2(rows, "mean-ce")
     lines += ["## Bytes per round per party", "", section(NOTES, "bytes"), ""] + bytes_table(rows)
     lines += ["## The H leak and its protections (FedGL, Cora, M = 9)", "",
               section(NOTES, "privacy"), ""] + privacy_table(rows)  # fmt: skip
