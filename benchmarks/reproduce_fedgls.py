@@ -188,15 +188,16 @@ def main() -> None:
                 logging.info("budget reached: stopping before %s", cell.key)
                 break
             cfg = make_config(cell)
-            if data_identity(cfg) not in data:  # a variant may load other data (normfeat)
-                data = {data_identity(cfg): load_graph(cfg)}  # one dataset in memory
+            source = data_identity(cfg)
+            if source not in data:  # a variant may load other data (normfeat)
+                data = {source: load_graph(cfg)}  # one dataset in memory
             row = by_key.get(cell.key)
             if row is None:
                 row = by_key[cell.key] = new_row(cell)
                 rows.append(row)
             for seed in missing:
                 t0 = time.time()
-                res = run_single(cfg, cell.method, seed, data[data_identity(cfg)], False)
+                res = run_single(cfg, cell.method, seed, data[source], False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),

@@ -286,15 +286,16 @@ def main() -> None:
                 logging.info("budget reached: stopping before %s", cell.key)
                 break
             cfg, algo = make_config(cell, args)
-            if data_identity(cfg) not in data_cache:
-                data_cache = {data_identity(cfg): load_graph(cfg)}  # one dataset in memory
+            source = data_identity(cfg)
+            if source not in data_cache:
+                data_cache = {source: load_graph(cfg)}  # one dataset in memory
             row = by_key.get(cell.key)
             if row is None:
                 row = by_key[cell.key] = new_row(cell)
                 rows.append(row)
             for seed in missing:
                 t0 = time.time()
-                res = run_single(cfg, algo, seed, data_cache[data_identity(cfg)], progress=False)
+                res = run_single(cfg, algo, seed, data_cache[source], progress=False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),

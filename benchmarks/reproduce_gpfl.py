@@ -137,11 +137,12 @@ def main() -> None:
         code, data_cache = code_version(ROOT), {}
         for cell, missing in todo:
             cfg, algo = make_config(cell, args.rounds)
-            if data_identity(cfg) not in data_cache:
-                data_cache = {data_identity(cfg): load_graph(cfg)}
+            source = data_identity(cfg)
+            if source not in data_cache:
+                data_cache = {source: load_graph(cfg)}
             for seed in missing:
                 t0, cpu0 = time.time(), time.process_time()
-                res = run_single(cfg, algo, seed, data_cache[data_identity(cfg)], progress=False)
+                res = run_single(cfg, algo, seed, data_cache[source], progress=False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),
