@@ -18,7 +18,11 @@ Settings:
   tested for the gap to the paper);
 * ``normfeat``: FedAvg-fusion and FedGL with row-normalised features (another cause);
 * ``normfeat-scaled``: the same, each client rescaling the generated rows it receives to
-  its own rows' mean norm (``generated_scale = "own-norm"``).
+  its own rows' mean norm (``generated_scale = "own-norm"``);
+* ``mean-ce``: FedAvg-fusion and FedGL with the cross-entropy averaged, not summed;
+* ``patcher``: FedGL under ``mean-ce`` with one imputation / patcher choice of spec §4.7 and
+  §11 changed (``PATCHER_VARIANTS``, the cell's ``protection``; ``sage`` also runs
+  FedAvg-fusion, whose model it changes): where FedGL's CiteSeer gap lies.
 """
 
 from __future__ import annotations
@@ -57,6 +61,15 @@ LABELS = {
 ROUNDS = 100
 #: settings that rerun Table II cells with one change (a cause tested for a gap)
 CAUSES = ("partition", "normfeat", "normfeat-scaled", "mean-ce")
+#: the ``patcher`` setting's variants: one SpreadFGL setting each, on top of ``mean-ce``
+PATCHER_VARIANTS: dict[str, dict[str, Any]] = {
+    "local-edges": {"local_links": "edge"},  # a same-client neighbour: the real edge
+    "cross-client": {"candidates": "cross_client"},  # neighbours only on other clients
+    "sigmoid": {"feature_act": "sigmoid"},  # X̄ in [0, 1], like binary features
+    "own-norm": {"generated_scale": "own-norm"},  # X̄ rows at the client's own rows' norm
+    "sage": {"aggregator": "sage"},  # Eq. 3's concatenation: own features kept apart
+    "k3": {"top_k": 3},  # fewer virtual neighbours per node
+}
 PAPER = load_data("spreadfgl_paper")
 #: fGen's output layer is last-hidden × num_pred·d; the official 2048 needs 2048·5·d
 #: weights per client (70 M on Coauthor CS): capped at this many weights (memory).
@@ -103,6 +116,10 @@ def plan(
         cells += [Cell("privacy", "Cora", 9, "fedgl", p) for p in PRIVACY_PROTECTIONS]
     if "bytes" in settings:
         cells += [Cell("bytes", "Cora", 9, "fedgl", v) for v in BYTES_VARIANTS]
+    if "patcher" in settings:
+        cells += [Cell("patcher", d, m, meth, v) for d in datasets for m in clients
+                  for v in PATCHER_VARIANTS for meth in ("fedavg-fusion", "fedgl")
+                  if meth == "fedgl" or v == "sage"]  # fmt: skip
     for cause in CAUSES:
         if cause in settings:
             cells += [Cell(cause, d, m, meth) for d in datasets for m in clients
@@ -135,6 +152,9 @@ def make_config(cell: Cell, dim: int) -> ExperimentConfig:
         return base.replace(spreadfgl={"generated_scale": "own-norm"})
     if cell.setting == "mean-ce":  # the classifier's CE averaged, as FedSage+'s, not summed
         return base.replace(spreadfgl={"loss_reduction": "mean"})
+    if cell.setting == "patcher":
+        variant = PATCHER_VARIANTS[cell.protection]
+        return base.replace(spreadfgl={"loss_reduction": "mean", **variant})
     if cell.setting == "bytes":
         encoding = {
             "factored": {},
@@ -156,7 +176,7 @@ def make_config(cell: Cell, dim: int) -> ExperimentConfig:
 
 def paper_value(cell: Cell) -> tuple[float | None, float | None, float | None]:
     """(ACC, F1, std) of the paper for a cell (None where it has none)."""
-    if cell.setting in ("table2", *CAUSES):
+    if cell.setting in ("table2", "patcher", *CAUSES):
         table = PAPER["table2"]
         values = table["values"].get(cell.dataset, {}).get(cell.method)
         if values is None or cell.clients not in table["clients"]:

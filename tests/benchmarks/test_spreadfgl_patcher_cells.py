@@ -1,0 +1,29 @@
+"""The ``patcher`` cells change exactly one SpreadFGL setting on top of ``mean-ce``."""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from spreadfgl_repro.grid import PATCHER_VARIANTS, Cell, make_config, plan  # noqa: E402
+
+
+def _changed(a, b) -> dict:
+    da, db = dataclasses.asdict(a), dataclasses.asdict(b)
+    return {k: db[k] for k in da if da[k] != db[k]}
+
+
+def test_each_variant_differs_from_mean_ce_in_its_own_setting_only():
+    base = make_config(Cell("mean-ce", "CiteSeer", 6, "fedgl"), 3703)
+    assert base.spreadfgl.loss_reduction == "mean"
+    for variant, change in PATCHER_VARIANTS.items():
+        cfg = make_config(Cell("patcher", "CiteSeer", 6, "fedgl", variant), 3703)
+        assert _changed(base.spreadfgl, cfg.spreadfgl) == change
+        assert cfg.replace(spreadfgl=base.spreadfgl, name=base.name) == base
+
+
+def test_fedavg_fusion_runs_only_the_variant_that_changes_its_model():
+    cells = plan(["patcher"], ["CiteSeer"], [6], ["fedgl"])
+    assert {c.protection for c in cells if c.method == "fedavg-fusion"} == {"sage"}
+    assert {c.protection for c in cells if c.method == "fedgl"} == set(PATCHER_VARIANTS)
