@@ -54,6 +54,7 @@ VARIANT_METHODS = {
     "learner-frozen": ("fedgls",),
     "learner-lr10": ("fedgls",),
     "normfeat": ("fed-mlp", "fed-gnnk", "fedgls"),  # does it explain Fed-MLP's PubMed lead?
+    "weight-decay": ("fed-mlp", "fed-gnnk", "fedgls"),  # or does regularisation?
 }
 #: ``--select``: the open settings chosen per method and dataset on validation accuracy, one
 #: factor at a time around the preset (k = 10, split A); k only for the methods with a kNN
