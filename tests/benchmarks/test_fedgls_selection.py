@@ -13,7 +13,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
 
 from fedgls_repro.drift import client_drift  # noqa: E402
-from fedgls_repro.report import best_val_rows, select_on_validation  # noqa: E402
+from fedgls_repro.report import (  # noqa: E402
+    best_val_rows,
+    select_on_validation,
+    with_chosen_settings,
+)
 from reproduce_fedgls import selected_accuracies  # noqa: E402
 
 
@@ -79,3 +83,15 @@ def test_selection_follows_validation_only_and_needs_every_candidate():
     assert (chosen["fedgls"]["setting"], chosen["fedgls"]["mean"]) == ("k5", 70.0)
     assert chosen["fed-mlp"]["setting"] == "default"
     assert set(chosen["fedgls"]["candidates"]) == {"default", "k5", "k20", "split-C"}
+
+
+def test_fedgls_json_takes_the_chosen_setting_and_names_every_row_s_setting():
+    key = {"dataset": "Cora", "clients": 8, "graphless_fraction": 0.5, "local_epochs": 5,
+           "protocol": "plain"}  # fmt: skip
+    summary = [{**key, "method": "fedgls", "mean": 80.0, "std": 1.0},
+               {**key, "method": "fed-mlp", "mean": 60.0, "std": 2.0}]  # fmt: skip
+    chosen = [{**key, "method": "fedgls", "mean": 81.0, "std": 0.5, "setting": "k20",
+               "val_mean": 82.0, "candidates": {}}]  # fmt: skip
+    out = with_chosen_settings(summary, chosen)
+    assert out[0] == {**key, "method": "fedgls", "mean": 81.0, "std": 0.5, "setting": "k20"}
+    assert out[1] == {**summary[1], "setting": "default"}
