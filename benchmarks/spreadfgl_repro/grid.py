@@ -20,8 +20,8 @@ Settings:
 * ``normfeat-scaled``: the same, each client rescaling the generated rows it receives to
   its own rows' mean norm (``generated_scale = "own-norm"``);
 * ``mean-ce``: FedAvg-fusion and FedGL with the cross-entropy averaged, not summed;
-* ``patcher``: FedGL under ``mean-ce`` with one imputation / patcher choice of spec §4.7 and
-  §11 changed (``PATCHER_VARIANTS``, the cell's ``protection``; ``sage`` also runs
+* ``patcher``: FedGL under ``mean-ce`` with one imputation / patcher choice the paper leaves
+  open (§III-C, §III-D) changed (``PATCHER_VARIANTS``, the cell's ``protection``; ``sage`` also runs
   FedAvg-fusion, whose model it changes): where FedGL's CiteSeer gap lies.
 """
 
