@@ -47,11 +47,12 @@ from fedgls_repro.grid import (
     selection_cells,
 )
 from fedgls_repro.report import write_outputs
+from harness.graphs import OneGraphCache
 from harness.results import csv_list, locked, read_json, save_seed_rows, write_json
 from harness.system import code_version
 
 from securefgl.config import ExperimentConfig
-from securefgl.experiment.runner import data_identity, load_graph, run_single
+from securefgl.experiment.runner import load_graph, run_single
 from securefgl.fedgls.settings import apply_preset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,22 +183,19 @@ def main() -> None:
     if args.dry_run:
         return
     if not args.report_only:
-        t_start, data, code = time.time(), {}, code_version(ROOT)
+        t_start, graphs, code = time.time(), OneGraphCache(), code_version(ROOT)
         for cell, missing in todo:
             if args.budget_hours and time.time() - t_start > args.budget_hours * 3600:
                 logging.info("budget reached: stopping before %s", cell.key)
                 break
             cfg = make_config(cell)
-            source = data_identity(cfg)
-            if source not in data:  # a variant may load other data (normfeat)
-                data = {source: load_graph(cfg)}  # one dataset in memory
             row = by_key.get(cell.key)
             if row is None:
                 row = by_key[cell.key] = new_row(cell)
                 rows.append(row)
             for seed in missing:
                 t0 = time.time()
-                res = run_single(cfg, cell.method, seed, data[source], False)
+                res = run_single(cfg, cell.method, seed, graphs.get(cfg), False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),

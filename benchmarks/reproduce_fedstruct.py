@@ -46,12 +46,13 @@ from fedstruct_repro.grid import (
     row_key,
 )
 from fedstruct_repro.report import write_markdown, write_plot
+from harness.graphs import OneGraphCache
 from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 
 from securefgl.config import ExperimentConfig
 from securefgl.data.datasets import resolve_name
-from securefgl.experiment.runner import data_identity, load_graph, run_single
+from securefgl.experiment.runner import run_single
 from securefgl.fedstruct.settings import apply_preset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -280,22 +281,19 @@ def main() -> None:
     if args.dry_run:
         return
     if not args.report_only:
-        t_start, data_cache, code = time.time(), {}, code_version(ROOT)
+        t_start, graphs, code = time.time(), OneGraphCache(), code_version(ROOT)
         for cell, missing in todo:
             if args.budget_hours and time.time() - t_start > args.budget_hours * 3600:
                 logging.info("budget reached: stopping before %s", cell.key)
                 break
             cfg, algo = make_config(cell, args)
-            source = data_identity(cfg)
-            if source not in data_cache:
-                data_cache = {source: load_graph(cfg)}  # one dataset in memory
             row = by_key.get(cell.key)
             if row is None:
                 row = by_key[cell.key] = new_row(cell)
                 rows.append(row)
             for seed in missing:
                 t0 = time.time()
-                res = run_single(cfg, algo, seed, data_cache[source], progress=False)
+                res = run_single(cfg, algo, seed, graphs.get(cfg), progress=False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),

@@ -42,10 +42,11 @@ from gpfl_repro.grid import (
     row_key,
 )
 from gpfl_repro.report import write_markdown
+from harness.graphs import OneGraphCache
 from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 
-from securefgl.experiment.runner import data_identity, load_graph, run_single
+from securefgl.experiment.runner import run_single
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).parent / "results"
@@ -134,15 +135,12 @@ def main() -> None:
             logging.info("  %s seeds %s", cell.key, missing)
         return
     if not args.report_only:
-        code, data_cache = code_version(ROOT), {}
+        code, graphs = code_version(ROOT), OneGraphCache()
         for cell, missing in todo:
             cfg, algo = make_config(cell, args.rounds)
-            source = data_identity(cfg)
-            if source not in data_cache:
-                data_cache = {source: load_graph(cfg)}
             for seed in missing:
                 t0, cpu0 = time.time(), time.process_time()
-                res = run_single(cfg, algo, seed, data_cache[source], progress=False)
+                res = run_single(cfg, algo, seed, graphs.get(cfg), progress=False)
                 run = {
                     "seed": seed,
                     "finished": time.time(),

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from harness.graphs import OneGraphCache
 from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 from spreadfgl_repro.grid import (
@@ -45,7 +46,7 @@ from spreadfgl_repro.report import write_markdown, write_plot
 from attacks.generated_features import generated_feature_inference
 from attacks.h_inference import h_label_inference, h_link_inference, h_membership
 from attacks.simulation import simulate
-from securefgl.experiment.runner import data_identity, load_graph, run_single
+from securefgl.experiment.runner import run_single
 from securefgl.federation import Transcript
 from securefgl.fedsage.clients import ANSWER_TAG, QUERY_TAG
 from securefgl.spreadfgl.client import H_TAG
@@ -202,13 +203,10 @@ def main() -> None:
             logging.info("  %s seeds %s", cell.key, missing)
         return
     if not args.report_only:
-        data_cache: dict[tuple[Any, ...], Any] = {}
+        graphs = OneGraphCache()
         code = code_version(ROOT)
         for cell, missing in todo:
-            data_key = data_identity(make_config(cell, 1))
-            if data_key not in data_cache:  # one dataset in memory
-                data_cache = {data_key: load_graph(make_config(cell, 1))}
-            data = data_cache[data_key]
+            data = graphs.get(make_config(cell, 1))
             cfg = make_config(cell, int(data.num_features))
             row = by_key.get(cell.key)
             if row is None:
