@@ -4,7 +4,7 @@ its edge server sends it (SpreadFGL / FedGL's repaired-subgraph message, §III-D
 Adversary: client ``i``, holding the last ``spreadfgl/patch`` message it received (rows are
 numbered per message: it never learns which node or client a row stands for) and its own
 model. The rows ``x̄_v = f(S)_v`` come from an autoencoder trained, per node, to reproduce
-``h_v`` (spec §10.2 point 2): a feature-space proxy of another client's soft prediction.
+``h_v`` (Eq. 10-11): a feature-space proxy of another client's soft prediction.
 
 * ``label_accuracy`` (headline): client ``i`` labels each foreign row with its own model
   (the row as an isolated node); accuracy against the true labels of the foreign nodes.

@@ -2,7 +2,7 @@
 
 Adversary: edge server ``edge-j``, reading the last ``spreadfgl/h`` upload of each of its
 clients (every node's softmax row, test and unlabelled nodes included: Zhong et al.,
-Eq. 9; spec §10.2 point 1). It holds no features, edges or labels of the client. Rows the
+Eq. 9). It holds no features, edges or labels of the client. Rows the
 client never uploads (``h_rows < 1``) get the server's uninformed guess: a constant score
 for link and membership inference, the most frequent uploaded class for labels.
 

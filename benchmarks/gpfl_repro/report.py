@@ -115,7 +115,7 @@ def write_markdown(rows: list[dict[str, Any]], path: Path) -> None:
     if p := protected(rows):
         lines += ["## Protected GPFL vs plaintext GPFL", "", *p, ""]
     if v := variants(rows):
-        lines += ["## GPFL's paper/code differences as flags (spec §9)", "", *v, ""]
+        lines += ["## GPFL's paper/code differences as flags", "", *v, ""]
     if has_notes:
         lines += [section("gpfl", "notes"), ""]
     write_text(path, "\n".join(lines))

@@ -2,13 +2,13 @@
 a client's mean over its training graphs, the property similarity network and the
 rule-based selector that picks the properties whose network is closest to A_E.
 
-Formulas as in the authors' code (``dataprocess/data_property.py``; spec §9 item 7): E is
-the number of directed edge entries (2m), entropy = mean(d log d) / E, the "negative
-scale-free exponent" −(1/⟨d⟩ + 2), closeness = the mean of networkx's closeness centrality
-(Wasserman–Faust scaling). Deviation: degrees count every node (the code's ``degree`` drops
-trailing isolated nodes). The selector's similarity (``f2sim``) centres the client vectors,
-L2-normalises them and clips negative cosines; it stops when no removal brings the network
-closer to A_E (squared Frobenius) or ``min_properties`` remain.
+Formulas as in the authors' code (``dataprocess/data_property.py``; the paper's §3.3
+names the properties): E is the number of directed edge entries (2m), entropy = mean(d log d) / E,
+the "negative scale-free exponent" −(1/⟨d⟩ + 2), closeness = the mean of networkx's
+closeness centrality (Wasserman–Faust scaling). Deviation: degrees count every node (the
+code's ``degree`` drops trailing isolated nodes). The selector's similarity (``f2sim``)
+centres the client vectors, L2-normalises them and clips negative cosines; it stops when no
+removal brings the network closer to A_E (squared Frobenius) or ``min_properties`` remain.
 
 Privacy (not in the paper, which sends p_C in the clear): :func:`ldp_release` clips each
 property to a public range and adds Laplace noise, ε-LDP for the client's whole property

@@ -1,11 +1,12 @@
 """GPFL's settings: the ``[experiment.gpfl]`` section (``--gpfl-*`` flags).
 
 GPFL (TMLR 2025). Defaults follow the authors' code where it differs from the paper text
-(spec §9; docs/algorithms/gpfl.md says which reproduces Table 2): ``self_weight`` 0.05 on
-the identity (the paper's γ = 0.95 reads as the weight of the network term), the code's
-"sym" normalisation (which is row normalisation), distinct Erdős–Rényi probe graphs (the
-code's fixed seed makes all 20 identical: ``identical_probes``), h = 0.1/k on the
-row-softmax, client features avg-pooled to ~100 values, 2 properties kept at least.
+(docs/algorithms/gpfl.md lists the differences and says which reproduces Table 2):
+``self_weight`` 0.05 on the identity (the paper's γ = 0.95 reads as the weight of the
+network term), the code's "sym" normalisation (which is row normalisation), distinct
+Erdős–Rényi probe graphs (the code's fixed seed makes all 20 identical:
+``identical_probes``), h = 0.1/k on the row-softmax, client features avg-pooled to ~100
+values, 2 properties kept at least.
 
 Privacy: ``sums`` (the personalised aggregation and the feature means, a secure-sum mode;
 default: what the transport implies, plain -> plain, secagg -> masked, ckks -> ckks),

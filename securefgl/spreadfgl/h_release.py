@@ -2,9 +2,9 @@
 
 Every K rounds each client sends its edge server one softmax row per node, test and
 unlabelled nodes included: near-labels, a membership signal, and ``H·Hᵀ`` scores the
-client's own edges (spec §10.2 point 1). Protections, applied by the client before the
-upload (secret randomness from :func:`protocols.dp.rng.make_rng`, ``None`` seed in real
-runs):
+client's own edges (docs/algorithms/spreadfgl.md, "Who learns what"). Protections, applied
+by the client before the upload (secret randomness from :func:`protocols.dp.rng.make_rng`,
+``None`` seed in real runs):
 
 * ``h_rows < 1``: the client draws, once, a secret random subset of its rows and only ever
   uploads those; the others are never sent (no DP claim for the subset itself, and no

@@ -13,13 +13,13 @@ SpreadFGL (Zhong et al., §III-C, §III-D, Eq. 9-14):
   Eq. 13 (assessor) and Eq. 14 (AE: adversarial term on ``h̄ ⊙ e`` plus
   ``‖(h − h̄) ⊙ (1 − e)‖²``), T_ae AE steps then T_as assessor steps per outer iteration.
 
-Deviations and choices (spec §4, §11; flags in :class:`SpreadFGLSettings`): mini-batches of
-rows (``ae_batch``) instead of full batches; a fixed number of outer iterations
-(``ae_iterations``, warm-started across imputations) instead of "until convergence";
-``gan_loss="bce"`` (the BCE forms; ``"paper"``: Eq. 13-14's logs, clamped); with the
-assessor off the AE minimises the full-vector L2 reconstruction; ``S ~ N(0, I)`` drawn
-once (``noise_input="fixed"``), from the run's public seed: it is model randomness, not
-privacy noise (the paper's "noise for privacy" gives no guarantee).
+Deviations and choices (§III-C, §III-D, §IV-A leave them open; flags in
+:class:`SpreadFGLSettings`): mini-batches of rows (``ae_batch``) instead of full batches; a
+fixed number of outer iterations (``ae_iterations``, warm-started across imputations)
+instead of "until convergence"; ``gan_loss="bce"`` (the BCE forms; ``"paper"``: Eq. 13-14's
+logs, clamped); with the assessor off the AE minimises the full-vector L2 reconstruction;
+``S ~ N(0, I)`` drawn once (``noise_input="fixed"``), from the run's public seed: it is
+model randomness, not privacy noise (the paper's "noise for privacy" gives no guarantee).
 """
 
 from __future__ import annotations

@@ -3,14 +3,14 @@
 Server side (:func:`build_patch`): for each row client ``i`` uploaded, its ``k`` potential
 neighbours. A neighbour on another client (or on the same one, with
 ``local_links="virtual"``) travels as a generated feature row ``x̄_v``; rows are numbered
-per message, so the client never learns which node (or client) a row stands for.
-``dedup`` sends each distinct neighbour once (spec §4.7 c). With ``local_links="edge"`` a
-neighbour on the same client travels as its upload position instead (the client adds the
-real edge, spec §4.7 a). ``links[a, t]``: ``>= 0`` a generated row, ``-1`` none,
-``<= -2`` the client's own upload position ``-(l + 2)``.
+per message, so the client never learns which node (or client) a row stands for. ``dedup``
+sends each distinct neighbour once (a choice §III-D leaves open). With
+``local_links="edge"`` a neighbour on the same client travels as its upload position instead
+(the client adds the real edge; also open in §III-D). ``links[a, t]``: ``>= 0`` a generated
+row, ``-1`` none, ``<= -2`` the client's own upload position ``-(l + 2)``.
 
-Client side (:func:`patch_edges`): the graphic patcher P (undefined in the paper, spec
-§4.7): one virtual node per generated row, linked to each own node that selected it
+Client side (:func:`patch_edges`): the graphic patcher P (named but undefined in
+§III-D): one virtual node per generated row, linked to each own node that selected it
 (undirected); virtual nodes are unlabelled and never evaluated; ``refresh`` replaces or
 accumulates them over imputations.
 """

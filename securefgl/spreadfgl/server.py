@@ -6,11 +6,11 @@ every K rounds (lines 6-11) receives their ``H``, builds potential links and gen
 features (:mod:`~securefgl.spreadfgl.imputation`) and sends each client its piece, and
 mixes models with its neighbour servers (Eq. 16).
 
-Hardening (spec §10.2 point 4): neighbours exchange their **per-server aggregates**
-``W̄_r`` with ``M_r`` (public: the topology), not individual client models; Eq. 16 is
-``W_j = Σ_{r ∈ N(j) ∪ {j}} M_r W̄_r / Σ M_r``, the same mean (``a_jj = 1``). The
-within-server aggregate comes from the configured protocol stack, so under ``secagg`` a
-server learns only its own clients' mean.
+Hardening (docs/algorithms/spreadfgl.md, "Hardening"): neighbours exchange their
+**per-server aggregates** ``W̄_r`` with ``M_r`` (public: the topology), not individual
+client models; Eq. 16 is ``W_j = Σ_{r ∈ N(j) ∪ {j}} M_r W̄_r / Σ M_r``, the same mean
+(``a_jj = 1``). The within-server aggregate comes from the configured protocol stack, so
+under ``secagg`` a server learns only its own clients' mean.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The paper (Zhong et al.) leaves the graphic patcher, the AE's output activation, the noise
 input, the GAN loss numerics, the candidate scope and K / k / T_l of Table II unspecified
-(spec §4.7, §11); each such choice is a field here, with the default named in
+(§III-C, §III-D, §IV-A); each such choice is a field here, with the default named in
 ``docs/algorithms/spreadfgl.md``. The edge-server count and their topology are generic
 (``edge_servers``, ``server_topology``).
 """
@@ -40,11 +40,11 @@ class SpreadFGLSettings:
     aggregator: str = _f("gcn", "gcn: GraphSAGE-GCN (paper); sage: Eq. 3's concatenation",
                          ("gcn", "sage"))  # fmt: skip
     candidates: str = _f("all", "potential neighbours among all of the server's nodes or only "
-                         "other clients' (spec §4.2)", CANDIDATES)  # fmt: skip
+                         "other clients' (§III-C)", CANDIDATES)  # fmt: skip
     local_links: str = _f("virtual", "a potential neighbour on the same client: a virtual "
-                          "node (generated features) or the real edge (spec §4.7 a)",
+                          "node (generated features) or the real edge (§III-D)",
                           LOCAL_LINKS)  # fmt: skip
-    dedup: bool = _f(True, "one generated row per distinct potential neighbour (spec §4.7 c)")
+    dedup: bool = _f(True, "one generated row per distinct potential neighbour (§III-D)")
     refresh: str = _f("replace", "each imputation replaces or adds to the virtual nodes",
                       REFRESH)  # fmt: skip
     patch_encoding: str = _f("auto", "generated rows sent as d-dim rows or factored Z·Wₑ + bₑ "
@@ -53,7 +53,7 @@ class SpreadFGLSettings:
     generated_scale: str = _f("none", "none: generated rows as received; own-norm: the client "
                               "rescales each to the mean L2 norm of its own rows (its patcher)",
                               GENERATED_SCALES)  # fmt: skip
-    feature_act: str = _f("none", "activation of the encoder output X̄ = f(S) (spec §11.3)",
+    feature_act: str = _f("none", "activation of the encoder output X̄ = f(S) (Eq. 10)",
                           FEATURE_ACTS)  # fmt: skip
     noise_input: str = _f("fixed", "the AE input S: drawn once per server or every step",
                           NOISE_INPUT)  # fmt: skip
