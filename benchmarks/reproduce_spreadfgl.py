@@ -35,6 +35,7 @@ from spreadfgl_repro.grid import (
     DATASETS,
     METHODS,
     SURVEY_METHODS,
+    VALIDATED,
     Cell,
     make_config,
     paper_value,
@@ -191,8 +192,8 @@ def main() -> None:
     todo = []
     for cell in cells:
         runs = by_key.get(cell.key, {"runs": []})["runs"]
-        # survey cells choose their local steps on validation: runs without it are redone
-        done = {r["seed"] for r in runs if cell.setting != "survey" or "val_acc" in r}
+        # cells that enter a choice on validation: runs without it are redone
+        done = {r["seed"] for r in runs if cell.setting not in VALIDATED or "val_acc" in r}
         missing = [s for s in range(args.seeds) if s not in done]
         if missing:
             todo.append((cell, missing))
