@@ -47,6 +47,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "learner-lr10": {"fedgls": {"learner_lr": 1e-2}},  # ω moves 10× faster than the paper's
     "learner-frozen": {"fedgls": {"learner_lr": 0.0}},  # γ = 0: the graphs stay the kNN graphs
     "normfeat": {"normalize_features": True},  # rows of X sum to 1 (PyG NormalizeFeatures)
+    "no-dropout": {"dropout": 0.0},  # the paper gives no dropout (the preset's is 0.5)
 }
 #: the methods a variant changes (default: FedGLS and Fed-GNNk)
 VARIANT_METHODS = {
@@ -55,6 +56,7 @@ VARIANT_METHODS = {
     "learner-lr10": ("fedgls",),
     "normfeat": ("fed-mlp", "fed-gnnk", "fedgls"),  # does it explain Fed-MLP's PubMed lead?
     "weight-decay": ("fed-mlp", "fed-gnnk", "fedgls"),  # or does regularisation?
+    "no-dropout": ("fed-mlp", "fed-gnnk", "fedgls"),  # or less of it?
 }
 #: ``--select``: the open settings chosen per method and dataset on validation accuracy, one
 #: factor at a time around the preset (k = 10, split A); k only for the methods with a kNN
