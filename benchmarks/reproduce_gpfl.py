@@ -1,7 +1,8 @@
 """Reproduce GPFL's Table 2 (TMLR 2025) on NCI1 and PROTEINS: ours vs the paper.
 
 k ∈ {15, 20, 25} clients × Dirichlet α ∈ {0.5, 1, 5}, 5 seeds, GPFL / FedAvg / self-train
-(``--methods`` adds FedProx, GCFL+, FedStar and GPFL's paper/code variants), 200 rounds of
+(``--methods`` adds FedProx, GCFL+, FedStar, GPFL's paper/code variants and any method on
+the code's own splits, e.g. ``self-train[authors-split]`` with the code's seeds), 200 rounds of
 one local epoch, GPFL's set-up (``[experiment.graph]`` defaults). Reported: the mean over
 clients of local test accuracy, best round of the last 10 (the authors' code's
 ``final_best_test_acc``; the last round's value is kept beside it). The protected GPFL
@@ -28,6 +29,7 @@ import numpy as np
 import torch
 from gpfl_repro.grid import (
     ALPHAS,
+    AUTHORS_SPLIT,
     CLIENTS,
     DATASETS,
     METHODS,
@@ -36,6 +38,7 @@ from gpfl_repro.grid import (
     PROTECTIONS,
     VARIANTS,
     Cell,
+    cell_seeds,
     make_config,
     paper_value,
     plan,
@@ -103,7 +106,8 @@ def main() -> None:
     parser.add_argument("--protections", type=csv_list, default=["secure+ldp"])
     parser.add_argument("--protected-cells", type=_cells, default=[("NCI1", 20, 1.0)],
                         help="dataset:k:alpha where protected GPFL runs")  # fmt: skip
-    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
+    parser.add_argument("--seeds", type=int, default=5,
+                        help="seeds 0..N-1 (authors-split cells: the code's first N)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--shard", default="0/1", help="i/n: run every n-th cell from i")
     parser.add_argument("--out", type=Path, default=JSON_PATH)
@@ -114,6 +118,7 @@ def main() -> None:
     logging.getLogger("securefgl").setLevel(logging.WARNING)
     torch.set_num_threads(1)  # 2 shared cores; small graphs
     known = set(METHODS) | set(OPTIONAL_METHODS) | set(VARIANTS)
+    known |= {m + AUTHORS_SPLIT for m in (*METHODS, *OPTIONAL_METHODS)}
     if set(args.methods) - known or set(args.protections) - set(PROTECTIONS):
         parser.error(f"methods from {sorted(known)}, protections from {list(PROTECTIONS)}")
     rows = read_json(args.out, [])
@@ -122,11 +127,10 @@ def main() -> None:
                  args.protected_cells)  # fmt: skip
     i, n = (int(x) for x in args.shard.split("/"))
     cells = cells[i::n]
-    seeds = list(range(args.seeds))
     todo = []
     for cell in cells:
         done = {r["seed"] for r in by_key.get(cell.key, {"runs": []})["runs"]}
-        if missing := [s for s in seeds if s not in done]:
+        if missing := [s for s in cell_seeds(cell, args.seeds) if s not in done]:
             todo.append((cell, missing))
     logging.info("%d cells, %d with missing seeds (%d runs)", len(cells), len(todo),
                  sum(len(m) for _, m in todo))  # fmt: skip

@@ -31,6 +31,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "gpfl[random-init]": {"initial": "random"},
     "gpfl[no-learner]": {"learn": False},
 }
+#: "<method>[authors-split]" runs <method> on the code's own partitions and folds
+#: (``split_stream = "authors"``) with the code's ``multiseed`` seeds: a partition's luck
+#: told apart from a method's effect
+AUTHORS_SPLIT = "[authors-split]"
+AUTHORS_SEEDS = (0, 10, 42, 111, 123)
 METRIC = "best_last_test_acc"  # the code's final_best_test_acc: best client mean, last 10 rounds
 
 
@@ -55,14 +60,18 @@ def row_key(row: dict[str, Any]) -> tuple[str, int, float, str, str]:
 def paper_value(dataset: str, clients: int, alpha: float, method: str) -> list[float] | None:
     """[mean, std] in % from Table 2 (None when the paper has no such cell)."""
     values = load_data("gpfl_paper")["values"].get(dataset, {})
-    base = "gpfl" if method.startswith("gpfl") else method  # variants: GPFL's value
+    base = method.split("[")[0]  # variants and other splits: the method's value
     return values.get(base, {}).get(f"{clients}|{alpha:g}")
 
 
 def make_config(cell: Cell, rounds: int) -> tuple[ExperimentConfig, str]:
     """(config, algorithm) of a cell: GPFL's set-up (defaults of [experiment.graph])."""
-    gpfl = {**VARIANTS.get(cell.method, {}), **PROTECTIONS[cell.protection]}
-    algo = "gpfl" if cell.method in VARIANTS else cell.method
+    method = cell.method.removesuffix(AUTHORS_SPLIT)
+    graph: dict[str, Any] = {"dirichlet": cell.alpha}
+    if method != cell.method:
+        graph["split_stream"] = "authors"
+    gpfl = {**VARIANTS.get(method, {}), **PROTECTIONS[cell.protection]}
+    algo = "gpfl" if method in VARIANTS else method
     cfg = ExperimentConfig(
         task="graph",
         dataset=cell.dataset,
@@ -73,7 +82,7 @@ def make_config(cell: Cell, rounds: int) -> tuple[ExperimentConfig, str]:
         eval_every=10,
         threads=1,
         algorithms=[algo],
-        graph={"dirichlet": cell.alpha},
+        graph=graph,
         gpfl=gpfl,
         name=f"gpfl-repro|{cell.dataset}|{cell.clients}|{cell.alpha:g}|{cell.method}|"
         f"{cell.protection}",
@@ -100,3 +109,10 @@ def plan(
     for d, k, a in protected_cells:
         cells += [Cell(d, k, a, "gpfl", p) for p in protections if p != "plain"]
     return cells
+
+
+def cell_seeds(cell: Cell, n: int) -> list[int]:
+    """The first ``n`` seeds of a cell: the code's for its own splits, else 0..n-1."""
+    if cell.method.endswith(AUTHORS_SPLIT):
+        return list(AUTHORS_SEEDS[:n])
+    return list(range(n))

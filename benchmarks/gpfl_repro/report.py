@@ -9,7 +9,15 @@ from typing import Any
 from harness.notes import note_path, section
 from harness.results import write_text
 
-from gpfl_repro.grid import ALPHAS, CLIENTS, NOT_RUN, PROTECTIONS, paper_value
+from gpfl_repro.grid import (
+    ALPHAS,
+    AUTHORS_SEEDS,
+    AUTHORS_SPLIT,
+    CLIENTS,
+    NOT_RUN,
+    PROTECTIONS,
+    paper_value,
+)
 
 ORDER = ("gpfl", "fedavg", "self-train", "fedprox", "gcfl", "fedstar")
 SETTINGS = [(k, a) for k in CLIENTS for a in ALPHAS]
@@ -92,12 +100,34 @@ def protected(rows: list[dict[str, Any]]) -> list[str]:
 def variants(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in rows:
-        if r["method"].startswith("gpfl[") and r["mean"] is not None:
+        if r["method"].startswith("gpfl[") and not r["method"].endswith(AUTHORS_SPLIT) \
+                and r["mean"] is not None:
             out.append(f"| {r['dataset']} k={r['clients']} α={r['alpha']:g} | {r['method']} | "
                        f"{r['mean']:.2f} ± {r['std']:.2f} ({r['seeds']} seeds) | "
                        f"{r['paper_mean']} |")  # fmt: skip
     head = "| cell | variant | ours (best of last 10) | paper GPFL |"
     return [head, "|---|---|---|---|", *out] if out else []
+
+
+def authors_split(rows: list[dict[str, Any]]) -> list[str]:
+    """Each method run on the code's own splits beside the same method on ours and the
+    paper: where both move alike, the gap to the paper is the partitions' draw."""
+    idx, out = _index(rows), []
+    for (d, k, a, m, p), row in sorted(idx.items(), key=lambda kv: str(kv[0])):
+        if not m.endswith(AUTHORS_SPLIT) or p != "plain" or row["mean"] is None:
+            continue
+        base = m.removesuffix(AUTHORS_SPLIT)
+        ours = idx.get((d, k, a, base, "plain"))
+        paper = paper_value(d, k, a, base)
+        mine = "–" if ours is None or ours["mean"] is None else \
+            f"{ours['mean']:.2f} ± {ours['std']:.2f}"
+        gap = "–" if paper is None else f"{row['mean'] - paper[0]:+.2f}"
+        out.append(f"| {d} k={k} α={a:g} | {base} | {mine} | {row['mean']:.2f} ± "
+                   f"{row['std']:.2f} ({row['seeds']} seeds) | "
+                   f"{'–' if paper is None else f'{paper[0]:.2f}'} | {gap} |")  # fmt: skip
+    head = (f"| cell | method | ours, our splits (seeds 0–4) | ours, the code's splits (seeds "
+            f"{', '.join(map(str, AUTHORS_SEEDS))}) | paper | code's splits − paper |")
+    return [head, "|---|---|---|---|---|---|", *out] if out else []
 
 
 def write_markdown(rows: list[dict[str, Any]], path: Path) -> None:
@@ -114,6 +144,10 @@ def write_markdown(rows: list[dict[str, Any]], path: Path) -> None:
         lines += [f"## {name}: not run", "", f"{name}: {why}.", ""]
     if p := protected(rows):
         lines += ["## Protected GPFL vs plaintext GPFL", "", *p, ""]
+    if s := authors_split(rows):
+        lines += ["## On the authors' own splits", "", *s, ""]
+        if has_notes:
+            lines += [section("gpfl", "authors-split"), ""]
     if v := variants(rows):
         lines += ["## GPFL's paper/code differences as flags", "", *v, ""]
     if has_notes:

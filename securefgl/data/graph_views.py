@@ -10,7 +10,8 @@ folds (5 by default: fold ``test_fold`` is the test set, the rest the training s
 Deviation: when the drawn class has no graph left, the class is redrawn from the prior
 restricted to the classes that remain (the code's rejection loop has the same distribution
 but can spin for long when a prior entry is tiny). The folds are our own stratified
-assignment (scikit-learn's ``StratifiedKFold`` is not a dependency).
+assignment (scikit-learn's ``StratifiedKFold`` is not a dependency). ``stream="authors"``
+replays the code's own draws instead (:mod:`securefgl.data.graph_split_replica`).
 
 A :class:`GraphClientView` holds copies of its own graphs only (features, edges, labels,
 fold masks): no global index, nothing of another client.
@@ -25,8 +26,13 @@ import numpy as np
 import torch
 
 from securefgl.data.graph_datasets import GraphDataset
+from securefgl.data.graph_split_replica import authors_folds, authors_label_skew
+
+#: ``build_graph_views``'s random streams: ours, or GPFL's code's replayed draw for draw
+SPLIT_STREAMS = ("ours", "authors")
 
 __all__ = [
+    "SPLIT_STREAMS",
     "GraphClientView",
     "GraphPartition",
     "build_graph_views",
@@ -189,19 +195,33 @@ def build_graph_views(
     folds: int = 5,
     test_fold: int = 0,
     cap: float = 0.95,
+    stream: str = "ours",
 ) -> tuple[GraphPartition, list[GraphClientView]]:
-    """Label-skew partition, per-client stratified folds and the client views of ``seed``."""
+    """Label-skew partition, per-client stratified folds and the client views of ``seed``;
+    ``stream="authors"``: GPFL's code's own draws (that seed gives the code's split)."""
     if not 0 <= test_fold < folds:
         raise ValueError(f"test_fold must lie in [0, {folds}), got {test_fold}")
+    if stream not in SPLIT_STREAMS:
+        raise ValueError(f"stream must be one of {SPLIT_STREAMS}, got {stream!r}")
     part_seed, fold_seed, order_seed = np.random.SeedSequence(seed).spawn(3)
-    assignment = label_skew_partition(data.y, clients, alpha, _int(part_seed), cap)
+    if stream == "authors":
+        chunks = authors_label_skew(data.y, clients, alpha, seed, cap)
+        assignment = np.empty(data.num_graphs, dtype=np.int64)
+        for i, graphs in enumerate(chunks):
+            assignment[graphs] = i
+    else:
+        assignment = label_skew_partition(data.y, clients, alpha, _int(part_seed), cap)
     test = np.zeros(data.num_graphs, dtype=bool)
     fold_rng = np.random.default_rng(fold_seed)
     order_rng = np.random.default_rng(order_seed)
     views = []
     for i in range(clients):
-        graphs = order_rng.permutation(np.flatnonzero(assignment == i))  # no global order
-        fold = stratified_folds(data.y[graphs], folds, fold_rng)
+        if stream == "authors":  # the code's order inside the client, its folds
+            graphs = chunks[i]
+            fold = authors_folds(data.y[graphs], folds, seed)
+        else:
+            graphs = order_rng.permutation(np.flatnonzero(assignment == i))  # no global order
+            fold = stratified_folds(data.y[graphs], folds, fold_rng)
         test[graphs] = fold == test_fold
         own = data.subset(graphs)
         views.append(

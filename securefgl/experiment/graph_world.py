@@ -35,7 +35,8 @@ def draw_graph_world(
     """The partition, folds and client views of ``seed`` (the view seed is the seed)."""
     s = config.graph
     part, views = build_graph_views(
-        data, config.clients, s.dirichlet, seed, s.folds, s.test_fold, s.prior_cap
+        data, config.clients, s.dirichlet, seed, s.folds, s.test_fold, s.prior_cap,
+        s.split_stream,
     )
     return data, part, views, seed
 

@@ -35,6 +35,8 @@ class GraphTaskSettings:
     prior_cap: float = _f(0.95, "cap on one class's prior (excess spread over the others)")
     folds: int = _f(5, "stratified folds inside each client")
     test_fold: int = _f(0, "the fold each client tests on (the others train)")
+    split_stream: str = _f("ours", "the split's random streams: ours, or authors (GPFL's "
+                           "code's draws replayed: a seed gives the code's split)")  # fmt: skip
     batch_size: int = _f(128, "graphs per mini-batch")
     layers: int = _f(3, "GIN layers")
     hidden: int = _f(64, "GIN width")
@@ -54,6 +56,11 @@ class GraphTaskSettings:
             raise ValueError(f"dirichlet must be > 0, got {self.dirichlet}")
         if not 0 < self.prior_cap <= 1:
             raise ValueError(f"prior_cap must lie in (0, 1], got {self.prior_cap}")
+        from securefgl.data.graph_views import SPLIT_STREAMS
+
+        if self.split_stream not in SPLIT_STREAMS:
+            raise ValueError(f"split_stream must be one of {SPLIT_STREAMS}, got "
+                             f"{self.split_stream!r}")  # fmt: skip
         if self.folds < 2 or not 0 <= self.test_fold < self.folds:
             raise ValueError(f"need folds ≥ 2 and 0 ≤ test_fold < folds, got {self.folds}, "
                              f"{self.test_fold}")  # fmt: skip
