@@ -109,6 +109,10 @@ def variants(rows: list[dict[str, Any]]) -> list[str]:
     return [head, "|---|---|---|---|", *out] if out else []
 
 
+def _gap(value: float | None, paper: list[float] | None) -> str:
+    return "–" if paper is None or value is None else f"{value - paper[0]:+.2f}"
+
+
 def authors_split(rows: list[dict[str, Any]]) -> list[str]:
     """Each method run on the code's own splits beside the same method on ours and the
     paper: where both move alike, the gap to the paper is the partitions' draw."""
@@ -121,13 +125,15 @@ def authors_split(rows: list[dict[str, Any]]) -> list[str]:
         paper = paper_value(d, k, a, base)
         mine = "–" if ours is None or ours["mean"] is None else \
             f"{ours['mean']:.2f} ± {ours['std']:.2f}"
-        gap = "–" if paper is None else f"{row['mean'] - paper[0]:+.2f}"
+        last = row.get("final_mean")
         out.append(f"| {d} k={k} α={a:g} | {base} | {mine} | {row['mean']:.2f} ± "
                    f"{row['std']:.2f} ({row['seeds']} seeds) | "
-                   f"{'–' if paper is None else f'{paper[0]:.2f}'} | {gap} |")  # fmt: skip
+                   f"{'–' if paper is None else f'{paper[0]:.2f}'} | {_gap(row['mean'], paper)} | "
+                   f"{'–' if last is None else f'{last:.2f}'} | {_gap(last, paper)} |")  # fmt: skip
     head = (f"| cell | method | ours, our splits (seeds 0–4) | ours, the code's splits (seeds "
-            f"{', '.join(map(str, AUTHORS_SEEDS))}) | paper | code's splits − paper |")
-    return [head, "|---|---|---|---|---|---|", *out] if out else []
+            f"{', '.join(map(str, AUTHORS_SEEDS))}) | paper | − paper | the code's splits, "
+            "last round | − paper |")  # fmt: skip
+    return [head, "|---|---|---|---|---|---|---|---|", *out] if out else []
 
 
 def write_markdown(rows: list[dict[str, Any]], path: Path) -> None:

@@ -25,7 +25,7 @@ def test_authors_split_cells_take_the_codes_streams_and_seeds():
 def _row(method, mean):
     return {"dataset": "PROTEINS", "clients": 20, "alpha": 1.0, "method": method,
             "protection": "plain", "mean": mean, "std": 1.0, "seeds": 5,
-            "paper_mean": 71.98, "runs": []}  # fmt: skip
+            "paper_mean": 71.98, "final_mean": mean - 1.52, "runs": []}  # fmt: skip
 
 
 def test_the_report_sets_both_splits_side_by_side_and_keeps_variants_apart():
@@ -33,7 +33,7 @@ def test_the_report_sets_both_splits_side_by_side_and_keeps_variants_apart():
             _row("gpfl[paper-gamma]", 70.0), _row("gpfl[authors-split]", 75.0)]  # fmt: skip
     table = "\n".join(authors_split(rows))
     assert "| PROTEINS k=20 α=1 | self-train | 77.00 ± 1.00 | 72.50 ± 1.00 (5 seeds) | " \
-           "71.98 | +0.52 |" in table  # fmt: skip
+           "71.98 | +0.52 | 70.98 | -1.00 |" in table  # fmt: skip
     assert "| gpfl | – | 75.00" in table
     shown = "\n".join(variants(rows))
     assert "paper-gamma" in shown and "authors-split" not in shown
