@@ -3,9 +3,10 @@
 FedSage+ (Zhang et al., NeurIPS 2021, Eq. 5): client ``j`` answers client ``i``'s generated
 row ``g`` with ``∂/∂g min_{u ∈ V_j} ‖g − x_u‖² = 2(g − x_{u*})``
 (:mod:`securefgl.fedsage.clients`), so ``i`` reads ``x̂ = g − answer/2``: exactly the
-features of ``j``'s node nearest to its query (survey seed 001, §2.1: "the gradient points
-toward j's real node features"). Adversary: client ``i``, from the queries it sent and the
-answers it received (round −1, the set-up traffic), last federated epoch.
+features of ``j``'s node nearest to its query (FedSage+'s cross-client loss, Zhang et al.,
+returns gradients that point at ``j``'s real features). Adversary: client ``i``, from the
+queries it sent and the answers it received (round −1, the set-up traffic), last federated
+epoch.
 
 Metrics, each reconstructed row against the true features of ``j``'s nearest node to the
 query (ground truth from ``j``'s view): mean cosine over non-zero true rows (headline), the

@@ -1,5 +1,5 @@
 """``benchmarks/results/gpfl.md``: our Table 2 beside the paper's, the targets, the protected
-GPFL against plaintext GPFL, the §9 variants and what was not run."""
+GPFL against plaintext GPFL, the paper/code variants, the code's own splits and what was not run."""
 
 from __future__ import annotations
 
