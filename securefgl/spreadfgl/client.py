@@ -140,7 +140,10 @@ class EdgeClient(Party):
         )
         if t.trace_weight > 0:
             w = self.model.last_weight()
-            loss = loss + t.trace_weight * (w * w).sum()  # Tr(W Wᵀ) = ‖W‖_F²
+            trace = t.trace_weight * (w * w).sum()  # Tr(W Wᵀ) = ‖W‖_F²
+            if t.reduction == "mean":  # Eq. 15 as a whole over the labelled nodes: λ keeps
+                trace = trace / int(train.sum())  # its weight against the cross-entropy
+            loss = loss + trace
         return loss
 
     def train_steps(self, round_idx: int) -> float:

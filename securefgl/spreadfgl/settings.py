@@ -70,8 +70,9 @@ class SpreadFGLSettings:
         None, "λ of Eq. 15's Tr(W_L W_Lᵀ) (default: 1 for spreadfgl, 0 for fedgl and the "
         "baselines, whose loss is Eq. 7)"
     )  # fmt: skip
-    loss_reduction: str = _f("sum", "cross-entropy summed (Eq. 7 / 15) or averaged over the "
-                             "labelled nodes", REDUCTIONS)  # fmt: skip
+    loss_reduction: str = _f("sum", "Eq. 7 / 15 as written (cross-entropy summed) or divided "
+                             "by the number of labelled nodes (mean cross-entropy; Eq. 15's "
+                             "trace term divided alike)", REDUCTIONS)  # fmt: skip
     h_mechanism: str = _f("none", "protection of the uploaded H: none, gaussian (row clip + "
                           "Gaussian noise) or rr (randomised response on the top class)",
                           H_MECHANISMS)  # fmt: skip

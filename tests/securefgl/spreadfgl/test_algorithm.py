@@ -132,3 +132,17 @@ def test_within_server_aggregation_runs_through_the_stack(graph):
     assert ckks.servers["edge-0"].params is None  # the server never learns the model
     preds = ckks.executor.map(list(ckks.clients), TRAIN, "predict")
     assert all(len(p["test"][0]) == len(p["test"][1]) for p in preds)
+
+
+def test_mean_reduction_divides_all_of_eq15_by_the_labelled_nodes(graph):
+    """Eq. 15 averaged: the CE and the trace term both divided by n_L, so λ keeps its
+    weight against the cross-entropy (the mean loss times n_L is the summed loss)."""
+    losses = {}
+    for reduction in ("sum", "mean"):
+        cfg = tiny_config(spreadfgl={"loss_reduction": reduction, "trace_weight": 3.0})
+        algo, _, _ = build("spreadfgl", cfg, graph)
+        client = next(c for c in algo.clients.values() if int(c.masks["train"].sum()) > 1)
+        client.model.eval()  # no dropout: the two losses see the same forward pass
+        losses[reduction] = (float(client._loss().detach()), int(client.masks["train"].sum()))
+    (total, n), (mean, _) = losses["sum"], losses["mean"]
+    assert abs(mean * n - total) < 1e-4 * max(1.0, abs(total))
