@@ -19,9 +19,9 @@ Settings:
 * ``normfeat``: FedAvg-fusion and FedGL with row-normalised features (another cause);
 * ``normfeat-scaled``: the same, each client rescaling the generated rows it receives to
   its own rows' mean norm (``generated_scale = "own-norm"``);
-* ``mean-ce``: FedAvg-fusion, FedGL and SpreadFGL with the cross-entropy averaged, not
-  summed (Eq. 7 sums it; the report keeps, per method, the reduction with the higher
-  validation accuracy);
+* ``mean-ce``: FedAvg-fusion, FedGL and SpreadFGL with Eq. 7 / 15 divided by the labelled
+  nodes (the cross-entropy averaged, not summed; the report keeps, per method and cell, the
+  reduction with the higher validation accuracy);
 * ``patcher``: FedGL under ``mean-ce`` with one imputation / patcher choice the paper leaves
   open (§III-C, §III-D) changed (``PATCHER_VARIANTS``, the cell's ``protection``; ``sage``
   also runs FedAvg-fusion, whose model it changes): where FedGL's CiteSeer gap lies.
