@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from gpfl_repro.grid import (
     ALPHAS,
+    AUTHORS_FOLDS,
     AUTHORS_SPLIT,
     CLIENTS,
     DATASETS,
@@ -118,7 +119,8 @@ def main() -> None:
     logging.getLogger("securefgl").setLevel(logging.WARNING)
     torch.set_num_threads(1)  # 2 shared cores; small graphs
     known = set(METHODS) | set(OPTIONAL_METHODS) | set(VARIANTS)
-    known |= {m + AUTHORS_SPLIT for m in (*METHODS, *OPTIONAL_METHODS)}
+    known |= {m + tag for m in (*METHODS, *OPTIONAL_METHODS)
+              for tag in (AUTHORS_SPLIT, *AUTHORS_FOLDS)}  # fmt: skip
     if set(args.methods) - known or set(args.protections) - set(PROTECTIONS):
         parser.error(f"methods from {sorted(known)}, protections from {list(PROTECTIONS)}")
     rows = read_json(args.out, [])

@@ -3,6 +3,7 @@ paper's values and the configuration of one cell."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +34,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 #: "<method>[authors-split]" runs <method> on the code's own partitions and folds
 #: (``split_stream = "authors"``) with the code's ``multiseed`` seeds: a partition's luck
-#: told apart from a method's effect
+#: told apart from a method's effect; "<method>[authors-fold<k>]" tests fold k (1-4) of
+#: those splits instead of fold 0 (the paper's text: 5-fold cross-validation)
 AUTHORS_SPLIT = "[authors-split]"
+AUTHORS_FOLDS = tuple(f"[authors-fold{k}]" for k in range(1, 5))
 AUTHORS_SEEDS = (0, 10, 42, 111, 123)
+_AUTHORS_TAG = re.compile(r"\[authors-(?:split|fold([1-4]))\]$")
+
+
+def authors_tag(method: str) -> tuple[str, int | None]:
+    """(the method without an authors-split tag, the fold its cell tests); the fold is
+    None for a method on our own splits."""
+    found = _AUTHORS_TAG.search(method)
+    if found is None:
+        return method, None
+    return method[: found.start()], int(found.group(1) or 0)
 METRIC = "best_last_test_acc"  # the code's final_best_test_acc: best client mean, last 10 rounds
 
 
@@ -66,10 +79,10 @@ def paper_value(dataset: str, clients: int, alpha: float, method: str) -> list[f
 
 def make_config(cell: Cell, rounds: int) -> tuple[ExperimentConfig, str]:
     """(config, algorithm) of a cell: GPFL's set-up (defaults of [experiment.graph])."""
-    method = cell.method.removesuffix(AUTHORS_SPLIT)
+    method, fold = authors_tag(cell.method)
     graph: dict[str, Any] = {"dirichlet": cell.alpha}
-    if method != cell.method:
-        graph["split_stream"] = "authors"
+    if fold is not None:
+        graph.update(split_stream="authors", test_fold=fold)
     gpfl = {**VARIANTS.get(method, {}), **PROTECTIONS[cell.protection]}
     algo = "gpfl" if method in VARIANTS else method
     cfg = ExperimentConfig(
@@ -113,6 +126,6 @@ def plan(
 
 def cell_seeds(cell: Cell, n: int) -> list[int]:
     """The first ``n`` seeds of a cell: the code's for its own splits, else 0..n-1."""
-    if cell.method.endswith(AUTHORS_SPLIT):
+    if authors_tag(cell.method)[1] is not None:
         return list(AUTHORS_SEEDS[:n])
     return list(range(n))
