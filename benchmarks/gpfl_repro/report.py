@@ -11,11 +11,12 @@ from harness.results import write_text
 
 from gpfl_repro.grid import (
     ALPHAS,
+    AUTHORS_FOLDS,
     AUTHORS_SEEDS,
-    AUTHORS_SPLIT,
     CLIENTS,
     NOT_RUN,
     PROTECTIONS,
+    authors_tag,
     paper_value,
 )
 
@@ -100,7 +101,7 @@ def protected(rows: list[dict[str, Any]]) -> list[str]:
 def variants(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in rows:
-        if r["method"].startswith("gpfl[") and not r["method"].endswith(AUTHORS_SPLIT) \
+        if r["method"].startswith("gpfl[") and authors_tag(r["method"])[1] is None \
                 and r["mean"] is not None:
             out.append(f"| {r['dataset']} k={r['clients']} α={r['alpha']:g} | {r['method']} | "
                        f"{r['mean']:.2f} ± {r['std']:.2f} ({r['seeds']} seeds) | "
@@ -115,21 +116,37 @@ def _gap(value: float | None, paper: list[float] | None) -> str:
 
 def authors_split(rows: list[dict[str, Any]]) -> list[str]:
     """Each method run on the code's own splits beside the same method on ours and the
-    paper: where both move alike, the gap to the paper is the partitions' draw."""
+    paper: where both move alike, the gap to the paper is the partitions' draw. Other test
+    folds of those splits follow fold 0, and with all five a row gives their mean (the
+    paper's 5-fold cross-validation)."""
     idx, out = _index(rows), []
-    for (d, k, a, m, p), row in sorted(idx.items(), key=lambda kv: str(kv[0])):
-        if not m.endswith(AUTHORS_SPLIT) or p != "plain" or row["mean"] is None:
-            continue
-        base = m.removesuffix(AUTHORS_SPLIT)
-        ours = idx.get((d, k, a, base, "plain"))
+    tagged = {}
+    for (d, k, a, m, p), row in idx.items():
+        base, fold = authors_tag(m)
+        if fold is not None and p == "plain" and row["mean"] is not None:
+            tagged[(d, k, a, base, fold)] = row
+
+    def line(d: str, k: int, a: float, name: str, mine: str, mean: float, spread: str,
+             last: float | None, paper: list[float] | None) -> str:  # fmt: skip
+        return (f"| {d} k={k} α={a:g} | {name} | {mine} | {mean:.2f}{spread} | "
+                f"{'–' if paper is None else f'{paper[0]:.2f}'} | {_gap(mean, paper)} | "
+                f"{'–' if last is None else f'{last:.2f}'} | {_gap(last, paper)} |")
+
+    for (d, k, a, base, fold), row in sorted(tagged.items(), key=lambda kv: str(kv[0])):
         paper = paper_value(d, k, a, base)
+        ours = idx.get((d, k, a, base, "plain")) if fold == 0 else None
         mine = "–" if ours is None or ours["mean"] is None else \
             f"{ours['mean']:.2f} ± {ours['std']:.2f}"
-        last = row.get("final_mean")
-        out.append(f"| {d} k={k} α={a:g} | {base} | {mine} | {row['mean']:.2f} ± "
-                   f"{row['std']:.2f} ({row['seeds']} seeds) | "
-                   f"{'–' if paper is None else f'{paper[0]:.2f}'} | {_gap(row['mean'], paper)} | "
-                   f"{'–' if last is None else f'{last:.2f}'} | {_gap(last, paper)} |")  # fmt: skip
+        name = base if fold == 0 else f"{base}, test fold {fold}"
+        spread = f" ± {row['std']:.2f} ({row['seeds']} seeds)"
+        out.append(line(d, k, a, name, mine, row["mean"], spread, row.get("final_mean"), paper))
+        folds = [tagged.get((d, k, a, base, f)) for f in range(len(AUTHORS_FOLDS) + 1)]
+        if fold == len(AUTHORS_FOLDS) and all(folds):
+            means = [r["mean"] for r in folds]
+            lasts = [r.get("final_mean") for r in folds]
+            last = None if None in lasts else sum(lasts) / len(lasts)
+            out.append(line(d, k, a, f"{base}, mean of folds 0–{fold}", "–",
+                            sum(means) / len(means), " (5 folds)", last, paper))  # fmt: skip
     head = (f"| cell | method | ours, our splits (seeds 0–4) | ours, the code's splits (seeds "
             f"{', '.join(map(str, AUTHORS_SEEDS))}) | paper | − paper | the code's splits, "
             "last round | − paper |")  # fmt: skip

@@ -37,3 +37,20 @@ def test_the_report_sets_both_splits_side_by_side_and_keeps_variants_apart():
     assert "| gpfl | – | 75.00" in table
     shown = "\n".join(variants(rows))
     assert "paper-gamma" in shown and "authors-split" not in shown
+
+
+def test_other_test_folds_of_the_codes_splits_and_their_five_fold_mean():
+    from gpfl_repro.grid import authors_tag
+
+    assert authors_tag("self-train[authors-fold3]") == ("self-train", 3)
+    assert authors_tag("gpfl[paper-gamma]") == ("gpfl[paper-gamma]", None)
+    cfg, algo = make_config(Cell("PROTEINS", 20, 1.0, "self-train[authors-fold2]"), rounds=3)
+    assert (algo, cfg.graph.split_stream, cfg.graph.test_fold) == ("self-train", "authors", 2)
+    assert cell_seeds(Cell("PROTEINS", 20, 1.0, "gpfl[authors-fold4]"), 5) == list(AUTHORS_SEEDS)
+    rows = [_row("self-train[authors-split]", 70.0)]
+    rows += [_row(f"self-train[authors-fold{k}]", 70.0 + k) for k in range(1, 4)]
+    assert "mean of folds" not in "\n".join(authors_split(rows))  # fold 4 missing
+    rows.append(_row("self-train[authors-fold4]", 74.0))
+    table = "\n".join(authors_split(rows))
+    assert "| self-train, test fold 2 | – | 72.00 ± 1.00 (5 seeds) |" in table
+    assert "| self-train, mean of folds 0–4 | – | 72.00 (5 folds) | 71.98 | +0.02 |" in table
