@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from securefgl.data.graph_views import equal_sizes, soft_dirichlet
+
 __all__ = ["MAX_REJECTIONS", "authors_folds", "authors_label_skew"]
 
 #: the code's rejection loop spins until it draws a class with graphs left; with a tiny prior
@@ -31,17 +33,11 @@ def authors_label_skew(
     labels = np.asarray(labels, dtype=np.int64)
     rs = np.random.RandomState(seed)
     num_classes = int(labels.max()) + 1
-    priors = rs.dirichlet([alpha] * num_classes, size=clients)
-    for row in priors:  # soft_dirichlet: cap, then spread the excess over the rest
-        excess = np.maximum(row - cap, 0).sum()
-        below = int((row <= cap).sum())
-        row[row > cap] = cap
-        row[row < cap] += excess / below
+    priors = soft_dirichlet(alpha, num_classes, clients, rs, cap)  # the same draws
     cumulative = np.cumsum(priors, axis=1)
     pools = [np.flatnonzero(labels == c) for c in range(num_classes)]
     left = [len(p) for p in pools]
-    need = np.full(clients, labels.size // clients, dtype=np.int64)
-    need[: labels.size - need.sum()] += 1
+    need = equal_sizes(labels.size, clients)
     out = [np.zeros(n, dtype=np.int64) for n in need]
     while need.sum():
         i = rs.randint(clients)

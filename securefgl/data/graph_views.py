@@ -26,7 +26,6 @@ import numpy as np
 import torch
 
 from securefgl.data.graph_datasets import GraphDataset
-from securefgl.data.graph_split_replica import authors_folds, authors_label_skew
 
 #: ``build_graph_views``'s random streams: ours, or GPFL's code's replayed draw for draw
 SPLIT_STREAMS = ("ours", "authors")
@@ -44,7 +43,11 @@ __all__ = [
 
 
 def soft_dirichlet(
-    alpha: float, num_classes: int, clients: int, rng: np.random.Generator, cap: float = 0.95
+    alpha: float,
+    num_classes: int,
+    clients: int,
+    rng: np.random.Generator | np.random.RandomState,
+    cap: float = 0.95,
 ) -> np.ndarray:
     """``clients × num_classes`` priors ~ Dir(α), each entry capped at ``cap`` and the
     excess added evenly to the entries at or below the cap (the code's ``soft_dirichlet``)."""
@@ -204,7 +207,9 @@ def build_graph_views(
     if stream not in SPLIT_STREAMS:
         raise ValueError(f"stream must be one of {SPLIT_STREAMS}, got {stream!r}")
     part_seed, fold_seed, order_seed = np.random.SeedSequence(seed).spawn(3)
-    if stream == "authors":
+    if stream == "authors":  # replayed draws (that module builds on this one's helpers)
+        from securefgl.data.graph_split_replica import authors_folds, authors_label_skew
+
         chunks = authors_label_skew(data.y, clients, alpha, seed, cap)
         assignment = np.empty(data.num_graphs, dtype=np.int64)
         for i, graphs in enumerate(chunks):
