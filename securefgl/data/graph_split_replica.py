@@ -17,9 +17,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from securefgl.data.graph_views import equal_sizes, soft_dirichlet
+from securefgl.data.graph_datasets import GraphDataset
+from securefgl.data.graph_views import (
+    GraphClientView,
+    GraphPartition,
+    check_test_fold,
+    equal_sizes,
+    soft_dirichlet,
+    views_of_split,
+)
 
-__all__ = ["MAX_REJECTIONS", "authors_folds", "authors_label_skew"]
+__all__ = ["MAX_REJECTIONS", "authors_folds", "authors_label_skew", "build_authors_views"]
 
 #: the code's rejection loop spins until it draws a class with graphs left; with a tiny prior
 #: on the only classes left it would spin for ages: stop with an error instead
@@ -79,3 +87,20 @@ def authors_folds(labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
         rs.shuffle(per_class)
         out[coded == k] = per_class
     return out
+
+
+def build_authors_views(
+    data: GraphDataset,
+    clients: int,
+    alpha: float,
+    seed: int,
+    folds: int = 5,
+    test_fold: int = 0,
+    cap: float = 0.95,
+) -> tuple[GraphPartition, list[GraphClientView]]:
+    """The code's split of ``seed`` and its client views (each client's graphs in the code's
+    order, its scikit-learn folds)."""
+    check_test_fold(folds, test_fold)
+    chunks = authors_label_skew(data.y, clients, alpha, seed, cap)
+    parts = [(graphs, authors_folds(data.y[graphs], folds, seed)) for graphs in chunks]
+    return views_of_split(data, parts, alpha, test_fold)

@@ -10,8 +10,8 @@ folds (5 by default: fold ``test_fold`` is the test set, the rest the training s
 Deviation: when the drawn class has no graph left, the class is redrawn from the prior
 restricted to the classes that remain (the code's rejection loop has the same distribution
 but can spin for long when a prior entry is tiny). The folds are our own stratified
-assignment (scikit-learn's ``StratifiedKFold`` is not a dependency). ``stream="authors"``
-replays the code's own draws instead (:mod:`securefgl.data.graph_split_replica`).
+assignment (scikit-learn's ``StratifiedKFold`` is not a dependency).
+:mod:`securefgl.data.graph_split_replica` replays the code's own draws instead.
 
 A :class:`GraphClientView` holds copies of its own graphs only (features, edges, labels,
 fold masks): no global index, nothing of another client.
@@ -27,7 +27,7 @@ import torch
 
 from securefgl.data.graph_datasets import GraphDataset
 
-#: ``build_graph_views``'s random streams: ours, or GPFL's code's replayed draw for draw
+#: the split's random streams: ours, or GPFL's code's replayed draw for draw
 SPLIT_STREAMS = ("ours", "authors")
 
 __all__ = [
@@ -35,10 +35,12 @@ __all__ = [
     "GraphClientView",
     "GraphPartition",
     "build_graph_views",
+    "check_test_fold",
     "equal_sizes",
     "label_skew_partition",
     "soft_dirichlet",
     "stratified_folds",
+    "views_of_split",
 ]
 
 
@@ -198,35 +200,36 @@ def build_graph_views(
     folds: int = 5,
     test_fold: int = 0,
     cap: float = 0.95,
-    stream: str = "ours",
 ) -> tuple[GraphPartition, list[GraphClientView]]:
-    """Label-skew partition, per-client stratified folds and the client views of ``seed``;
-    ``stream="authors"``: GPFL's code's own draws (that seed gives the code's split)."""
-    if not 0 <= test_fold < folds:
-        raise ValueError(f"test_fold must lie in [0, {folds}), got {test_fold}")
-    if stream not in SPLIT_STREAMS:
-        raise ValueError(f"stream must be one of {SPLIT_STREAMS}, got {stream!r}")
+    """Label-skew partition, per-client stratified folds and the client views of ``seed``
+    (GPFL's code's own draws: :mod:`securefgl.data.graph_split_replica`)."""
+    check_test_fold(folds, test_fold)
     part_seed, fold_seed, order_seed = np.random.SeedSequence(seed).spawn(3)
-    if stream == "authors":  # replayed draws (that module builds on this one's helpers)
-        from securefgl.data.graph_split_replica import authors_folds, authors_label_skew
-
-        chunks = authors_label_skew(data.y, clients, alpha, seed, cap)
-        assignment = np.empty(data.num_graphs, dtype=np.int64)
-        for i, graphs in enumerate(chunks):
-            assignment[graphs] = i
-    else:
-        assignment = label_skew_partition(data.y, clients, alpha, _int(part_seed), cap)
-    test = np.zeros(data.num_graphs, dtype=bool)
+    assignment = label_skew_partition(data.y, clients, alpha, _int(part_seed), cap)
     fold_rng = np.random.default_rng(fold_seed)
     order_rng = np.random.default_rng(order_seed)
-    views = []
+    parts = []
     for i in range(clients):
-        if stream == "authors":  # the code's order inside the client, its folds
-            graphs = chunks[i]
-            fold = authors_folds(data.y[graphs], folds, seed)
-        else:
-            graphs = order_rng.permutation(np.flatnonzero(assignment == i))  # no global order
-            fold = stratified_folds(data.y[graphs], folds, fold_rng)
+        graphs = order_rng.permutation(np.flatnonzero(assignment == i))  # no global order
+        parts.append((graphs, stratified_folds(data.y[graphs], folds, fold_rng)))
+    return views_of_split(data, parts, alpha, test_fold)
+
+
+def check_test_fold(folds: int, test_fold: int) -> None:
+    if not 0 <= test_fold < folds:
+        raise ValueError(f"test_fold must lie in [0, {folds}), got {test_fold}")
+
+
+def views_of_split(
+    data: GraphDataset, parts: list[tuple[np.ndarray, np.ndarray]], alpha: float, test_fold: int
+) -> tuple[GraphPartition, list[GraphClientView]]:
+    """The partition and client views of a split: client ``i`` holds ``parts[i]``'s graphs
+    (in that order) with their folds; fold ``test_fold`` is its test set."""
+    assignment = np.full(data.num_graphs, -1, dtype=np.int64)
+    test = np.zeros(data.num_graphs, dtype=bool)
+    views = []
+    for i, (graphs, fold) in enumerate(parts):
+        assignment[graphs] = i
         test[graphs] = fold == test_fold
         own = data.subset(graphs)
         views.append(

@@ -16,6 +16,7 @@ import numpy as np
 
 from securefgl.config import ExperimentConfig
 from securefgl.data.graph_datasets import GraphDataset, load_graph_dataset
+from securefgl.data.graph_split_replica import build_authors_views
 from securefgl.data.graph_views import GraphClientView, GraphPartition, build_graph_views
 from securefgl.experiment.metrics import accuracy, macro_f1
 
@@ -34,10 +35,8 @@ def draw_graph_world(
 ) -> tuple[GraphDataset, GraphPartition, list[GraphClientView], int]:
     """The partition, folds and client views of ``seed`` (the view seed is the seed)."""
     s = config.graph
-    part, views = build_graph_views(
-        data, config.clients, s.dirichlet, seed, s.folds, s.test_fold, s.prior_cap,
-        s.split_stream,
-    )
+    build = build_authors_views if s.split_stream == "authors" else build_graph_views
+    part, views = build(data, config.clients, s.dirichlet, seed, s.folds, s.test_fold, s.prior_cap)
     return data, part, views, seed
 
 

@@ -7,7 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from securefgl.data.graph_datasets import synthetic_graphs
-from securefgl.data.graph_split_replica import authors_folds, authors_label_skew
+from securefgl.data.graph_split_replica import (
+    authors_folds,
+    authors_label_skew,
+    build_authors_views,
+)
 from securefgl.data.graph_views import build_graph_views
 from securefgl.graphcls.settings import GraphTaskSettings
 
@@ -57,7 +61,7 @@ def test_a_loop_the_code_would_spin_in_stops_with_an_error(monkeypatch):
 
 def test_views_take_the_codes_split_and_the_setting_checks_its_name():
     data = synthetic_graphs(num_graphs=90, seed=4)
-    part, views = build_graph_views(data, 5, alpha=0.5, seed=10, stream="authors")
+    part, views = build_authors_views(data, 5, alpha=0.5, seed=10)
     chunks = authors_label_skew(data.y, 5, 0.5, seed=10)
     for i, (v, graphs) in enumerate(zip(views, chunks, strict=True)):
         assert np.flatnonzero(part.assignment == i).tolist() == sorted(graphs.tolist())
@@ -68,5 +72,5 @@ def test_views_take_the_codes_split_and_the_setting_checks_its_name():
     assert not np.array_equal(ours.assignment, part.assignment)  # other draws by default
     with pytest.raises(ValueError, match="split_stream"):
         GraphTaskSettings(split_stream="sklearn")
-    with pytest.raises(ValueError, match="stream"):
-        build_graph_views(data, 5, alpha=0.5, seed=10, stream="sklearn")
+    with pytest.raises(ValueError, match="test_fold"):
+        build_authors_views(data, 5, alpha=0.5, seed=10, test_fold=5)
