@@ -30,6 +30,7 @@ import torch
 from gpfl_repro.grid import (
     ALPHAS,
     AUTHORS_FOLDS,
+    AUTHORS_LOG,
     AUTHORS_SPLIT,
     CLIENTS,
     DATASETS,
@@ -120,7 +121,7 @@ def main() -> None:
     torch.set_num_threads(1)  # 2 shared cores; small graphs
     known = set(METHODS) | set(OPTIONAL_METHODS) | set(VARIANTS)
     known |= {m + tag for m in (*METHODS, *OPTIONAL_METHODS)
-              for tag in (AUTHORS_SPLIT, *AUTHORS_FOLDS)}  # fmt: skip
+              for tag in (AUTHORS_SPLIT, *AUTHORS_FOLDS, AUTHORS_LOG)}  # fmt: skip
     if set(args.methods) - known or set(args.protections) - set(PROTECTIONS):
         parser.error(f"methods from {sorted(known)}, protections from {list(PROTECTIONS)}")
     rows = read_json(args.out, [])
@@ -157,6 +158,8 @@ def main() -> None:
                     "mb": round(sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"]
                                     for h in res.history) / 1e6 + res.setup_bytes / 1e6, 1),
                     "epsilon": res.privacy.get("epsilon"),
+                    "curve": [[h["round"], round(h["test_acc"] * 100, 2)]
+                              for h in res.history if "test_acc" in h],
                     "protection": res.protection,
                     "code": code,
                 }  # fmt: skip

@@ -49,6 +49,14 @@ def authors_tag(method: str) -> tuple[str, int | None]:
     if found is None:
         return method, None
     return method[: found.start()], int(found.group(1) or 0)
+#: "<method>[authors-log]" runs <method> on the split of the one run the authors' repository
+#: logs (train_plot/plot_sh/exp.txt, added in commit 8e06349: NCI1, k = 25, α = 1, seed 0,
+#: fold 0, with the code's prior of the time, Dirichlet(α) uncapped), that split fixed under
+#: training seeds 0..n-1: the log's numbers against our training's spread on its very split
+AUTHORS_LOG = "[authors-log]"
+LOG_CELL = ("NCI1", 25, 1.0)
+LOG_SPLIT: dict[str, Any] = {"split_stream": "authors", "prior_cap": 1.0, "split_seed": 0}
+
 METRIC = "best_last_test_acc"  # the code's final_best_test_acc: best client mean, last 10 rounds
 
 
@@ -81,8 +89,16 @@ def make_config(cell: Cell, rounds: int) -> tuple[ExperimentConfig, str]:
     """(config, algorithm) of a cell: GPFL's set-up (defaults of [experiment.graph])."""
     method, fold = authors_tag(cell.method)
     graph: dict[str, Any] = {"dirichlet": cell.alpha}
+    every = 10
     if fold is not None:
         graph.update(split_stream="authors", test_fold=fold)
+    if method.endswith(AUTHORS_LOG):
+        if (cell.dataset, cell.clients, cell.alpha) != LOG_CELL:
+            raise ValueError(f"{AUTHORS_LOG} cells are the logged run's {LOG_CELL}, got "
+                             f"{(cell.dataset, cell.clients, cell.alpha)}")  # fmt: skip
+        method = method.removesuffix(AUTHORS_LOG)
+        graph.update(LOG_SPLIT)
+        every = 1  # the log has every round's client mean
     gpfl = {**VARIANTS.get(method, {}), **PROTECTIONS[cell.protection]}
     algo = "gpfl" if method in VARIANTS else method
     cfg = ExperimentConfig(
@@ -92,7 +108,7 @@ def make_config(cell: Cell, rounds: int) -> tuple[ExperimentConfig, str]:
         rounds=rounds,
         local_epochs=1,
         mu=0.01,
-        eval_every=10,
+        eval_every=every,
         threads=1,
         algorithms=[algo],
         graph=graph,

@@ -9,9 +9,11 @@ from typing import Any
 from harness.notes import note_path, section
 from harness.results import write_text
 
+from gpfl_repro.code_log import log_table, plot_curves
 from gpfl_repro.grid import (
     ALPHAS,
     AUTHORS_FOLDS,
+    AUTHORS_LOG,
     AUTHORS_SEEDS,
     CLIENTS,
     NOT_RUN,
@@ -102,7 +104,7 @@ def variants(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in rows:
         if r["method"].startswith("gpfl[") and authors_tag(r["method"])[1] is None \
-                and r["mean"] is not None:
+                and not r["method"].endswith(AUTHORS_LOG) and r["mean"] is not None:
             out.append(f"| {r['dataset']} k={r['clients']} α={r['alpha']:g} | {r['method']} | "
                        f"{r['mean']:.2f} ± {r['std']:.2f} ({r['seeds']} seeds) | "
                        f"{r['paper_mean']} |")  # fmt: skip
@@ -171,6 +173,13 @@ def write_markdown(rows: list[dict[str, Any]], path: Path) -> None:
         lines += ["## On the authors' own splits", "", *s, ""]
         if has_notes:
             lines += [section("gpfl", "authors-split"), ""]
+    if t := log_table(rows):
+        lines += ["## The authors' logged run, on its own split", "", *t, ""]
+        if plot_curves(rows, path.with_name("gpfl_authors_log.png")):
+            lines += ["![Client-mean test accuracy per round: the authors' logged run and "
+                      "ours on its split](gpfl_authors_log.png)", ""]  # fmt: skip
+        if has_notes:
+            lines += [section("gpfl", "authors-log"), ""]
     if v := variants(rows):
         lines += ["## GPFL's paper/code differences as flags", "", *v, ""]
     if has_notes:

@@ -33,10 +33,12 @@ def load_graph_data(config: ExperimentConfig) -> GraphDataset:
 def draw_graph_world(
     config: ExperimentConfig, seed: int, data: GraphDataset
 ) -> tuple[GraphDataset, GraphPartition, list[GraphClientView], int]:
-    """The partition, folds and client views of ``seed`` (the view seed is the seed)."""
+    """The partition, folds and client views of ``seed``, or of ``split_seed`` when set (the
+    view seed is the run's seed)."""
     s = config.graph
     build = build_authors_views if s.split_stream == "authors" else build_graph_views
-    part, views = build(data, config.clients, s.dirichlet, seed, s.folds, s.test_fold, s.prior_cap)
+    split = seed if s.split_seed is None else s.split_seed
+    part, views = build(data, config.clients, s.dirichlet, split, s.folds, s.test_fold, s.prior_cap)
     return data, part, views, seed
 
 

@@ -37,6 +37,8 @@ class GraphTaskSettings:
     test_fold: int = _f(0, "the fold each client tests on (the others train)")
     split_stream: str = _f("ours", "the split's random streams: ours, or authors (GPFL's "
                            "code's draws replayed: a seed gives the code's split)")  # fmt: skip
+    split_seed: int | None = _f(None, "draw the split from this seed, not the run's (a fixed "
+                                "split under varying training seeds)")  # fmt: skip
     batch_size: int = _f(128, "graphs per mini-batch")
     layers: int = _f(3, "GIN layers")
     hidden: int = _f(64, "GIN width")
@@ -61,6 +63,8 @@ class GraphTaskSettings:
         if self.split_stream not in SPLIT_STREAMS:
             raise ValueError(f"split_stream must be one of {SPLIT_STREAMS}, got "
                              f"{self.split_stream!r}")  # fmt: skip
+        if self.split_seed is not None and not 0 <= self.split_seed < 2**32:
+            raise ValueError(f"split_seed must be None or in [0, 2**32), got {self.split_seed}")
         if self.folds < 2 or not 0 <= self.test_fold < self.folds:
             raise ValueError(f"need folds ≥ 2 and 0 ≤ test_fold < folds, got {self.folds}, "
                              f"{self.test_fold}")  # fmt: skip

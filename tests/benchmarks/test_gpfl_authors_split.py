@@ -1,8 +1,12 @@
 """GPFL's reproduction: a method on the authors' own splits runs with the code's split
 streams and seeds, and its report row sits beside the same method on our splits."""
 
+import os
 import sys
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -54,3 +58,43 @@ def test_other_test_folds_of_the_codes_splits_and_their_five_fold_mean():
     table = "\n".join(authors_split(rows))
     assert "| self-train, test fold 2 | – | 72.00 ± 1.00 (5 seeds) |" in table
     assert "| self-train, mean of folds 0–4 | – | 72.00 (5 folds) | 71.98 | +0.02 |" in table
+
+
+def test_the_logged_runs_cell_fixes_its_split_and_evaluates_every_round():
+    cfg, algo = make_config(Cell("NCI1", 25, 1.0, "gpfl[authors-log]"), rounds=3)
+    g = cfg.graph
+    assert algo == "gpfl" and cfg.eval_every == 1
+    assert (g.split_stream, g.prior_cap, g.split_seed, g.test_fold) == ("authors", 1.0, 0, 0)
+    assert cell_seeds(Cell("NCI1", 25, 1.0, "gpfl[authors-log]"), 3) == [0, 1, 2]
+    with pytest.raises(ValueError, match="logged run"):
+        make_config(Cell("NCI1", 20, 1.0, "self-train[authors-log]"), rounds=3)
+
+
+@pytest.mark.skipif(not os.environ.get("SECUREFGL_DATA"), reason="SECUREFGL_DATA is not set")
+def test_the_logged_runs_cell_draws_the_split_the_log_prints_whatever_the_training_seed():
+    from gpfl_repro.code_log import code_log
+
+    from securefgl.experiment.graph_world import draw_graph_world, load_graph_data
+
+    cfg, _ = make_config(Cell("NCI1", 25, 1.0, "self-train[authors-log]"), rounds=3)
+    data = load_graph_data(cfg)
+    for seed in (0, 7):
+        views = draw_graph_world(cfg, seed, data)[2]
+        counts = [np.bincount(np.asarray(v.y), minlength=2).tolist() for v in views]
+        assert counts == code_log()["client_label_counts"]
+
+
+def test_the_log_table_reads_the_log_against_our_seeds_round_by_round():
+    from gpfl_repro.code_log import log_table, mean_curve
+
+    runs = [{"seed": s, "best_last": 70.0 + 2 * s, "final": 69.0,
+             "curve": [[r, 60.0 + s] for r in range(1, 201)]} for s in range(2)]  # fmt: skip
+    row = {"dataset": "NCI1", "clients": 25, "alpha": 1.0, "method": "fedstar[authors-log]",
+           "protection": "plain", "mean": 71.0, "std": 1.0, "seeds": 2, "final_mean": 69.0,
+           "runs": runs}  # fmt: skip
+    assert mean_curve(row)[5] == 60.5
+    (line,) = log_table([row])[2:]
+    # the log's FedStar: 70.06 best of last 10, 69.21 last; two evaluations per round
+    assert line.startswith("| fedstar | 70.06 | 71.00 ± 1.00 [70.00, 72.00] (2 seeds) | -0.94 | "
+                           "69.21 | 69.00 |")  # fmt: skip
+    assert line.endswith("| 70.57 |")  # the paper's FedStar at NCI1 k=25 α=1

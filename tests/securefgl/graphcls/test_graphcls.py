@@ -117,3 +117,21 @@ def test_fedavg_runs_through_secure_aggregation():
     secure = run_single(cfg, "fedavg", 0, data, progress=False)
     assert secure.protection["model updates (clients -> server)"] == "secagg"
     assert abs(secure.final["test_acc"] - plain.final["test_acc"]) < 0.05
+
+
+@pytest.mark.parametrize("stream", ["ours", "authors"])
+def test_split_seed_fixes_the_split_while_the_run_seed_varies(stream):
+    from securefgl.experiment.graph_world import draw_graph_world, load_graph_data
+
+    fixed = config(graph={"synthetic": TINY, "split_stream": stream, "split_seed": 3})
+    data = load_graph_data(fixed)
+
+    def split(cfg, seed):
+        part, views = draw_graph_world(cfg, seed, data)[1:3]
+        return part.assignment.tolist(), [v.test_mask.tolist() for v in views]
+
+    assert split(fixed, 0) == split(fixed, 1) == split(config(graph=fixed.graph), 3)
+    free = config(graph={"synthetic": TINY, "split_stream": stream})
+    assert split(free, 0) != split(free, 1)
+    with pytest.raises(ValueError, match="split_seed"):
+        config(graph={"split_seed": -1})
