@@ -29,9 +29,7 @@ import numpy as np
 import torch
 from gpfl_repro.grid import (
     ALPHAS,
-    AUTHORS_FOLDS,
-    AUTHORS_LOG,
-    AUTHORS_SPLIT,
+    AUTHORS_TAGS,
     CLIENTS,
     DATASETS,
     METHODS,
@@ -121,7 +119,7 @@ def main() -> None:
     torch.set_num_threads(1)  # 2 shared cores; small graphs
     known = set(METHODS) | set(OPTIONAL_METHODS) | set(VARIANTS)
     known |= {m + tag for m in (*METHODS, *OPTIONAL_METHODS)
-              for tag in (AUTHORS_SPLIT, *AUTHORS_FOLDS, AUTHORS_LOG)}  # fmt: skip
+              for tag in AUTHORS_TAGS}  # fmt: skip
     if set(args.methods) - known or set(args.protections) - set(PROTECTIONS):
         parser.error(f"methods from {sorted(known)}, protections from {list(PROTECTIONS)}")
     rows = read_json(args.out, [])

@@ -12,7 +12,7 @@ import numpy as np
 from harness.notes import load_data
 from harness.results import pyplot, save_figure
 
-from gpfl_repro.grid import AUTHORS_LOG, LOG_CELL, paper_value
+from gpfl_repro.grid import AUTHORS_LOG, AUTHORS_SPLIT, AUTHORS_UNCAPPED, LOG_CELL, paper_value
 
 #: the windows of rounds where the table compares the curves (early learning, the plateau)
 WINDOWS = ((1, 50), (151, 200))
@@ -97,3 +97,30 @@ def plot_curves(rows: list[dict[str, Any]], path: Path) -> bool:
     axes.flat[0].legend(fontsize=7)
     save_figure(fig, path)
     return True
+
+
+def uncapped_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The code's splits drawn with the log's uncapped prior beside the same splits with
+    soft_dirichlet's cap (the code's final version) and the paper."""
+    by_key = {(r["dataset"], r["clients"], float(r["alpha"]), r["method"]): r for r in rows
+              if r["protection"] == "plain" and r["mean"] is not None}  # fmt: skip
+
+    def value(row: dict[str, Any] | None, paper: list[float] | None) -> str:
+        if row is None:
+            return "–"
+        gap = "" if paper is None else f" ({row['mean'] - paper[0]:+.2f})"
+        return f"{row['mean']:.2f} ± {row['std']:.2f}{gap}"
+
+    out = []
+    for (d, k, a, m), row in sorted(by_key.items(), key=lambda kv: str(kv[0])):
+        if not m.endswith(AUTHORS_UNCAPPED):
+            continue
+        base = m.removesuffix(AUTHORS_UNCAPPED)
+        paper = paper_value(d, k, a, base)
+        capped = by_key.get((d, k, a, base + AUTHORS_SPLIT))
+        ref = "–" if paper is None else f"{paper[0]:.2f}"
+        out.append(f"| {d} k={k} α={a:g} | {base} | {value(capped, paper)} | "
+                   f"{value(row, paper)} | {ref} |")  # fmt: skip
+    head = ("| cell | method | the code's splits, prior capped at 0.95 (− paper) | the same "
+            "seeds, prior uncapped (− paper) | paper |")  # fmt: skip
+    return [head, "|---|---|---|---|---|", *out] if out else []

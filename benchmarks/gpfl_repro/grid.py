@@ -57,6 +57,12 @@ AUTHORS_LOG = "[authors-log]"
 LOG_CELL = ("NCI1", 25, 1.0)
 LOG_SPLIT: dict[str, Any] = {"split_stream": "authors", "prior_cap": 1.0, "split_seed": 0}
 
+#: "<method>[authors-uncapped]": the code's splits (its seeds, fold 0) drawn with that day's
+#: uncapped prior instead of soft_dirichlet's 0.95 cap: which code version made Table 2?
+AUTHORS_UNCAPPED = "[authors-uncapped]"
+#: every tag that runs a method on the authors' splits
+AUTHORS_TAGS = (AUTHORS_SPLIT, *AUTHORS_FOLDS, AUTHORS_LOG, AUTHORS_UNCAPPED)
+
 METRIC = "best_last_test_acc"  # the code's final_best_test_acc: best client mean, last 10 rounds
 
 
@@ -99,6 +105,9 @@ def make_config(cell: Cell, rounds: int) -> tuple[ExperimentConfig, str]:
         method = method.removesuffix(AUTHORS_LOG)
         graph.update(LOG_SPLIT)
         every = 1  # the log has every round's client mean
+    if method.endswith(AUTHORS_UNCAPPED):
+        method = method.removesuffix(AUTHORS_UNCAPPED)
+        graph.update(split_stream="authors", prior_cap=1.0)
     gpfl = {**VARIANTS.get(method, {}), **PROTECTIONS[cell.protection]}
     algo = "gpfl" if method in VARIANTS else method
     cfg = ExperimentConfig(
@@ -142,6 +151,6 @@ def plan(
 
 def cell_seeds(cell: Cell, n: int) -> list[int]:
     """The first ``n`` seeds of a cell: the code's for its own splits, else 0..n-1."""
-    if authors_tag(cell.method)[1] is not None:
+    if authors_tag(cell.method)[1] is not None or cell.method.endswith(AUTHORS_UNCAPPED):
         return list(AUTHORS_SEEDS[:n])
     return list(range(n))
