@@ -100,15 +100,16 @@ def test_the_log_table_reads_the_log_against_our_seeds_round_by_round():
     assert line.endswith("| 70.57 |")  # the paper's FedStar at NCI1 k=25 α=1
 
 
-def test_the_uncapped_prior_runs_the_codes_splits_and_sits_beside_the_capped_ones():
-    from gpfl_repro.code_log import uncapped_table
 
-    cell = Cell("PROTEINS", 20, 1.0, "self-train[authors-uncapped]")
+def test_the_codes_seed0_split_is_fixed_in_any_cell_and_sits_beside_the_other_splits():
+    from gpfl_repro.code_log import seed0_table
+
+    cell = Cell("PROTEINS", 20, 1.0, "self-train[authors-seed0]")
     cfg, algo = make_config(cell, rounds=3)
-    assert algo == "self-train" and cell_seeds(cell, 5) == list(AUTHORS_SEEDS)
-    assert (cfg.graph.split_stream, cfg.graph.prior_cap, cfg.graph.split_seed) == \
-        ("authors", 1.0, None)  # fmt: skip
-    rows = [_row("self-train[authors-split]", 77.0), _row("self-train[authors-uncapped]", 73.0)]
-    (line,) = uncapped_table(rows)[2:]
-    assert line == ("| PROTEINS k=20 α=1 | self-train | 77.00 ± 1.00 (+5.02) | "
-                    "73.00 ± 1.00 (+1.02) | 71.98 |")  # fmt: skip
+    assert algo == "self-train" and cell_seeds(cell, 3) == [0, 1, 2]
+    g = cfg.graph
+    assert (g.split_stream, g.split_seed, g.prior_cap, g.test_fold) == ("authors", 0, 0.95, 0)
+    rows = [_row("self-train", 77.0), _row("self-train[authors-seed0]", 73.0)]
+    (line,) = seed0_table(rows)[2:]
+    assert line == ("| PROTEINS k=20 α=1 | self-train | 77.00 ± 1.00 (+5.02) | – | "
+                    "73.00 ± 1.00 (+1.02) | 71.98 ± 2.50 |")  # fmt: skip
