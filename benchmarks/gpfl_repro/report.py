@@ -13,8 +13,8 @@ from gpfl_repro.code_log import log_table, plot_curves, seed0_table
 from gpfl_repro.grid import (
     ALPHAS,
     AUTHORS_FOLDS,
-    AUTHORS_LOG,
     AUTHORS_SEEDS,
+    AUTHORS_TAGS,
     CLIENTS,
     NOT_RUN,
     PROTECTIONS,
@@ -103,8 +103,8 @@ def protected(rows: list[dict[str, Any]]) -> list[str]:
 def variants(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in rows:
-        if r["method"].startswith("gpfl[") and authors_tag(r["method"])[1] is None \
-                and not r["method"].endswith(AUTHORS_LOG) and r["mean"] is not None:
+        if r["method"].startswith("gpfl[") and r["mean"] is not None \
+                and not any(r["method"].endswith(tag) for tag in AUTHORS_TAGS):
             out.append(f"| {r['dataset']} k={r['clients']} α={r['alpha']:g} | {r['method']} | "
                        f"{r['mean']:.2f} ± {r['std']:.2f} ({r['seeds']} seeds) | "
                        f"{r['paper_mean']} |")  # fmt: skip
