@@ -2,7 +2,8 @@
 
 k ∈ {15, 20, 25} clients × Dirichlet α ∈ {0.5, 1, 5}, 5 seeds, GPFL / FedAvg / self-train
 (``--methods`` adds FedProx, GCFL+, FedStar, GPFL's paper/code variants and any method on
-the code's own splits, e.g. ``self-train[authors-split]`` with the code's seeds), 200 rounds of
+the code's own splits, e.g. ``self-train[authors-split]`` with the code's seeds, and the
+``[authors-log]`` / ``[authors-seed0]`` cells on one fixed split of the code), 200 rounds of
 one local epoch, GPFL's set-up (``[experiment.graph]`` defaults). Reported: the mean over
 clients of local test accuracy, best round of the last 10 (the authors' code's
 ``final_best_test_acc``; the last round's value is kept beside it). The protected GPFL
