@@ -100,7 +100,6 @@ def test_the_log_table_reads_the_log_against_our_seeds_round_by_round():
     assert line.endswith("| 70.57 |")  # the paper's FedStar at NCI1 k=25 α=1
 
 
-
 def test_the_codes_seed0_split_is_fixed_in_any_cell_and_sits_beside_the_other_splits():
     from gpfl_repro.code_log import seed0_table
 
