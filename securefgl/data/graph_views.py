@@ -201,8 +201,9 @@ def build_graph_views(
     test_fold: int = 0,
     cap: float = 0.95,
 ) -> tuple[GraphPartition, list[GraphClientView]]:
-    """Label-skew partition, per-client stratified folds and the client views of ``seed``
-    (GPFL's code's own draws: :mod:`securefgl.data.graph_split_replica`)."""
+    """Label-skew partition, per-client stratified folds and the client views of ``seed``,
+    on our streams (the same signature as ``graph_split_replica.build_authors_views``, which
+    replays GPFL's code's draws)."""
     check_test_fold(folds, test_fold)
     part_seed, fold_seed, order_seed = np.random.SeedSequence(seed).spawn(3)
     assignment = label_skew_partition(data.y, clients, alpha, _int(part_seed), cap)
@@ -216,6 +217,7 @@ def build_graph_views(
 
 
 def check_test_fold(folds: int, test_fold: int) -> None:
+    """Both split builders' check of the tested fold."""
     if not 0 <= test_fold < folds:
         raise ValueError(f"test_fold must lie in [0, {folds}), got {test_fold}")
 
