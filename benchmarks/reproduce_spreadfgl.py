@@ -178,6 +178,8 @@ def main() -> None:
     parser.add_argument(  # Table II's methods and the survey's (which filter their cells)
         "--methods", type=csv_list, default=list(dict.fromkeys([*METHODS, *SURVEY_METHODS]))
     )
+    parser.add_argument("--variants", type=csv_list, default=None,
+                        help="narrow the patcher setting's variants (default: all)")
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
     parser.add_argument("--out", type=Path, default=JSON_PATH)
     parser.add_argument("--dry-run", action="store_true")
@@ -188,7 +190,10 @@ def main() -> None:
     torch.set_num_threads(1)
     rows = read_json(args.out, [])
     by_key = {row_key(r): r for r in rows}
-    cells = plan(args.settings, args.datasets, args.clients, args.methods)
+    try:
+        cells = plan(args.settings, args.datasets, args.clients, args.methods, args.variants)
+    except ValueError as err:
+        parser.error(str(err))
     todo = []
     for cell in cells:
         runs = by_key.get(cell.key, {"runs": []})["runs"]

@@ -75,6 +75,11 @@ PATCHER_VARIANTS: dict[str, dict[str, Any]] = {
     "own-norm": {"generated_scale": "own-norm"},  # X̄ rows at the client's own rows' norm
     "sage": {"aggregator": "sage"},  # Eq. 3's concatenation: own features kept apart
     "k3": {"top_k": 3},  # fewer virtual neighbours per node
+    # two readings of where FedGL's gain comes from: §III-D's literal ∀u,v ∈ V^{ji} (links
+    # only inside the client, as real edges: no generated row at all), and virtual nodes
+    # with all-zero rows (the patch's hubs without their generated features)
+    "own-client": {"candidates": "own_client", "local_links": "edge"},
+    "zero-rows": {"generated_scale": "zero"},
 }
 PAPER = load_data("spreadfgl_paper")
 #: fGen's output layer is last-hidden × num_pred·d; the official 2048 needs 2048·5·d
@@ -106,8 +111,13 @@ def row_key(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def plan(
-    settings: list[str], datasets: list[str], clients: list[int], methods: list[str]
+    settings: list[str],
+    datasets: list[str],
+    clients: list[int],
+    methods: list[str],
+    variants: list[str] | None = None,
 ) -> list[Cell]:
+    """The cells of ``settings``; ``variants`` narrows the ``patcher`` cells (default all)."""
     cells: list[Cell] = []
     if "table2" in settings:
         cells += [Cell("table2", d, m, meth) for d in datasets for m in clients for meth in methods
@@ -123,8 +133,12 @@ def plan(
     if "bytes" in settings:
         cells += [Cell("bytes", "Cora", 9, "fedgl", v) for v in BYTES_VARIANTS]
     if "patcher" in settings:
+        unknown = set(variants or ()) - set(PATCHER_VARIANTS)
+        if unknown:
+            raise ValueError(f"unknown patcher variants {sorted(unknown)}; "
+                             f"known: {list(PATCHER_VARIANTS)}")  # fmt: skip
         cells += [Cell("patcher", d, m, meth, v) for d in datasets for m in clients
-                  for v in PATCHER_VARIANTS for meth in ("fedavg-fusion", "fedgl")
+                  for v in variants or PATCHER_VARIANTS for meth in ("fedavg-fusion", "fedgl")
                   if meth == "fedgl" or v == "sage"]  # fmt: skip
     for cause in CAUSES:
         if cause in settings:

@@ -114,6 +114,8 @@ class EdgeClient(Party):
             links, block = read_patch(env.payload)
             if self.generated_scale == "own-norm":
                 block = scale_to_own_norm(block, self.x_own)
+            elif self.generated_scale == "zero":
+                block = np.zeros((_rows(block), self.x_own.shape[1]), dtype=np.float32)
             if self.refresh == "replace":
                 self.blocks, self.patch = [], np.zeros((2, 0), dtype=np.int64)
             offset = self.num_own + sum(_rows(b) for b in self.blocks)

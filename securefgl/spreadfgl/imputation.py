@@ -5,7 +5,8 @@ SpreadFGL (Zhong et al., §III-C, §III-D, Eq. 9-14):
 
 * potential links: the ``k`` largest entries of each row of ``Ā = H Hᵀ`` (inner product of
   the uploaded softmax rows; self excluded; ``candidates="cross_client"`` also excludes the
-  row's own client), computed in row chunks, never as a dense ``n × n`` matrix;
+  row's own client, ``"own_client"`` keeps only it), computed in row chunks, never as a
+  dense ``n × n`` matrix;
 * autoencoder: a fixed noise matrix ``S ∈ R^{n×c}`` → encoder ``c → 16 → d`` gives the
   generated features ``X̄ = f(S)``, decoder ``d → 16 → c`` with softmax gives ``H̄ = h(X̄)``;
 * assessor: ``c → 128 → 16 → 1`` with sigmoid;
@@ -40,12 +41,13 @@ def potential_links(
     h: np.ndarray,
     owner: np.ndarray,
     k: int,
-    cross_client: bool = False,
+    scope: str = "all",
     chunk: int = 2048,
     rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """``[n, k]`` row indices of each row's ``k`` most similar rows by inner product (self
-    excluded; with ``cross_client`` rows of the same owner too), best first. Rows with
+    excluded; ``scope`` ``"cross_client"`` excludes the rows of the same owner,
+    ``"own_client"`` those of other owners), best first. Rows with
     fewer candidates are padded with ``-1``.
 
     With ``rng``, a tie at the k-th score is broken uniformly at random (otherwise in a
@@ -62,8 +64,10 @@ def potential_links(
         hi = min(n, lo + chunk)
         sim = h[lo:hi] @ h.T
         sim[np.arange(hi - lo), np.arange(lo, hi)] = -np.inf
-        if cross_client:
+        if scope == "cross_client":
             sim[owner[lo:hi, None] == owner[None, :]] = -np.inf
+        elif scope == "own_client":
+            sim[owner[lo:hi, None] != owner[None, :]] = -np.inf
         top = np.argpartition(-sim, k_eff - 1, axis=1)[:, :k_eff]
         if rng is not None:
             _break_ties(sim, top, rng)

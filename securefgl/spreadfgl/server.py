@@ -111,8 +111,7 @@ class EdgeServer(Party):
         h = np.concatenate([rows[c] for c in senders]).astype(np.float32)
         owner = np.concatenate([np.full(len(rows[c]), i) for i, c in enumerate(senders)])
         position = np.concatenate([np.arange(len(rows[c])) for c in senders])
-        cross = st.candidates == "cross_client"
-        candidates = potential_links(h, owner, st.top_k, cross, rng=self.imputer.tie_rng)
+        candidates = potential_links(h, owner, st.top_k, st.candidates, rng=self.imputer.tie_rng)
         self.imputer.fit(h)
         n = len(h)
         out = []

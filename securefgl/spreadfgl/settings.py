@@ -14,10 +14,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-CANDIDATES = ("all", "cross_client")
+CANDIDATES = ("all", "cross_client", "own_client")
 LOCAL_LINKS = ("virtual", "edge")
 REFRESH = ("replace", "accumulate")
-GENERATED_SCALES = ("none", "own-norm")
+GENERATED_SCALES = ("none", "own-norm", "zero")
 FEATURE_ACTS = ("none", "sigmoid")
 NOISE_INPUT = ("fixed", "resampled")
 GAN_LOSSES = ("bce", "paper")
@@ -39,8 +39,9 @@ class SpreadFGLSettings:
     top_k: int = _f(5, "k: potential neighbours per node from H·Hᵀ")
     aggregator: str = _f("gcn", "gcn: GraphSAGE-GCN (paper); sage: Eq. 3's concatenation",
                          ("gcn", "sage"))  # fmt: skip
-    candidates: str = _f("all", "potential neighbours among all of the server's nodes or only "
-                         "other clients' (§III-C)", CANDIDATES)  # fmt: skip
+    candidates: str = _f("all", "potential neighbours among all of the server's nodes, only "
+                         "other clients' (§III-C) or only the row's own client's (§III-D's "
+                         "literal ∀u,v ∈ V^{ji})", CANDIDATES)  # fmt: skip
     local_links: str = _f("virtual", "a potential neighbour on the same client: a virtual "
                           "node (generated features) or the real edge (§III-D)",
                           LOCAL_LINKS)  # fmt: skip
@@ -51,8 +52,9 @@ class SpreadFGLSettings:
                              "(exact for a linear encoder output; auto: factored when "
                              "feature_act = none)", PATCH_ENCODINGS)  # fmt: skip
     generated_scale: str = _f("none", "none: generated rows as received; own-norm: the client "
-                              "rescales each to the mean L2 norm of its own rows (its patcher)",
-                              GENERATED_SCALES)  # fmt: skip
+                              "rescales each to the mean L2 norm of its own rows (its patcher); "
+                              "zero: all-zero rows, virtual nodes as featureless hubs (a "
+                              "diagnostic)", GENERATED_SCALES)  # fmt: skip
     feature_act: str = _f("none", "activation of the encoder output X̄ = f(S) (Eq. 10)",
                           FEATURE_ACTS)  # fmt: skip
     noise_input: str = _f("fixed", "the AE input S: drawn once per server or every step",

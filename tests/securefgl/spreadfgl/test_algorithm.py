@@ -146,3 +146,23 @@ def test_mean_reduction_divides_all_of_eq15_by_the_labelled_nodes(graph):
         losses[reduction] = (float(client._loss().detach()), int(client.masks["train"].sum()))
     (total, n), (mean, _) = losses["sum"], losses["mean"]
     assert abs(mean * n - total) < 1e-4 * max(1.0, abs(total))
+
+
+def test_own_client_links_become_real_edges_and_zero_rows_keep_only_the_hubs(graph):
+    """The two mechanism diagnostics: §III-D's literal reading (potential links only inside
+    the client, added as real edges: no generated row travels) and featureless virtual
+    nodes (the patch's edges kept, its rows zeroed)."""
+    literal = tiny_config(spreadfgl={"candidates": "own_client", "local_links": "edge"})
+    algo, _, transcript = build("fedgl", literal, graph)
+    algo.train_round(0)
+    for cid, client in algo.clients.items():
+        (patch,) = [e.payload() for e in transcript.view(cid).entries if e.tag == PATCH_TAG]
+        links = patch.array("links")
+        assert (links <= -2).any() and not (links >= 0).any()  # own positions only
+        assert client.feats.num_rows == client.num_own and client.patch.shape[1] > 0
+    hubs, _, _ = build("fedgl", tiny_config(spreadfgl={"generated_scale": "zero"}), graph)
+    hubs.train_round(0)
+    for client in hubs.clients.values():
+        virtual = client.feats.num_rows - client.num_own
+        assert virtual > 0 and client.patch.shape[1] > 0
+        assert not np.abs(client.blocks[0]).any()

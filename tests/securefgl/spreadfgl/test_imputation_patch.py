@@ -13,27 +13,28 @@ from securefgl.spreadfgl.patch import build_patch, patch_edges, read_patch
 from securefgl.spreadfgl.settings import SpreadFGLSettings
 
 
-def _brute_top_k(h, owner, k, cross):
+def _brute_top_k(h, owner, k, scope):
     sim = h @ h.T
     np.fill_diagonal(sim, -np.inf)
-    if cross:
-        sim[owner[:, None] == owner[None, :]] = -np.inf
+    same = owner[:, None] == owner[None, :]
+    if scope != "all":
+        sim[same if scope == "cross_client" else ~same] = -np.inf
     return np.argsort(-sim, axis=1, kind="stable")[:, :k]
 
 
-@pytest.mark.parametrize("cross", [False, True])
-def test_potential_links_are_the_top_k_of_hh_t_in_chunks(cross):
+@pytest.mark.parametrize("scope", ["all", "cross_client", "own_client"])
+def test_potential_links_are_the_top_k_of_hh_t_in_chunks(scope):
     rng = np.random.default_rng(0)
     h = rng.dirichlet(np.ones(4), size=37).astype(np.float32)
     owner = rng.integers(0, 3, 37)
-    got = potential_links(h, owner, 3, cross_client=cross, chunk=5)
-    want = _brute_top_k(h, owner, 3, cross)
+    got = potential_links(h, owner, 3, scope=scope, chunk=5)
+    want = _brute_top_k(h, owner, 3, scope)
     sim = h @ h.T
     for u in range(37):  # same scores (ties may order differently)
         np.testing.assert_allclose(np.sort(sim[u, got[u]]), np.sort(sim[u, want[u]]), rtol=1e-5)
         assert u not in got[u]
-        if cross:
-            assert (owner[got[u]] != owner[u]).all()
+        if scope != "all":
+            assert ((owner[got[u]] == owner[u]) == (scope == "own_client")).all()
 
 
 @given(seed=st.integers(0, 2**32 - 1), ties=st.booleans())
@@ -64,7 +65,7 @@ def test_ties_are_broken_at_random_not_by_index():
 
 def test_potential_links_pad_when_there_are_too_few_candidates():
     h = np.eye(3, dtype=np.float32)
-    out = potential_links(h, np.array([0, 0, 1]), 4, cross_client=True)
+    out = potential_links(h, np.array([0, 0, 1]), 4, scope="cross_client")
     assert (out[0] == [2, -1, -1, -1]).all() and (out[2][:2] >= 0).all()
 
 
