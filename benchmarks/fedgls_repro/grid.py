@@ -57,6 +57,7 @@ VARIANT_METHODS = {
     "normfeat": ("fed-mlp", "fed-gnnk", "fedgls"),  # does it explain Fed-MLP's PubMed lead?
     "weight-decay": ("fed-mlp", "fed-gnnk", "fedgls"),  # or does regularisation?
     "no-dropout": ("fed-mlp", "fed-gnnk", "fedgls"),  # or less of it?
+    "adam-kept": ("fed-mlp", "fed-gnnk", "fedgls"),  # or the optimiser's state across rounds?
 }
 #: ``--select``: the open settings chosen per method and dataset on validation accuracy, one
 #: factor at a time around the preset (k = 10, split A); k only for the methods with a kNN
