@@ -118,6 +118,7 @@ def measure(cell: Cell, cfg: Any, data: Any, seed: int, code: str | None) -> dic
     out.update({
         "acc": round(100 * result.final["test_acc"], 2),
         "f1": round(100 * result.final["test_f1"], 2),
+        "f1_clients": round(100 * result.final["client_mean_test_f1"], 2),
         "val_acc": round(100 * result.final["val_acc"], 2),
         "seconds": round(time.time() - t0, 1),
         "bytes": traffic(entries, cfg.rounds),
@@ -136,6 +137,8 @@ def summarise(row: dict[str, Any]) -> None:
         values = np.array([r[key] for r in runs])
         row[key] = round(float(values.mean()), 2)
         row["std" if key == "acc" else "f1_std"] = round(float(values.std()), 2)
+    if all("f1_clients" in r for r in runs):  # runs before it recorded only the pooled F1
+        row["f1_clients"] = round(float(np.mean([r["f1_clients"] for r in runs])), 2)
     row["seeds"] = len(runs)
     row["seconds_per_seed"] = round(float(np.mean([r["seconds"] for r in runs])), 1)
     row["bytes"] = {k: round(float(np.mean([r["bytes"][k] for r in runs])), 2)

@@ -109,6 +109,41 @@ def kept_table2(rows: list[dict]) -> list[str]:
     return out
 
 
+def f1_table(rows: list[dict]) -> list[str]:
+    """``f1-clients``: Table II's cells run again, the pooled macro-F1 beside each client's
+    own averaged over the clients, the paper's F1, and whether the runs repeat Table II's
+    test ACC seed for seed."""
+    out = []
+    for ds in DATASETS:
+        found = [r for r in rows if r["setting"] == "f1-clients" and r["dataset"] == ds]
+        if not found:
+            continue
+        out += [f"**{ds}** (macro-F1 %: pooled / mean of the clients' own; paper in brackets; "
+                "ACC repeated = the test ACC of every seed equals Table II's)", "",
+                "| method | " + " | ".join(f"M = {m}" for m in CLIENTS) + " |",
+                "|---|" + "---|" * len(CLIENTS)]  # fmt: skip
+        for meth in REDUCTION_METHODS:
+            cells = []
+            for m in CLIENTS:
+                r = _find(rows, "f1-clients", ds, m, meth)
+                if r is None or r.get("f1_clients") is None:
+                    cells.append("–")
+                    continue
+                t2 = _find(rows, "table2", ds, m, meth)
+                same = t2 is not None and all(
+                    any(x["seed"] == y["seed"] and x["acc"] == y["acc"] for y in t2["runs"])
+                    for x in r["runs"]
+                )
+                seeds = f" [{r['seeds']} seeds]" if r["seeds"] < SEEDS else ""
+                paper = f" ({r['paper_f1']:.2f})" if r.get("paper_f1") is not None else ""
+                cells.append(f"{r['f1']:.2f} / **{r['f1_clients']:.2f}**{paper}{seeds}"
+                             + ("" if same else " · ACC differs"))  # fmt: skip
+            if any(c != "–" for c in cells):
+                out.append(f"| {LABELS[meth]} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
+
+
 def table2(rows: list[dict], setting: str = "table2") -> list[str]:
     out = []
     for ds in DATASETS:
@@ -277,6 +312,8 @@ def write_markdown(rows: list[dict], path: Path) -> None:
     lines += ["### The reduction kept on validation", ""] + kept_table2(rows)
     lines += ["Targets with the reduction kept on validation:", ""]
     lines += targets(rows, on_validation=True)
+    lines += ["## Causes tested: how the macro-F1 is averaged", "", section(NOTES, "f1"), ""]
+    lines += f1_table(rows)
     lines += ["## Causes tested: FedGL's imputation and patcher", "",
               section(NOTES, "patcher"), ""] + patcher_table(rows)  # fmt: skip
     lines += ["## Bytes per round per party", "", section(NOTES, "bytes"), ""] + bytes_table(rows)

@@ -29,7 +29,10 @@ def pooled_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict
 
     Pooling weights every node equally (FedStruct weights clients by node count, which
     equals this only when weighted by *test*-node count). ``client_mean_<split>`` is the
-    accuracy averaged over the clients that have nodes in the split (each client equal).
+    accuracy averaged over the clients that have nodes in the split (each client equal),
+    ``client_mean_<split>_f1`` each client's own macro-F1 (over the classes in its own true
+    or predicted labels) averaged alike: a label-skewed client missing a class it predicts
+    scores 0 on that class, so this is lower than the pooled macro-F1.
     """
     out: dict[str, float] = {}
     for split in ("val", "test"):
@@ -40,6 +43,9 @@ def pooled_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict
         y_pred = np.concatenate([q for _, q in parts])
         out[f"{split}_acc"] = accuracy(y_true, y_pred)
         out[f"{split}_f1"] = macro_f1(y_true, y_pred, num_classes)
-        if each := [accuracy(t, q) for t, q in parts if len(t)]:
-            out[f"client_mean_{split}"] = float(np.mean(each))
+        if each := [(t, q) for t, q in parts if len(t)]:
+            out[f"client_mean_{split}"] = float(np.mean([accuracy(t, q) for t, q in each]))
+            out[f"client_mean_{split}_f1"] = float(
+                np.mean([macro_f1(t, q, num_classes) for t, q in each])
+            )
     return out
