@@ -119,6 +119,7 @@ def measure(cell: Cell, cfg: Any, data: Any, seed: int, code: str | None) -> dic
         "acc": round(100 * result.final["test_acc"], 2),
         "f1": round(100 * result.final["test_f1"], 2),
         "f1_clients": round(100 * result.final["client_mean_test_f1"], 2),
+        "f1_clients_true": round(100 * result.final["client_mean_test_true_f1"], 2),
         "val_acc": round(100 * result.final["val_acc"], 2),
         "seconds": round(time.time() - t0, 1),
         "bytes": traffic(entries, cfg.rounds),
@@ -137,8 +138,9 @@ def summarise(row: dict[str, Any]) -> None:
         values = np.array([r[key] for r in runs])
         row[key] = round(float(values.mean()), 2)
         row["std" if key == "acc" else "f1_std"] = round(float(values.std()), 2)
-    if all("f1_clients" in r for r in runs):  # runs before it recorded only the pooled F1
-        row["f1_clients"] = round(float(np.mean([r["f1_clients"] for r in runs])), 2)
+    for key in ("f1_clients", "f1_clients_true"):  # runs before them: only the pooled F1
+        if all(key in r for r in runs):
+            row[key] = round(float(np.mean([r[key] for r in runs])), 2)
     row["seeds"] = len(runs)
     row["seconds_per_seed"] = round(float(np.mean([r["seconds"] for r in runs])), 1)
     row["bytes"] = {k: round(float(np.mean([r["bytes"][k] for r in runs])), 2)
@@ -200,8 +202,11 @@ def main() -> None:
     todo = []
     for cell in cells:
         runs = by_key.get(cell.key, {"runs": []})["runs"]
-        # cells that enter a choice on validation: runs without it are redone
-        done = {r["seed"] for r in runs if cell.setting not in VALIDATED or "val_acc" in r}
+        # runs without what their setting reads are redone (validation accuracy for the
+        # settings that enter a choice on validation, both client-mean F1s for f1-clients)
+        needed = "f1_clients_true" if cell.setting == "f1-clients" else (
+            "val_acc" if cell.setting in VALIDATED else "seed")  # fmt: skip
+        done = {r["seed"] for r in runs if needed in r}
         missing = [s for s in range(args.seeds) if s not in done]
         if missing:
             todo.append((cell, missing))

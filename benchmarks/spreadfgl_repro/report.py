@@ -118,15 +118,16 @@ def f1_table(rows: list[dict]) -> list[str]:
         found = [r for r in rows if r["setting"] == "f1-clients" and r["dataset"] == ds]
         if not found:
             continue
-        out += [f"**{ds}** (macro-F1 %: pooled / mean of the clients' own; paper in brackets; "
-                "ACC repeated = the test ACC of every seed equals Table II's)", "",
+        out += [f"**{ds}** (macro-F1 %: pooled / mean of the clients' own over the classes "
+                "each client has or predicts / the same over the classes it has; paper in "
+                "brackets; every seed's test ACC equals Table II's unless marked)", "",
                 "| method | " + " | ".join(f"M = {m}" for m in CLIENTS) + " |",
                 "|---|" + "---|" * len(CLIENTS)]  # fmt: skip
         for meth in REDUCTION_METHODS:
             cells = []
             for m in CLIENTS:
                 r = _find(rows, "f1-clients", ds, m, meth)
-                if r is None or r.get("f1_clients") is None:
+                if r is None or r.get("f1_clients_true") is None:
                     cells.append("–")
                     continue
                 t2 = _find(rows, "table2", ds, m, meth)
@@ -136,7 +137,8 @@ def f1_table(rows: list[dict]) -> list[str]:
                 )
                 seeds = f" [{r['seeds']} seeds]" if r["seeds"] < SEEDS else ""
                 paper = f" ({r['paper_f1']:.2f})" if r.get("paper_f1") is not None else ""
-                cells.append(f"{r['f1']:.2f} / **{r['f1_clients']:.2f}**{paper}{seeds}"
+                cells.append(f"{r['f1']:.2f} / {r['f1_clients']:.2f} / "
+                             f"{r['f1_clients_true']:.2f}{paper}{seeds}"
                              + ("" if same else " · ACC differs"))  # fmt: skip
             if any(c != "–" for c in cells):
                 out.append(f"| {LABELS[meth]} | " + " | ".join(cells) + " |")

@@ -11,15 +11,18 @@ def accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return float((y_true == y_pred).mean()) if len(y_true) else float("nan")
 
 
-def macro_f1(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> float:
-    """Unweighted mean of per-class F1 over the classes present in ``y_true`` or ``y_pred``."""
+def macro_f1(
+    y_true: np.ndarray, y_pred: np.ndarray, num_classes: int, true_classes_only: bool = False
+) -> float:
+    """Unweighted mean of per-class F1 over the classes present in ``y_true`` or ``y_pred``
+    (scikit-learn's default), or only in ``y_true`` with ``true_classes_only``."""
     if not len(y_true):
         return float("nan")
     idx = y_true * num_classes + y_pred
     confusion = np.bincount(idx, minlength=num_classes**2).reshape(num_classes, num_classes)
     tp = np.diag(confusion).astype(float)
     support, predicted = confusion.sum(1), confusion.sum(0)
-    present = (support + predicted) > 0
+    present = support > 0 if true_classes_only else (support + predicted) > 0
     f1 = np.divide(2 * tp, support + predicted, out=np.zeros_like(tp), where=present)
     return float(f1[present].mean())
 
@@ -32,7 +35,8 @@ def pooled_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict
     accuracy averaged over the clients that have nodes in the split (each client equal),
     ``client_mean_<split>_f1`` each client's own macro-F1 (over the classes in its own true
     or predicted labels) averaged alike: a label-skewed client missing a class it predicts
-    scores 0 on that class, so this is lower than the pooled macro-F1.
+    scores 0 on that class, so this is lower than the pooled macro-F1;
+    ``client_mean_<split>_true_f1`` the same over the classes in each client's true labels.
     """
     out: dict[str, float] = {}
     for split in ("val", "test"):
@@ -45,7 +49,8 @@ def pooled_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict
         out[f"{split}_f1"] = macro_f1(y_true, y_pred, num_classes)
         if each := [(t, q) for t, q in parts if len(t)]:
             out[f"client_mean_{split}"] = float(np.mean([accuracy(t, q) for t, q in each]))
-            out[f"client_mean_{split}_f1"] = float(
-                np.mean([macro_f1(t, q, num_classes) for t, q in each])
-            )
+            for suffix, true_only in (("f1", False), ("true_f1", True)):
+                out[f"client_mean_{split}_{suffix}"] = float(
+                    np.mean([macro_f1(t, q, num_classes, true_only) for t, q in each])
+                )
     return out

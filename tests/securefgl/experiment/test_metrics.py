@@ -35,3 +35,5 @@ def test_client_mean_f1_scores_each_client_on_its_own_classes() -> None:
     pooled_f1 = (2 * 3 / (4 + 3) + 2 * 4 / (4 + 5)) / 2
     assert out["test_f1"] == pytest.approx(pooled_f1)
     assert out["client_mean_test_f1"] < out["test_f1"]
+    # over the true classes only, the skewed client is scored on class 0 alone
+    assert out["client_mean_test_true_f1"] == pytest.approx((f1_zero + 1) / 2)
