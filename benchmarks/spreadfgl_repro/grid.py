@@ -64,7 +64,8 @@ LABELS = {
     "spreadfgl": "SpreadFGL",
 }
 ROUNDS = 100
-#: settings that rerun Table II cells with one change (a cause tested for a gap)
+#: settings that rerun Table II cells with one change, or unchanged with more recorded
+#: (``f1-clients``): a cause tested for a gap
 CAUSES = ("partition", "normfeat", "normfeat-scaled", "mean-ce", "f1-clients")
 #: settings whose runs enter a choice on validation: runs without ``val_acc`` are redone
 VALIDATED = ("table2", "survey", "mean-ce")

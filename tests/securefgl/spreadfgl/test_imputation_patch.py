@@ -63,6 +63,11 @@ def test_ties_are_broken_at_random_not_by_index():
     assert (h[at_random].argmax(2) == h.argmax(1)[:, None]).all()  # still the same class
 
 
+def test_potential_links_refuse_an_unknown_scope():
+    with pytest.raises(ValueError, match="scope"):
+        potential_links(np.eye(3, dtype=np.float32), np.zeros(3), 2, scope="cross")
+
+
 def test_potential_links_pad_when_there_are_too_few_candidates():
     h = np.eye(3, dtype=np.float32)
     out = potential_links(h, np.array([0, 0, 1]), 4, scope="cross_client")
