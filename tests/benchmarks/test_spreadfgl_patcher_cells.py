@@ -4,6 +4,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from spreadfgl_repro.grid import PATCHER_VARIANTS, Cell, make_config, plan  # noqa: E402
@@ -27,3 +29,17 @@ def test_fedavg_fusion_runs_only_the_variant_that_changes_its_model():
     cells = plan(["patcher"], ["CiteSeer"], [6], ["fedgl"])
     assert {c.protection for c in cells if c.method == "fedavg-fusion"} == {"sage"}
     assert {c.protection for c in cells if c.method == "fedgl"} == set(PATCHER_VARIANTS)
+
+
+def test_variants_narrow_the_patcher_cells_and_unknown_ones_are_refused():
+    cells = plan(["patcher"], ["Cora"], [12], ["fedgl"], ["own-client", "zero-rows"])
+    assert sorted(c.protection for c in cells) == ["own-client", "zero-rows"]
+    with pytest.raises(ValueError, match="own_client"):
+        plan(["patcher"], ["Cora"], [12], ["fedgl"], ["own_client"])
+
+
+def test_f1_clients_cells_run_table2_s_configuration_unchanged():
+    for meth in ("fedavg-fusion", "fedgl", "spreadfgl"):
+        t2 = make_config(Cell("table2", "CS", 9, meth), 6805)
+        f1 = make_config(Cell("f1-clients", "CS", 9, meth), 6805)
+        assert f1.replace(name=t2.name) == t2
