@@ -34,6 +34,7 @@ from spreadfgl_repro.grid import (
     CLIENTS,
     DATASETS,
     METHODS,
+    REDUCTION_METHODS,
     SURVEY_METHODS,
     VALIDATED,
     Cell,
@@ -204,9 +205,11 @@ def main() -> None:
         runs = by_key.get(cell.key, {"runs": []})["runs"]
         # runs without what their setting reads are redone (validation accuracy for the
         # settings that enter a choice on validation, both client-mean F1s for f1-clients)
-        needed = "f1_clients_true" if cell.setting == "f1-clients" else (
-            "val_acc" if cell.setting in VALIDATED else "seed")  # fmt: skip
-        done = {r["seed"] for r in runs if needed in r}
+        chosen = cell.setting in VALIDATED and (
+            cell.setting != "table2" or cell.method in REDUCTION_METHODS)  # fmt: skip
+        needed = "val_acc" if chosen else None
+        needed = "f1_clients_true" if cell.setting == "f1-clients" else needed
+        done = {r["seed"] for r in runs if needed is None or needed in r}
         missing = [s for s in range(args.seeds) if s not in done]
         if missing:
             todo.append((cell, missing))

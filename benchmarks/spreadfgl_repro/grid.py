@@ -67,7 +67,8 @@ ROUNDS = 100
 #: settings that rerun Table II cells with one change, or unchanged with more recorded
 #: (``f1-clients``): a cause tested for a gap
 CAUSES = ("partition", "normfeat", "normfeat-scaled", "mean-ce", "f1-clients")
-#: settings whose runs enter a choice on validation: runs without ``val_acc`` are redone
+#: settings whose runs enter a choice on validation (table2: only ``REDUCTION_METHODS``):
+#: runs without ``val_acc`` are redone
 VALIDATED = ("table2", "survey", "mean-ce")
 #: the methods each loss reduction is chosen for on validation (``mean-ce`` runs them)
 REDUCTION_METHODS = ("fedavg-fusion", "fedgl", "spreadfgl")
