@@ -7,7 +7,7 @@ servers), ``survey`` (FedSage / FedSage+ in their paper's setting), ``privacy`` 
 Cora M = 9 with each H protection, attacked by :mod:`attacks.h_inference` and
 :mod:`attacks.generated_features`), ``bytes`` (patch encodings), and the tested causes
 of the gaps to the paper (``partition``, ``normfeat``, ``normfeat-scaled``, ``mean-ce``,
-``patcher``: see the grid). WikiCS is listed as not run (not available
+``patcher``, ``hparams``: see the grid). WikiCS is listed as not run (not available
 offline).
 
 Run: ``SECUREFGL_DATA=/path python benchmarks/reproduce_spreadfgl.py --settings table2
@@ -185,7 +185,7 @@ def main() -> None:
         "--methods", type=csv_list, default=list(dict.fromkeys([*METHODS, *SURVEY_METHODS]))
     )
     parser.add_argument("--variants", type=csv_list, default=None,
-                        help="narrow the patcher setting's variants (default: all)")
+                        help="narrow the patcher and hparams settings' variants (default: all)")
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
     parser.add_argument("--out", type=Path, default=JSON_PATH)
     parser.add_argument("--dry-run", action="store_true")

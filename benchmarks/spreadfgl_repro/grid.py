@@ -27,7 +27,10 @@ Settings:
   its F1 is far below its ACC where ours is not);
 * ``patcher``: FedGL under ``mean-ce`` with one imputation / patcher choice the paper leaves
   open (§III-C, §III-D) changed (``PATCHER_VARIANTS``, the cell's ``protection``; ``sage``
-  also runs FedAvg-fusion, whose model it changes): where FedGL's CiteSeer gap lies.
+  also runs FedAvg-fusion, whose model it changes): where FedGL's CiteSeer gap lies;
+* ``hparams``: the same with one of the values Table II does not give changed
+  (``HPARAM_VARIANTS``: K, k and T_l within the ranges of §IV-A / Figs. 5-6, and the hidden
+  width; those that change the classifier run FedAvg-fusion too).
 """
 
 from __future__ import annotations
@@ -86,6 +89,18 @@ PATCHER_VARIANTS: dict[str, dict[str, Any]] = {
     "own-client": {"candidates": "own_client", "local_links": "edge"},
     "zero-rows": {"generated_scale": "zero"},
 }
+#: the ``hparams`` setting's variants, on top of ``mean-ce`` (Table II: K = 5, k = 5,
+#: T_l = 10, hidden 64): each a change of the experiment configuration
+HPARAM_VARIANTS: dict[str, dict[str, Any]] = {
+    "k10": {"spreadfgl": {"top_k": 10}},
+    "k20": {"spreadfgl": {"top_k": 20}},
+    "K10": {"spreadfgl": {"interval": 10}},
+    "tl20": {"spreadfgl": {"local_steps": 20}},
+    "h16": {"hidden": 16},
+    "K1": {"spreadfgl": {"interval": 1}},  # imputation every round: 5× the server's work
+}
+#: variants that change the classifier itself, so FedAvg-fusion runs them too
+MODEL_VARIANTS = ("sage", "tl20", "h16")
 PAPER = load_data("spreadfgl_paper")
 #: fGen's output layer is last-hidden × num_pred·d; the official 2048 needs 2048·5·d
 #: weights per client (70 M on Coauthor CS): capped at this many weights (memory).
@@ -122,7 +137,8 @@ def plan(
     methods: list[str],
     variants: list[str] | None = None,
 ) -> list[Cell]:
-    """The cells of ``settings``; ``variants`` narrows the ``patcher`` cells (default all)."""
+    """The cells of ``settings``; ``variants`` narrows the ``patcher`` and ``hparams`` cells
+    (default all of each)."""
     cells: list[Cell] = []
     if "table2" in settings:
         cells += [Cell("table2", d, m, meth) for d in datasets for m in clients for meth in methods
@@ -137,14 +153,18 @@ def plan(
         cells += [Cell("privacy", "Cora", 9, "fedgl", p) for p in PRIVACY_PROTECTIONS]
     if "bytes" in settings:
         cells += [Cell("bytes", "Cora", 9, "fedgl", v) for v in BYTES_VARIANTS]
-    if "patcher" in settings:
-        unknown = set(variants or ()) - set(PATCHER_VARIANTS)
-        if unknown:
-            raise ValueError(f"unknown patcher variants {sorted(unknown)}; "
-                             f"known: {list(PATCHER_VARIANTS)}")  # fmt: skip
-        cells += [Cell("patcher", d, m, meth, v) for d in datasets for m in clients
-                  for v in variants or PATCHER_VARIANTS for meth in ("fedavg-fusion", "fedgl")
-                  if meth == "fedgl" or v == "sage"]  # fmt: skip
+    known = {"patcher": PATCHER_VARIANTS, "hparams": HPARAM_VARIANTS}
+    chosen = [s for s in known if s in settings]
+    names = [v for s in chosen for v in known[s]]
+    if variants and not chosen:
+        raise ValueError("variants narrow only the patcher and hparams settings")
+    if unknown := set(variants or ()) - set(names):
+        raise ValueError(f"unknown variants {sorted(unknown)}; known: {names}")
+    for setting in chosen:
+        names = [v for v in known[setting] if not variants or v in variants]
+        cells += [Cell(setting, d, m, meth, v) for d in datasets for m in clients
+                  for v in names for meth in ("fedavg-fusion", "fedgl")
+                  if meth == "fedgl" or v in MODEL_VARIANTS]  # fmt: skip
     for cause in CAUSES:
         if cause in settings:
             both = cause in ("mean-ce", "f1-clients")
@@ -182,6 +202,10 @@ def make_config(cell: Cell, dim: int) -> ExperimentConfig:
     if cell.setting == "patcher":
         variant = PATCHER_VARIANTS[cell.protection]
         return base.replace(spreadfgl={"loss_reduction": "mean", **variant})
+    if cell.setting == "hparams":
+        variant = HPARAM_VARIANTS[cell.protection]
+        return base.replace(hidden=variant.get("hidden", base.hidden),
+                            spreadfgl={"loss_reduction": "mean", **variant.get("spreadfgl", {})})
     if cell.setting == "bytes":
         encoding = {
             "factored": {},
@@ -203,7 +227,7 @@ def make_config(cell: Cell, dim: int) -> ExperimentConfig:
 
 def paper_value(cell: Cell) -> tuple[float | None, float | None, float | None]:
     """(ACC, F1, std) of the paper for a cell (None where it has none)."""
-    if cell.setting in ("table2", "patcher", *CAUSES):
+    if cell.setting in ("table2", "patcher", "hparams", *CAUSES):
         table = PAPER["table2"]
         values = table["values"].get(cell.dataset, {}).get(cell.method)
         if values is None or cell.clients not in table["clients"]:
