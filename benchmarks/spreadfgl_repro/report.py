@@ -13,6 +13,7 @@ from harness.results import pyplot, save_figure, write_text
 from spreadfgl_repro.grid import (
     CLIENTS,
     DATASETS,
+    HPARAM_VARIANTS,
     LABELS,
     METHODS,
     NOT_RUN,
@@ -164,8 +165,9 @@ def table2(rows: list[dict], setting: str = "table2") -> list[str]:
     return out
 
 
-def patcher_table(rows: list[dict]) -> list[str]:
-    """FedGL under ``mean-ce`` with each patcher variant, beside ``mean-ce``'s FedGL and
+def variant_table(rows: list[dict], setting: str, variants: dict[str, Any]) -> list[str]:
+    """FedGL (and FedAvg-fusion where a variant changes its model) under ``mean-ce`` with
+    each variant of ``setting`` (``patcher`` or ``hparams``), beside ``mean-ce``'s FedGL and
     FedAvg-fusion: test ACC ± std, mean validation ACC in brackets."""
 
     def cell(r: dict | None) -> str:
@@ -178,7 +180,7 @@ def patcher_table(rows: list[dict]) -> list[str]:
 
     out = []
     for ds in DATASETS:
-        found = [r for r in rows if r["setting"] == "patcher" and r["dataset"] == ds]
+        found = [r for r in rows if r["setting"] == setting and r["dataset"] == ds]
         if not found:
             continue
         sizes = [m for m in CLIENTS if any(r["clients"] == m for r in found)]
@@ -191,8 +193,8 @@ def patcher_table(rows: list[dict]) -> list[str]:
         for meth in ("fedavg-fusion", "fedgl"):
             out.append(f"| {LABELS[meth]} | mean-ce | " + " | ".join(
                 cell(_find(rows, "mean-ce", ds, m, meth)) for m in sizes) + " |")
-            for v in PATCHER_VARIANTS:
-                cells = [cell(_find(rows, "patcher", ds, m, meth, v)) for m in sizes]
+            for v in variants:
+                cells = [cell(_find(rows, setting, ds, m, meth, v)) for m in sizes]
                 if any(c != "–" for c in cells):
                     out.append(f"| {LABELS[meth]} | {v} | " + " | ".join(cells) + " |")
         out.append("")
@@ -317,7 +319,9 @@ def write_markdown(rows: list[dict], path: Path) -> None:
     lines += ["## Causes tested: how the macro-F1 is averaged", "", section(NOTES, "f1"), ""]
     lines += f1_table(rows)
     lines += ["## Causes tested: FedGL's imputation and patcher", "",
-              section(NOTES, "patcher"), ""] + patcher_table(rows)  # fmt: skip
+              section(NOTES, "patcher"), ""] + variant_table(rows, "patcher", PATCHER_VARIANTS)
+    lines += ["## Causes tested: K, k, T_l and the hidden width", "", section(NOTES, "hparams"),
+              ""] + variant_table(rows, "hparams", HPARAM_VARIANTS)  # fmt: skip
     lines += ["## Bytes per round per party", "", section(NOTES, "bytes"), ""] + bytes_table(rows)
     lines += ["## The H leak and its protections (FedGL, Cora, M = 9)", "",
               section(NOTES, "privacy"), ""] + privacy_table(rows)  # fmt: skip

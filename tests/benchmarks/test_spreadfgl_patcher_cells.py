@@ -1,4 +1,4 @@
-"""The ``patcher`` cells change exactly one SpreadFGL setting on top of ``mean-ce``."""
+"""The ``patcher`` and ``hparams`` cells change exactly one setting on top of ``mean-ce``."""
 
 import dataclasses
 import sys
@@ -8,7 +8,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from spreadfgl_repro.grid import PATCHER_VARIANTS, Cell, make_config, plan  # noqa: E402
+from spreadfgl_repro.grid import (  # noqa: E402
+    HPARAM_VARIANTS,
+    PATCHER_VARIANTS,
+    Cell,
+    make_config,
+    plan,
+)
 
 
 def _changed(a, b) -> dict:
@@ -25,6 +31,23 @@ def test_each_variant_differs_from_mean_ce_in_its_own_setting_only():
         assert cfg.replace(spreadfgl=base.spreadfgl, name=base.name) == base
 
 
+def test_each_hparams_variant_differs_from_mean_ce_in_its_own_value_only():
+    base = make_config(Cell("mean-ce", "CiteSeer", 9, "fedgl"), 3703)
+    for variant, change in HPARAM_VARIANTS.items():
+        cfg = make_config(Cell("hparams", "CiteSeer", 9, "fedgl", variant), 3703)
+        assert _changed(base.spreadfgl, cfg.spreadfgl) == change.get("spreadfgl", {})
+        assert cfg.hidden == change.get("hidden", base.hidden)
+        assert cfg.replace(spreadfgl=base.spreadfgl, hidden=base.hidden, name=base.name) == base
+    assert make_config(Cell("hparams", "Cora", 6, "fedgl", "K1"), 1433).spreadfgl.interval == 1
+
+
+def test_hparams_run_fedavg_fusion_only_where_its_classifier_changes():
+    cells = plan(["hparams"], ["CiteSeer"], [6, 9], ["fedgl"])
+    assert {c.protection for c in cells if c.method == "fedavg-fusion"} == {"tl20", "h16"}
+    assert {c.protection for c in cells if c.method == "fedgl"} == set(HPARAM_VARIANTS)
+    assert len(cells) == 2 * (len(HPARAM_VARIANTS) + 2)
+
+
 def test_fedavg_fusion_runs_only_the_variant_that_changes_its_model():
     cells = plan(["patcher"], ["CiteSeer"], [6], ["fedgl"])
     assert {c.protection for c in cells if c.method == "fedavg-fusion"} == {"sage"}
@@ -36,6 +59,15 @@ def test_variants_narrow_the_patcher_cells_and_unknown_ones_are_refused():
     assert sorted(c.protection for c in cells) == ["own-client", "zero-rows"]
     with pytest.raises(ValueError, match="own_client"):
         plan(["patcher"], ["Cora"], [12], ["fedgl"], ["own_client"])
+    both = plan(["patcher", "hparams"], ["Cora"], [12], ["fedgl"], ["k3", "k10"])
+    assert sorted((c.setting, c.protection) for c in both) == [
+        ("hparams", "k10"),
+        ("patcher", "k3"),
+    ]
+    with pytest.raises(ValueError, match="k10"):  # an hparams variant without its setting
+        plan(["patcher"], ["Cora"], [12], ["fedgl"], ["k10"])
+    with pytest.raises(ValueError, match="only the patcher and hparams"):
+        plan(["table2"], ["Cora"], [12], ["fedgl"], ["k3"])
 
 
 def test_f1_clients_cells_run_table2_s_configuration_unchanged():
