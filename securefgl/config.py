@@ -102,6 +102,10 @@ class ExperimentConfig:
     # federation
     clients: int = _opt(10, "number of clients K", "federation")
     partition: str = _opt("louvain", "how nodes are split into clients", "federation", PARTITIONS)
+    partition_cut: float | None = _opt(
+        None, "raise the edge cut to this fraction by swapping random nodes' clients (sizes "
+        "kept): a stress test for a paper's reported missing links", "federation",
+    )  # fmt: skip
     cross_edges: str | None = _opt(
         None, "what clients know of cross-client edges (default: by algorithm)", "federation",
         CROSS_EDGES,
@@ -222,6 +226,8 @@ class ExperimentConfig:
             hint = " (--task graph needs a graph dataset)" if self.task == "graph" else ""
             raise ConfigError(f"{err}{hint}") from None
         _choice("partition", self.partition, PARTITIONS)
+        if self.partition_cut is not None and not 0 < self.partition_cut < 1:
+            raise ConfigError(f"partition_cut must lie in (0, 1), got {self.partition_cut!r}")
         _choice("split_scope", self.split_scope, SPLIT_SCOPES)
         if self.cross_edges is not None:
             _choice("cross_edges", self.cross_edges, CROSS_EDGES)

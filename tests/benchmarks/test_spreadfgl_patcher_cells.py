@@ -14,6 +14,7 @@ from spreadfgl_repro.grid import (  # noqa: E402
     Cell,
     make_config,
     plan,
+    table1_cut,
 )
 
 
@@ -75,3 +76,14 @@ def test_f1_clients_cells_run_table2_s_configuration_unchanged():
         t2 = make_config(Cell("table2", "CS", 9, meth), 6805)
         f1 = make_config(Cell("f1-clients", "CS", 9, meth), 6805)
         assert f1.replace(name=t2.name) == t2
+
+
+def test_table1_cut_cells_are_table2_s_on_cs_with_table_i_s_cut():
+    cells = plan(["table1-cut"], ["Cora", "CS"], [6, 15], ["fedavg-fusion", "fedgl", "spreadfgl"])
+    assert {c.dataset for c in cells} == {"CS"} and len(cells) == 6
+    assert table1_cut("CS", 6) == 36405 / 81894 and table1_cut("CS", 15) == 52699 / 81894
+    for meth in ("fedavg-fusion", "fedgl", "spreadfgl"):
+        t2 = make_config(Cell("table2", "CS", 12, meth), 6805)
+        cut = make_config(Cell("table1-cut", "CS", 12, meth), 6805)
+        assert t2.partition_cut is None and cut.partition_cut == 52203 / 81894
+        assert cut.replace(partition_cut=None, name=t2.name) == t2

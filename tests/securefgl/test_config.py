@@ -13,6 +13,8 @@ from securefgl.registry import check_config, cross_edge_mode
         ({"dataset": "NoSuchGraph"}, "unknown dataset"),
         ({"algorithms": ["fedavg", "magic"]}, "unknown algorithms"),
         ({"partition": "metis"}, "unknown partition"),
+        ({"partition_cut": 1.0}, "partition_cut"),
+        ({"partition_cut": 0.0}, "partition_cut"),
         ({"model": "gat9"}, "unknown model"),
         ({"cross_edges": "leaky"}, "unknown cross_edges"),
         ({"train_fraction": 0.5, "val_fraction": 0.3, "test_fraction": 0.3}, "sum to 1.100"),

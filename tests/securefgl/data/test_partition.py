@@ -247,3 +247,36 @@ def test_kmeans_needs_features(graph):
     d = Data(edge_index=graph.edge_index, num_nodes=graph.num_nodes)
     with pytest.raises(ValueError, match="features"):
         partition_graph(d, 3, "kmeans")
+
+
+# --------------------------------------------------------------------------- raised cut
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(target=st.floats(0.05, 0.4), k=st.integers(2, 8), seed=st.integers(0, 1000))
+def test_raised_cut_reaches_the_target_with_sizes_kept(graph, target, k, seed):
+    plain = partition_graph(graph, k, "louvain-chunks", seed=seed)
+    raised = partition_graph(graph, k, "louvain-chunks", seed=seed, cut=target)
+    before, after = plain.report().edge_cut_ratio, raised.report().edge_cut_ratio
+    assert (raised.sizes == plain.sizes).all()
+    if before >= target:  # already cut that much: left as it is
+        assert (raised.assignment == plain.assignment).all()
+    else:  # the fewest swaps that reach it: close to the target, never short of it
+        assert target <= after <= target + 0.05
+        assert raised.assignment.tolist() == partition_graph(
+            graph, k, "louvain-chunks", seed=seed, cut=target
+        ).assignment.tolist()
+
+
+def test_raised_cut_refuses_what_it_cannot_do(graph):
+    from securefgl.data.partition import raise_cut, undirected_pairs
+
+    pairs = undirected_pairs(graph.edge_index, graph.num_nodes)
+    a = partition_graph(graph, 2, "louvain-chunks").assignment
+    with pytest.raises(ValueError, match="out of reach"):  # random halves cut about 0.5
+        raise_cut(a, pairs, 0.9, seed=0)
+    for bad in (0.0, 1.0, -0.2):
+        with pytest.raises(ValueError, match=r"\(0, 1\)"):
+            raise_cut(a, pairs, bad, seed=0)
+    with pytest.raises(ValueError, match="every node"):
+        raise_cut(np.where(np.arange(a.size) == 0, -1, a), pairs, 0.3, seed=0)
