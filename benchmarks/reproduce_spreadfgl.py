@@ -130,6 +130,12 @@ def measure(cell: Cell, cfg: Any, data: Any, seed: int, code: str | None) -> dic
         "num_edges": result.partition.get("num_edges"),
         "cross_messages": sum(1 for e in entries if e.tag in (QUERY_TAG, ANSWER_TAG)),
     })  # fmt: skip
+    evals = [h for h in result.history if "test_acc" in h]
+    if len(evals) > 1:  # evaluated along the way (best-round): which round would be reported
+        at_val = max(evals, key=lambda h: h["val_acc"])  # the first round of the best
+        out["val_round"] = at_val["round"] + 1
+        out["val_round_acc"] = round(100 * at_val["test_acc"], 2)
+        out["best_round_acc"] = round(100 * max(h["test_acc"] for h in evals), 2)
     return out
 
 
@@ -139,7 +145,8 @@ def summarise(row: dict[str, Any]) -> None:
         values = np.array([r[key] for r in runs])
         row[key] = round(float(values.mean()), 2)
         row["std" if key == "acc" else "f1_std"] = round(float(values.std()), 2)
-    for key in ("f1_clients", "f1_clients_true"):  # runs before them: only the pooled F1
+    for key in ("f1_clients", "f1_clients_true", "val_round_acc", "best_round_acc"):
+        # runs before them (or evaluated only at the end) have only the final ACC and F1
         if all(key in r for r in runs):
             row[key] = round(float(np.mean([r[key] for r in runs])), 2)
     row["seeds"] = len(runs)
@@ -204,11 +211,13 @@ def main() -> None:
     for cell in cells:
         runs = by_key.get(cell.key, {"runs": []})["runs"]
         # runs without what their setting reads are redone (validation accuracy for the
-        # settings that enter a choice on validation, both client-mean F1s for f1-clients)
+        # settings that enter a choice on validation, both client-mean F1s for f1-clients,
+        # the round-wise ACCs for best-round)
         chosen = cell.setting in VALIDATED and (
             cell.setting != "table2" or cell.method in REDUCTION_METHODS)  # fmt: skip
         needed = "val_acc" if chosen else None
         needed = "f1_clients_true" if cell.setting == "f1-clients" else needed
+        needed = "best_round_acc" if cell.setting == "best-round" else needed
         done = {r["seed"] for r in runs if needed is None or needed in r}
         missing = [s for s in range(args.seeds) if s not in done]
         if missing:
