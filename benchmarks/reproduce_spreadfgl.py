@@ -41,6 +41,7 @@ from spreadfgl_repro.grid import (
     make_config,
     paper_value,
     plan,
+    round_accuracies,
     row_key,
 )
 from spreadfgl_repro.report import write_markdown, write_plot
@@ -130,12 +131,7 @@ def measure(cell: Cell, cfg: Any, data: Any, seed: int, code: str | None) -> dic
         "num_edges": result.partition.get("num_edges"),
         "cross_messages": sum(1 for e in entries if e.tag in (QUERY_TAG, ANSWER_TAG)),
     })  # fmt: skip
-    evals = [h for h in result.history if "test_acc" in h]
-    if len(evals) > 1:  # evaluated along the way (best-round): which round would be reported
-        at_val = max(evals, key=lambda h: h["val_acc"])  # the first round of the best
-        out["val_round"] = at_val["round"] + 1
-        out["val_round_acc"] = round(100 * at_val["test_acc"], 2)
-        out["best_round_acc"] = round(100 * max(h["test_acc"] for h in evals), 2)
+    out.update(round_accuracies(result.history))
     return out
 
 

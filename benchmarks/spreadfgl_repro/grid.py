@@ -241,6 +241,19 @@ def make_config(cell: Cell, dim: int) -> ExperimentConfig:
     return base
 
 
+def round_accuracies(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """For a run evaluated along the way (``best-round``): the round (1-based) of the best
+    validation ACC (the first of equals) and the test ACC there, and the best test ACC of
+    any evaluated round, in %; empty for a run evaluated only at its end."""
+    evals = [h for h in history if "test_acc" in h]
+    if len(evals) < 2:
+        return {}
+    at_val = max(evals, key=lambda h: h["val_acc"])
+    return {"val_round": at_val["round"] + 1,
+            "val_round_acc": round(100 * at_val["test_acc"], 2),
+            "best_round_acc": round(100 * max(h["test_acc"] for h in evals), 2)}  # fmt: skip
+
+
 def table1_cut(dataset: str, clients: int) -> float:
     """Table I's missing links as a fraction of its edges."""
     table = PAPER["table1"]
