@@ -244,6 +244,10 @@ def main() -> None:
                 logging.info("%s seed %d: acc %.2f f1 %.2f (%.0f s)", cell.key, seed,
                              run["acc"], run["f1"], run["seconds"])  # fmt: skip
     rows = read_json(args.out, [])
+    for row in rows:  # from the runs themselves: a grid process of older code may have
+        if row["runs"]:  # merged a cell without a statistic that newer code adds
+            summarise(row)
+    save_rows(args.out, rows)
     write_markdown(rows, args.out.with_suffix(".md"))
     write_plot(rows, args.out.with_suffix(".png"))
     logging.info("wrote %s, .md, .png", args.out)
