@@ -78,32 +78,39 @@ def survey_kept(rows: list[dict], dataset: str, clients: int, method: str) -> st
 
 #: the classifier's loss reduction of each setting that runs Table II's cells
 REDUCTIONS = {"table2": "sum", "mean-ce": "mean"}
+#: the local steps per round of each setting that runs Table II's cells (Eq. 7's sum)
+LOCAL_STEPS = {"table2": "T_l = 10", "tl20": "T_l = 20"}
 
 
-def reduction_kept(rows: list[dict], dataset: str, clients: int, method: str) -> str | None:
-    """The setting (``table2``: Eq. 7's summed cross-entropy; ``mean-ce``: averaged) a
-    Table II cell keeps on validation (a tie keeps the sum); None for a method without
-    ``mean-ce`` runs or until both settings' runs record validation accuracy."""
+def setting_kept(rows: list[dict], dataset: str, clients: int, method: str,
+                 choices: dict[str, str] = REDUCTIONS) -> str | None:  # fmt: skip
+    """The setting of ``choices`` (default the loss reductions: ``table2``, Eq. 7's summed
+    cross-entropy, or ``mean-ce``, averaged) a Table II cell keeps on validation (a tie
+    keeps ``table2``); None for a method without such runs or until every setting's runs
+    record validation accuracy."""
     if method not in REDUCTION_METHODS:
         return None
-    found = {s: _find(rows, s, dataset, clients, method) for s in REDUCTIONS}
+    found = {s: _find(rows, s, dataset, clients, method) for s in choices}
     return _kept_on_validation(found, "table2")
 
 
-def kept_table2(rows: list[dict]) -> list[str]:
-    """Table II's ACC with each method's loss reduction chosen on validation, per cell."""
+def kept_table2(rows: list[dict], choices: dict[str, str] = REDUCTIONS,
+                what: str = "the reduction") -> list[str]:  # fmt: skip
+    """Table II's ACC with each method's setting of ``choices`` chosen on validation, per
+    cell (a dataset without runs of the alternatives is left out)."""
     out = []
+    others = [s for s in choices if s != "table2"]
     for ds in DATASETS:
-        if not any(r["dataset"] == ds and r["setting"] == "mean-ce" for r in rows):
+        if not any(r["dataset"] == ds and r["setting"] in others for r in rows):
             continue
-        out += [f"**{ds}, ACC** (ours with the reduction kept on validation; paper in "
+        out += [f"**{ds}, ACC** (ours with {what} kept on validation; paper in "
                 "brackets)", "", "| method | " + " | ".join(f"M = {m}" for m in CLIENTS)
                 + " |", "|---|" + "---|" * len(CLIENTS)]  # fmt: skip
         for meth in REDUCTION_METHODS:
             cells = []
             for m in CLIENTS:
-                kept = reduction_kept(rows, ds, m, meth)
-                cells.append(_cell(_find(rows, kept, ds, m, meth)) + f" · {REDUCTIONS[kept]}"
+                kept = setting_kept(rows, ds, m, meth, choices)
+                cells.append(_cell(_find(rows, kept, ds, m, meth)) + f" · {choices[kept]}"
                              if kept else "pending")  # fmt: skip
             out.append(f"| {LABELS[meth]} | " + " | ".join(cells) + " |")
         out.append("")
@@ -228,20 +235,20 @@ def variant_table(rows: list[dict], setting: str, variants: dict[str, Any]) -> l
     return out  # fmt: skip
 
 
-def targets(rows: list[dict], on_validation: bool = False, setting: str = "table2",
+def targets(rows: list[dict], choices: dict[str, str] | None = None, setting: str = "table2",
             key: str = "acc", survey: bool = True) -> list[str]:  # fmt: skip
     """Each target, cell by cell: met, missed (by how much) or not measured. With
-    ``on_validation`` each Table II cell takes the loss reduction kept on validation (a cell
-    whose choice is pending is not checked); otherwise the cells of ``setting``, read at
+    ``choices`` each Table II cell takes the setting of ``choices`` kept on validation (a
+    cell whose choice is pending is not checked); otherwise the cells of ``setting``, read at
     ``key`` (``best-round``: ``val_round_acc`` or ``best_round_acc``). ``survey`` adds the
     FedSage+ checks in the survey's setting."""
     lines, met, missed = [], 0, 0
 
     def find(ds: str, m: int, meth: str) -> dict | None:
-        if not on_validation:
+        if choices is None:
             r = _find(rows, setting, ds, m, meth)
             return r if r is None or key == "acc" else {**r, "acc": r.get(key)}
-        kept = reduction_kept(rows, ds, m, meth)
+        kept = setting_kept(rows, ds, m, meth, choices)
         return _find(rows, kept, ds, m, meth) if kept else None
 
     for ds in DATASETS:
@@ -351,7 +358,12 @@ def write_markdown(rows: list[dict], path: Path) -> None:
     lines += table2(rows, "mean-ce")
     lines += ["### The reduction kept on validation", ""] + kept_table2(rows)
     lines += ["Targets with the reduction kept on validation:", ""]
-    lines += targets(rows, on_validation=True)
+    lines += targets(rows, REDUCTIONS)
+    lines += ["## Causes tested: T_l = 20 local steps", "", section(NOTES, "tl20"), ""]
+    lines += table2(rows, "tl20") + ["### The local steps kept on validation", ""]
+    lines += kept_table2(rows, LOCAL_STEPS, "the local steps")
+    lines += ["Targets with the local steps kept on validation:", ""]
+    lines += targets(rows, LOCAL_STEPS, survey=False)
     lines += ["## Causes tested: the round reported", "", section(NOTES, "best-round"), ""]
     lines += round_table(rows) + ["Targets at the round of the best validation ACC:", ""]
     lines += targets(rows, setting="best-round", key="val_round_acc", survey=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from spreadfgl_repro.grid import plan  # noqa: E402
-from spreadfgl_repro.report import reduction_kept, targets  # noqa: E402
+from spreadfgl_repro.report import LOCAL_STEPS, REDUCTIONS, setting_kept, targets  # noqa: E402
 
 
 def _row(setting, method, val, acc, paper=80.0):
@@ -19,24 +19,24 @@ def _row(setting, method, val, acc, paper=80.0):
 
 def test_the_higher_validation_accuracy_is_kept_whatever_the_test_accuracy():
     rows = [_row("table2", "fedgl", 70, 90), _row("mean-ce", "fedgl", 71, 60)]
-    assert reduction_kept(rows, "Cora", 6, "fedgl") == "mean-ce"
+    assert setting_kept(rows, "Cora", 6, "fedgl") == "mean-ce"
     rows[1]["runs"][0]["val_acc"] = 68  # now the sum's mean validation accuracy is higher
-    assert reduction_kept(rows, "Cora", 6, "fedgl") == "table2"
+    assert setting_kept(rows, "Cora", 6, "fedgl") == "table2"
 
 
 def test_a_tie_keeps_the_sum_and_runs_without_validation_leave_it_pending():
     rows = [_row("table2", "fedgl", 70, 80), _row("mean-ce", "fedgl", 70, 81)]
-    assert reduction_kept(rows, "Cora", 6, "fedgl") == "table2"
+    assert setting_kept(rows, "Cora", 6, "fedgl") == "table2"
     del rows[0]["runs"][1]["val_acc"]
-    assert reduction_kept(rows, "Cora", 6, "fedgl") is None
-    assert reduction_kept(rows, "Cora", 6, "localfgl") is None  # no mean-ce cells
+    assert setting_kept(rows, "Cora", 6, "fedgl") is None
+    assert setting_kept(rows, "Cora", 6, "localfgl") is None  # no mean-ce cells
 
 
 def test_targets_on_validation_check_the_kept_cells():
     rows = [_row("table2", "fedavg-fusion", 70, 70), _row("mean-ce", "fedavg-fusion", 75, 80),
             _row("table2", "fedgl", 70, 80), _row("mean-ce", "fedgl", 60, 70)]  # fmt: skip
     as_written = "\n".join(targets(rows))
-    kept = "\n".join(targets(rows, on_validation=True))
+    kept = "\n".join(targets(rows, REDUCTIONS))
     assert "FedAvg-fusion -10.00 ✗" in as_written and "FedGL +0.00 ✓" in as_written
     assert "FedAvg-fusion +0.00 ✓" in kept and "FedGL +0.00 ✓" in kept
 
@@ -45,3 +45,11 @@ def test_mean_ce_runs_each_method_whose_reduction_is_chosen():
     methods = {c.method for c in plan(["mean-ce"], ["Cora"], [6], ["fedgl", "spreadfgl",
                                                                      "fedavg-fusion"])}
     assert methods == {"fedavg-fusion", "fedgl", "spreadfgl"}
+
+
+def test_the_local_steps_are_chosen_on_validation_like_the_reduction():
+    rows = [_row("table2", "fedgl", 70, 75), _row("tl20", "fedgl", 72, 79),
+            _row("mean-ce", "fedgl", 90, 60)]  # fmt: skip
+    assert setting_kept(rows, "Cora", 6, "fedgl", LOCAL_STEPS) == "tl20"  # mean-ce not a choice
+    assert setting_kept(rows, "Cora", 6, "fedgl") == "mean-ce"
+    assert "FedGL -1.00 ✓" in "\n".join(targets(rows, LOCAL_STEPS, survey=False))
