@@ -6,8 +6,9 @@ M ∈ {6, 9, 12, 15}; LocalFGL, FedAvg-fusion, FedSage+, FedGL, SpreadFGL with 3
 servers), ``survey`` (FedSage / FedSage+ in their paper's setting), ``privacy`` (FedGL on
 Cora M = 9 with each H protection, attacked by :mod:`attacks.h_inference` and
 :mod:`attacks.generated_features`), ``bytes`` (patch encodings), and the tested causes
-of the gaps to the paper (``partition``, ``normfeat``, ``normfeat-scaled``, ``mean-ce``,
-``patcher``, ``hparams``: see the grid). WikiCS is listed as not run (not available
+of the gaps to the paper (``partition``, ``table1-cut``, ``normfeat``, ``normfeat-scaled``,
+``mean-ce``, ``tl20``, ``best-round``, ``f1-clients``, ``patcher``, ``hparams``: see the
+grid). WikiCS is listed as not run (not available
 offline).
 
 Run: ``SECUREFGL_DATA=/path python benchmarks/reproduce_spreadfgl.py --settings table2
