@@ -4,6 +4,7 @@ protections, the survey setting, the tested causes; prose from ``notes/spreadfgl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,68 +118,67 @@ def kept_table2(rows: list[dict], choices: dict[str, str] = REDUCTIONS,
     return out
 
 
-def f1_table(rows: list[dict]) -> list[str]:
-    """``f1-clients``: Table II's cells run again, the pooled macro-F1 beside each client's
-    own averaged over the clients, the paper's F1, and whether the runs repeat Table II's
-    test ACC seed for seed."""
+def _readings_table(rows: list[dict], setting: str, caption: str,
+                    cell: Callable[[dict], str | None]) -> list[str]:  # fmt: skip
+    """Per dataset with ``setting`` rows: a method × M table of ``cell(row)`` (``–`` where
+    the cell has no row or ``cell`` returns None; a method without any is left out)."""
     out = []
     for ds in DATASETS:
-        found = [r for r in rows if r["setting"] == "f1-clients" and r["dataset"] == ds]
-        if not found:
+        if not any(r["setting"] == setting and r["dataset"] == ds for r in rows):
             continue
-        out += [f"**{ds}** (macro-F1 %: pooled / mean of the clients' own over the classes "
-                "each client has or predicts / the same over the classes it has; paper in "
-                "brackets; every seed's test ACC equals Table II's unless marked)", "",
-                "| method | " + " | ".join(f"M = {m}" for m in CLIENTS) + " |",
+        out += [f"**{ds}** ({caption})", "", "| method | "
+                + " | ".join(f"M = {m}" for m in CLIENTS) + " |",
                 "|---|" + "---|" * len(CLIENTS)]  # fmt: skip
         for meth in REDUCTION_METHODS:
-            cells = []
-            for m in CLIENTS:
-                r = _find(rows, "f1-clients", ds, m, meth)
-                if r is None or r.get("f1_clients_true") is None:
-                    cells.append("–")
-                    continue
-                t2 = _find(rows, "table2", ds, m, meth)
-                same = t2 is not None and all(
-                    any(x["seed"] == y["seed"] and x["acc"] == y["acc"] for y in t2["runs"])
-                    for x in r["runs"]
-                )
-                seeds = f" [{r['seeds']} seeds]" if r["seeds"] < SEEDS else ""
-                paper = f" ({r['paper_f1']:.2f})" if r.get("paper_f1") is not None else ""
-                cells.append(f"{r['f1']:.2f} / {r['f1_clients']:.2f} / "
-                             f"{r['f1_clients_true']:.2f}{paper}{seeds}"
-                             + ("" if same else " · ACC differs"))  # fmt: skip
+            found = [_find(rows, setting, ds, m, meth) for m in CLIENTS]
+            cells = [(cell(r) if r is not None else None) or "–" for r in found]
             if any(c != "–" for c in cells):
                 out.append(f"| {LABELS[meth]} | " + " | ".join(cells) + " |")
         out.append("")
     return out
 
 
+def _seeds_mark(row: dict) -> str:
+    n = row["seeds"]
+    return f" [{n} seed{'s' if n != 1 else ''}]" if n < SEEDS else ""
+
+
+def f1_table(rows: list[dict]) -> list[str]:
+    """``f1-clients``: Table II's cells run again, the pooled macro-F1 beside each client's
+    own averaged over the clients, the paper's F1, and whether the runs repeat Table II's
+    test ACC seed for seed."""
+
+    def cell(r: dict) -> str | None:
+        if r.get("f1_clients_true") is None:
+            return None
+        t2 = _find(rows, "table2", r["dataset"], r["clients"], r["method"])
+        same = t2 is not None and all(
+            any(x["seed"] == y["seed"] and x["acc"] == y["acc"] for y in t2["runs"])
+            for x in r["runs"]
+        )
+        paper = f" ({r['paper_f1']:.2f})" if r.get("paper_f1") is not None else ""
+        return (f"{r['f1']:.2f} / {r['f1_clients']:.2f} / {r['f1_clients_true']:.2f}"
+                f"{paper}{_seeds_mark(r)}" + ("" if same else " · ACC differs"))  # fmt: skip
+
+    return _readings_table(rows, "f1-clients", "macro-F1 %: pooled / mean of the clients' "
+                           "own over the classes each client has or predicts / the same over "
+                           "the classes it has; paper in brackets; every seed's test ACC "
+                           "equals Table II's unless marked", cell)  # fmt: skip
+
+
 def round_table(rows: list[dict]) -> list[str]:
     """``best-round``: test ACC at the last round / at the round of the best validation ACC
     / at the best round for test, per method and cell, the paper's in brackets."""
-    out = []
-    for ds in DATASETS:
-        if not any(r["setting"] == "best-round" and r["dataset"] == ds for r in rows):
-            continue
-        out += [f"**{ds}** (test ACC %: last round / round of the best validation ACC / best "
-                "round for test; mean over seeds, paper in brackets)", "",
-                "| method | " + " | ".join(f"M = {m}" for m in CLIENTS) + " |",
-                "|---|" + "---|" * len(CLIENTS)]  # fmt: skip
-        for meth in REDUCTION_METHODS:
-            cells = []
-            for m in CLIENTS:
-                r = _find(rows, "best-round", ds, m, meth)
-                if r is None or r.get("best_round_acc") is None:
-                    cells.append("–")
-                    continue
-                n = r["seeds"]
-                seeds = f" [{n} seed{'s' if n != 1 else ''}]" if n < SEEDS else ""
-                cells.append(f"{r['acc']:.2f} / {r['val_round_acc']:.2f} / "
-                             f"{r['best_round_acc']:.2f} ({r['paper_acc']:.2f}){seeds}")
-            out.append(f"| {LABELS[meth]} | " + " | ".join(cells) + " |")
-        out.append("")
-    return out
+
+    def cell(r: dict) -> str | None:
+        if r.get("best_round_acc") is None:
+            return None
+        return (f"{r['acc']:.2f} / {r['val_round_acc']:.2f} / {r['best_round_acc']:.2f} "
+                f"({r['paper_acc']:.2f}){_seeds_mark(r)}")  # fmt: skip
+
+    return _readings_table(rows, "best-round", "test ACC %: last round / round of the best "
+                           "validation ACC / best round for test; mean over seeds, paper in "
+                           "brackets", cell)  # fmt: skip
 
 
 def table2(rows: list[dict], setting: str = "table2") -> list[str]:

@@ -292,8 +292,9 @@ def partition_graph(
 
 def raise_cut(assignment: np.ndarray, pairs: np.ndarray, target: float, seed: int) -> np.ndarray:
     """``assignment`` with the clients of random node pairs swapped until at least ``target``
-    of the undirected ``pairs`` are cut: the fewest swaps, in one seeded order, that reach
-    it (a bisection; client sizes unchanged). Unchanged if it already cuts that much.
+    of the undirected ``pairs`` are cut: swaps along one seeded order, as many as a bisection
+    needs to reach it (one swap fewer cuts less; client sizes unchanged). Unchanged if it
+    already cuts that much.
 
     Raises:
         ValueError: ``target`` outside (0, 1), a node in no client, or a target that even

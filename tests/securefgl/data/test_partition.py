@@ -261,7 +261,7 @@ def test_raised_cut_reaches_the_target_with_sizes_kept(graph, target, k, seed):
     assert (raised.sizes == plain.sizes).all()
     if before >= target:  # already cut that much: left as it is
         assert (raised.assignment == plain.assignment).all()
-    else:  # the fewest swaps that reach it: close to the target, never short of it
+    else:  # swapped until it is reached: close to the target, never short of it
         assert target <= after <= target + 0.05
         assert raised.assignment.tolist() == partition_graph(
             graph, k, "louvain-chunks", seed=seed, cut=target
