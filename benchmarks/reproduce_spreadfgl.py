@@ -35,6 +35,7 @@ from spreadfgl_repro.grid import (
     CLIENTS,
     DATASETS,
     METHODS,
+    READS,
     REDUCTION_METHODS,
     SURVEY_METHODS,
     VALIDATED,
@@ -207,14 +208,11 @@ def main() -> None:
     todo = []
     for cell in cells:
         runs = by_key.get(cell.key, {"runs": []})["runs"]
-        # runs without what their setting reads are redone (validation accuracy for the
-        # settings that enter a choice on validation, both client-mean F1s for f1-clients,
-        # the round-wise ACCs for best-round)
+        # runs without what their setting reads are redone (``READS``; validation accuracy
+        # for the settings that enter a choice on validation)
         chosen = cell.setting in VALIDATED and (
             cell.setting != "table2" or cell.method in REDUCTION_METHODS)  # fmt: skip
-        needed = "val_acc" if chosen else None
-        needed = "f1_clients_true" if cell.setting == "f1-clients" else needed
-        needed = "best_round_acc" if cell.setting == "best-round" else needed
+        needed = READS.get(cell.setting, "val_acc" if chosen else None)
         done = {r["seed"] for r in runs if needed is None or needed in r}
         missing = [s for s in range(args.seeds) if s not in done]
         if missing:

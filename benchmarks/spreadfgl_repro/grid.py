@@ -87,6 +87,8 @@ TABLE1_CUT_DATASETS = ("CS",)
 #: settings whose runs enter a choice on validation (table2: only ``REDUCTION_METHODS``):
 #: runs without ``val_acc`` are redone
 VALIDATED = ("table2", "survey", "mean-ce", "tl20")
+#: settings that read more than a run's ACC and F1: runs without that key are redone
+READS = {"f1-clients": "f1_clients_true", "best-round": "best_round_acc"}
 #: the methods each loss reduction is chosen for on validation (``mean-ce`` runs them)
 REDUCTION_METHODS = ("fedavg-fusion", "fedgl", "spreadfgl")
 #: the ``patcher`` setting's variants: one SpreadFGL setting each, on top of ``mean-ce``

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from securefgl.spreadfgl.model import Factored
-from securefgl.spreadfgl.settings import SpreadFGLSettings
+from securefgl.spreadfgl.settings import CANDIDATES, SpreadFGLSettings
 
 AE_HIDDEN = 16
 ASSESSOR_DIMS = (128, 16)
@@ -53,8 +53,8 @@ def potential_links(
     With ``rng``, a tie at the k-th score is broken uniformly at random (otherwise in a
     fixed order): released one-hot rows (randomised response) make every same-class pair
     a tie, and a fixed order would send every row's links to the same few nodes."""
-    if scope not in ("all", "cross_client", "own_client"):
-        raise ValueError(f"scope must be all, cross_client or own_client, got {scope!r}")
+    if scope not in CANDIDATES:
+        raise ValueError(f"scope must be one of {list(CANDIDATES)}, got {scope!r}")
     h = np.asarray(h, dtype=np.float32)
     n = len(h)
     k_eff = min(k, max(n - 1, 0))
