@@ -200,12 +200,9 @@ class SplitViewServer(LyingServer):
         self._fix_survivors(inbox)
         assert self._info is not None
         self.views = self.split_views()
-        parts = list(self._info.graph.participants)
-        return [
-            self._send(w, TAG_CONSISTENCY, {}, participants=parts, u2=list(self.masks),
-                       u3=sorted(view))
-            for w, view in self.views.items()
-        ]  # fmt: skip
+        fields, meta = self.statement_parts()  # participants, U2 and the keys: honest
+        return [self._send(w, TAG_CONSISTENCY, fields, **meta, u3=sorted(view))
+                for w, view in self.views.items()]  # fmt: skip
 
     def collect_signatures(self, inbox: Inbox) -> list[Envelope]:
         """The best it can do: forward to each w the signatures of the clients in S_w

@@ -50,7 +50,9 @@ from protocols.secagg.consistency import (
     endorse,
     endorsement_key,
     holders,
+    key_digest,
     key_statement,
+    keys_digest,
     survivor_statement,
     unpack_signatures,
 )
@@ -95,6 +97,7 @@ class SecAggClient(AggregationClient):
             raise ValueError(f"{party_id}: malicious-server mode needs an identity and registry")
         self.identity = identity
         self.registry = registry
+        self._used_rounds: set[int] = set()
         self._reset(None)
 
     def _reset(self, round_idx: int | None) -> None:
@@ -119,6 +122,18 @@ class SecAggClient(AggregationClient):
         return self._round
 
     def begin_round(self, round_idx: int, vector: np.ndarray, weight: float) -> None:
+        """Start round ``round_idx`` with this client's input; every round index is used at
+        most once (its keys, statements and signatures are bound to it)."""
+        if isinstance(round_idx, bool) or not isinstance(round_idx, int | np.integer):
+            raise ValueError(f"round_idx must be a non-negative int, got {round_idx!r}")
+        round_idx = int(round_idx)
+        if round_idx < 0:
+            raise ValueError(f"round_idx must be a non-negative int, got {round_idx!r}")
+        if round_idx in self._used_rounds:
+            raise ProtocolError(
+                f"{self.party_id}: round {round_idx} was already used; every secagg round needs "
+                "a fresh round index (its keys and signed statements are bound to it)"
+            )
         vec = np.asarray(vector, dtype=np.float64)
         if vec.shape != (self.dim,):
             raise ValueError(f"{self.party_id}: vector shape {vec.shape} != ({self.dim},)")
@@ -130,6 +145,7 @@ class SecAggClient(AggregationClient):
         # Range check now (max |w x_i| = w max |x_i| exactly); encode when masking, so that
         # no party holds a second copy of its input between phases.
         self.config.codec.check_peak(max(weight * max(-lo, hi), weight))
+        self._used_rounds.add(round_idx)
         self._reset(round_idx)
         self._input = (vec, float(weight))
 
@@ -347,13 +363,42 @@ class SecAggClient(AggregationClient):
         alive = len(holders(info.graph, who) & set(u3))
         if alive < info.t:
             raise ProtocolError(f"{who}: only {alive} of its share holders survive (t={info.t})")
-        stmt = survivor_statement(self.config, self._r, participants, u2, u3)
+        round_keys = self._check_round_keys(msg, participants, u2)
+        stmt = survivor_statement(self.config, self._r, participants, u2, u3, round_keys)
         sig = self.identity.sign(stmt)
         self._signed = (stmt, sig, sorted(u3))
         alive = set(u3)
         fields = {f"mac:{v}": endorse(self._endorsement_key(v), stmt, who, v)
                   for v in self._mask_set if v in alive}  # fmt: skip
         return self._send(TAG_CONSISTENCY_SIG, {"sig": sig, **fields})
+
+    def _check_round_keys(
+        self, msg: Payload, participants: list[str], u2: list[str]
+    ) -> bytes:
+        """The digest of the round's keys the statement lists, after checking the entries this
+        client knows: its own keys and exactly the neighbours' keys it was sent."""
+        who = self.party_id
+        assert self._c is not None and self._s is not None and self._info is not None
+        keyed = id_list(msg.meta, "keyed", who)
+        raw = msg.fields.get("keys")
+        shape = (len(keyed), 32)
+        if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or raw.shape != shape:
+            raise ProtocolError(f"{who}: the statement's key digests must be uint8 of {shape}")
+        if set(msg.fields) != {"keys"}:
+            raise ProtocolError(f"{who}: unexpected fields in the survivor statement")
+        listed = {v: raw[i].tobytes() for i, v in enumerate(keyed)}
+        if not set(u2) <= set(listed) <= set(participants):
+            raise ProtocolError(f"{who}: the statement's keys do not cover U2 ⊆ keyed ⊆ P")
+        mine = {who: (self._c.public, self._s.public), **self._peers}
+        near = {v for v in self._info.graph.neighbours(who) if v in listed}
+        if near != set(self._peers) or listed.get(who) != key_digest(who, *mine[who]) or any(
+            listed[v] != key_digest(v, *mine[v]) for v in self._peers
+        ):
+            raise ProtocolError(
+                f"{who}: refusing to sign: the statement lists round keys other than the ones "
+                "this client advertised and was sent"
+            )
+        return keys_digest(listed)
 
     def _endorsement_key(self, peer: str) -> bytes:
         key = self._endorsement_keys.get(peer)

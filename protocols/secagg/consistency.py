@@ -9,9 +9,11 @@ al. (CCS 2020) carry this to SecAgg+.
 What is signed here (a :func:`protocols.identity.statement`, domain ``secagg``): the keys
 (experiment, round, client, ``c_pk``, ``s_pk``) and the survivor statement (experiment,
 round, participants, U2 = clients whose shares were routed, U3 = clients whose masked input
-arrived). Deviation: the statement also fixes the participants and U2, and a client signs
-only if its own mask set equals ``U2 ∩ N(u)``; with U3 alone a server that withholds routed
-shares can shrink one client's mask set to clients it then declares dropped.
+arrived, and a digest of the round's keys: every advertised client's ``(c_pk, s_pk)``).
+Deviation: the statement also fixes the participants, U2 and the keys, and a client signs
+only if its own mask set equals ``U2 ∩ N(u)`` and the keys it lists for the client and its
+neighbours are the ones it used; with U3 alone a server that withholds routed shares can
+shrink one client's mask set to clients it then declares dropped.
 
 Quorum (per client u): for itself and every v it masked with, t valid signatures on the
 statement from v's share holders ``{v} ∪ N(v)`` inside U3. Honest clients sign one
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -60,15 +62,27 @@ def key_statement(
     return statement(DOMAIN, config.experiment_id, round_idx, "keys", cid, c_pk, s_pk)
 
 
+def key_digest(cid: str, c_pk: bytes, s_pk: bytes) -> bytes:
+    """SHA-256 of one client's advertised round keys (an entry of the survivor statement)."""
+    return digest(b"secagg/round-keys/v1", cid.encode(), c_pk, s_pk)
+
+
+def keys_digest(digests: Mapping[str, bytes]) -> bytes:
+    """One digest of the round's keys: ``client -> key_digest`` over every advertised client."""
+    return digest(b"secagg/round-key-set/v1", *(c.encode() + d for c, d in sorted(digests.items())))
+
+
 def survivor_statement(
     config: SecAggConfig,
     round_idx: int,
     participants: Sequence[str],
     u2: Sequence[str],
     u3: Sequence[str],
+    round_keys: bytes,
 ) -> bytes:
     """The survivor statement every survivor signs (one per round); the signer is bound by
-    the signature, not the text, so every signer signs the same bytes."""
+    the signature, not the text, so every signer signs the same bytes. ``round_keys``:
+    :func:`keys_digest` of the keys the server says each client advertised."""
     return statement(
         DOMAIN,
         config.experiment_id,
@@ -78,6 +92,7 @@ def survivor_statement(
         sorted(participants),
         sorted(u2),
         sorted(u3),
+        round_keys,
     )
 
 

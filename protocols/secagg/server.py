@@ -41,6 +41,7 @@ from protocols.secagg.consistency import (
     MAC_BYTES,
     TAG_CONSISTENCY,
     TAG_CONSISTENCY_SIG,
+    key_digest,
     pack_signatures,
 )
 from protocols.secagg.messages import (
@@ -242,13 +243,23 @@ class SecAggServer(AggregationServer):
     def request_consistency(self, inbox: Inbox) -> list[Envelope]:
         """Malicious-server mode: the survivor statement to every survivor (one set)."""
         self._fix_survivors(inbox)
+        fields, meta = self.statement_parts()
+        meta["u3"] = list(self._survivors)
+        return [self._send(u, TAG_CONSISTENCY, fields, **meta) for u in self._survivors]
+
+    def statement_parts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The survivor statement's fields and metadata but U3: the participants, U2 and
+        every advertised client's key digest (``keyed`` names the rows of ``keys``)."""
         assert self._info is not None
+        keyed = [u for u in self._info.graph.participants if u in self._keys]
+        raw = b"".join(key_digest(u, *self._keys[u]) for u in keyed)
+        keys = np.frombuffer(raw, np.uint8).reshape(len(keyed), 32).copy()
         meta = {
             "participants": list(self._info.graph.participants),
             "u2": list(self._mask_sets),
-            "u3": list(self._survivors),
+            "keyed": keyed,
         }
-        return [self._send(u, TAG_CONSISTENCY, {}, **meta) for u in self._survivors]
+        return {"keys": keys}, meta
 
     def collect_signatures(self, inbox: Inbox) -> list[Envelope]:
         """Malicious-server mode: forward the survivors' signatures as the unmask request."""

@@ -229,7 +229,7 @@ def test_quorum_checks_only_what_it_needs(n: int, k: int | None) -> None:
     config = (SecAggregation if k is None else SecAggPlus)("q", **({"k": k} if k else {}))
     cfg = config.config_for(n)
     info = RoundInfo.build(cfg, 0, _ids(n))
-    stmt = survivor_statement(cfg, 0, _ids(n), _ids(n), _ids(n))
+    stmt = survivor_statement(cfg, 0, _ids(n), _ids(n), _ids(n), bytes(32))
     sigs = {c: pki.identity(c).sign(stmt) for c in _ids(n)}
     me = "c00"
     targets = [me, *info.graph.neighbours(me)]
@@ -280,3 +280,43 @@ def test_endorsements_replace_signature_checks_and_a_forged_one_aborts(protocol,
     with pytest.raises(SignatureError, match="endorsement of .* does not verify"):
         aggregate(protocol, parties, 0, inputs, forge)
     assert not parties.clients["c00"]._answered
+
+
+@pytest.mark.parametrize("threat_model", ["honest-but-curious", MAL])
+def test_a_client_refuses_a_reused_round_index(threat_model) -> None:
+    n, d = 4, 2
+    protocol = SecAggregation("exp-u", threat_model=threat_model)
+    parties = protocol.create_parties(SERVER, _ids(n), d)
+    aggregate(protocol, parties, 3, _inputs(n, d))
+    with pytest.raises(ProtocolError, match="round 3 was already used"):
+        parties.clients["c00"].begin_round(3, np.zeros(d), 1.0)
+    parties.clients["c00"].begin_round(4, np.zeros(d), 1.0)  # a fresh index is fine
+
+
+@pytest.mark.parametrize("protocol", [SecAggregation("exp-k", threat_model=MAL),
+                                      SecAggPlus("exp-k", k=2, threat_model=MAL)])  # fmt: skip
+def test_the_survivor_statement_binds_the_round_keys(protocol) -> None:
+    """The server lists other keys for a neighbour of c00 in the statement: c00 refuses to
+    sign it, and nobody reveals a share."""
+    n, d = 6, 2
+    parties = protocol.create_parties(SERVER, _ids(n), d)
+    peer = RoundInfo.build(protocol.config_for(n), 0, _ids(n)).graph.neighbours("c00")[0]
+    edited: list[str] = []
+
+    def other_keys(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            keys = env.payload.fields.get("keys")
+            if env.tag == TAG_CONSISTENCY and env.receiver == "c00" and keys is not None:
+                keys = env.payload.fields["keys"] = keys.copy()
+                keys[env.payload.meta["keyed"].index(peer), 0] ^= 1
+                edited.append(peer)
+        return out
+
+    with pytest.raises(ProtocolError, match="round keys other than"):
+        aggregate(protocol, parties, 0, _inputs(n, d), other_keys)
+    assert edited and not any(c._answered for c in parties.clients.values())
+    cfg, ids = protocol.config_for(n), _ids(n)
+    assert survivor_statement(cfg, 0, ids, ids, ids, bytes(32)) != survivor_statement(
+        cfg, 0, ids, ids, ids, bytes(31) + b"\x01"
+    )
