@@ -78,6 +78,7 @@ def make_transport(
     neighbours: int | None = None,
     threat_model: str = HONEST_BUT_CURIOUS,
     pki: Pki | None = None,
+    min_cohort: int | None = None,
 ) -> AggregationProtocol:
     """The transport ``name``; ``experiment_id`` binds every key and mask of the run.
 
@@ -86,6 +87,9 @@ def make_transport(
     degree k (default 2⌈log2 n⌉). ``threat_model``: ``"honest-but-curious"`` or
     ``"malicious"`` (signed messages and consistency checks, with ``pki`` or a PKI issued
     when the parties are made); ``plain`` has nothing to protect either way.
+    ``min_cohort``: the smallest participant list every ``secagg`` / ``secagg+`` client
+    accepts (None: 2 honest-but-curious, the whole federation malicious; see
+    :class:`~protocols.secagg.SecAggregation`); the other transports ignore it.
     """
     if name not in TRANSPORTS:
         raise ValueError(f"unknown transport {name!r}; choose from {list(TRANSPORTS)}")
@@ -96,7 +100,9 @@ def make_transport(
         if threat_model == HONEST_BUT_CURIOUS:
             return CKKSAggregation(experiment_id=experiment_id)
         return SignedCKKSAggregation(experiment_id=experiment_id, pki=pki)
-    secure = {"threshold": threshold, "threat_model": threat_model, "pki": pki}
+    secure = {
+        "threshold": threshold, "threat_model": threat_model, "pki": pki, "min_cohort": min_cohort
+    }
     if name == "secagg+":
         return SecAggPlus(experiment_id, k=neighbours, **secure)
     return SecAggregation(experiment_id, **secure)

@@ -24,7 +24,7 @@ from protocols.dp.accounting import (
     noise_for_budget,
 )
 from protocols.dp.aggregation import DPAggregation, DPClient, DPServer, UpdateMechanism
-from protocols.dp.clip_noise import ClipNoiseMechanism, clip_l2
+from protocols.dp.clip_noise import ClipNoiseMechanism, clip_l2, enforced_noise_multiplier
 from protocols.dp.graph_dp import edge_rand, edge_rand_flip_probability, lap_graph
 from protocols.dp.ldp import (
     GaussianLDP,
@@ -72,6 +72,7 @@ __all__ = [
     "clip_l2",
     "edge_rand",
     "edge_rand_flip_probability",
+    "enforced_noise_multiplier",
     "fedgnn_epsilon",
     "lap_graph",
     "make_private",

@@ -10,8 +10,10 @@ output, not from the server. ``mode="distributed"``: each of the ``n`` expected 
 ``N(0, σ²S²/n)``, so under ``secagg`` / ``ckks`` the server sees only the noised sum;
 assumes honest clients, and dropouts or colluding clients weaken it (both accounted). Under
 DP client weights are uniform or fixed and capped, and the sum is divided by a fixed public
-denominator (``denominator="participants"`` is charged 2S). Deviations: a fixed clip norm;
-floating-point noise from numpy's PCG64. In full: ``docs/protocols.md``.
+denominator (``denominator="participants"`` is charged 2S). Against a server that chooses
+the cohort (malicious mode) charge the fewest shares the clients enforce in any sum
+(:func:`enforced_noise_multiplier`), not the driver's survivor count. Deviations: a fixed
+clip norm; floating-point noise from numpy's PCG64. In full: ``docs/protocols.md``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,26 @@ def clip_l2(vector: np.ndarray, clip_norm: float) -> np.ndarray:
     if norm > clip_norm:
         x *= clip_norm / norm
     return x
+
+
+def enforced_noise_multiplier(
+    noise_multiplier: float, min_summands: int, expected_clients: int, colluding: int = 0
+) -> float:
+    """σ_eff that distributed noise keeps when each sum holds at least ``min_summands`` shares.
+
+    Each client adds ``N(0, σ²S²/n)`` (n = ``expected_clients``), so a sum of m honest
+    shares carries ``σ²S²·m/n``; ``colluding`` shares are known to the adversary and do not
+    count: ``σ·√(max(m − c, 0)/n)``. With m the minimum a client enforces (e.g.
+    :meth:`protocols.secagg.SecAggregation.min_summands`), this holds against a server that
+    chooses the cohort, whatever the driver counted.
+    """
+    sigma = float(noise_multiplier)
+    m, n, c = int(min_summands), int(expected_clients), int(colluding)
+    if not (sigma >= 0 and math.isfinite(sigma)):
+        raise ValueError(f"noise_multiplier must be finite and >= 0, got {noise_multiplier}")
+    if n < 1 or m < 0 or c < 0:
+        raise ValueError(f"need expected_clients >= 1, min_summands, colluding >= 0: {n, m, c}")
+    return sigma * math.sqrt(max(m - c, 0) / n)
 
 
 @dataclass(frozen=True)
@@ -173,8 +195,7 @@ class ClipNoiseMechanism:
         if self.mode == "distributed":
             assert self.expected_clients is not None
             m = self.expected_clients if n_survivors is None else int(n_survivors)
-            honest = max(m - int(colluding), 0)
-            sigma *= math.sqrt(honest / self.expected_clients)
+            sigma = enforced_noise_multiplier(sigma, m, self.expected_clients, colluding)
         # central mode: the server draws the noise; colluding clients cannot remove it
         if self.denominator == "participants":
             sigma /= 2.0

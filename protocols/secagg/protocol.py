@@ -22,6 +22,7 @@ from protocols.secagg.rounds import (
     check_fraction,
     check_threshold,
     default_degree,
+    holders_for,
 )
 from protocols.secagg.server import SecAggServer
 
@@ -38,6 +39,15 @@ class SecAggregation(AggregationProtocol):
     ``"honest-but-curious"`` (default) or ``"malicious"``; ``pki``: the experiment's
     :class:`~protocols.identity.Pki` (None: one is issued for the clients when the parties
     are made, the protocol object acting as the experiment's registrar).
+
+    ``min_cohort``: the smallest participant list every client accepts, and the cohort whose
+    threshold is every round's floor (:attr:`SecAggConfig.threshold_floor`). It reaches the
+    clients with the protocol's public parameters, built from the experiment's settings,
+    never from a server message. None: 2 when honest-but-curious (the server's cohort is
+    the driver's sampling, trusted in that model), the whole registered federation (every
+    client the parties are made for) when malicious; a run that samples fewer clients per
+    round must pass its cohort size. An integer threshold raises it to at least t.
+    :meth:`min_summands` is what it guarantees.
     """
 
     name: ClassVar[str] = "secagg"
@@ -71,7 +81,12 @@ class SecAggregation(AggregationProtocol):
         value_bound: float | None = None,
         threat_model: str = HONEST_BUT_CURIOUS,
         pki: Pki | None = None,
+        min_cohort: int | None = None,
     ) -> None:
+        if min_cohort is not None and (
+            isinstance(min_cohort, bool) or not isinstance(min_cohort, int) or min_cohort < 2
+        ):
+            raise ValueError(f"min_cohort must be an integer >= 2 or None, got {min_cohort!r}")
         if not isinstance(experiment_id, str) or not experiment_id:
             raise ValueError("experiment_id must be a non-empty string (it binds every key)")
         if isinstance(threshold, bool) or (isinstance(threshold, int) and threshold < 2):
@@ -84,20 +99,49 @@ class SecAggregation(AggregationProtocol):
         self.value_bound = value_bound
         self.threat_model = check_threat_model(threat_model)
         self.pki = pki
+        self.min_cohort = min_cohort
         if self.threat_model != HONEST_BUT_CURIOUS:
             self.round_phases = self.malicious_round_phases  # type: ignore[misc]
 
     def _degree(self, n: int) -> int | None:
         return None
 
+    def cohort_for(self, n_clients: int) -> int:
+        """The minimum cohort the clients of a federation of ``n_clients`` enforce."""
+        if self.min_cohort is not None:
+            if self.min_cohort > n_clients:
+                raise ValueError(
+                    f"min_cohort={self.min_cohort} exceeds the {n_clients} clients of the "
+                    "federation: no round could run"
+                )
+            m = self.min_cohort
+        else:
+            m = n_clients if self.threat_model != HONEST_BUT_CURIOUS else 2
+        if isinstance(self.threshold, int):
+            # a smaller list could not reach t share holders (a larger t fails at the round)
+            m = max(m, min(self.threshold, n_clients))
+        return max(m, 2)
+
     def config_for(self, n_clients: int) -> SecAggConfig:
         """Public parameters for ``n_clients``; refuses (``ValueError``) a threshold that is
-        at most half of the share holders of a full round (smaller rounds have fewer)."""
+        at most half of the share holders of a full round (smaller rounds have fewer) and a
+        minimum cohort larger than the federation."""
         codec = FixedPointCodec(self.frac_bits, self.value_bound, max_summands=n_clients)
         k = self._degree(n_clients)
         if isinstance(self.threshold, int) and n_clients >= 2:  # fractions: checked in __init__
-            check_threshold(self.threshold, n_clients if k is None else min(k, n_clients - 1) + 1)
-        return SecAggConfig(self.experiment_id, codec, k, self.threshold, self.threat_model)
+            check_threshold(self.threshold, holders_for(k, n_clients))
+        cohort = self.cohort_for(n_clients)
+        return SecAggConfig(
+            self.experiment_id, codec, k, self.threshold, self.threat_model, cohort
+        )
+
+    def min_summands(self, n_clients: int) -> int:
+        """The fewest inputs any sum the server can unmask holds, as the clients of a
+        federation of ``n_clients`` enforce it whatever the server sends: the threshold of
+        a round of the minimum cohort (:attr:`SecAggConfig.threshold_floor`). Against a
+        malicious server, distributed DP noise should be charged at this many shares
+        (:func:`protocols.dp.clip_noise.enforced_noise_multiplier`)."""
+        return self.config_for(n_clients).threshold_floor
 
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int

@@ -14,6 +14,14 @@ key of one client and unmask its input (Bonawitz et al. 2017, Sec. 4: t > n/2 ag
 active server); such thresholds are refused. Deviation: the default degree
 k = 2 ceil(log2 n) and threshold t = floor(h/2) + 1 are heuristics, not Bell et al.'s
 derivation from the corrupt and dropout fractions.
+
+Minimum cohort: the participant list is the server's choice, so every party refuses a list
+shorter than ``SecAggConfig.min_cohort`` (a public parameter of the experiment, never taken
+from a server message), and every round's threshold is at least ``threshold_floor``, the
+threshold of a round of exactly ``min_cohort`` clients: it never falls with the server's
+list. A client unmasks only when at least t of its share holders survive, so every sum the
+server can unmask holds at least ``threshold_floor`` inputs (for SecAgg+, every connected
+part of the survivors on the ring does).
 """
 
 from __future__ import annotations
@@ -37,10 +45,21 @@ class SecAggConfig:
     k: int | None = None  # None: complete graph (SecAgg)
     threshold: int | float | None = None
     threat_model: str = "honest-but-curious"  # or "malicious" (signed keys, consistency)
+    #: the smallest participant list any party accepts (from the experiment, not the server)
+    min_cohort: int = 2
 
     @property
     def malicious(self) -> bool:
         return self.threat_model == "malicious"
+
+    @property
+    def threshold_floor(self) -> int:
+        """The threshold of a round of exactly ``min_cohort`` clients: no round goes below it,
+        so no sum the server unmasks holds fewer inputs (:func:`resolve_threshold`; an
+        integer threshold is its own floor)."""
+        if isinstance(self.threshold, int):
+            return self.threshold
+        return resolve_threshold(self.threshold, holders_for(self.k, max(self.min_cohort, 2)))
 
     def context(self, round_idx: int, step: str, *parts: str) -> bytes:
         """HKDF info / AEAD associated data: experiment, round, protocol step, parties."""
@@ -56,6 +75,12 @@ class SecAggConfig:
 def default_degree(n: int) -> int:
     """SecAgg+ default neighbourhood size: 2 ceil(log2 n) (even, O(log n))."""
     return 2 * max(1, math.ceil(math.log2(max(n, 2))))
+
+
+def holders_for(k: int | None, participants: int) -> int:
+    """Share holders per client in a round of ``participants`` clients (as :class:`MaskGraph`:
+    everyone for SecAgg or when k >= n - 1, else the client and its k neighbours)."""
+    return participants if k is None or k >= participants - 1 else k + 1
 
 
 def min_threshold(holders: int) -> int:
@@ -158,7 +183,19 @@ class RoundInfo:
             raise ProtocolError("secagg: participants must be distinct string ids")
         if len(ids) < 2:
             raise ProtocolError(f"secagg needs at least 2 participants, got {len(ids)}")
+        if len(ids) < config.min_cohort:
+            raise ProtocolError(
+                f"secagg: {len(ids)} participants, below the minimum cohort of "
+                f"{config.min_cohort} that every client enforces (a server that chose small "
+                "cohorts would learn sums of a few clients)"
+            )
         seed = hashlib.sha256(config.context(round_idx, "graph")).digest()
         graph = MaskGraph(ids, config.k, seed)
-        t = resolve_threshold(config.threshold, graph.holders_per_client)
+        h = graph.holders_per_client
+        t = max(resolve_threshold(config.threshold, h), config.threshold_floor)
+        if t > h:
+            raise ProtocolError(
+                f"secagg threshold {t} (never below the minimum cohort's) exceeds the {h} "
+                "share holders of a neighbourhood"
+            )
         return cls(round_idx, graph, t, {c: i + 1 for i, c in enumerate(sorted(ids))})

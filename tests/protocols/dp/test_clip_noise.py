@@ -237,3 +237,40 @@ def test_server_apply_fixed_denominator() -> None:
     res = mech.server_apply(AggregateResult(np.array([2.0, 4.0]), 4.0, ("a",)), make_rng(0))
     np.testing.assert_allclose(res.mean, [0.8, 1.6])  # sum (8, 16) / 10 expected clients
     assert res.total_weight == 10.0
+
+
+def test_enforced_minimum_cohort_noise_matches_an_independent_rdp_computation() -> None:
+    """σ_eff of distributed noise at the fewest shares a client enforces (a malicious server
+    chooses the cohort), against Opacus' RDP analysis of m shares of variance σ²/n each."""
+    from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
+    from opacus.accountants.rdp import RDPAccountant
+
+    from protocols.dp import enforced_noise_multiplier
+    from protocols.secagg import SecAggregation
+
+    sigma, n, rounds, delta = 1.0, 10, 20, 1e-5
+    orders = RDPAccountant.DEFAULT_ALPHAS
+
+    def independent(m: int) -> float:
+        std = np.sqrt(m * sigma**2 / n)  # the sum of m shares N(0, σ²/n)
+        rdp = compute_rdp(q=1.0, noise_multiplier=std, steps=rounds, orders=orders)
+        return float(get_privacy_spent(orders=orders, rdp=rdp, delta=delta)[0])
+
+    def charged(m: int, colluding: int = 0) -> float:
+        acc = PrivacyAccountant("rdp", delta)
+        acc.step(enforced_noise_multiplier(sigma, m, n, colluding), 1.0, rounds)
+        return acc.epsilon()
+
+    floor = SecAggregation("e", threat_model="malicious").min_summands(n)
+    assert floor == 6
+    for m in (2, floor, n):
+        assert charged(m) == pytest.approx(independent(m), rel=1e-9)
+    assert charged(n) == pytest.approx(30.1, abs=0.1)  # what the driver's count charged
+    assert charged(2) == pytest.approx(96.1, abs=0.1)  # one pair's sum (issue 45)
+    assert charged(n) < charged(floor) < charged(2)
+    assert charged(floor, colluding=1) == pytest.approx(independent(floor - 1), rel=1e-9)
+    assert enforced_noise_multiplier(2.0, 3, 10, colluding=5) == 0.0
+    mech = ClipNoiseMechanism(1.0, sigma, mode="distributed", expected_clients=n)
+    assert mech.effective_noise_multiplier(floor) == enforced_noise_multiplier(sigma, floor, n)
+    with pytest.raises(ValueError):
+        enforced_noise_multiplier(1.0, 2, 0)
