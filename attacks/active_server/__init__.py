@@ -6,6 +6,9 @@ consistency checks, :mod:`protocols.identity`):
 
 * :mod:`~attacks.active_server.secagg`: inconsistent dropout, share replay and message
   (key) substitution against SecAgg / SecAgg+ (input recovered);
+* :mod:`~attacks.active_server.cohort`: the pair cohort, one protocol state per pair of
+  clients against SecAgg / SecAgg+ (every pair's sum recovered; refused by the minimum
+  cohort the clients enforce);
 * :mod:`~attacks.active_server.ckks`: forged aggregates (plaintext offset, silent drop,
   stale replay) against CKKS aggregation (result corrupted undetected);
 * :mod:`~attacks.active_server.secure_sums`: key substitution against masked secure sums

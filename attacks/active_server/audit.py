@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from attacks.active_server import ckks, secagg, secure_sums
+from attacks.active_server import ckks, cohort, secagg, secure_sums
 from attacks.active_server.driver import ADVERSARY, Outcome
 from protocols.identity import THREAT_MODELS
 
@@ -22,12 +22,17 @@ def _secagg(attack: str, proto: str, n: int) -> Callable[[str, int], Outcome]:
 
 
 #: (attack, protocol, how it is run): n = 10 for SecAgg (t = 6), 20 for SecAgg+ (k = 10,
-#: t = 6 of 11 holders); CKKS with 4 clients; masked secure sums with 5.
+#: t = 6 of 11 holders), 10 for the pair cohort (5 pairs); CKKS with 4 clients; masked
+#: secure sums with 5.
 CASES: list[tuple[str, str, Callable[[str, int], Outcome]]] = [
     *(
         (attack, proto, _secagg(attack, proto, n))
         for attack in ("inconsistent_dropout", "share_replay", "message_substitution")
         for proto, n in (("secagg", 10), ("secagg+", 20))
+    ),
+    *(
+        (cohort.ATTACK, proto, lambda tm, s, p=proto: cohort.run_pair_cohort(tm, p, 10, seed=s))
+        for proto in ("secagg", "secagg+")
     ),
     ("share_replay", "ckks", lambda tm, s: ckks.run_forgery(tm, "stale", seed=s)),
     ("message_substitution", "masked (secure sum)",

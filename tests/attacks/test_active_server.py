@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from attacks.active_server import ckks, secagg, secure_sums
+from attacks.active_server import ckks, cohort, secagg, secure_sums
 from attacks.active_server.audit import active_server_rows, markdown, merge_rows
 
 HBC, MAL = "honest-but-curious", "malicious"
@@ -31,6 +31,21 @@ def test_inconsistent_dropout_needs_the_consistency_round_not_just_t_above_half(
     assert won.success
 
 
+@pytest.mark.parametrize("protocol", ["secagg", "secagg+"])
+def test_a_server_running_one_state_per_pair_learns_pair_sums_only_when_honest_but_curious(
+    protocol,
+):
+    won = cohort.run_pair_cohort(HBC, protocol, 10, dim=8)
+    assert won.success and won.outcome == "recovered"
+    assert won.details["pairs_recovered"] == 5 and won.details["max_abs_error"] < 1e-6
+    lost = cohort.run_pair_cohort(MAL, protocol, 10, dim=8)
+    assert not lost.success and lost.outcome == "refused"
+    assert lost.details["pairs_recovered"] == 0
+    refused = {(r["party"], r["phase"]) for r in lost.refusals if r["party"] != "server"}
+    assert refused == {(f"c{i:02d}", "share_keys") for i in range(10)}
+    assert "minimum cohort" in lost.refusals[0]["error"]
+
+
 @pytest.mark.parametrize("mode", ckks.FORGERIES)
 def test_ckks_forgeries_are_accepted_only_when_honest_but_curious(mode):
     won = ckks.run_forgery(HBC, mode, dim=16)
@@ -54,7 +69,9 @@ def test_audit_rows_cover_both_threat_models():
     assert {r["threat_model"] for r in rows} == {HBC, MAL}
     assert {r["attack"] for r in rows} == {
         "inconsistent_dropout", "share_replay", "message_substitution", "forged_aggregate",
+        "pair_cohort",
     }  # fmt: skip
+    assert {r["protocol"] for r in rows if "cohort" in r["attack"]} == {"secagg", "secagg+"}
     for r in rows:
         assert r["adversary"] == "active server"
         assert r["success"] is (r["threat_model"] == HBC)
