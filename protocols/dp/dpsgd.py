@@ -8,21 +8,32 @@ Protects the **rows of the data loader**: the weights are (ε, δ)-DP with respe
 against anyone who sees them. NOT node-level (nor edge-level) DP for a message-passing GNN,
 whose nodes enter each other's losses (Daigavane et al., arXiv 2111.15521). Supported: an
 MLP on precomputed features such as ``Â^K X``, DP per row of that matrix plus its label,
-which is still not one node; results must be labelled that way. ``seed`` seeds the noise;
-Poisson sampling uses torch's global RNG; ``secure_mode`` is not available here. In full:
-``docs/protocols.md``.
+which is still not one node; results must be labelled that way.
+
+Noise and sampling are secret by default: the engine runs in Opacus' secure mode with a
+torch generator whose whole MT19937 state comes from ``secrets``
+(:func:`protocols.dp.rng.make_torch_generator`) instead of torchcsprng (unmaintained, not
+installable for current torch), so the Gaussian noise and the Poisson batches never depend
+on torch's global generator or the experiment seed, and each noise draw is Opacus'
+floating-point-robust sum of four Gaussians (Holohan & Braghin 2021; about 4× the noise
+draws, small next to per-example gradients). ``seed`` (NOT PRIVATE: debugging only) seeds
+the noise instead and samples from torch's global generator. MT19937 is not a CSPRNG
+(:mod:`protocols.dp.rng`). In full: ``docs/protocols.md``.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from opacus import PrivacyEngine
 from torch import nn
 from torch.utils.data import DataLoader
 
 from protocols.dp.accounting import AccountantKind, PrivacyAccountant
+from protocols.dp.rng import make_torch_generator
 
 
 @dataclass
@@ -57,10 +68,31 @@ class PrivateTraining:
         )
 
 
-def _engine(accountant: AccountantKind) -> Any:
-    from opacus import PrivacyEngine
+class _SecretEngine(PrivacyEngine):
+    """Opacus' secure mode with a secret MT19937 generator in place of torchcsprng: its
+    noise and its sampling read ``secure_rng``."""
 
-    return PrivacyEngine(accountant=accountant, secure_mode=False)
+    def __init__(self, accountant: AccountantKind) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Secure RNG turned off")
+            super().__init__(accountant=accountant, secure_mode=False)
+        self.secure_mode = True
+        self.secure_rng = make_torch_generator(None)
+
+    def _prepare_data_loader(self, data_loader: DataLoader, **kwargs: Any) -> DataLoader:
+        sampler = getattr(data_loader.batch_sampler, "sampler", None)
+        if not kwargs.get("poisson_sampling") and not hasattr(sampler, "generator"):
+            return data_loader  # a fixed order (no shuffling): no randomness to make secret
+        return super()._prepare_data_loader(data_loader, **kwargs)
+
+
+def _engine(accountant: AccountantKind, seed: int | None) -> PrivacyEngine:
+    """Secure mode over a secret generator; a plain engine for a debugging ``seed``."""
+    if seed is None:
+        return _SecretEngine(accountant)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Secure RNG turned off")
+        return PrivacyEngine(accountant=accountant, secure_mode=False)
 
 
 def _generator(seed: int | None) -> torch.Generator | None:
@@ -81,11 +113,14 @@ def make_private(
 ) -> PrivateTraining:
     """Wrap ``model``/``optimizer``/``data_loader`` for DP-SGD (row-level DP, see module doc).
 
+    Noise and Poisson sampling come from a secret generator unless ``seed`` is given (NOT
+    PRIVATE: reproducible debugging only).
+
     Extra keyword arguments go to ``opacus.PrivacyEngine.make_private`` (``clipping``,
     ``grad_sample_mode``, ``loss_reduction``, ...). Opacus validates the model and raises on
     unsupported layers (e.g. BatchNorm; fix with ``opacus.validators.ModuleValidator.fix``).
     """
-    engine = _engine(accountant)
+    engine = _engine(accountant, seed)
     module, opt, loader = engine.make_private(
         module=model,
         optimizer=optimizer,
@@ -114,7 +149,7 @@ def make_private_with_epsilon(
     **kwargs: Any,
 ) -> PrivateTraining:
     """As :func:`make_private`, with σ chosen so that ``epochs`` epochs spend the budget."""
-    engine = _engine(accountant)
+    engine = _engine(accountant, seed)
     module, opt, loader = engine.make_private_with_epsilon(
         module=model,
         optimizer=optimizer,

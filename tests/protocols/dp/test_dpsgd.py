@@ -58,3 +58,24 @@ def test_opacus_rejects_unsupported_layers() -> None:
     loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.zeros(64).long()), batch_size=8)
     with pytest.raises(Exception, match="BatchNorm"):
         make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), loader, 1.0, 1.0)
+
+
+def _one_step(seed: int | None, poisson: bool = False) -> torch.Tensor:
+    """One DP-SGD step from the same model and batch, after torch.manual_seed(0)."""
+    model, opt, loader = setup(0)
+    torch.manual_seed(0)  # the public experiment seed, as the runner sets it
+    private = make_private(model, opt, loader, noise_multiplier=1.0, max_grad_norm=1.0,
+                           poisson_sampling=poisson, seed=seed)  # fmt: skip
+    xb, yb = next(iter(private.data_loader))
+    private.optimizer.zero_grad()
+    nn.CrossEntropyLoss()(private.module(xb), yb).backward()
+    private.optimizer.step()
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def test_dpsgd_noise_is_secret_not_the_global_seed() -> None:
+    """Two runs after torch.manual_seed(0) must not draw the same noise (nor, with Poisson
+    sampling, the same batches); the seeded debugging path stays reproducible."""
+    assert not torch.allclose(_one_step(None), _one_step(None))
+    assert not torch.allclose(_one_step(None, poisson=True), _one_step(None, poisson=True))
+    torch.testing.assert_close(_one_step(7), _one_step(7))
