@@ -12,7 +12,10 @@ copied into ``$SECUREFGL_CACHE`` (default ``~/.cache/securefgl/datasets``; new f
 0700), each checked against the SHA-256 claimed for it by the packaged list of published
 files and by the root's ``SHA256SUMS`` (:mod:`securefgl.data.integrity`) before PyG reads
 it, re-copied when the root's copy changes (removing the stale ``processed/``), under a
-per-dataset lock so processes sharing a cache do not race. PyG downloads only when asked
+per-dataset lock so processes sharing a cache do not race. PyG's ``processed/`` is built in
+a staging folder and renamed into place, recorded and checked on every load; a corrupt one
+(e.g. a run killed while writing it) is rebuilt once, with a warning that names the file
+(:mod:`securefgl.data.processed_cache`). PyG downloads only when asked
 (``download=True``). Every graph is normalised: ``x`` float32, ``y`` int64, ``edge_index``
 symmetrised, coalesced and without self-loops, PyG's preset masks dropped (splits come from
 :func:`securefgl.data.random_split`), plus ``data.name`` and ``data.num_classes``.
@@ -33,6 +36,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import remove_self_loops, to_undirected
 
+from securefgl.data import processed_cache
 from securefgl.data.integrity import (
     DatasetCorruptError,
     DatasetError,
@@ -330,26 +334,77 @@ def _sync_and_process(
             "%s: raw files not found offline; downloading with PyG into %s", spec.name, cache
         )
     raw_existed = spec.raw_dir(cache).is_dir()
-    private_dir(spec.raw_dir(cache).parent / "processed", cache)
+    processed = spec.raw_dir(cache).parent / "processed"
+    status, why = processed_cache.state(processed)
+    if status == "corrupt":
+        _discard(spec, processed, why)
+    built = status != "complete" and spec.present(cache)
+    if built:
+        _build(spec, root, cache)
+    else:
+        private_dir(processed, cache)
     try:
         dataset = spec.factory(str(cache / spec.pyg_class))
     except Exception as exc:  # PyG raises URLError/OSError/aiohttp/fsspec errors
-        if spec.present(cache):  # raw files are there: a processing error
-            files = ", ".join(spec.raw_files[:3]) + (", ..." if spec.raw_files[3:] else "")
-            raise DatasetCorruptError(
-                f"dataset {spec.name!r}: PyG could not read its raw files ({files} in "
-                f"{spec.raw_dir(root if root is not None else cache)}): "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        if not raw_existed:  # remove the empty / partial folders the failed download left
-            shutil.rmtree(spec.raw_dir(cache).parent, ignore_errors=True)
-            parent = spec.raw_dir(cache).parent.parent
-            while parent != cache and parent.is_dir() and not any(parent.iterdir()):
-                parent.rmdir()
-                parent = parent.parent
-        why = f"PyG download failed: {type(exc).__name__}: {exc}."
-        raise DatasetNotAvailableError(_not_available(spec, root, cache, why, True)) from exc
+        if not spec.present(cache):
+            _download_failed(spec, root, cache, raw_existed, exc)
+        if status == "complete" and not built:  # a recorded cache that still fails: once more
+            _discard(spec, processed, f"PyG could not load it ({type(exc).__name__}: {exc})")
+            _build(spec, root, cache)
+            try:
+                dataset = spec.factory(str(cache / spec.pyg_class))
+            except Exception as again:
+                raise _unloadable(spec, processed, again) from again
+        else:
+            raise _unloadable(spec, processed, exc) from exc
+    if not (processed / processed_cache.RECORD).is_file():  # downloaded and processed in place
+        processed_cache.record(processed)
     return dataset
+
+
+def _discard(spec: DatasetSpec, processed: Path, why: str) -> None:
+    logger.warning(
+        "dataset %s: the processed cache is corrupt: %s; rebuilding it from the raw files",
+        spec.name, why,
+    )  # fmt: skip
+    shutil.rmtree(processed, ignore_errors=True)
+
+
+def _build(spec: DatasetSpec, root: Path | None, cache: Path) -> None:
+    """Process the raw files into ``processed/`` atomically; a failure blames the raw files."""
+    private_dir(spec.raw_dir(cache), cache)
+    try:
+        processed_cache.build_staged(
+            cache, spec.name, spec.raw_dir, lambda stage: spec.factory(str(stage / spec.pyg_class))
+        )
+    except Exception as exc:
+        files = ", ".join(spec.raw_files[:3]) + (", ..." if spec.raw_files[3:] else "")
+        raise DatasetCorruptError(
+            f"dataset {spec.name!r}: PyG could not read its raw files ({files} in "
+            f"{spec.raw_dir(root if root is not None else cache)}): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _unloadable(spec: DatasetSpec, processed: Path, exc: Exception) -> DatasetCorruptError:
+    return DatasetCorruptError(
+        f"dataset {spec.name!r}: PyG could not load its processed cache {processed} (built "
+        f"from the raw files and checked just before): {type(exc).__name__}: {exc}; remove "
+        f"{processed} to rebuild it"
+    )
+
+
+def _download_failed(
+    spec: DatasetSpec, root: Path | None, cache: Path, raw_existed: bool, exc: Exception
+) -> None:
+    if not raw_existed:  # remove the empty / partial folders the failed download left
+        shutil.rmtree(spec.raw_dir(cache).parent, ignore_errors=True)
+        parent = spec.raw_dir(cache).parent.parent
+        while parent != cache and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    why = f"PyG download failed: {type(exc).__name__}: {exc}."
+    raise DatasetNotAvailableError(_not_available(spec, root, cache, why, True)) from exc
 
 
 def _normalise(data: Data, name: str, num_classes: int) -> Data:

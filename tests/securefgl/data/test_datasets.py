@@ -7,6 +7,7 @@ are tested only when SECUREFGL_DATA is set (``-m datasets``).
 """
 
 import hashlib
+import logging
 import multiprocessing
 import os
 import shutil
@@ -244,6 +245,66 @@ def test_processing_error_is_not_reported_as_missing(tmp_path, no_download):
     (root / "Amazon" / "Photo" / "raw" / "amazon_electronics_photo.npz").write_bytes(b"junk")
     with pytest.raises(DatasetCorruptError, match="amazon_electronics_photo.npz"):
         load_dataset("photo", root=root, verify=False)
+
+
+# ------------------------------------------------------------------- processed cache
+
+
+def _processed(cache: Path) -> Path:
+    return cache / "Amazon" / "Photo" / "processed"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "truncate-unrecorded"])
+def test_a_corrupt_processed_cache_is_rebuilt_once_with_a_warning(
+    tmp_path, isolated_cache, no_download, caplog, damage
+):
+    root = write_fake_photo(tmp_path / "root")
+    first = load_dataset("photo", root=root, verify=False)
+    data_pt = _processed(isolated_cache) / "data.pt"
+    blob = data_pt.read_bytes()
+    if damage.startswith("truncate"):  # a run killed while PyG wrote it
+        data_pt.write_bytes(blob[: len(blob) // 2])
+    else:
+        data_pt.write_bytes(bytes(len(blob)))
+    if damage.endswith("unrecorded"):  # ... or a cache from before the completion record
+        for f in _processed(isolated_cache).glob(".securefgl-complete*"):
+            f.unlink()
+    with caplog.at_level(logging.WARNING, logger="securefgl.data"):
+        again = load_dataset("photo", root=root, verify=False)
+    assert torch.equal(first.x, again.x) and torch.equal(first.edge_index, again.edge_index)
+    assert "processed cache is corrupt" in caplog.text and "rebuilding" in caplog.text
+    named = str(data_pt) if damage != "truncate-unrecorded" else str(data_pt.parent)
+    assert named in caplog.text and "amazon_electronics_photo.npz" not in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="securefgl.data"):
+        load_dataset("photo", root=root, verify=False)
+    assert caplog.text == ""  # healed for good
+
+
+def test_a_run_killed_while_processing_leaves_no_partial_cache(
+    tmp_path, isolated_cache, no_download, monkeypatch
+):
+    """PyG's processed file is written aside and renamed: a kill in the middle of writing
+    it leaves nothing the next run could trip over."""
+    from torch_geometric.io import fs
+
+    root = write_fake_photo(tmp_path / "root")
+    real_save = fs.torch_save
+
+    def killed(data, path):
+        if str(path).endswith("data.pt"):
+            real_save(data, path)
+            Path(path).write_bytes(Path(path).read_bytes()[:100])
+            raise KeyboardInterrupt  # SIGKILL, as far as the files are concerned
+        real_save(data, path)
+
+    monkeypatch.setattr(fs, "torch_save", killed)
+    with pytest.raises(KeyboardInterrupt):
+        load_dataset("photo", root=root, verify=False)
+    monkeypatch.setattr(fs, "torch_save", real_save)
+    assert not (_processed(isolated_cache) / "data.pt").exists()
+    assert load_dataset("photo", root=root, verify=False).num_nodes == 5
+    assert not list(isolated_cache.glob(".build-*"))
 
 
 # --------------------------------------------------------------------------- real data
