@@ -1,17 +1,21 @@
 """What an edge server infers from its clients' soft-prediction uploads H (SpreadFGL, FedGL).
 
-Adversary: edge server ``edge-j``, reading the last ``spreadfgl/h`` upload of each of its
+Adversary: edge server ``edge-j``, reading the ``spreadfgl/h`` uploads of each of its
 clients (every node's softmax row, test and unlabelled nodes included: Zhong et al.,
-Eq. 9). It holds no features, edges or labels of the client. Rows the
+Eq. 9). It holds no features, edges or labels of the client. Label inference votes across
+every upload it saw; link and membership inference read the last one. Rows the
 client never uploads (``h_rows < 1``) get the server's uninformed guess: a constant score
 for link and membership inference, the most frequent uploaded class for labels.
 
 * :func:`h_link_inference`: score a pair of the client's nodes by ``h_u · h_v`` (the very
   signal the paper builds potential links from); ROC AUC over the client's true internal
   edges and as many sampled non-edges, pooled over clients. Baseline: chance (0.5).
-* :func:`h_label_inference`: ``argmax h_v`` on the client's unlabelled nodes (everything
-  but its training nodes); accuracy. Baseline: always guessing the most frequent class
-  among those nodes (a server knowing the class prior), with a binomial margin.
+* :func:`h_label_inference`: ``argmax_c Σ_uploads h_vc`` on the client's unlabelled nodes
+  (everything but its training nodes), the last upload breaking ties; accuracy. Under
+  randomised response (one-hot rows, the same ε each upload) the sum is a majority vote,
+  which is the maximum-likelihood guess; on soft rows it averages the uploads' predictions.
+  Baseline: always guessing the most frequent class among those nodes (a server knowing
+  the class prior), with a binomial margin.
 * :func:`h_membership`: is ``v`` a training node? Signal ``max_c h_vc`` (label-free);
   AUC of training vs test nodes. Baseline: chance.
 
@@ -35,27 +39,29 @@ ADVERSARY = "edge server"
 MAX_PAIRS = 4000
 
 
-def uploads(run: AuditRun) -> list[tuple[object, np.ndarray, np.ndarray]] | str:
+def uploads(
+    run: AuditRun, every: bool = False
+) -> list[tuple[object, np.ndarray, np.ndarray]] | str:
     """Per client ``(client party, full-size H as the server sees it, uploaded mask)``;
-    rows not uploaded are NaN. A reason string when nothing was uploaded or stored."""
+    rows not uploaded are NaN. H is the last upload, or with ``every`` all of them stacked
+    (uploads × nodes × classes). A reason string when nothing was uploaded or stored."""
     algo = run.state.algorithm
     clients = getattr(algo, "clients", None)
     if not clients or not getattr(algo, "impute", False):
         return "no H uploads in this algorithm"
     out = []
     for cid, client in clients.items():
-        last = None
-        for env in run.view(client.server_id).messages(H_TAG):
-            if env.sender == cid:
-                last = env.payload.array("h")
-        if last is None:
+        seen = [env.payload.array("h") for env in run.view(client.server_id).messages(H_TAG)
+                if env.sender == cid]  # fmt: skip
+        if not seen:
             continue
         rows = client.h_release.rows  # ground truth: which local node each row is
-        h = np.full((client.num_own, last.shape[1]), np.nan)
-        h[rows] = last
+        kept = seen if every else seen[-1:]
+        h = np.full((len(kept), client.num_own, seen[-1].shape[1]), np.nan)
+        h[:, rows] = np.stack(kept)
         mask = np.zeros(client.num_own, bool)
         mask[rows] = True
-        out.append((client, h, mask))
+        out.append((client, h if every else h[0], mask))
     return out or "no stored H upload (keep the spreadfgl/h payloads)"
 
 
@@ -88,13 +94,15 @@ def h_link_inference(run: AuditRun, seed: int = 0) -> AttackResult:
 
 
 def h_label_inference(run: AuditRun) -> AttackResult:
-    data = uploads(run)
+    data = uploads(run, every=True)
     if isinstance(data, str):
         return not_applicable(LABEL, ADVERSARY, data)
-    guesses, truth = [], []
-    for client, h, mask in data:
+    guesses, truth, counts = [], [], []
+    for client, hs, mask in data:
         target = ~client.masks["train"].numpy()  # the nodes whose labels the client keeps
-        pred = np.where(mask, np.nan_to_num(h, nan=-np.inf).argmax(axis=1), -1)
+        votes = np.nansum(hs, axis=0) + 1e-6 * np.nan_to_num(hs[-1])  # ties: the last upload
+        pred = np.where(mask, votes.argmax(axis=1), -1)
+        counts.append(len(hs))
         prior = np.bincount(pred[pred >= 0]).argmax() if (pred >= 0).any() else 0
         pred[pred < 0] = prior  # a row never uploaded: the server's most frequent class
         guesses.append(pred[target])
@@ -104,7 +112,8 @@ def h_label_inference(run: AuditRun) -> AttackResult:
     base = float(np.bincount(y).max() / len(y))
     return AttackResult(
         LABEL, ADVERSARY, {"accuracy": acc}, "accuracy",
-        details={"nodes": int(len(y)), "uploaded_fraction": _uploaded(data)},
+        details={"nodes": int(len(y)), "uploaded_fraction": _uploaded(data),
+                 "uploads": max(counts)},
         baselines={"accuracy": base}, margins={"accuracy": proportion_margin(base, len(y))},
     )  # fmt: skip
 

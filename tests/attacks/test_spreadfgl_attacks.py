@@ -1,14 +1,20 @@
 """The audit of the SpreadFGL family: what the edge server reads off H, what a client reads
 off generated rows, what FedSage+'s answered gradients give away; and the protections."""
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
+import torch
 
 from attacks.audit import guarantees
 from attacks.fedsage_gradients import fedsage_gradient_features
 from attacks.generated_features import generated_feature_inference
-from attacks.h_inference import h_label_inference, h_link_inference, h_membership
+from attacks.h_inference import h_label_inference, h_link_inference, h_membership, uploads
 from attacks.registry import attacks_for
 from attacks.simulation import simulate
+from protocols.dp.rows import RandomizedResponse
+from protocols.wire import Payload
 from securefgl.spreadfgl.client import H_TAG
 from securefgl.spreadfgl.patch import PATCH_TAG
 from tests.securefgl.spreadfgl.world import tiny_config, tiny_graph
@@ -76,3 +82,39 @@ def test_registry_targets():
             "generated_feature_inference"} <= names  # fmt: skip
     assert {s.name for s in attacks_for("fedsage+")} >= {"fedsage_gradient_features"}
     assert not {s.name for s in attacks_for("fedavg-fusion")} & names
+
+
+def _rr_run(uploads_per_client: int, epsilon: float = 0.7, nodes: int = 600, classes: int = 4):
+    """An edge server's view of one client's H uploads, each randomised response (ε per
+    upload) on the node's true class: the client's model is perfect, so the labels are the
+    only thing the uploads carry."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, classes, nodes)
+    onehot = np.eye(classes)[y]
+    rr = RandomizedResponse(epsilon)
+    sent = [SimpleNamespace(sender="c0", payload=Payload({"h": rr.apply(onehot, rng)}))
+            for _ in range(uploads_per_client)]  # fmt: skip
+    client = SimpleNamespace(
+        server_id="edge-0", num_own=nodes, h_release=SimpleNamespace(rows=np.arange(nodes)),
+        masks={"train": torch.zeros(nodes, dtype=torch.bool)}, y=torch.as_tensor(y),
+    )  # fmt: skip
+    view = SimpleNamespace(messages=lambda tag: sent if tag == H_TAG else [])
+    algorithm = SimpleNamespace(clients={"c0": client}, impute=True)
+    return SimpleNamespace(state=SimpleNamespace(algorithm=algorithm), view=lambda pid: view)
+
+
+def _last_upload_accuracy(run) -> float:
+    (client, h, _), = uploads(run)  # the last upload only: what the attack used to score
+    return float((h.argmax(axis=1) == client.y.numpy()).mean())
+
+
+def test_label_inference_votes_across_every_upload_it_saw():
+    """Under randomised response over 6 uploads, a majority vote is the stronger adversary:
+    the attack must use every upload, not only the last."""
+    run = _rr_run(6)
+    last, vote = _last_upload_accuracy(run), h_label_inference(run)
+    assert vote.details["uploads"] == 6
+    assert abs(last - RandomizedResponse(0.7).keep_probability(4)) < 0.06
+    assert vote.value > last + 0.1, (vote.value, last)
+    one = _rr_run(1)
+    assert h_label_inference(one).value == pytest.approx(_last_upload_accuracy(one))
