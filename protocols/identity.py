@@ -7,7 +7,8 @@ which also creates every party's state): :meth:`Pki.issue` draws one Ed25519 key
 (``cryptography``, OS randomness) and publishes a :class:`KeyRegistry` (party id -> public
 key) to all parties. Each party's private :class:`Identity` is installed in a
 process-local keystore (:func:`local_identity`), as a party's own machine would hold it;
-only the registry travels (e.g. inside a secure-sum spec). When parties live in other
+only the registry travels (e.g. inside a secure-sum spec); :func:`clear_keystore` (or
+:meth:`Pki.clear`) forgets them when the run ends. When parties live in other
 processes (the Ray executor), the registrar provisions each party's key to the one process
 that hosts it, and that process sees every other party through :meth:`Pki.held` (public
 keys only).
@@ -219,6 +220,16 @@ def install_provisioned(provisioning: Mapping[str, Any], party_id: str) -> None:
         install_identity(registry, Identity.from_private_bytes(party_id, raw))
 
 
+def clear_keystore(registry: KeyRegistry | None = None) -> int:
+    """Forget the signing keys this process holds for ``registry`` (None: every registry),
+    when the run that needed them ends; returns how many were removed. The key objects are
+    dropped, not wiped: Python and OpenSSL may keep copies until the memory is reused."""
+    doomed = [k for k in _KEYSTORE if registry is None or k[0] == registry.fingerprint]
+    for key in doomed:
+        del _KEYSTORE[key]
+    return len(doomed)
+
+
 def keystore_parties() -> list[str]:
     """The parties whose signing keys this process holds (any registry)."""
     return sorted({pid for _, pid in _KEYSTORE})
@@ -278,3 +289,7 @@ class Pki:
 
     def covers(self, party_ids: Sequence[str]) -> bool:
         return all(p in self.identities for p in party_ids)
+
+    def clear(self) -> int:
+        """Remove this PKI's keys from this process's keystore (:func:`clear_keystore`)."""
+        return clear_keystore(self.registry)

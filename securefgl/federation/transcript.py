@@ -8,9 +8,11 @@ Attacks consume a :class:`PartyView`: the messages one party received, decoded.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from protocols.base import Envelope
 from protocols.wire import Payload
@@ -100,13 +102,17 @@ class Transcript:
         return out
 
     def save(self, folder: str | Path) -> Path:
-        """Write ``index.jsonl`` (one entry per line) and ``payloads.bin`` (concatenated)."""
+        """Write ``index.jsonl`` (one entry per line) and ``payloads.bin`` (concatenated),
+        both mode 0600 like checkpoints (payloads are what the parties exchanged); a folder
+        created here is 0700."""
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir():
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700)
         offset = 0
         with (
-            open(folder / "index.jsonl", "w") as index,
-            open(folder / "payloads.bin", "wb") as blob,
+            _private(folder / "index.jsonl", "w") as index,
+            _private(folder / "payloads.bin", "wb") as blob,
         ):
             for e in self.entries:
                 stored = e.data is not None
@@ -146,3 +152,10 @@ class Transcript:
                 )
         transcript.store_payloads = all(e.data is not None for e in transcript.entries)
         return transcript
+
+
+def _private(path: Path, mode: str) -> IO[Any]:
+    """Open ``path`` for writing with permissions 0600 (also when it already exists)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, mode)

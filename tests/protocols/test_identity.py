@@ -90,3 +90,17 @@ def test_a_process_holds_only_the_keys_provisioned_to_it() -> None:
     for other in ("server", "c1"):
         with pytest.raises(ProtocolError, match="does not live in this process"):
             held.identity(other).sign(msg)
+
+
+def test_the_keystore_is_cleared_when_the_run_ends() -> None:
+    from protocols.identity import clear_keystore, keystore_parties
+
+    ended, other = Pki.issue(["ended-a", "ended-b"]), Pki.issue(["still-running"])
+    assert local_identity(ended.registry, "ended-a") is ended.identity("ended-a")
+    assert ended.clear() == 2
+    with pytest.raises(ProtocolError, match="holds no signing key"):
+        local_identity(ended.registry, "ended-a")
+    with pytest.raises(ProtocolError, match="does not live in this process"):
+        Pki.held(ended.registry).identity("ended-b").sign(b"statement")
+    assert local_identity(other.registry, "still-running") is other.identity("still-running")
+    assert clear_keystore(other.registry) == 1 and "still-running" not in keystore_parties()

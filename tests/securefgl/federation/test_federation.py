@@ -74,6 +74,21 @@ def test_party_view_holds_only_what_the_party_received(tmp_path):
     np.testing.assert_array_equal(next(loaded.view("client-1").messages()).payload["w"], 1.0)
 
 
+def test_a_saved_transcript_is_readable_by_its_owner_only(tmp_path):
+    channel = Channel()
+    channel.transmit(_envelopes(np.random.default_rng(3), 2))
+    (tmp_path / "old").mkdir()
+    for name in ("index.jsonl", "payloads.bin"):  # files of an earlier save, world-readable
+        (tmp_path / "old" / name).write_bytes(b"")
+        (tmp_path / "old" / name).chmod(0o644)
+    for folder in (tmp_path / "new" / "t", tmp_path / "old"):
+        saved = channel.transcript.save(folder)
+        for name in ("index.jsonl", "payloads.bin"):
+            assert (saved / name).stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "new" / "t").stat().st_mode & 0o777 == 0o700
+    assert len(Transcript.load(tmp_path / "old").entries) == 2
+
+
 def test_payload_storage_off_still_counts_bytes():
     channel = Channel(Transcript(store_payloads=False))
     envs = _envelopes(np.random.default_rng(2), 2)
