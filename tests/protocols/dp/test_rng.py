@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from protocols.dp.rng import make_rng, make_torch_generator
+from protocols.dp.rng import make_torch_generator
 
 
 def test_secret_torch_generators_use_their_whole_state() -> None:
@@ -22,8 +22,3 @@ def test_secret_torch_generators_use_their_whole_state() -> None:
     seeded = [torch.rand(8, generator=make_torch_generator(5, "k")) for _ in range(2)]
     torch.testing.assert_close(*seeded)
 
-
-def test_numpy_generators_secret_or_seeded() -> None:
-    assert make_rng().integers(2**62) != make_rng().integers(2**62)
-    assert make_rng(3, "a").integers(2**62) == make_rng(3, "a").integers(2**62)
-    assert make_rng(3, "a").integers(2**62) != make_rng(3, "b").integers(2**62)
