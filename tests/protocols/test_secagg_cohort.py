@@ -57,11 +57,11 @@ def test_the_threshold_never_falls_with_the_servers_list(cls, floor) -> None:
     ids = _ids(10)
     protocol = cls("exp-floor", threat_model=MAL)
     config = protocol.config_for(10)
-    assert config.min_cohort == 10  # default: the whole registered federation
-    assert protocol.min_summands(10) == config.threshold_floor == floor
-    for m in range(2, 10):
+    for m in range(2, 10):  # default: the whole registered federation
         with pytest.raises(ProtocolError, match="minimum cohort"):
             RoundInfo.build(config, 0, ids[:m])
+    assert config.min_cohort == 10
+    assert protocol.min_summands(10) == config.threshold_floor == floor
     sampled = cls("exp-floor", threat_model=MAL, min_cohort=6).config_for(10)
     ts = [RoundInfo.build(sampled, 0, ids[:m]).t for m in range(6, 11)]
     assert min(ts) == sampled.threshold_floor == ts[0]
