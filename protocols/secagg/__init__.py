@@ -11,11 +11,14 @@ Threat model: an honest-but-curious server colluding with fewer than t clients l
 weighted sum of the clients whose masked inputs it received, and who took part; no
 individual input. t > h/2 is enforced (Bonawitz et al. 2017), so up to h - t < h/2 share
 holders may drop per neighbourhood; fewer survivors abort; a masked input that arrives
-after the survivor set is fixed is ignored. The mask graph is public, so SecAgg+ holds
-against corruptions chosen independently of it. Not protected: an active server (no PKI),
-malicious clients, what the sum reveals, traffic analysis. Deviations: fresh keys per
-round, HKDF bound to (experiment, round, step, pair), a commitment to ``b_u``, heuristic
-SecAgg+ defaults. In full: ``docs/protocols.md``.
+after the survivor set is fixed is ignored. Every client refuses a participant list below
+the minimum cohort (``min_cohort``, a public parameter from the experiment, not the server)
+and the threshold never falls below that cohort's, so no unmasked sum holds fewer than
+``min_summands`` inputs. The mask graph is public, so SecAgg+ holds against corruptions
+chosen independently of it (a server choosing the cohort chooses the ring). Not protected:
+an active server (no PKI), malicious clients, what the sum reveals, traffic analysis.
+Deviations: fresh keys per round, HKDF bound to (experiment, round, step, pair), a
+commitment to ``b_u``, heuristic SecAgg+ defaults. In full: ``docs/protocols.md``.
 
 Modules: :mod:`~protocols.secagg.rounds` (public parameters, mask graph),
 :mod:`~protocols.secagg.messages` (tags and message fields), :mod:`~protocols.secagg.client`,
