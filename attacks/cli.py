@@ -22,7 +22,7 @@ from attacks.audit import (
 )
 from attacks.interaction_inference import interaction_inference
 from attacks.registry import describe
-from securefgl.cli import add_config_flags, add_fedgls_preset_flag, config_from_args
+from securefgl.cli import add_config_flags, config_from_args
 from securefgl.config import ConfigError
 
 
@@ -52,7 +52,6 @@ def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
         action="store_true",
         help="exit with status 3 when a DP audit's lower bound exceeds the run's claimed ε",
     )
-    add_fedgls_preset_flag(audit)
     add_config_flags(audit)
     return {"audit": cmd_audit}
 

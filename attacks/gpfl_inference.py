@@ -26,7 +26,7 @@ import numpy as np
 from attacks.base import SERVER, AttackResult, not_applicable
 from attacks.simulation import AuditRun
 from protocols.wire import Payload
-from securefgl.gpfl.properties import NAMES, client_properties
+from securefgl.algorithms.gpfl.properties import NAMES, client_properties
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 For every (dataset, K clients, L_s hops), random partition, this builds Ā^[i] for all
 clients through the channel with plain / masked / ckks hop sums (rows or union support,
-unpruned and receiver-pruned) and times ``securefgl.fedstruct.central_abar`` beside it; a
+unpruned and receiver-pruned) and times ``securefgl.algorithms.fedstruct.central_abar`` beside it; a
 cost model skips cells over the time or memory budget. Methodology:
 ``benchmarks/notes/adjacency.md``. Datasets are read by ``securefgl.data.load_dataset``
 (``$SECUREFGL_DATA``).
@@ -55,6 +55,10 @@ from harness.results import PartialFile, read_json, write_json
 from harness.system import GIB, loadavg, peak_rss_bytes, reset_peak_rss, steady_allocator
 from harness.timing import best_wall_cpu
 
+from securefgl.algorithms.fedstruct.abar_build import HopSum, build_abar
+from securefgl.algorithms.fedstruct.abar_central import central_abar, normalized_adjacency
+from securefgl.algorithms.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay
+from securefgl.algorithms.fedstruct.abar_secure import hop_sum_for
 from securefgl.data import (
     build_client_views,
     csbm,
@@ -63,15 +67,6 @@ from securefgl.data import (
     partition_graph,
     random_split,
 )
-from securefgl.fedstruct import (
-    AdjacencyClient,
-    AdjacencyRelay,
-    HopSum,
-    build_abar,
-    central_abar,
-    normalized_adjacency,
-)
-from securefgl.fedstruct.abar_secure import hop_sum_for
 
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("adjacency_bench")

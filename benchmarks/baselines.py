@@ -6,7 +6,7 @@ pointing at a PyG raw-layout folder. Writes ``benchmarks/results/baselines.{json
 
 The paper's baselines use GraphSAGE ("FedSGD GNN": each client's own subgraph, gradients
 averaged every round, Adam); we use GCN as the issue asks, and FedSGD = one local SGD
-step of lr 1 with server-side Adam (see securefgl/algorithms/server_optimizer.py).
+step of lr 1 with server-side Adam (see securefgl/algorithms/common/server_optimizer.py).
 """
 
 from __future__ import annotations

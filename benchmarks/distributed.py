@@ -67,9 +67,9 @@ def one_recommendation(workload: str, executor: str, workers: int, threads: int)
     """A recommendation cell: its users in ``user_groups`` parties, as in the local run."""
     import torch
 
-    from securefgl.recommendation.data import load_ratings
-    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
-    from securefgl.recommendation.views import ClientViews
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.data.rating_views import ClientViews
+    from securefgl.data.ratings import load_ratings
 
     dataset, settings = REC_WORKLOADS[workload]
     torch.set_num_threads(threads)
@@ -101,9 +101,9 @@ def one(workload: str, executor: str, workers: int, threads: int) -> dict[str, A
         return one_recommendation(workload, executor, workers, threads)
     import torch
 
-    from securefgl.algorithms.base import Federation
     from securefgl.config import ExperimentConfig
     from securefgl.experiment.runner import load_graph, run_single
+    from securefgl.federation.federation import Federation
 
     algorithm, settings = WORKLOADS[workload]
     rounds, clients = settings["rounds"], settings["clients"]

@@ -23,9 +23,9 @@ Grid (one seed; every cell trains once and runs the attacks that target its algo
   model-holder attacks on every client's deployment. No ckks cell
   (CKKS on the n·d_s-dimensional H2V updates is too slow here): its accuracy equals plain
   (``benchmarks/results/fedstruct.md``) and a ckks Ā sum delivers the same sum as masked
-  (``tests/securefgl/fedstruct/test_adjacency_secure.py``), so the attack values match;
+  (``tests/securefgl/algorithms/fedstruct/test_adjacency_secure.py``), so the attack values match;
 * ``fedgcn`` (2-hop) × plain / secagg (masked sums) / ckks: neighbour-feature inference;
-* ``fedgls`` on FedGLS's own set-up (``securefgl.fedgls.settings.apply_preset``: the
+* ``fedgls`` on FedGLS's own set-up (``securefgl.algorithms.fedgls.settings.apply_preset``: the
   paper's K and rounds, the K largest Louvain communities, half of the clients graphless)
   × plain / secagg / ckks / clip_noise σ = 1 / ldp_gaussian z = 1: φ's feature support
   and the learned-graph replay by the server, the model-holder attacks on every client's
@@ -51,8 +51,8 @@ from attacks.active_server.audit import markdown as active_server_table
 from attacks.active_server.driver import ADVERSARY
 from attacks.audit import AuditConfig, epsilon_cells, markdown_table, plot_audit, run_audit
 from attacks.dp_audit import dp_audit
+from securefgl.algorithms.fedgls.settings import apply_preset
 from securefgl.config import ExperimentConfig
-from securefgl.fedgls.settings import apply_preset
 
 OUT = Path(__file__).parent / "results"
 NAME = "privacy_audit"
@@ -128,8 +128,7 @@ def base_config(dataset: str, args: argparse.Namespace) -> ExperimentConfig:
         dropout=0.5,
         lr=0.01,
         client_lr=1.0,
-        dp_clip=1.0,
-        dp_delta=1e-5,
+        protocol={"dp_clip": 1.0, "dp_delta": 1e-5},
         threads=1,
     ).validate()
 

@@ -4,7 +4,7 @@ Clients", TMLR): ours beside the paper.
 Table 1 on Cora, CiteSeer and PubMed (Flickr and ogbn-arxiv: not available offline, listed
 as not run), Table 2 (E ∈ {3, 5, 10} on CiteSeer and PubMed), Table 3 (PubMed's ratio of
 graph to graphless clients), FedGLS under ``secagg`` and ``ckks`` on Cora, 5 seeds each; the
-paper's set-up (``securefgl.fedgls.settings.apply_preset``: K largest Louvain communities,
+paper's set-up (``securefgl.algorithms.fedgls.settings.apply_preset``: K largest Louvain communities,
 60/20/20 per client, the paper's K, rounds, hidden 16, Adam 0.01, E = 5). Accuracy: test
 accuracy averaged over the clients (the paper's "average accuracy over the clients"; the
 pooled accuracy is kept beside it), of the last round's model (``acc``) and of the round
@@ -51,9 +51,9 @@ from harness.graphs import OneGraphCache
 from harness.results import csv_list, locked, read_json, save_seed_rows, write_json
 from harness.system import code_version
 
+from securefgl.algorithms.fedgls.settings import apply_preset
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
-from securefgl.fedgls.settings import apply_preset
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).parent / "results"

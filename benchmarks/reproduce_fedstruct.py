@@ -50,10 +50,10 @@ from harness.graphs import OneGraphCache
 from harness.results import csv_list, read_json, save_seed_rows
 from harness.system import code_version
 
+from securefgl.algorithms.fedstruct.settings import apply_preset
 from securefgl.config import ExperimentConfig
 from securefgl.data.datasets import resolve_name
 from securefgl.experiment.runner import run_single
-from securefgl.fedstruct.settings import apply_preset
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).parent / "results"
@@ -176,7 +176,7 @@ def estimate_seconds(cell: Cell, rows: list[dict[str, Any]]) -> float:
     n, d = _SHAPES.get(cell.dataset, _CORA)
     if cell.aggregation == "ckks" and cell.method in FEDSTRUCT_NSF:
         # CKKS cost ∝ the encrypted vector (θ ‖ S, S = n × 256) × rounds: scale a measured cell
-        from securefgl.fedstruct.settings import preset_for
+        from securefgl.algorithms.fedstruct.settings import preset_for
 
         for r in rows:
             if r["aggregation"] == "ckks" and r["method"] == cell.method and r["seeds"]:
@@ -185,7 +185,7 @@ def estimate_seconds(cell: Cell, rows: list[dict[str, Any]]) -> float:
                 return float(r["seconds_per_seed"]) * n / n0 * epochs
     scale = n * (d + 256) / (_CORA[0] * (_CORA[1] + 256))
     if cell.method in FEDSTRUCT_NSF:
-        from securefgl.fedstruct.settings import preset_for
+        from securefgl.algorithms.fedstruct.settings import preset_for
 
         scale *= preset_for(cell.dataset).epochs / 40
     secs = _UNIT.get(cell.method, 40) * scale

@@ -35,13 +35,13 @@ from harness.results import locked, read_json, write_json
 from recommendation_repro.report import DATASETS, OUT, render
 
 from attacks.interaction_inference import interaction_inference
+from securefgl.algorithms.recommendation.central import train_central
+from securefgl.algorithms.recommendation.fedgnn import user_offsets
+from securefgl.algorithms.recommendation.ldp import LDPConfig
+from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig, RecResult
 from securefgl.data.datasets import cache_dir
-from securefgl.recommendation.central import train_central
-from securefgl.recommendation.data import load_ratings
-from securefgl.recommendation.fedgnn import user_offsets
-from securefgl.recommendation.ldp import LDPConfig
-from securefgl.recommendation.trainer import FedRecTrainer, RecConfig, RecResult
-from securefgl.recommendation.views import ClientViews
+from securefgl.data.rating_views import ClientViews
+from securefgl.data.ratings import load_ratings
 
 JSON = OUT / "recommendation.json"
 TIMING = OUT / "recommendation_timing.json"
@@ -451,7 +451,7 @@ def run_movielens(seeds: list[int], root: str | None, names: list[str] | None = 
     """Resumable, like :func:`run_table` (the runs file keeps every seed; a run in progress
     resumes from its checkpoint). ``names``: only these of ``user-mean`` and
     :data:`MOVIELENS_RUNS`."""
-    from securefgl.recommendation.published_splits import published_split
+    from securefgl.data.rating_splits import published_split
 
     done = done_runs()
     data = load_ratings("MovieLens100K", root)

@@ -2,11 +2,12 @@
 commands of installed plug-ins (``securefgl audit`` comes from the ``attacks`` package).
 
 Every :class:`~securefgl.config.ExperimentConfig` field is a flag, in one argparse group per
-topic (data, federation, protocol stack, training, output) and per algorithm section
-(FedStruct, FedGCN), with the help text and choices of its field metadata. Plug-ins are
-modules named in the ``securefgl.plugins`` entry-point group; each may define
-``register_commands(subparsers) -> {name: handler}`` and ``recommend_reports``, callables
-``(trainer, views, backend) -> dict`` whose results ``securefgl recommend`` prints.
+topic (data, federation, protocol stack, training, output) and one per installed family's
+settings section, with the help text and choices of its field metadata
+(:mod:`securefgl.config.families`). Plug-ins are modules named in the ``securefgl.plugins``
+entry-point group; each may define ``register_commands(subparsers) -> {name: handler}`` and
+``recommend_reports``, callables ``(trainer, views, transport) -> dict`` whose results
+``securefgl recommend`` prints.
 
 Errors (every command, plug-ins included): one line ``securefgl: ...`` on stderr, no
 traceback unless ``-v``; exit status 2 for usage and configuration errors, 1 for data,
@@ -30,9 +31,12 @@ from typing import Any
 
 from protocols.base import ProtocolError
 from protocols.fixedpoint import FixedPointOverflowError
-from securefgl.config import SECTIONS, ConfigError, ExperimentConfig, section_aliases
+from protocols.settings import ProtocolSettings
+from securefgl.algorithms.recommendation.cli import add_recommend_parser, cmd_recommend
+from securefgl.config import ConfigError, ExperimentConfig, families, sections
+from securefgl.config.experiment import GRAPH_TASKS
+from securefgl.config.fields import public_fields
 from securefgl.data.integrity import DatasetError
-from securefgl.recommendation.cli import add_recommend_parser, cmd_recommend
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -48,16 +52,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"securefgl: usage error: {self.prog}: {message} {hint}\n")
 
 
-#: Per section: the argparse group title and the flag prefix of its fields.
-SECTION_FLAGS = {
-    "fedstruct": ("FedStruct (Aliakbari et al. 2025; default: the dataset's Table 5 preset)", ""),
-    "fedgcn": ("FedGCN (Yao et al. 2023)", "fedgcn-"),
-    "fedgls": ("FedGLS family (Fu et al., TMLR)", "fedgls-"),
-    "graph": ("graph classification (--task graph; defaults: GPFL's set-up)", "graph-"),
-    "gpfl": ("GPFL (TMLR 2025): client network, private similarity and sums", "gpfl-"),
-    "spreadfgl": ("SpreadFGL / FedGL (Zhong et al.) and their baselines", "spreadfgl-"),
-    "fedsage": ("FedSage+ (Zhang et al., NeurIPS 2021)", "fedsage-"),
-}
 _SCALARS = {"int": int, "float": float, "str": str}
 _NAMES = {int: "integer", float: "number", str: "string"}
 
@@ -84,7 +78,10 @@ def _json_table(text: str) -> dict:
     return value
 
 
-def _add_flag(group: Any, f: dataclasses.Field, names: list[str], dest: str, default: Any) -> None:
+def _add_flag(
+    group: Any, f: dataclasses.Field, names: list[str], dest: str, default: Any,
+    choices: tuple[Any, ...] | None = None,
+) -> None:  # fmt: skip
     """One flag for field ``f``; unset flags stay None (the TOML / default value wins)."""
     meta, kind = f.metadata, str(f.type).replace(" | None", "")
     help_text = meta.get("help", "")
@@ -94,72 +91,88 @@ def _add_flag(group: Any, f: dataclasses.Field, names: list[str], dest: str, def
     if kind == "bool":
         group.add_argument(*names, action=argparse.BooleanOptionalAction, **options)
         return
-    if kind.startswith("list["):
-        options.update(type=_csv(_SCALARS[kind[5:-1]]), metavar="A,B,...")
+    if kind.startswith(("list[", "tuple[")):
+        elem = kind[kind.index("[") + 1 : -1].split(",")[0].strip()
+        options.update(type=_csv(_SCALARS[elem]), metavar="A,B,...")
     elif kind.startswith("dict"):
         options.update(type=_json_table, metavar="JSON")
     else:
         options["type"] = _SCALARS[kind]
-    if meta.get("choices"):
-        options["choices"] = meta["choices"]
+    if choices or meta.get("choices"):
+        options["choices"] = choices or meta["choices"]
+    if options.get("type") is not None and "metavar" not in options and "choices" not in options:
+        options["metavar"] = dest.rsplit(".", 1)[-1].upper()
     group.add_argument(*names, **options)
 
 
-def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags for every generic field and every section field of ExperimentConfig."""
-    groups: dict[str, Any] = {}
-    for f in dataclasses.fields(ExperimentConfig):
-        if f.name in SECTIONS:
-            continue
-        topic = f.metadata.get("group", "other")
-        group = groups.get(topic) or groups.setdefault(topic, parser.add_argument_group(topic))
-        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-        _add_flag(group, f, [_flag(f.name)], f.name, default)
-    for name, kind in SECTIONS.items():
-        title, prefix = SECTION_FLAGS[name]
-        group = parser.add_argument_group(title)
-        aliases = section_aliases(kind)
-        for f in dataclasses.fields(kind):
-            names = [_flag(prefix + f.name)] + [_flag(a) for a, t in aliases.items() if t == f.name]
-            if prefix and f.metadata.get("unprefixed"):  # also without the prefix
-                names.append(_flag(f.name))
-            default = None if f.default is dataclasses.MISSING else f.default
-            _add_flag(group, f, names, f"{name}.{f.name}", default)
-
-
-def add_fedgls_preset_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--fedgls-preset",
-        action="store_true",
-        help="FedGLS's set-up for the dataset: louvain-largest partition, 60/20/20 per "
-        "client, hidden 16, lr 0.01, E = 5, the paper's K and rounds (flags still win)",
-    )
+def _default(f: dataclasses.Field) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None if f.default is dataclasses.MISSING else f.default
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
-    """The TOML file (if any), then ``--preset`` / ``--fedgls-preset``, then every flag that
-    was given."""
-    config = ExperimentConfig.from_toml(args.config) if args.config else ExperimentConfig()
-    dataset = getattr(args, "dataset", None) or config.dataset
-    if getattr(args, "preset", False):
-        from securefgl.fedstruct.settings import apply_preset
+def _section_flags(parser: Any, name: str, kind: type, title: str, prefix: str) -> None:
+    group = parser.add_argument_group(title)
+    for f in public_fields(kind):
+        names = [_flag(f.metadata.get("flag") or prefix + f.name)]
+        if prefix and f.metadata.get("unprefixed"):  # also without the prefix
+            names.append(_flag(f.name))
+        _add_flag(group, f, names, f"{name}.{f.name}", _default(f))
 
-        config = apply_preset(config, dataset)
-    if getattr(args, "fedgls_preset", False):
-        from securefgl.fedgls.settings import apply_preset as apply_fedgls_preset
 
-        config = apply_fedgls_preset(config, dataset)
+def add_config_flags(parser: argparse.ArgumentParser, tasks: Sequence[str] = GRAPH_TASKS) -> None:
+    """Flags for the generic fields of ExperimentConfig that apply to ``tasks``, the
+    protocol section, and the sections and presets of the families of ``tasks``."""
+    groups: dict[str, Any] = {}
+    for f in dataclasses.fields(ExperimentConfig):
+        if f.metadata.get("internal") or f.metadata.get("section"):
+            continue
+        if not set(f.metadata.get("tasks", ())) & set(tasks):
+            continue
+        topic = f.metadata.get("group") or "other"
+        group = groups.get(topic) or groups.setdefault(topic, parser.add_argument_group(topic))
+        choices = tuple(tasks) if f.name == "task" else None  # the command's tasks only
+        _add_flag(group, f, [_flag(f.name)], f.name, _default(f), choices)
+    _section_flags(parser, "protocol", ProtocolSettings, "protocol stack", "")
+    shown: set[str] = set()
+    for family in families().values():
+        if family.task not in tasks:
+            continue
+        section = family.section
+        if section is not None and section.name not in shown:
+            shown.add(section.name)
+            _section_flags(parser, section.name, section.settings, section.title, section.prefix)
+        for preset in family.presets:
+            parser.add_argument(_flag(preset.flag), action="store_true", help=preset.help)
+
+
+def config_from_args(args: argparse.Namespace, task: str | None = None) -> ExperimentConfig:
+    """The TOML file (if any), then the presets given, then every flag that was given;
+    ``task``: the command's task when it has one (``securefgl recommend``)."""
     given = {k: v for k, v in vars(args).items() if v is not None}
+    if task is not None:
+        given["task"] = task
+    if getattr(args, "config", None):
+        config = ExperimentConfig.from_toml(args.config)
+        if task is not None and config.task != task:
+            config = config.replace(task=task)
+    else:
+        config = ExperimentConfig(**({"task": task} if task else {}))
+    dataset = given.get("dataset") or config.dataset
+    for family in families().values():
+        for preset in family.presets:
+            if given.get(preset.flag.replace("-", "_")):
+                config = preset.apply(config, dataset)
     changes: dict[str, Any] = {
         f.name: given[f.name]
         for f in dataclasses.fields(ExperimentConfig)
-        if f.name not in SECTIONS and f.name in given
+        if not f.metadata.get("internal") and not f.metadata.get("section") and f.name in given
     }
-    for name in SECTIONS:
+    for name in ("protocol", *sections()):
         section = {k.split(".", 1)[1]: v for k, v in given.items() if k.startswith(f"{name}.")}
         if section:
             changes[name] = section
@@ -188,13 +201,6 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
     run = sub.add_parser("run", help="train and compare algorithms; saves JSON + Markdown")
     run.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    run.add_argument(
-        "--preset",
-        action="store_true",
-        help="FedStruct Table 5 lr / weight decay / dropout / rounds for the dataset "
-        "(explicit flags still win)",
-    )
-    add_fedgls_preset_flag(run)
     add_config_flags(run)
     ds = sub.add_parser("datasets", help="which datasets are available offline")
     ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
@@ -230,7 +236,7 @@ def print_table(result: Any, folder: Any) -> None:
     split = f"Dirichlet α={cfg.graph.dirichlet:g}" if cfg.task == "graph" else cfg.partition
     table = Table(
         title=f"{cfg.dataset} · {split} · K={cfg.clients} · "
-        f"{'+'.join(cfg.protocol) or 'plain'} · {len(cfg.seeds)} seed(s)"
+        f"{cfg.protocol.label} · {len(cfg.seeds)} seed(s)"
     )
     columns = (
         "algorithm", "model", "federated", "test acc %", "test macro-F1 %", "ε (δ)", "MB",

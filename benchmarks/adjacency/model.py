@@ -12,7 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 from harness.system import GIB, rss_bytes
 
-from securefgl.fedstruct import HopContext, HopSum, keep_top_values, normalized_adjacency
+from securefgl.algorithms.fedstruct.abar_build import HopContext, HopSum
+from securefgl.algorithms.fedstruct.abar_central import keep_top_values, normalized_adjacency
 
 SLACK = 1.25  # the in-run guard aborts past SLACK x the cell budget
 

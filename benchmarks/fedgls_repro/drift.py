@@ -15,12 +15,12 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from securefgl.algorithms.fedgls.learner import feature_knn
+from securefgl.algorithms.fedgls.models import Propagation
 from securefgl.config import ExperimentConfig
 from securefgl.data import edge_homophily
 from securefgl.data.partition import undirected_pairs
 from securefgl.experiment.runner import run_single
-from securefgl.fedgls.learner import feature_knn
-from securefgl.fedgls.models import Propagation
 
 FIELDS = ("edges_kept", "homophily_knn", "homophily_learned", "real_edges_knn",
           "real_edges_learned")  # fmt: skip

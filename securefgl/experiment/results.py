@@ -29,7 +29,7 @@ def markdown_table(result: ExperimentResult) -> str:
     third = last if graph else "val acc"
     lines = [
         f"# {cfg.dataset} · {split} · {cfg.clients} clients · "
-        f"protocol {'+'.join(cfg.protocol) or 'plain'}",
+        f"protocol {cfg.protocol.label}",
         "",
         f"{cfg.rounds} rounds × {cfg.local_epochs} local epoch(s), "
         + (f"fold {cfg.graph.test_fold} of {cfg.graph.folds} per client tested, "

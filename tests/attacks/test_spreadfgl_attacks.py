@@ -9,9 +9,9 @@ from attacks.generated_features import generated_feature_inference
 from attacks.h_inference import h_label_inference, h_link_inference, h_membership
 from attacks.registry import attacks_for
 from attacks.simulation import simulate
-from securefgl.spreadfgl.client import H_TAG
-from securefgl.spreadfgl.patch import PATCH_TAG
-from tests.securefgl.spreadfgl.world import tiny_config, tiny_graph
+from securefgl.algorithms.spreadfgl.client import H_TAG
+from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
+from tests.securefgl.algorithms.spreadfgl.world import tiny_config, tiny_graph
 
 KEEP = frozenset({H_TAG, PATCH_TAG})
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from securefgl.fedgls.learner import feature_knn
-from securefgl.fedgls.models import Propagation
+from securefgl.algorithms.fedgls.learner import feature_knn
+from securefgl.algorithms.fedgls.models import Propagation
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports

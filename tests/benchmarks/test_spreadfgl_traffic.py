@@ -8,9 +8,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling import
 
 from reproduce_spreadfgl import traffic  # noqa: E402
 
+from securefgl.algorithms.spreadfgl.client import H_TAG  # noqa: E402
+from securefgl.algorithms.spreadfgl.patch import PATCH_TAG  # noqa: E402
 from securefgl.federation.transcript import TranscriptEntry  # noqa: E402
-from securefgl.spreadfgl.client import H_TAG  # noqa: E402
-from securefgl.spreadfgl.patch import PATCH_TAG  # noqa: E402
 
 
 def entry(rnd: int, sender: str, receiver: str, tag: str, nbytes: int) -> TranscriptEntry:

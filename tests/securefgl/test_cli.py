@@ -78,7 +78,7 @@ def test_flags_are_grouped_with_help_and_choices(capsys):
     out = capsys.readouterr().out
     for heading in ("data:", "federation:", "protocol stack:", "training:", "FedStruct", "FedGCN"):
         assert heading in out
-    assert "{degree,fedstar,random,hop2vec}" in out and "--adjacency" in out
+    assert "{degree,fedstar,random,hop2vec}" in out and "--sum-mode {plain,masked,ckks}" in out
     assert "--fedgcn-sum-mode {plain,masked,ckks}" in out
 
 

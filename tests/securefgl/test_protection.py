@@ -8,10 +8,10 @@ message, for model updates, FedGCN's neighbour sums and FedStruct's Ā hop sums.
 import pytest
 
 from protocols.secure_sum.parties import TAG_CONTRIBUTION
+from securefgl.algorithms.fedgcn.algorithm import NEIGHBOUR_SUMS
+from securefgl.algorithms.fedstruct.algorithm import ABAR_SUMS
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
-from securefgl.fedgcn.algorithm import NEIGHBOUR_SUMS
-from securefgl.fedstruct.algorithm import ABAR_SUMS
 
 UPDATE_TAGS = {"plain/update": "plain", "secagg/masked-input": "secagg", "ckks/update": "ckks"}
 PLAIN_BLOCK = "fedstruct/abar/B"

@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 
 from protocols.secure_sum.parties import TAG_CONTRIBUTION
+from securefgl.algorithms.fedgcn.settings import FedGCNSettings
+from securefgl.algorithms.fedstruct.abar_build import PlainHopSum
+from securefgl.algorithms.fedstruct.algorithm import _hop_sum
+from securefgl.algorithms.fedstruct.settings import FedStructSettings
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import build_client_views, partition_graph, random_split
 from securefgl.data.synthetic import csbm
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.stack import build_stack
-from securefgl.fedgcn.settings import FedGCNSettings
-from securefgl.fedstruct.abar_build import PlainHopSum
-from securefgl.fedstruct.algorithm import _hop_sum
-from securefgl.fedstruct.settings import FedStructSettings
-from tests.securefgl.algorithms.test_fedgcn import make_world, precompute
-from tests.securefgl.fedstruct.test_training import _settings, _setup
+from tests.securefgl.algorithms.fedgcn.test_fedgcn import make_world, precompute
+from tests.securefgl.algorithms.fedstruct.test_training import _settings, _setup
 
 # ------------------------------------------------------------------- secagg configuration
 
@@ -24,24 +24,25 @@ from tests.securefgl.fedstruct.test_training import _settings, _setup
 @pytest.mark.parametrize("bad", [0.5, 0.3, 0.0, -1.0, 1.5, 1.99, 0, -3])
 def test_thresholds_that_can_never_be_valid_are_config_errors(bad) -> None:
     with pytest.raises(ConfigError, match=r"secagg_threshold.*\(0.5, 1\] or a count ≥ 2"):
-        ExperimentConfig(protocol=["secagg"], secagg_threshold=bad)
+        ExperimentConfig(protocol={"stack": ["secagg"], "secagg_threshold": bad})
 
 
 @pytest.mark.parametrize("good", [None, 0.51, 2 / 3, 1.0, 2, 3.0, 7])
 def test_valid_thresholds_pass(good) -> None:
-    assert ExperimentConfig(protocol=["secagg"], secagg_threshold=good).secagg_threshold == good
+    cfg = ExperimentConfig(protocol={"stack": ["secagg"], "secagg_threshold": good})
+    assert cfg.protocol.secagg_threshold == good
 
 
 @pytest.mark.parametrize("bad", [0, 1, 3, 5, -2])
 def test_odd_or_small_secagg_k_is_a_config_error(bad) -> None:
     with pytest.raises(ConfigError, match="secagg_k must be an even integer ≥ 2"):
-        ExperimentConfig(protocol=["secagg+"], secagg_k=bad)
-    assert ExperimentConfig(protocol=["secagg+"], secagg_k=4).secagg_k == 4
+        ExperimentConfig(protocol={"stack": ["secagg+"], "secagg_k": bad})
+    assert ExperimentConfig(protocol={"stack": ["secagg+"], "secagg_k": 4}).protocol.secagg_k == 4
 
 
 def test_a_count_at_most_half_of_the_round_is_refused_when_parties_are_made() -> None:
     """A count of 2 is a valid configuration, but not for 10 clients of secagg (t > 5)."""
-    config = ExperimentConfig(protocol=["secagg"], secagg_threshold=2, clients=10)
+    config = ExperimentConfig(protocol={"stack": ["secagg"], "secagg_threshold": 2}, clients=10)
     protocol = build_stack(config, 10).protocol
     with pytest.raises(ValueError, match="minimum is t=6"):
         protocol.create_parties("server", [f"c{i}" for i in range(10)], 3)

@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from protocols.base import ProtocolError
-from securefgl.algorithms.base import Federation
-from securefgl.algorithms.fedavg import FedAvg
+from securefgl.algorithms.fedavg.algorithm import FedAvg
+from securefgl.algorithms.registry import check_config
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import draw_world, load_graph, run_single
 from securefgl.federation import Call, Channel, Party, PartyError, Transcript
+from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import party_builder, recipe
 from securefgl.federation.stack import build_stack
-from securefgl.registry import check_config
 
 ray = pytest.importorskip("ray")  # a dependency: installed by `make test`
 from securefgl.federation.ray_executor import PartyTimeoutError, RayExecutor  # noqa: E402
@@ -127,7 +127,7 @@ def _ray_fedavg(cfg, workers=2):
     torch.manual_seed(0)  # the initial model, drawn in the driver (as the runner does)
     data = load_graph(cfg)
     _, _, views, _ = draw_world(cfg, 0, data)
-    stack = build_stack(cfg, cfg.clients, f"ray-test-{cfg.protocol}")
+    stack = build_stack(cfg, cfg.clients, f"ray-test-{cfg.protocol.label}")
     federation = Federation(views, Channel(), stack, 0, executor="ray",
                             executor_options={"workers": workers})  # fmt: skip
     algo = FedAvg(cfg)
@@ -169,7 +169,7 @@ def test_parties_built_in_the_driver_are_refused_clearly():
 
 
 def test_the_malicious_server_model_runs_on_ray_each_worker_holding_its_parties_keys():
-    cfg = _config(protocol=["ckks"], threat_model="malicious", rounds=2, eval_every=1)
+    cfg = _config(protocol={"stack": ["ckks"], "threat_model": "malicious"}, rounds=2, eval_every=1)
     local = _run(cfg, Transcript())
     algo, federation = _ray_fedavg(cfg)
     try:
@@ -290,10 +290,10 @@ def test_a_round_that_cannot_survive_the_crash_aborts_saying_why(options, phase,
 
 @pytest.mark.parametrize(("method", "backend"), [("fesog", "plain"), ("fedgnn", "ideal")])
 def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
-    from securefgl.recommendation.data import synthetic_ratings
-    from securefgl.recommendation.ldp import LDPConfig
-    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
-    from securefgl.recommendation.views import ClientViews
+    from securefgl.algorithms.recommendation.ldp import LDPConfig
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.data.rating_views import ClientViews
+    from securefgl.data.ratings import synthetic_ratings
 
     views = ClientViews.from_data(synthetic_ratings(n_users=90, n_items=60, per_user=10))
     ldp = LDPConfig("laplace", 0.3, 0.1)
@@ -319,9 +319,9 @@ def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
 
 
 def test_a_user_group_whose_worker_dies_drops_out_and_training_goes_on():
-    from securefgl.recommendation.data import synthetic_ratings
-    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
-    from securefgl.recommendation.views import ClientViews
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.data.rating_views import ClientViews
+    from securefgl.data.ratings import synthetic_ratings
 
     views = ClientViews.from_data(synthetic_ratings(n_users=60, n_items=40, per_user=8))
     cfg = RecConfig(rounds=6, eval_every=3, users_per_round=30, pseudo_items=3,

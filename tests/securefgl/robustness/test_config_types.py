@@ -13,11 +13,11 @@ from securefgl.data.synthetic import csbm
 
 
 def test_ints_for_floats_and_tuples_for_lists_are_converted():
-    config = ExperimentConfig(dp_clip=2, lr=1, seeds=(0, np.int64(1)), clients=np.int32(4))
-    assert config.dp_clip == 2.0 and isinstance(config.dp_clip, float)
+    config = ExperimentConfig(protocol={"dp_clip": 2}, lr=1, seeds=(0, np.int64(1)), clients=np.int32(4))
+    assert config.protocol.dp_clip == 2.0 and isinstance(config.protocol.dp_clip, float)
     assert isinstance(config.lr, float) and config.seeds == [0, 1]
     assert type(config.clients) is int and type(config.seeds[1]) is int
-    assert config.replace(rounds=3).dp_clip == 2.0  # replace() goes through the same checks
+    assert config.replace(rounds=3).protocol.dp_clip == 2.0  # replace() goes through the same checks
 
 
 @pytest.mark.parametrize(
@@ -92,10 +92,10 @@ def test_plain_run_names_are_accepted(name):
 
 def test_central_noise_needs_a_server_that_sees_the_aggregate():
     with pytest.raises(ConfigError, match="'ckks' delivers the aggregate to the clients"):
-        ExperimentConfig(protocol=["ckks", "clip_noise"], dp_mode="central")
+        ExperimentConfig(protocol={"stack": ["ckks", "clip_noise"], "dp_mode": "central"})
     for stack in (["secagg", "clip_noise"], ["clip_noise"]):
-        ExperimentConfig(protocol=stack, dp_mode="central")
-    ExperimentConfig(protocol=["ckks", "clip_noise"], dp_mode="distributed")
+        ExperimentConfig(protocol={"stack": stack, "dp_mode": "central"})
+    ExperimentConfig(protocol={"stack": ["ckks", "clip_noise"], "dp_mode": "distributed"})
 
 
 def test_download_is_off_unless_asked():

@@ -24,8 +24,8 @@ from securefgl.data.integrity import (
     DatasetIntegrityError,
     DatasetNotAvailableError,
 )
+from securefgl.data.ratings import load_ratings
 from securefgl.experiment import runner
-from securefgl.recommendation.data import load_ratings
 from tests.securefgl.data.test_datasets import write_fake_photo
 from tests.securefgl.robustness.cases import corrupt_cora, corrupt_filmtrust
 
