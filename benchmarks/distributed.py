@@ -42,11 +42,11 @@ WORKLOADS: dict[str, tuple[str, dict[str, Any]]] = {
     # FedStruct's masked Ā build (Algorithm 3, L_s = 10 hops of secure sums) and one round
     "cora-fedstruct-abar": ("fedstruct", {"dataset": "Cora", "clients": 10, "rounds": 1,
                             "protocol": ["secagg"], "cross_edges": "known",
-                            "fedstruct": {"abar_sum": "masked", "abar_support": "union",
+                            "fedstruct": {"sum_mode": "masked", "abar_support": "union",
                                            "structure_hops": 10}}),
     "photo-fedstruct-abar": ("fedstruct", {"dataset": "Photo", "clients": 10, "rounds": 1,
                              "protocol": ["secagg"], "cross_edges": "known",
-                             "fedstruct": {"abar_sum": "masked", "abar_support": "union",
+                             "fedstruct": {"sum_mode": "masked", "abar_support": "union",
                                            "structure_hops": 10}}),
     # Ray's own cost per round: FedAvg rounds with almost no work (20-node clients)
     "near-empty-rounds": ("fedavg", {"csbm": {"num_nodes": 200, "num_features": 4},

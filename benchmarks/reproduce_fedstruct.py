@@ -83,7 +83,7 @@ def make_config(cell: Cell, args: argparse.Namespace) -> tuple[ExperimentConfig,
         protocol=["ckks"] if cell.aggregation == "ckks" else [],
         # the paper's pre-training in the clear (Algorithm 3, FedGCN's sums), whatever the
         # training rounds' transport: the CKKS cells encrypt the rounds only
-        fedstruct={"abar_sum": "plain"},
+        fedstruct={"sum_mode": "plain"},
         fedgcn={"sum_mode": "plain"},
         name=f"fedstruct-repro|{cell.dataset}|{cell.partition}|{cell.clients}|{cell.method}",
     )

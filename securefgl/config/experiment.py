@@ -175,10 +175,7 @@ class ExperimentConfig:
         generic = [f for f in dataclasses.fields(self) if f.name not in ("protocol", "sections")]
         known = sections()
         given_sections = dict(values.pop("sections", None) or {})
-        unknown_keys(
-            "config", [k for k in values if k not in known],
-            [f.name for f in generic] + ["protocol", *known],
-        )  # fmt: skip
+        _refuse_unknown(values, [f.name for f in generic] + ["protocol", *known])
         for f in generic:
             if f.name in values:
                 value = values.pop(f.name)
@@ -342,21 +339,6 @@ class ExperimentConfig:
         refused with the section they belong to, if any."""
         values = dict(values)
         known = sections()
-        generic = {f.name for f in dataclasses.fields(cls)} - {"sections"}
-        unknown = sorted(set(values) - generic - set(known))
-        if unknown:
-            homes = {
-                key: name
-                for key in unknown
-                for name, section in [*known.items(), ("protocol", None)]
-                if key in _section_keys(ProtocolSettings if section is None else section.settings)
-            }
-            where = "".join(f"; {k!r} belongs under [experiment.{s}]" for k, s in homes.items())
-            hints_ = "".join(did_you_mean(k, [*generic, *known]) for k in unknown if k not in homes)
-            raise ConfigError(
-                f"unknown config keys {unknown}{hints_}{where}; known keys: "
-                f"{sorted(generic | set(known))}"
-            )
         for name, section in known.items():
             if isinstance(values.get(name), dict):
                 values[name] = settings_from_dict(name, section.settings, values[name])
@@ -399,11 +381,27 @@ def _protocol(value: Any, base: ProtocolSettings | None = None) -> ProtocolSetti
         return base
     if isinstance(value, list | tuple):
         value = {"stack": list(value)}
+    if not isinstance(value, dict | ProtocolSettings):
+        raise ConfigError(
+            "protocol must be a table ([experiment.protocol]) or a list of protocol names "
+            f'(e.g. ["secagg"]), got {show(value)}'
+        )
     return updated("protocol", base, value)
 
 
-def _section_keys(kind: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(kind)}
+def _refuse_unknown(values: dict[str, Any], known: list[str]) -> None:
+    """Refuse unknown keys, naming the section a key belongs to, or the closest key."""
+    unknown = sorted(set(values) - set(known))
+    if not unknown:
+        return
+    tables = [("protocol", ProtocolSettings)] + [(n, s.settings) for n, s in sections().items()]
+    notes = []
+    for key in unknown:
+        home = next((n for n, kind in tables
+                     if key in {f.name for f in public_fields(kind)}), None)  # fmt: skip
+        notes.append(f"; {key!r} belongs under [experiment.{home}]" if home
+                     else did_you_mean(key, known))  # fmt: skip
+    raise ConfigError(f"unknown config keys {unknown}{''.join(notes)}; known keys: {sorted(known)}")
 
 
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -56,7 +56,7 @@ def test_min_senders_defaults_and_options() -> None:
     assert FedGCNSettings().min_senders == 2
     assert FedStructSettings().abar_min_senders == 2
     cfg = ExperimentConfig(fedstruct={"abar_min_senders": 1}, fedgcn={"min_senders": 1})
-    assert cfg.fedstruct_settings().abar_min_senders == 1 and cfg.fedgcn.min_senders == 1
+    assert FedStructSettings.of(cfg).abar_min_senders == 1 and cfg.fedgcn.min_senders == 1
     for bad in ({"fedstruct": {"abar_min_senders": 0}}, {"fedgcn": {"min_senders": 0}}):
         with pytest.raises(ConfigError, match="min_senders"):
             ExperimentConfig(**bad)
@@ -74,9 +74,11 @@ def test_cli_flags() -> None:
 @pytest.mark.parametrize("mode", ["masked", "ckks"])
 def test_abar_min_senders_reaches_the_secure_hop_sums(mode: str) -> None:
     for m in (1, 2, 3):
-        settings = FedStructSettings(abar_sum=mode, abar_min_senders=m)
+        settings = FedStructSettings(sum_mode=mode, abar_min_senders=m)
         assert _hop_sum(settings, "exp").protocol.min_senders == m
-    assert isinstance(_hop_sum(FedStructSettings(abar_min_senders=3), "exp"), PlainHopSum)
+    assert isinstance(
+        _hop_sum(FedStructSettings(sum_mode="plain", abar_min_senders=3), "exp"), PlainHopSum
+    )
 
 
 def _two_client_views():
@@ -90,11 +92,11 @@ def _two_client_views():
 def test_fedstruct_refuses_a_single_sender_abar_sum_with_advice(mode: str) -> None:
     views = _two_client_views()
     with pytest.raises(ConfigError) as info:
-        _setup(views, _settings(abar_sum=mode), store=False)
+        _setup(views, _settings(sum_mode=mode), store=False)
     message = str(info.value)
     assert "Ā build refused" in message and "--abar-min-senders 1" in message
     assert "receiver 'client-" in message and "that sender's block itself" in message
-    algo, _ = _setup(views, _settings(abar_sum=mode, abar_min_senders=1), store=False)
+    algo, _ = _setup(views, _settings(sum_mode=mode, abar_min_senders=1), store=False)
     assert algo.abar_report is not None
     assert algo.abar_report.hops[1].notes["single_sender_receivers"] == 2
     _setup(views, _settings(), store=False)  # plain: blocks in the clear anyway, not refused

@@ -68,7 +68,7 @@ def test_the_stack_issues_the_pki_and_sum_options() -> None:
 
 def test_threat_model_from_toml_and_refusals(tmp_path) -> None:
     path = tmp_path / "exp.toml"
-    path.write_text('[experiment]\nprotocol = ["secagg"]\nthreat_model = "malicious"\n')
+    path.write_text('[experiment.protocol]\nstack = ["secagg"]\nthreat_model = "malicious"\n')
     assert ExperimentConfig.from_toml(path).protocol.threat_model == "malicious"
     with pytest.raises(ConfigError, match="threat_model"):
         ExperimentConfig(protocol={"threat_model": "byzantine"})

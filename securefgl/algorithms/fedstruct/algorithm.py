@@ -138,7 +138,7 @@ def _hop_sum(
 class FedStruct(FedAvg):
     """FedStruct with a decoupled-GCN NFE and NSFs ``settings.nsf`` (see module docstring).
 
-    ``settings`` default to :meth:`FedStructSettings.of` the configuration. ``abar_rows``
+    ``settings`` (default: the configuration's section) are resolved against ``config``. ``abar_rows``
     (client id → ``Ā^[i]``) skips the Ā build: a simulator shortcut for tests and ablations.
     """
 
@@ -153,7 +153,7 @@ class FedStruct(FedAvg):
         abar_rows: Mapping[int, sp.spmatrix] | None = None,
     ) -> None:
         super().__init__(config)
-        self.settings = settings if settings is not None else FedStructSettings.of(config)
+        self.settings = (settings or config.section(FedStructSettings)).resolve(config)
         self.abar_rows = abar_rows
         self.abar_report: AbarBuildReport | None = None
 

@@ -241,18 +241,16 @@ class FedStructSettings:
         return limit * 2**30 if math.isfinite(limit) else None
 
     def resolve(self, config: Any) -> FedStructSettings:
-        """The settings a run of ``config`` uses: the dataset's Table 5 values for the fields
-        left unset, the experiment's ``lr``, ``weight_decay`` and ``dropout``, the preset's
-        epochs and the secure-sum mode the transport implies unless one is set."""
+        """The settings a run of ``config`` uses: every field left unset (None) takes the
+        dataset's Table 5 value, the experiment's ``lr`` / ``weight_decay`` / ``dropout``, or
+        the secure-sum mode that the transport implies."""
         preset = preset_for(config.dataset)
-        changes: dict[str, Any] = {
-            key: getattr(preset, key) for key in PRESET_FIELDS if getattr(self, key) is None
-        }
-        changes.update(lr=config.lr, weight_decay=config.weight_decay, dropout=config.dropout,
-                       epochs=preset.epochs)  # fmt: skip
-        if self.sum_mode is None:
-            changes["sum_mode"] = config.protocol.secure_sum_mode()
-        return self.replace(**changes)
+        given = {
+            **{key: getattr(preset, key) for key in (*PRESET_FIELDS, "epochs")},
+            "lr": config.lr, "weight_decay": config.weight_decay, "dropout": config.dropout,
+            "sum_mode": config.protocol.secure_sum_mode(),
+        }  # fmt: skip
+        return self.replace(**{k: v for k, v in given.items() if getattr(self, k) is None})
 
     def check(self, config: Any) -> None:
         """The section resolves for ``config`` (run when the configuration is built)."""

@@ -328,8 +328,8 @@ class FedRecTrainer:
             "lam": cfg.ldp.lam,
             "paper_epsilon_per_coordinate": cfg.ldp.paper_epsilon,
             **self.ledger.summary(),
-            "noise": "seeded from the public seed: NOT PRIVATE" if cfg.protocol.seeded_noise else "secret",
-            "private": not cfg.protocol.seeded_noise,
+            "noise": "seeded from the public seed: NOT PRIVATE" if cfg.seeded_noise else "secret",
+            "private": not cfg.seeded_noise,
         }
         return RecResult(
             cfg.to_dict(),

@@ -72,7 +72,7 @@ def _run(cfg, transcript, algorithm="fedavg"):
             "fedstruct",
             {
                 "protocol": ["secagg"], "cross_edges": "known", "dropout": 0.5,
-                "fedstruct": {"abar_sum": "masked", "structure_hops": 2, "nsf_dim": 8,
+                "fedstruct": {"sum_mode": "masked", "structure_hops": 2, "nsf_dim": 8,
                               "structure_hidden": [8], "feature_hidden": [8]},
             },
         ),

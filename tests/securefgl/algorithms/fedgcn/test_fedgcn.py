@@ -14,7 +14,7 @@ from securefgl.algorithms.fedgcn.neighbour_sums import (
     run_neighbour_sums,
 )
 from securefgl.algorithms.fedgcn.settings import FedGCNSettings
-from securefgl.algorithms.registry import ALGORITHMS
+from securefgl.algorithms.registry import algorithm_class
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import build_client_views, partition_graph, random_split
 from securefgl.data.synthetic import csbm
@@ -192,7 +192,7 @@ def test_plain_receiver_sees_every_contribution():
 
 
 def test_settings_from_config_and_registry():
-    assert ALGORITHMS["fedgcn"] is FedGCN and ALGORITHMS["fedgcn-1hop"] is FedGCN1Hop
+    assert algorithm_class("fedgcn") is FedGCN and algorithm_class("fedgcn-1hop") is FedGCN1Hop
     cfg = ExperimentConfig(
         fedgcn={"sum_mode": "masked", "norm": "rw", "hops": 1, "features": "all"}
     )

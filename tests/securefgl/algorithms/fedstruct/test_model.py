@@ -209,7 +209,7 @@ def test_presets_follow_table5():
 
 def test_settings_from_config_and_apply_preset():
     cfg = ExperimentConfig(dataset="cora", lr=0.01)
-    st = cfg.fedstruct_settings()
+    st = FedStructSettings.of(cfg)
     assert st.structure_hops == 10 and st.lr == 0.01  # preset architecture, config lr
     faithful = apply_preset(cfg)
     assert (faithful.lr, faithful.rounds, faithful.dropout) == (0.002, 40, 0.75)
@@ -217,7 +217,7 @@ def test_settings_from_config_and_apply_preset():
         dataset="cora", lr=0.002, weight_decay=0.0, dropout=0.1,
         fedstruct={"nsf": "degree", "structure_hops": 3, "prune": "none", "feature_hidden": [32]},
     )  # fmt: skip
-    st = future.fedstruct_settings()
+    st = FedStructSettings.of(future)
     assert (st.lr, st.weight_decay, st.dropout) == (0.002, 0.0, 0.1)
     assert (st.nsf, st.structure_hops, st.prune, st.feature_hidden) == ("degree", 3, "none", (32,))
     assert st.structure_hidden == (256,)

@@ -13,7 +13,7 @@ from securefgl.algorithms.fedstruct.abar_central import central_abar
 from securefgl.algorithms.fedstruct.algorithm import FedStruct, oracle_abar_rows
 from securefgl.algorithms.fedstruct.parties import MODEL_TAG, NSF_ALL_TAG, NSF_TAG
 from securefgl.algorithms.fedstruct.settings import FedStructSettings
-from securefgl.algorithms.registry import ALGORITHMS
+from securefgl.algorithms import registry
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import build_client_views, csbm, partition_graph, random_split
 from securefgl.experiment.runner import run_single
@@ -60,7 +60,12 @@ def _setup(views, settings, protocol=(), store=True, seed=0, **cfg):
 
 def test_fedstruct_beats_local_and_fedavg(graph, monkeypatch):
     """H2V, unpruned Ā with L_s = 2, random partition K = 4 (through the runner)."""
-    monkeypatch.setitem(ALGORITHMS, "fedstruct", functools.partial(FedStruct, settings=_settings()))
+    real = registry.algorithm_class
+    fixed = functools.partial(FedStruct, settings=_settings())
+    monkeypatch.setattr(
+        "securefgl.experiment.runner.algorithm_class",
+        lambda name, task="node": fixed if name == "fedstruct" else real(name, task),
+    )
     cfg = _config()
     algos = ("fedstruct", "local", "fedavg")
     acc = {a: run_single(cfg, a, 0, graph, progress=False) for a in algos}
@@ -88,11 +93,11 @@ def test_federated_abar_matches_the_oracle_unpruned(small_views):
     assert any(t.startswith("fedstruct/abar") for t in {e.tag for e in transcript.entries})
 
 
-@pytest.mark.parametrize("abar_sum", ["masked", "ckks"])
-def test_secure_abar_build_equals_the_plain_one(small_views, abar_sum):
+@pytest.mark.parametrize("sum_mode", ["masked", "ckks"])
+def test_secure_abar_build_equals_the_plain_one(small_views, sum_mode):
     """Alg. 3 with a secure per-hop sum (through the server) gives the same Ā^[i]."""
     _, views = small_views
-    settings = _settings(structure_hops=2, abar_sum=abar_sum)
+    settings = _settings(structure_hops=2, sum_mode=sum_mode)
     algo, transcript = _built_abar_matches_the_oracle(views, settings, 1e-6)
     assert not any(e.tag == "fedstruct/abar/B" for e in transcript.entries)  # no plain blocks
     assert np.isfinite(algo.train_round(0))
@@ -121,18 +126,18 @@ def test_masked_abar_options_reach_the_hop_sums(small_views, option, atol, bad):
     """``abar_collusion_threshold`` / ``abar_pair_masks`` / ``abar_ring_bits`` reach the
     masked hop sums (settings from the config too); bad values and other sums refuse."""
     _, views = small_views
-    settings = _settings(structure_hops=2, abar_sum="masked", **option)
+    settings = _settings(structure_hops=2, sum_mode="masked", **option)
     _, transcript = _built_abar_matches_the_oracle(views, settings, atol, store=True)
     words = [e.payload().fields["y"] for e in transcript.entries if e.tag == TAG_CONTRIBUTION]
     assert words and all(
         w.dtype == (np.uint32 if "abar_ring_bits" in option else np.uint64) for w in words
     )
-    from_config = _config(fedstruct={"abar_sum": "masked", **option}).fedstruct_settings()
+    from_config = FedStructSettings.of(_config(fedstruct={"sum_mode": "masked", **option}))
     assert all(getattr(from_config, k) == v for k, v in option.items())
-    with pytest.raises(ConfigError, match="apply to abar_sum='masked'"):
-        _config(fedstruct={"abar_sum": "ckks", **option})
-    for wrong in [{"abar_sum": "ckks", **option}] + [{"abar_sum": "masked", **b} for b in bad]:
-        with pytest.raises((ValueError, OverflowError), match="abar|degree|fixed-point bound"):
+    with pytest.raises(ConfigError, match="apply to sum_mode='masked'"):
+        _config(fedstruct={"sum_mode": "ckks", **option})
+    for wrong in [{"sum_mode": "ckks", **option}] + [{"sum_mode": "masked", **b} for b in bad]:
+        with pytest.raises((ValueError, OverflowError), match="abar|degree|fixed-point bound|sum_mode"):
             _setup(views, _settings(structure_hops=2, **wrong), store=False)
 
 
@@ -284,10 +289,10 @@ def test_abar_hops_over_the_round_limit_are_refused_with_advice(small_views):
     union build fits the same limit and gives the same Ā."""
     _, views = small_views
     limit = 0.25e6 / 2**30  # 0.25 MB per hop
-    rows = _settings(abar_sum="masked", abar_max_round_gib=limit)
+    rows = _settings(sum_mode="masked", abar_max_round_gib=limit)
     with pytest.raises(ConfigError, match="abar_support = 'union'.*abar_max_round_gib"):
         _setup(views, rows, store=False)
-    union = _settings(abar_sum="masked", abar_support="union", abar_max_round_gib=limit)
+    union = _settings(sum_mode="masked", abar_support="union", abar_max_round_gib=limit)
     _built_abar_matches_the_oracle(views, union, 1e-6)
     _built_abar_matches_the_oracle(views, rows.replace(abar_max_round_gib=math.inf), 1e-6)
     for bad in (0.0, -1.0, "4"):

@@ -174,5 +174,8 @@ def test_fedgnn_per_rating_loss_does_not_shrink_heavy_users_item_gradients(
     (mse, own_mse), (sse, own_sse) = grads["mse"], grads["sse"]
     n_u = torch.bincount(mse.item_slot, minlength=users.size).float()
     torch.testing.assert_close(sse.loss, mse.loss * n_u)
-    torch.testing.assert_close(sse.item_grad, mse.item_grad * n_u[mse.item_slot].unsqueeze(1))
+    # float32 sums of n_u terms against n_u times their mean: rounding grows with n_u
+    torch.testing.assert_close(
+        sse.item_grad, mse.item_grad * n_u[mse.item_slot].unsqueeze(1), rtol=1e-4, atol=1e-4
+    )
     torch.testing.assert_close(own_sse, own_mse)
