@@ -29,11 +29,11 @@ from attacks.simulation import World
 from protocols.secure_sum.parties import TAG_DELIVERY
 from securefgl.algorithms.fedgcn.neighbour_sums import (
     NeighbourSumClient,
-    NeighbourSumRelay,
     run_neighbour_sums,
 )
 from securefgl.algorithms.fedgcn.settings import FedGCNSettings
 from securefgl.federation import SERVER, Channel, LocalExecutor, Party, client_party_id
+from securefgl.federation.hosted_sums import SumRelay
 
 NAME = "neighbour_feature_inference"
 MODES = ("plain", "masked", "ckks")
@@ -70,7 +70,7 @@ def neighbour_features(
     parties: dict[str, Party] = {
         client_party_id(v.client_id): NeighbourSumClient(v, settings) for v in world.views
     }
-    parties[SERVER] = NeighbourSumRelay(SERVER)
+    parties[SERVER] = SumRelay(SERVER)
     channel = Channel()
     ids = [p for p in parties if p != SERVER]
     run_neighbour_sums(ids, LocalExecutor(parties), channel, settings, "securefgl/audit")

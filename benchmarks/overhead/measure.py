@@ -22,15 +22,17 @@ from harness.metering import MeteredRun
 from overhead.cells import N_DISTINCT_INPUTS, Cell, make_protocol
 from protocols.base import (
     AggregateResult,
+    AggregationClient,
     AggregationParties,
     AggregationProtocol,
+    AggregationServer,
     Role,
     output_of,
     roles_of,
     run_phases,
     setup_parties,
 )
-from securefgl.federation import AGG, Call, ProtocolHost
+from securefgl.federation import Call, ProtocolHost
 
 
 class CellTimeoutError(Exception):
@@ -82,14 +84,14 @@ def one_round(
     executor = run.executor
     executor.call(
         [
-            Call(cid, AGG, "begin_round", (0, np.asarray(vector, dtype=np.float64), weight))
+            Call.to(cid, AggregationClient.begin_round, 0, np.asarray(vector, np.float64), weight)
             for cid, (vector, weight) in inputs.items()
         ]
     )
-    executor.call([Call(parties.server.party_id, AGG, "begin_round", (0, list(inputs)))])
+    executor.call([Call.to(parties.server.party_id, AggregationServer.begin_round, 0, list(inputs))])
     roles = roles_of(parties)
     roles[Role.CLIENT] = list(inputs)
-    run_phases(protocol.round_phases, roles, executor.phases(AGG), run.transmit, dropped)
+    run_phases(protocol.round_phases, roles, executor.phases(protocol), run.transmit, dropped)
     return output_of(protocol, parties, [c for c in inputs if c not in dropped])
 
 
@@ -111,7 +113,7 @@ def run_cell(cell: Cell, hard_limit: float, seed: int) -> dict[str, Any]:
         wall0 = time.perf_counter()
         if protocol.setup_phases:
             setup = MeteredRun(hosts)
-            setup_parties(protocol, parties, setup.transmit, setup.executor.phases(AGG))
+            setup_parties(protocol, parties, setup.transmit, setup.executor.phases(protocol))
             out["setup_seconds"] = time.perf_counter() - wall0
             sent, _ = setup.bytes()
             out["setup_client_bytes_up"] = _mean([sent.get(c, 0) for c in ids])

@@ -16,207 +16,32 @@ per round degenerates to sign-SGD and trains poorly, so local steps are SGD.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
-import torch
 from torch_geometric.data import Data
 
-from protocols.base import (
-    AggregationClient,
-    AggregationProtocol,
-    AggregationServer,
-    Envelope,
-    ProtocolError,
-    Role,
-    run_phases,
-)
-from protocols.dp.rng import make_rng
-from protocols.wire import Payload
+from protocols.base import AggregationProtocol, Envelope, ProtocolError, Role, run_phases
 from securefgl.algorithms.base import Algorithm, SplitPredictions
-from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.common.training import party_torch_rng, predict_splits, train_epochs
-from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.algorithms.fedavg.parties import (
+    FedAvgServer,
+    RoundClient,
+    fedavg_client,
+    fedavg_server,
+)
+from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
-from securefgl.federation import (
-    AGG,
-    SERVER,
-    TRAIN,
-    Call,
-    Party,
-    client_party_id,
-)
-from securefgl.federation.builders import (
-    config_from_json,
-    protocol_host,
-    protocol_party,
-    stack_args,
-    view_from_payload,
-    view_payload,
-)
+from securefgl.federation import SERVER, Call, client_party_id
+from securefgl.federation.builders import protocol_host, stack_args, view_payload
 from securefgl.federation.federation import Federation
-from securefgl.federation.recipes import Recipe, party_builder, recipe
-from securefgl.models import build_model, get_flat, set_flat
+from securefgl.federation.recipes import Recipe, recipe
+from securefgl.models import build_model, get_flat
 
 log = logging.getLogger(__name__)
 
-MODEL_TAG = "fedavg/model"
 MODEL_UPDATES = "model updates (clients -> server)"
 MODEL_BROADCAST = "model (server -> clients)"
-
-
-class ClientHeldModel:
-    """For protocols that give the aggregate to the clients (CKKS): each client applies the
-    same server-optimizer step to the decrypted mean, so all copies stay identical.
-
-    Needs ``agg``, ``params``, ``global_opt`` and :meth:`optimizer_settings`.
-    """
-
-    agg: AggregationClient
-    params: np.ndarray | None
-    global_opt: GlobalOptimizer | None
-    weight: float
-    coin: np.random.Generator  # this client's own secret randomness for Poisson sampling
-
-    def training_weight(self) -> float:
-        """This client's weight in the federated mean (e.g. its labelled nodes)."""
-        return self.weight
-
-    def joins_round(self, round_idx: int, probability: float) -> bool:
-        """Poisson sampling: this client's own coin decides whether it takes part."""
-        return bool(self.coin.random() < probability)
-
-    def optimizer_settings(self) -> tuple[str, float, float]:
-        """(kind, lr, weight decay) of the global optimizer."""
-        raise NotImplementedError
-
-    def apply_result(self, round_idx: int) -> None:
-        result = self.agg.result()
-        if result is None or self.params is None:
-            return
-        if self.global_opt is None:
-            self.global_opt = GlobalOptimizer(self.params, *self.optimizer_settings())
-        self.params = self.global_opt.step(result.mean)
-
-
-class FedAvgClient(ClientHeldModel, Party):
-    """A client party: its own subgraph, its model and its side of the protocol."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
-
-    def __init__(
-        self,
-        view: ClientGraph,
-        config: ExperimentConfig,
-        agg: AggregationClient,
-        num_classes: int,
-        noise_seed: int | None = None,
-        seed: int = 0,
-    ) -> None:
-        self.party_id = client_party_id(view.client_id)
-        self.coin = make_rng(noise_seed, "client-sampling", self.party_id)
-        self.seed = seed  # the experiment's: this client's dropout stream (not privacy noise)
-        self.data: Data = view.to_data()
-        with party_torch_rng(seed, self.party_id, "init"):  # replaced by the server's model
-            self.model = build_model(
-                config.model, view.num_features, config.hidden, num_classes, config.layers,
-                config.dropout,
-            )  # fmt: skip
-        self.config = config
-        self.agg = agg
-        self.params: np.ndarray | None = None  # the global model as this client knows it
-        self.weight = float(self.data.train_mask.sum())
-        self.global_opt: GlobalOptimizer | None = None  # when clients hold the aggregate
-
-    def receive_model(self, inbox: list[Envelope]) -> None:
-        for env in inbox:
-            if env.tag == MODEL_TAG:
-                self.params = env.payload.array("params").astype(np.float32)
-
-    def local_update(self, round_idx: int, mu: float) -> float:
-        if self.params is None:
-            raise RuntimeError(f"{self.party_id}: no global model received")
-        set_flat(self.model, self.params)
-        center = [p.detach().clone() for p in self.model.parameters()] if mu > 0 else None
-        opt = torch.optim.SGD(self.model.parameters(), lr=self.config.client_lr)
-        with party_torch_rng(self.seed, self.party_id, round_idx):
-            loss = train_epochs(self.model, self.data, opt, self.config.local_epochs, center, mu)
-        delta = get_flat(self.model).astype(np.float64) - self.params
-        self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
-        return loss
-
-    def optimizer_settings(self) -> tuple[str, float, float]:
-        cfg = self.config
-        return cfg.server_optimizer, cfg.lr, cfg.weight_decay
-
-    def predict(self) -> SplitPredictions:
-        if self.params is None:
-            raise RuntimeError(f"{self.party_id}: no model to evaluate yet")
-        set_flat(self.model, self.params)
-        return predict_splits(self.model, self.data)
-
-
-@party_builder
-def fedavg_client(
-    view: Payload, stack: dict[str, Any], noise_seed: int | None, seed: int
-) -> FedAvgClient:
-    """A FedAvg client, built where it lives from its own view and the stack's settings."""
-    config, v = config_from_json(stack["config"]), view_from_payload(view)
-    agg = protocol_party(stack, client_party_id(v.client_id))
-    return FedAvgClient(v, config, agg, v.num_classes, noise_seed, seed)
-
-
-class FedAvgServer(Party):
-    """Holds the global model when the protocol lets it see the aggregate."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
-    model_tag: ClassVar[str] = MODEL_TAG
-
-    def __init__(
-        self,
-        params: np.ndarray,
-        agg: AggregationServer,
-        holds_model: bool,
-        optimizer: GlobalOptimizer,
-    ) -> None:
-        self.party_id = SERVER
-        self.params: np.ndarray | None = params
-        self.agg = agg
-        self.holds_model = holds_model
-        self.optimizer = optimizer
-
-    def broadcast(self, round_idx: int, receivers: list[str]) -> list[Envelope]:
-        if self.params is None:
-            return []
-        payload = Payload({"params": self.params}, {"round": round_idx})
-        if not self.holds_model:
-            self.params = None  # sent once (random init); from now on clients hold the model
-        return [Envelope(self.party_id, r, self.model_tag, payload) for r in receivers]
-
-    def begin_aggregation(self, round_idx: int, participants: list[str]) -> None:
-        self.agg.begin_round(round_idx, participants)
-
-    def apply_result(self, round_idx: int) -> None:
-        result = self.agg.result()
-        if result is not None and self.params is not None:
-            self.params = self.optimizer.step(result.mean)
-
-    def apply_empty_round(self, round_idx: int, dim: int) -> None:
-        """Nobody took part: a mechanism with central noise still releases a noisy step."""
-        release = getattr(self.agg, "empty_round_result", None)
-        result = release(dim) if release is not None else None
-        if result is not None and self.params is not None:
-            self.params = self.optimizer.step(result.mean)
-
-
-@party_builder
-def fedavg_server(params: np.ndarray, stack: dict[str, Any], holds_model: bool) -> FedAvgServer:
-    """The FedAvg server with the initial model ``params`` (``holds_model``: the protocol
-    delivers the aggregate to it)."""
-    cfg = config_from_json(stack["config"])
-    opt = GlobalOptimizer(params, cfg.server_optimizer, cfg.lr, cfg.weight_decay)
-    return FedAvgServer(params, protocol_party(stack, SERVER), holds_model, opt)
 
 
 class FedAvg(Algorithm):
@@ -298,13 +123,13 @@ class FedAvg(Algorithm):
     ) -> None:
         """The protocol's set-up phases, then the initial model to every client."""
         phases = protocol.setup_phases
-        run_phases(phases, self.roles, self.executor.phases(AGG), federation.channel.transmit)
+        run_phases(phases, self.roles, self.executor.phases(protocol), federation.channel.transmit)
         self._start(ids)
 
     def _start(self, ids: list[str]) -> None:
         """The initial model to every client; every client's weight in the mean."""
         self._broadcast(-1)
-        weights = self.executor.map(ids, TRAIN, "training_weight")
+        weights = self.executor.map(ids, RoundClient.training_weight)
         self._weights = dict(zip(ids, weights, strict=True))
 
     def _live(self) -> list[str]:
@@ -315,19 +140,21 @@ class FedAvg(Algorithm):
         """The server sends the global model (if it holds one) to every client; the calls
         ``before`` run first, in the same batch (one round trip fewer on remote parties)."""
         ids = self._live()
-        batch = [*before, Call(SERVER, TRAIN, "broadcast", (round_idx, ids))]
+        batch = [*before, Call.to(SERVER, FedAvgServer.broadcast, round_idx, ids)]
         sent = self.executor.call(batch)[-1]
         inbox: dict[str, list[Envelope]] = {c: [] for c in ids}
         for env in self.federation.channel.transmit(sent):
             inbox[env.receiver].append(env)
-        self.executor.call([Call(c, TRAIN, "receive_model", (inbox[c],)) for c in ids if inbox[c]])
+        self.executor.call(
+            [Call.to(c, RoundClient.receive_model, inbox[c]) for c in ids if inbox[c]]
+        )
 
     def _sample(self, round_idx: int) -> list[str]:
         """``fixed``: the server draws ``client_fraction·K`` clients (it knows who takes
         part either way); ``poisson``: each client flips its own secret coin."""
         ids, q = self._live(), self.config.client_fraction
         if self.config.client_sampling == "poisson":
-            joins = self.executor.map(ids, TRAIN, "joins_round", round_idx, q)
+            joins = self.executor.map(ids, RoundClient.joins_round, round_idx, q)
             return [c for c, join in zip(ids, joins, strict=True) if join]
         k = max(1, round(q * len(ids)))
         if k == len(ids):
@@ -340,20 +167,22 @@ class FedAvg(Algorithm):
         sampled = self._sample(round_idx)
         stack, q = self.federation.stack, self.config.client_fraction
         if not sampled:  # Poisson: nobody joined; central noise is still released
-            ex.call([Call(SERVER, TRAIN, "apply_empty_round", (round_idx, self.dim))])
+            ex.call([Call.to(SERVER, FedAvgServer.apply_empty_round, round_idx, self.dim)])
             self._broadcast(round_idx)
             stack.account_round(q, 0, self.dim)
             return float("nan")
         mu = self.config.mu if self.mu_used else 0.0
         answers = ex.call_survivors(
-            [Call(c, TRAIN, "local_update", (round_idx, mu)) for c in sampled]
+            [Call.to(c, RoundClient.local_update, round_idx, mu) for c in sampled]
         )
         trained = {c: loss for c, loss in zip(sampled, answers, strict=True) if loss is not None}
         sampled = list(trained)
-        ex.call([Call(SERVER, TRAIN, "begin_aggregation", (round_idx, sampled))])
+        ex.call([Call.to(SERVER, FedAvgServer.begin_aggregation, round_idx, sampled)])
         self._aggregate(round_idx, sampled)
         survivors = [c for c in sampled if c not in ex.silent]
-        apply = [Call(p, TRAIN, "apply_result", (round_idx,)) for p in [SERVER, *self._live()]]
+        apply = [Call.to(SERVER, FedAvgServer.apply_result, round_idx)] + [
+            Call.to(c, RoundClient.apply_result, round_idx) for c in self._live()
+        ]
         self._broadcast(round_idx, apply)  # every client holds the current model after a round
         stack.account_round(q, len(survivors), self.dim)
         weights = np.array([self._weights[c] for c in survivors])
@@ -368,7 +197,7 @@ class FedAvg(Algorithm):
         roles = {**self.roles, Role.CLIENT: sampled}
         try:
             run_phases(
-                protocol.round_phases, roles, ex.phases(AGG), self.federation.channel.transmit
+                protocol.round_phases, roles, ex.phases(protocol), self.federation.channel.transmit
             )
         except ProtocolError as err:
             lost = sorted(set(sampled) & ex.silent)
@@ -389,7 +218,7 @@ class FedAvg(Algorithm):
                         ", ".join(lost))  # fmt: skip
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self._live(), TRAIN, "predict")
+        return self.executor.map(self._live(), RoundClient.predict)
 
     def protection(self) -> dict[str, str]:
         stack = self.federation.stack

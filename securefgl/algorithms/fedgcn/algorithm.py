@@ -20,7 +20,12 @@ from torch_geometric.data import Data
 
 from securefgl.algorithms.fedavg.algorithm import FedAvg
 from securefgl.algorithms.fedgcn.neighbour_sums import PrecomputeReport, run_neighbour_sums
-from securefgl.algorithms.fedgcn.parties import START, fedgcn_client, fedgcn_server, model_inputs
+from securefgl.algorithms.fedgcn.parties import (
+    FedGCNClient,
+    fedgcn_client,
+    fedgcn_server,
+    model_inputs,
+)
 from securefgl.algorithms.fedgcn.settings import FedGCNSettings
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import ClientGraph
@@ -78,9 +83,9 @@ class FedGCN(FedAvg):
         )  # fmt: skip
         log.info(
             "fedgcn pre-training (%s, %d hops): %.1f s, %.1f MB",
-            self.report.mode, self.report.hops, self.report.seconds, self.report.bytes / 1e6,
+            self.report.sum_mode, self.report.hops, self.report.seconds, self.report.bytes / 1e6,
         )  # fmt: skip
-        self.executor.map(ids, START, "start_training")
+        self.executor.map(ids, FedGCNClient.start_training)
 
     def protection(self) -> dict[str, str]:
         return {**super().protection(), NEIGHBOUR_SUMS: str(self.settings.sum_mode)}

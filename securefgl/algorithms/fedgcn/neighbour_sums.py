@@ -6,7 +6,7 @@ Client ``i`` needs, for each node ``v``, ``H^h_v = Σ_{u∈Ñ(v)} Â_vu H^{h-1}_
 ``k`` of a neighbour contributes ``C_ki[v] = Σ_{u∈V_k∩N(v)} s_u H^{h-1}_u`` and ``i`` forms
 ``H^h_v = r_v (Σ_{u∈V_i∩Ñ(v)} s_u H^{h-1}_u + Σ_k C_ki[v])``: exactly the global rows. Each
 hop's ``Σ_k`` is one batch of hosted secure sums
-(:class:`~securefgl.federation.secure_sums.SecureSumDriver`): receiver ``i``'s senders are
+(:class:`~securefgl.federation.hosted_sums.SecureSumDriver`): receiver ``i``'s senders are
 the owners of its external neighbours, the job shape ``(n, d)`` (rows: opaque ids) on the
 public support ``R_i`` (its boundary nodes) × all columns.
 
@@ -22,32 +22,24 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
 from protocols.base import ProtocolError
-from protocols.secure_sum import (
-    SecureSumClient,
-    SecureSumServer,
-    SumRequest,
-    Support,
-    TooFewSendersError,
-)
+from protocols.secure_sum import SumRequest, Support, TooFewSendersError
 from securefgl.algorithms.fedgcn.settings import NORMS, FedGCNSettings
 from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
-from securefgl.federation import SERVER, SUMS, Call, Channel, Executor, Party, client_party_id
-from securefgl.federation.secure_sums import SecureSumDriver, SumSpec, hosted_state
+from securefgl.federation import SERVER, Call, Channel, Executor, Party, client_party_id
+from securefgl.federation.hosted_sums import HostedSum, SecureSumDriver, SumSpec
 
 __all__ = [
-    "FEDGCN",
     "NeighbourSumClient",
-    "NeighbourSumRelay",
     "PrecomputeReport",
     "central_neighbour_sums",
     "run_neighbour_sums",
@@ -56,22 +48,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FEDGCN = "fedgcn"  # the sub-party that computes the hop features
-
-
 def sum_spec(settings: FedGCNSettings, experiment_id: str) -> SumSpec:
     """The secure-sum mode of ``settings`` as plain data; ``min_senders`` applies to the
     ``masked`` / ``ckks`` sums (``plain`` shows every contribution anyway)."""
-    mode = settings.sum_mode or "plain"
-    secure = mode != "plain"
-    return SumSpec(mode, experiment_id, {"min_senders": settings.min_senders if secure else 1})
+    sum_mode = settings.sum_mode or "plain"
+    secure = sum_mode != "plain"
+    return SumSpec(sum_mode, experiment_id, {"min_senders": settings.min_senders if secure else 1})
 
 
 class NeighbourSumClient(Party):
     """Client ``i``'s pre-training party: its view, its degrees, its hop results and its
     side of the secure sums. Holds nothing of any other client."""
-
-    SUBPARTIES: ClassVar[dict[str, str]] = {FEDGCN: "", SUMS: "sum_party"}
 
     def __init__(self, view: ClientGraph, settings: FedGCNSettings) -> None:
         if view.cross_edges != "known":
@@ -113,14 +100,11 @@ class NeighbourSumClient(Party):
         self.neighbours = sorted(self.out_rows)
         self.boundary = np.unique(self.ids[ext_src]) if ext_src.size else np.zeros(0, np.int64)
         self.hop_feats: list[np.ndarray] = [view.x.numpy().astype(np.float64)]
-        self.sum_party: SecureSumClient | None = None
+        self.sums = HostedSum(self.party_id)
         self._received: list[int] = []  # per hop: number of sending clients
 
-    def host(self, spec: dict[str, Any], server_id: str, client_ids: Sequence[str]) -> None:
-        """Install this client's secure-sum state for the mode ``spec``."""
-        state = hosted_state(spec, self.party_id, server_id, client_ids)
-        assert isinstance(state, SecureSumClient)
-        self.sum_party = state
+    def roles(self) -> Iterable[object | None]:
+        return (self, *self.sums.roles())
 
     def contributions(self, hop: int) -> dict[str, sp.csr_matrix]:
         """``C_ki`` for every neighbouring client ``i`` as a sparse ``(n, d)`` block (rows:
@@ -135,17 +119,15 @@ class NeighbourSumClient(Party):
     def prepare(self, hop: int) -> int:
         """Hand the hop's blocks to the secure sums: contribute to every neighbouring client
         and request this client's own sum; returns the number of its senders."""
-        if self.sum_party is None:
-            raise RuntimeError(f"{self.party_id}: no secure-sum state hosted")
         if hop != len(self.hop_feats):
             raise RuntimeError(f"{self.party_id}: hop {hop} out of order")
         for receiver, block in self.contributions(hop).items():
-            self.sum_party.add_contribution(receiver, block)
+            self.sums.client.add_contribution(receiver, block)
         d = self.hop_feats[0].shape[1]
         senders = tuple(self.neighbours)
         if senders:
             support = Support.product((self.n, d), rows=self.boundary)
-            self.sum_party.expect_sum(SumRequest(senders, (self.n, d), support, True))
+            self.sums.client.expect_sum(SumRequest(senders, (self.n, d), support, True))
         if len(senders) == 1:
             log.warning(
                 "%s: one neighbouring client (%s): its FedGCN hop-%d 'sum' is that "
@@ -157,10 +139,9 @@ class NeighbourSumClient(Party):
         """``H^h = r ⊙ (Ã_own s H^{h-1} + received rows of own nodes)``."""
         if hop != len(self.hop_feats):
             raise RuntimeError(f"{self.party_id}: hop {hop} out of order")
-        assert self.sum_party is not None
         prev = self.hop_feats[hop - 1]
         total = self.a_own @ prev
-        result = self.sum_party.result()
+        result = self.sums.client.result()
         if self.neighbours:
             if result is None:
                 raise ProtocolError(f"{self.party_id}: no neighbour sum arrived at hop {hop}")
@@ -175,21 +156,6 @@ class NeighbourSumClient(Party):
         parts = self.hop_feats[-1:] if kind == "last" else self.hop_feats[kind == "hops" :]
         feats = np.concatenate(parts, axis=1).astype(np.float32)
         return dataclasses.replace(self.view, x=torch.from_numpy(feats))
-
-
-class NeighbourSumRelay(Party):
-    """The server's pre-training party: relays (plain) or adds (masked / ckks)."""
-
-    SUBPARTIES: ClassVar[dict[str, str]] = {FEDGCN: "", SUMS: "sum_party"}
-
-    def __init__(self, party_id: str = SERVER) -> None:
-        self.party_id = party_id
-        self.sum_party: SecureSumServer | None = None
-
-    def host(self, spec: dict[str, Any], server_id: str, client_ids: Sequence[str]) -> None:
-        state = hosted_state(spec, self.party_id, server_id, client_ids)
-        assert isinstance(state, SecureSumServer)
-        self.sum_party = state
 
 
 def _rows_to_global(compact: sp.csr_matrix, rows: np.ndarray, n: int) -> sp.csr_matrix:
@@ -209,7 +175,7 @@ def _rows_to_global(compact: sp.csr_matrix, rows: np.ndarray, n: int) -> sp.csr_
 class PrecomputeReport:
     """Cost of the pre-training sums (bytes and messages as recorded by the channel)."""
 
-    mode: str
+    sum_mode: str
     hops: int
     seconds: float = 0.0
     bytes: int = 0
@@ -227,27 +193,25 @@ def run_neighbour_sums(
     server_id: str = SERVER,
     sum_options: dict[str, Any] | None = None,
 ) -> PrecomputeReport:
-    """Run hops ``1..settings.hops`` between :class:`NeighbourSumClient` parties and a
-    :class:`NeighbourSumRelay` ``server_id``, every message through ``channel``;
+    """Run hops ``1..settings.hops`` between the :class:`NeighbourSumClient` roles of
+    ``client_ids`` and the hosted sums of ``server_id``, every message through ``channel``;
     ``sum_options``: the stack's threat model and key registry (``ProtocolStack.sum_options``)."""
     ids = list(client_ids)
     spec = sum_spec(settings, experiment_id).authenticated(dict(sum_options or {}))
-    report = PrecomputeReport(spec.mode, settings.hops)
+    report = PrecomputeReport(spec.sum_mode, settings.hops)
     t0, start = time.perf_counter(), len(channel.transcript.entries)
     driver = SecureSumDriver(executor, channel, spec, ids, server_id)
-    report.setup_bytes = driver.setup(
-        lambda pid: Call(pid, FEDGCN, "host", (spec.to_wire(), server_id, ids))
-    )
+    report.setup_bytes = driver.setup()
     for hop in range(1, settings.hops + 1):
         try:
             counts, _ = driver.round(
                 hop - 1,
-                prepare=lambda c, hop=hop: Call(c, FEDGCN, "prepare", (hop,)),
-                finish=lambda c, hop=hop: Call(c, FEDGCN, "finish", (hop,)),
+                prepare=lambda c, hop=hop: Call.to(c, NeighbourSumClient.prepare, hop),
+                finish=lambda c, hop=hop: Call.to(c, NeighbourSumClient.finish, hop),
             )
         except TooFewSendersError as err:
             raise ConfigError(
-                f"FedGCN {spec.mode} neighbour sums refused at hop {hop}: {err}. A client "
+                f"FedGCN {spec.sum_mode} neighbour sums refused at hop {hop}: {err}. A client "
                 "with a single neighbouring client would learn that client's contribution "
                 "(its scaled features). To allow it, set min_senders = 1 in "
                 "[experiment.fedgcn] (--fedgcn-min-senders 1), or use a partition where "

@@ -5,23 +5,22 @@ propagated features never leave the client that computed them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from protocols.wire import Payload
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.fedavg.algorithm import FedAvgClient, FedAvgServer
-from securefgl.algorithms.fedgcn.neighbour_sums import FEDGCN, NeighbourSumClient, NeighbourSumRelay
+from securefgl.algorithms.fedavg.parties import FedAvgClient, FedAvgServer
+from securefgl.algorithms.fedgcn.neighbour_sums import NeighbourSumClient
 from securefgl.algorithms.fedgcn.settings import FedGCNSettings
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, SERVER, SUMS, TRAIN, Party, client_party_id
+from securefgl.federation import SERVER, Party, client_party_id
 from securefgl.federation.builders import config_from_json, protocol_party, view_from_payload
+from securefgl.federation.hosted_sums import HostedSum
 from securefgl.federation.recipes import party_builder
-
-START = "start"  # the client itself: turns from pre-training to training
 
 
 def model_inputs(view: ClientGraph, settings: FedGCNSettings) -> int:
@@ -31,14 +30,8 @@ def model_inputs(view: ClientGraph, settings: FedGCNSettings) -> int:
 
 
 class FedGCNClient(Party):
-    """Client ``i``: the neighbour-sum party (``fedgcn``, ``sums``), then, after
-    :meth:`start_training` (``start``), a FedAvg client (``train``, ``agg``) on the
-    augmented view."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {
-        FEDGCN: "sums", SUMS: "sums.sum_party", START: "", TRAIN: "training",
-        AGG: "training.agg",
-    }  # fmt: skip
+    """Client ``i``: the neighbour-sum role, then, after :meth:`start_training`, a FedAvg
+    client on the augmented view."""
 
     def __init__(
         self, view: ClientGraph, settings: FedGCNSettings, config: ExperimentConfig,
@@ -48,6 +41,11 @@ class FedGCNClient(Party):
         self.sums: NeighbourSumClient | None = NeighbourSumClient(view, settings)
         self.training: FedAvgClient | None = None
         self._start = (config, stack, noise_seed, seed)
+
+    def roles(self) -> Iterable[object | None]:
+        sums = self.sums.roles() if self.sums is not None else ()
+        training = self.training.roles() if self.training is not None else ()
+        return (self, *sums, *training)
 
     def start_training(self) -> None:
         """The FedAvg client on this client's propagated features (the sums are done)."""
@@ -73,15 +71,14 @@ def fedgcn_client(
 
 
 class FedGCNServer(FedAvgServer):
-    """FedAvg's server with the neighbour sums' relay as a sub-party."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {
-        **FedAvgServer.SUBPARTIES, FEDGCN: "relay", SUMS: "relay.sum_party",
-    }  # fmt: skip
+    """FedAvg's server that also relays (or adds) the neighbour sums."""
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.relay = NeighbourSumRelay(SERVER)
+        self.sums = HostedSum(SERVER)
+
+    def roles(self) -> Iterable[object | None]:
+        return (*super().roles(), *self.sums.roles())
 
 
 @party_builder

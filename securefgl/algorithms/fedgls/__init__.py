@@ -18,7 +18,13 @@ from securefgl.config.families import Family, Preset, Section
 
 
 def _classes() -> Sequence[type]:
-    from securefgl.algorithms.fedgls.algorithm import FedGLS, FedGNNk, FedGNNMLP, FedGNNOracle, FedMLP
+    from securefgl.algorithms.fedgls.algorithm import (
+        FedGLS,
+        FedGNNk,
+        FedGNNMLP,
+        FedGNNOracle,
+        FedMLP,
+    )
     from securefgl.algorithms.fedgls.local import LocalGNNk
     from securefgl.algorithms.fedgls.prototypes import FedProto
 

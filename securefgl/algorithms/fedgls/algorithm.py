@@ -32,12 +32,8 @@ from protocols.registry import parse_stack
 from protocols.wire import Payload
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.common.training import party_torch_rng
-from securefgl.algorithms.fedavg.algorithm import (
-    MODEL_BROADCAST,
-    MODEL_UPDATES,
-    FedAvg,
-    FedAvgServer,
-)
+from securefgl.algorithms.fedavg.algorithm import MODEL_BROADCAST, MODEL_UPDATES, FedAvg
+from securefgl.algorithms.fedavg.parties import FedAvgServer
 from securefgl.algorithms.fedgls.clients import (
     MODEL_TAG,
     FederatedClient,

@@ -20,9 +20,9 @@ FedAvg baselines).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,13 +33,13 @@ from protocols.dp.rng import make_rng
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.common.training import SPLITS, party_torch_rng
-from securefgl.algorithms.fedavg.algorithm import ClientHeldModel
+from securefgl.algorithms.fedavg.parties import RoundClient
 from securefgl.algorithms.fedgls.learner import AttentiveLearner
 from securefgl.algorithms.fedgls.losses import ce_loss, contrastive_loss, kd_loss
 from securefgl.algorithms.fedgls.models import Net, Propagation
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, TRAIN, Party, client_party_id
+from securefgl.federation import Party, client_party_id
 from securefgl.models import get_flat, set_flat
 
 MODEL_TAG = "fedgls/model"
@@ -109,10 +109,8 @@ class Serving(nn.Module):
         return out.transpose(0, 1).reshape(b * n, -1)
 
 
-class FederatedClient(ClientHeldModel, Party):
+class FederatedClient(RoundClient, Party):
     """What every client of the family shares: its view, graph, blocks and protocol side."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
 
     def __init__(
         self,
@@ -138,6 +136,9 @@ class FederatedClient(ClientHeldModel, Party):
         self.params: np.ndarray | None = None
         self.global_opt = None
         self._kept: dict[str, torch.optim.Optimizer] = {}
+
+    def roles(self) -> Iterable[object | None]:
+        return (self, self.agg)
 
     def receive_model(self, inbox: list[Envelope]) -> None:
         for env in inbox:

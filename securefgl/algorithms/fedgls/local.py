@@ -8,9 +8,6 @@ never replaced by an aggregate).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
-
 import numpy as np
 import torch
 from torch_geometric.data import Data
@@ -25,7 +22,7 @@ from securefgl.algorithms.fedgls.losses import ce_loss
 from securefgl.algorithms.fedgls.models import Net, Propagation, gcn_propagation
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.federation import TRAIN, Party, client_party_id
+from securefgl.federation import Party, client_party_id
 from securefgl.federation.builders import (
     config_from_json,
     config_json,
@@ -60,8 +57,6 @@ def client_setup(
 
 class OwnModelClient(Party):
     """A client with its own model, trained on its own graph."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: ""}
 
     def __init__(
         self, view: ClientGraph, config: ExperimentConfig, net: Net, prop: Propagation | None,
@@ -135,14 +130,14 @@ class LocalGNNk(Algorithm):
             )  # fmt: skip
         self.executor = federation.make_executor(recipes)
         self.clients = {pid: self.executor.held(pid) for pid in recipes}
-        self._weights = self.executor.map(list(self.clients), TRAIN, "training_weight")
+        self._weights = self.executor.map(list(self.clients), OwnModelClient.training_weight)
 
     def train_round(self, round_idx: int) -> float:
-        losses = self.executor.map(list(self.clients), TRAIN, "local_update", round_idx, 0.0)
+        losses = self.executor.map(list(self.clients), OwnModelClient.local_update, round_idx, 0.0)
         return float(np.average(losses, weights=self._weights))
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), TRAIN, "predict")
+        return self.executor.map(list(self.clients), OwnModelClient.predict)
 
     def protection(self) -> dict[str, str]:
         return {"messages": "none (every client trains alone)"}

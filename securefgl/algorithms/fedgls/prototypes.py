@@ -14,7 +14,8 @@ split C: the logits), computed in eval mode on the training nodes.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,17 +25,13 @@ from torch_geometric.data import Data
 from protocols.base import AggregationClient, AggregationServer, Envelope, Role
 from protocols.wire import Payload
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.fedavg.algorithm import (
-    MODEL_BROADCAST,
-    MODEL_UPDATES,
-    FedAvg,
-    FedAvgServer,
-)
+from securefgl.algorithms.fedavg.algorithm import MODEL_BROADCAST, MODEL_UPDATES, FedAvg
+from securefgl.algorithms.fedavg.parties import FedAvgServer, RoundClient
 from securefgl.algorithms.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.algorithms.fedgls.local import OwnModelClient, client_setup
 from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, SERVER, TRAIN, client_party_id
+from securefgl.federation import SERVER, client_party_id
 from securefgl.federation.builders import (
     config_from_json,
     protocol_party,
@@ -58,14 +55,17 @@ def decode_prototypes(mean: np.ndarray, classes: int, dim: int) -> np.ndarray:
     return np.concatenate([protos.reshape(-1), present.astype(np.float64)])
 
 
-class FedProtoClient(OwnModelClient):
-    SUBPARTIES: ClassVar = {TRAIN: "", AGG: "agg"}
+class FedProtoClient(OwnModelClient, RoundClient):
+    """A FedProto client: its own model, and its class prototypes as its round's update."""
 
     def __init__(self, *args: Any, agg: AggregationClient, proto_dim: int) -> None:
         super().__init__(*args)
         self.agg, self.proto_dim = agg, proto_dim
         self.classes = self.view.num_classes
         self.params: np.ndarray | None = None  # the global prototypes as this client knows them
+
+    def roles(self) -> Iterable[object | None]:
+        return (self, self.agg)
 
     def joins_round(self, round_idx: int, probability: float) -> bool:
         return probability >= 1.0  # FedProto runs with every client (client_fraction = 1)

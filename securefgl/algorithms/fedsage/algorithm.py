@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, ClassVar
 
-from securefgl.algorithms.fedsage.clients import NEIGHGEN, fedsage_client
+from securefgl.algorithms.fedsage.clients import FedSageClient, NeighGenState, fedsage_client
 from securefgl.algorithms.spreadfgl.algorithm import EdgeFGL
 from securefgl.algorithms.spreadfgl.client import LocalTraining
 from securefgl.data import ClientGraph
-from securefgl.federation import TRAIN, client_party_id
+from securefgl.federation import client_party_id
 from securefgl.federation.builders import view_payload
 from securefgl.federation.recipes import Recipe, recipe
 
@@ -63,12 +63,12 @@ class FedSagePlus(FedSage):
 
     def before_training(self) -> None:
         ids, ex = list(self.clients), self.executor
-        ex.map(ids, NEIGHGEN, "pretrain")
+        ex.map(ids, NeighGenState.pretrain)
         for epoch in range(self.config.fedsage.fed_gen_epochs):
-            queries = [e for out in ex.map(ids, NEIGHGEN, "query", epoch) for e in out]
-            answers = [e for out in self._deliver(queries, "answer", NEIGHGEN) for e in out]
-            self._deliver(answers, "step", NEIGHGEN, to=ids)
-        ex.map(ids, TRAIN, "mend_graph")
+            queries = [e for out in ex.map(ids, NeighGenState.query, epoch) for e in out]
+            answers = [e for out in self._deliver(queries, NeighGenState.answer) for e in out]
+            self._deliver(answers, NeighGenState.step, to=ids)
+        ex.map(ids, FedSageClient.mend_graph)
 
     def protection(self) -> dict[str, str]:
         st = self.config.fedsage

@@ -18,8 +18,8 @@ only the first ``ñ_v`` would reveal ``ñ_v``); ``i`` keeps the first ``ñ_v``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,11 +36,10 @@ from securefgl.algorithms.fedsage.settings import FedSageSettings
 from securefgl.algorithms.spreadfgl.client import EdgeClient, LocalTraining
 from securefgl.algorithms.spreadfgl.model import Features, propagation
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, TRAIN, client_party_id
+from securefgl.federation import client_party_id
 from securefgl.federation.builders import config_from_json, protocol_party, view_from_payload
 from securefgl.federation.recipes import party_builder
 
-NEIGHGEN = "neighgen"
 QUERY_TAG = "fedsage/query"
 ANSWER_TAG = "fedsage/answer"
 
@@ -211,14 +210,15 @@ class NeighGenState:
 
 
 class FedSageClient(EdgeClient):
-    """The classifier client of FedSage(+) with its NeighGen as a sub-party."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg", NEIGHGEN: "neighgen"}
+    """The classifier client of FedSage(+) with its NeighGen as a role."""
 
     def __init__(self, view: ClientGraph, training: LocalTraining, agg, server_id: str,
                  neighgen: NeighGenState | None, seed: int = 0) -> None:  # fmt: skip
         super().__init__(view, training, agg, server_id, seed=seed)
         self.neighgen = neighgen
+
+    def roles(self) -> Iterable[object | None]:
+        return (*super().roles(), self.neighgen)
 
     def mend_graph(self) -> int:
         """Mend this client's graph with its own NeighGen's output; returns the rows added."""

@@ -20,48 +20,20 @@ from typing import ClassVar, Literal
 from tqdm.auto import tqdm
 
 from protocols.base import Envelope
-from protocols.wire import Payload
 from securefgl.algorithms.fedstruct.abar_central import PRUNE_MODES, resolve_beta
+from securefgl.algorithms.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay
 from securefgl.federation import Call, Channel, Executor, Party
 
 __all__ = [
-    "ABAR",
-    "RELAY",
-    "SECURE_HOP",
     "AbarBuildReport",
     "HopContext",
     "HopStats",
     "HopSum",
     "PlainHopSum",
     "build_abar",
-    "origin_of",
-    "relay_envelope",
 ]
 
 logger = logging.getLogger(__name__)
-
-#: Sub-party names: the Ā builder (clients), the relay (server) and the secure hop sums.
-ABAR = "abar"
-RELAY = "relay"
-SECURE_HOP = "secure_hop"
-
-
-def relay_envelope(
-    sender: str, receiver: str, via: str | None, tag: str, payload: Payload
-) -> Envelope:
-    """An envelope to ``receiver``, sent to ``via`` (the relay) if given; the relay reads
-    the addressee from ``meta["to"]`` and the origin from ``meta["from"]``."""
-    payload.meta.update({"from": sender, "to": receiver})
-    return Envelope(sender, via or receiver, tag, payload)
-
-
-def origin_of(env: Envelope) -> str:
-    """The original sender: ``meta["from"]`` (``env.sender`` is the relay, if any)."""
-    origin = env.payload.meta.get("from")
-    if not isinstance(origin, str):
-        raise ValueError(f"message {env.tag} from {env.sender} names no origin")
-    return origin
-
 
 @dataclass
 class HopContext:
@@ -79,7 +51,7 @@ class HopContext:
         if self.server_id is not None:
             to_server = [e for e in delivered if e.receiver == self.server_id]
             if to_server:
-                relay = Call(self.server_id, RELAY, "forward", (to_server,))
+                relay = Call.to(self.server_id, AdjacencyRelay.forward, to_server)
                 forwarded = self.executor.call([relay])[0]
                 delivered = [e for e in delivered if e.receiver != self.server_id]
                 delivered += self.channel.transmit(forwarded)
@@ -146,9 +118,9 @@ class PlainHopSum(HopSum):
 
     def run_hop(self, hop: int, ctx: HopContext) -> None:
         ex, clients = ctx.executor, ctx.clients
-        sent = ex.call([Call(c, ABAR, "send_blocks", (hop, ctx.server_id)) for c in clients])
+        sent = ex.call([Call.to(c, AdjacencyClient.send_blocks, hop, ctx.server_id) for c in clients])
         inbox = ctx.deliver([env for batch in sent for env in batch])
-        ex.call([Call(c, ABAR, "receive_blocks", (hop, inbox[c])) for c in clients])
+        ex.call([Call.to(c, AdjacencyClient.receive_blocks, hop, inbox[c]) for c in clients])
 
 
 @dataclass(frozen=True)
@@ -224,11 +196,11 @@ def build_abar(
 
     t0, start = time.perf_counter(), len(entries)
     init = (hops, list(betas), prune, p, len(ids))
-    nnz = executor.call([Call(c, ABAR, "init_abar", init) for c in ids])
+    nnz = executor.call([Call.to(c, AdjacencyClient.init_abar, *init) for c in ids])
     if prune == "sender":
-        sent = executor.map(ids, ABAR, "announce_size", server_id)
+        sent = executor.map(ids, AdjacencyClient.announce_size, server_id)
         inbox = ctx.deliver([env for batch in sent for env in batch])
-        executor.call([Call(c, ABAR, "receive_sizes", (inbox[c],)) for c in ids])
+        executor.call([Call.to(c, AdjacencyClient.receive_sizes, inbox[c]) for c in ids])
     report.hops.append(stats(1, t0, start, sum(nnz)))
     bar = tqdm(
         range(2, len(betas) + 1),
@@ -239,13 +211,14 @@ def build_abar(
     for hop in bar:
         t0, start = time.perf_counter(), len(entries)
         hop_sum.run_hop(hop, ctx)
-        report.hops.append(stats(hop, t0, start, sum(executor.map(ids, ABAR, "current_nnz"))))
+        nnz = executor.map(ids, AdjacencyClient.current_nnz)
+        report.hops.append(stats(hop, t0, start, sum(nnz)))
         h = report.hops[-1]
         logger.info(
             "Ā hop %d/%d (%s): %.2fs, %d messages, %.1f MB, nnz %d",
             hop, len(betas), hop_sum.name, h.seconds, h.messages, h.bytes / 1e6, h.nnz,
         )  # fmt: skip
-    report.abar_nnz = sum(executor.map(ids, ABAR, "finish_abar"))
+    report.abar_nnz = sum(executor.map(ids, AdjacencyClient.finish_abar))
     logger.info(
         "Ā built (L_s=%d, prune=%s): %.2fs, %.1f MB, nnz %d",
         len(betas), prune, report.seconds, report.bytes / 1e6, report.abar_nnz,

@@ -19,22 +19,15 @@ the central ones.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
 from protocols.base import Envelope
 from protocols.wire import Payload, WireFormatError
-from securefgl.algorithms.fedstruct.abar_build import (
-    ABAR,
-    RELAY,
-    SECURE_HOP,
-    origin_of,
-    relay_envelope,
-)
 from securefgl.algorithms.fedstruct.abar_central import (
     PRUNE_MODES,
     as_numpy,
@@ -44,8 +37,9 @@ from securefgl.algorithms.fedstruct.abar_central import (
     scaled,
     top_values_of_product,
 )
-from securefgl.algorithms.fedstruct.abar_secure import SecureHopClient, SecureHopServer
-from securefgl.federation.party import SUMS, Party, client_party_id
+from securefgl.algorithms.fedstruct.abar_secure_roles import SecureHops, UnionRelay
+from securefgl.federation.hosted_sums import HostedSum
+from securefgl.federation.party import Party, client_party_id
 
 if TYPE_CHECKING:
     from securefgl.data.views import ClientGraph
@@ -61,6 +55,23 @@ __all__ = [
 BLOCK_TAG = "fedstruct/abar/B"
 SIZE_TAG = "fedstruct/abar/size"
 PruneMode = Literal["sender", "receiver"]
+
+
+def relay_envelope(
+    sender: str, receiver: str, via: str | None, tag: str, payload: Payload
+) -> Envelope:
+    """An envelope to ``receiver``, sent to ``via`` (the relay) if given; the relay reads
+    the addressee from ``meta["to"]`` and the origin from ``meta["from"]``."""
+    payload.meta.update({"from": sender, "to": receiver})
+    return Envelope(sender, via or receiver, tag, payload)
+
+
+def origin_of(env: Envelope) -> str:
+    """The original sender: ``meta["from"]`` (``env.sender`` is the relay, if any)."""
+    origin = env.payload.meta.get("from")
+    if not isinstance(origin, str):
+        raise ValueError(f"message {env.tag} from {env.sender} names no origin")
+    return origin
 
 
 @dataclass(frozen=True)
@@ -140,7 +151,7 @@ class SparseRows:
         return cls(rows, sp.csr_matrix((vals, cols, indptr), shape=(r, num_cols)))
 
 
-class AdjacencyClient(Party):
+class AdjacencyClient(SecureHops, Party):
     """Client ``i``'s side of Algorithm 3; holds only what client ``i`` knows.
 
     From its :class:`~securefgl.data.ClientGraph` (``known`` cross edges): its rows
@@ -150,12 +161,6 @@ class AdjacencyClient(Party):
     :func:`build_abar`, :attr:`abar` is ``Ā^[i]``: csr ``[n_i, n]``, rows in local order
     (:attr:`row_ids` = their opaque ids), columns = opaque ids.
     """
-
-    SUBPARTIES: ClassVar[dict[str, str]] = {
-        ABAR: "",
-        SECURE_HOP: "secure_hop",
-        SUMS: "secure_hop.sum_party",
-    }
 
     def __init__(
         self,
@@ -228,7 +233,7 @@ class AdjacencyClient(Party):
         self._p_param = 0.0
         self._num_clients = 0
         self._peer_sizes: dict[str, int] = {}
-        self.secure_hop: SecureHopClient | None = None  # when hosted
+        self.sums = HostedSum(self.party_id)  # the secure hop sums, when hosted
         self._incidence: Incidence | None = None
 
     # -- public knowledge helpers ---------------------------------------------------
@@ -458,19 +463,8 @@ class AdjacencyClient(Party):
             term = scaled(beta, p_new, self._prune == "receiver")
             self.abar = term if self.abar.nnz == 0 else sp.csr_matrix(self.abar + term)
 
-    def host_secure_hop(
-        self,
-        spec: dict[str, Any],
-        server_id: str,
-        client_ids: Sequence[str],
-        support: str,
-        noise_floor: float = 0.0,
-    ) -> None:
-        """Install fresh secure hop-sum state (:class:`SecureHopClient`) for the mode
-        ``spec`` (a :meth:`~securefgl.federation.secure_sums.SumSpec.to_wire`)."""
-        self.secure_hop = SecureHopClient(
-            self, spec, server_id, client_ids, support, noise_floor
-        )
+    def roles(self) -> Iterable[object | None]:
+        return (self, *self.sums.roles())
 
     def current_nnz(self) -> int:
         """``nnz`` of this hop's ``[Â^[i]]^ℓ`` (a diagnostic for the build report)."""
@@ -494,26 +488,19 @@ class AdjacencyClient(Party):
             )
 
 
-class AdjacencyRelay(Party):
+class AdjacencyRelay(UnionRelay, Party):
     """The server in relay mode: forwards each message to ``meta["to"]``, keeps nothing.
 
     In the plain scheme it therefore sees every ``B_ik`` (recorded on the transcript).
     """
 
-    SUBPARTIES: ClassVar[dict[str, str]] = {
-        RELAY: "",
-        SECURE_HOP: "secure_hop",
-        SUMS: "secure_hop.sum_party",
-    }
-
     def __init__(self, party_id: str, clients: Sequence[str]) -> None:
         self.party_id = party_id
         self.clients = frozenset(clients)
-        self.secure_hop: SecureHopServer | None = None  # when hosted
+        self.sums = HostedSum(party_id)  # the secure hop sums, when hosted
 
-    def host_secure_hop(self, spec: dict[str, Any], client_ids: Sequence[str]) -> None:
-        """Install fresh server-side secure hop-sum state (:class:`SecureHopServer`)."""
-        self.secure_hop = SecureHopServer(self.party_id, spec, client_ids)
+    def roles(self) -> Iterable[object | None]:
+        return (self, *self.sums.roles())
 
     def forward(self, inbox: list[Envelope]) -> list[Envelope]:
         out = []

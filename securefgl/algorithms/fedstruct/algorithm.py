@@ -47,6 +47,8 @@ from securefgl.algorithms.fedstruct.abar_central import central_abar
 from securefgl.algorithms.fedstruct.abar_client import SparseRows
 from securefgl.algorithms.fedstruct.abar_secure import SecureHopSum, hop_sum_for
 from securefgl.algorithms.fedstruct.parties import (
+    FedStructClient,
+    FedStructServer,
     build_fedstruct_model,
     fedstruct_client,
     fedstruct_server,
@@ -54,7 +56,7 @@ from securefgl.algorithms.fedstruct.parties import (
 from securefgl.algorithms.fedstruct.settings import FedStructSettings
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.federation import SERVER, TRAIN, Call, client_party_id
+from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.builders import view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import recipe
@@ -205,11 +207,11 @@ class FedStruct(FedAvg):
             raise ConfigError("edge DP perturbs the federated Ā build: use abar = 'federated'")
         views = self.federation.views
         host = (dp.mechanism, dp.epsilon)
-        ex.call([Call(c, TRAIN, "host_edge_dp", host) for c in ids])
+        ex.map(ids, FedStructClient.host_edge_dp, *host)
         ctx = HopContext(ids, ex, self.federation.channel, SERVER)
         pairs = [(v.client_id, c) for v, c in zip(views, ids, strict=True)]
         edge_dp.perturb_views(pairs, ctx)
-        ex.map(ids, TRAIN, "adopt_perturbed_view", len(ids))
+        ex.map(ids, FedStructClient.adopt_perturbed_view, len(ids))
 
     def protection(self) -> dict[str, str]:
         st = self.settings
@@ -286,23 +288,23 @@ class FedStruct(FedAvg):
                     + f"or raise abar_max_round_gib ({st.abar_max_round_gib:g} GiB; inf: "
                     "no limit) if the machine has the memory"
                 ) from None
-            ex.map(ids, TRAIN, "adopt_abar")
+            ex.map(ids, FedStructClient.adopt_abar)
             return
         rows = self.abar_rows if self.abar_rows is not None else oracle_abar_rows(views, st)
         ex.call(
-            [Call(c, TRAIN, "set_abar", (_rows_payload(rows[v.client_id]),)) for c, v in zip(
-                ids, views, strict=True)]
+            [Call.to(c, FedStructClient.set_abar, _rows_payload(rows[v.client_id]))
+             for c, v in zip(ids, views, strict=True)]
         )  # fmt: skip
 
     def _share_nsf(self, ids: list[str]) -> None:
         channel, ex = self.federation.channel, self.executor
-        sent = [env for batch in ex.map(ids, TRAIN, "share_nsf") for env in batch]
+        sent = [env for batch in ex.map(ids, FedStructClient.share_nsf) for env in batch]
         inbox = [env for env in channel.transmit(sent) if env.receiver == SERVER]
-        back = ex.call([Call(SERVER, TRAIN, "assemble_nsf", (inbox, ids))])[0]
+        back = ex.call([Call.to(SERVER, FedStructServer.assemble_nsf, inbox, ids)])[0]
         boxes: dict[str, list[Envelope]] = {c: [] for c in ids}
         for env in channel.transmit(back):
             boxes[env.receiver].append(env)
-        ex.call([Call(c, TRAIN, "receive_nsf", (boxes[c],)) for c in ids if boxes[c]])
+        ex.call([Call.to(c, FedStructClient.receive_nsf, boxes[c]) for c in ids if boxes[c]])
 
 
 def _rows_payload(rows: sp.spmatrix) -> Payload:

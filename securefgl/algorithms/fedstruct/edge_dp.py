@@ -15,7 +15,6 @@ features, labels. The local NFE keeps the true internal edges. See
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,21 +23,18 @@ import torch
 from protocols.base import Envelope
 from protocols.dp.rng import make_rng
 from protocols.wire import Payload, WireFormatError
-from securefgl.algorithms.fedstruct.abar_build import HopContext, origin_of, relay_envelope
-from securefgl.algorithms.fedstruct.abar_client import AdjacencyRelay
+from securefgl.algorithms.fedstruct.abar_build import HopContext
+from securefgl.algorithms.fedstruct.abar_client import AdjacencyRelay, origin_of, relay_envelope
 from securefgl.algorithms.fedstruct.settings import EdgeDP
 from securefgl.data.views import ClientGraph
 from securefgl.federation import Call, Channel, LocalExecutor, Party, client_party_id
 
-EDGE_DP = "edge_dp"  # the sub-party that perturbs its client's blocks
 IDS_TAG = "edge-dp/ids"
 BLOCK_TAG = "edge-dp/block"
 
 
 class EdgePerturber(Party):
     """Client ``k``'s side: holds its view, returns the perturbed one (:meth:`result`)."""
-
-    SUBPARTIES: ClassVar[dict[str, str]] = {EDGE_DP: ""}
 
     def __init__(
         self, view: ClientGraph, party_id: str, dp: EdgeDP, rng: np.random.Generator
@@ -145,19 +141,19 @@ class EdgePerturber(Party):
 def perturb_views(clients: Sequence[tuple[int, str]], ctx: HopContext) -> None:
     """Run the exchange: ids to lower clients, noisy cross blocks back (see module doc).
 
-    ``clients``: (client id, party id); each party's ``edge_dp`` sub-party is an
-    :class:`EdgePerturber`, whose :meth:`~EdgePerturber.result` is then its perturbed view.
+    ``clients``: (client id, party id); each party has an :class:`EdgePerturber` role,
+    whose :meth:`~EdgePerturber.result` is then its perturbed view.
     """
     ex, via = ctx.executor, ctx.server_id
-
-    def calls(method: str, args: dict[str, tuple]) -> list[list[Envelope] | None]:
-        return ex.call([Call(pid, EDGE_DP, method, a) for pid, a in args.items()])
-
-    lower = {pid: ([c for c in clients if c[0] < cid], via) for cid, pid in clients}
-    inbox = ctx.deliver([e for batch in calls("announce_ids", lower) for e in batch or []])
-    sent = calls("perturb_cross", {pid: (inbox[pid], via) for _, pid in clients})
+    announced = ex.call([
+        Call.to(pid, EdgePerturber.announce_ids, [c for c in clients if c[0] < cid], via)
+        for cid, pid in clients
+    ])  # fmt: skip
+    inbox = ctx.deliver([e for batch in announced for e in batch or []])
+    sent = ex.call([Call.to(pid, EdgePerturber.perturb_cross, inbox[pid], via)
+                    for _, pid in clients])  # fmt: skip
     inbox = ctx.deliver([e for batch in sent for e in batch or []])
-    calls("receive_cross", {pid: (inbox[pid],) for _, pid in clients})
+    ex.call([Call.to(pid, EdgePerturber.receive_cross, inbox[pid]) for _, pid in clients])
 
 
 def perturb_federation(

@@ -8,7 +8,8 @@ where it lives.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,17 +23,15 @@ from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.common.training import SPLITS, party_torch_rng
-from securefgl.algorithms.fedavg.algorithm import ClientHeldModel, FedAvgServer
+from securefgl.algorithms.fedavg.parties import FedAvgServer, RoundClient
 from securefgl.algorithms.fedstruct import edge_dp
-from securefgl.algorithms.fedstruct.abar_build import ABAR, RELAY, SECURE_HOP
 from securefgl.algorithms.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay, SparseRows
-from securefgl.algorithms.fedstruct.edge_dp import EDGE_DP
 from securefgl.algorithms.fedstruct.model import AbarRows, FedStructModel, local_propagation
 from securefgl.algorithms.fedstruct.nsf import node_structure_features
 from securefgl.algorithms.fedstruct.settings import EdgeDP, FedStructSettings
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, SERVER, SUMS, TRAIN, Party, client_party_id
+from securefgl.federation import SERVER, Party, client_party_id
 from securefgl.federation.builders import (
     config_from_json,
     protocol_party,
@@ -62,22 +61,14 @@ def build_fedstruct_model(
     )
 
 
-class FedStructClient(ClientHeldModel, Party):
+class FedStructClient(RoundClient, Party):
     """Client ``i``: its view, Ā^[i], the replica of S, the model and its protocol side.
 
-    Its sub-parties: ``train`` (this object), ``agg`` (aggregation), ``abar`` (its side of
-    Algorithm 3, an :class:`~securefgl.algorithms.fedstruct.abar_client.AdjacencyClient`), the secure
-    hop sums hosted by it, and ``edge_dp`` (edge DP on Ā's inputs, when hosted).
+    Its roles: itself (training), ``agg`` (aggregation), ``adjacency`` (its side of
+    Algorithm 3, an :class:`~securefgl.algorithms.fedstruct.abar_client.AdjacencyClient`,
+    with the secure hop sums it hosts) and ``perturber`` (edge DP on Ā's inputs, when
+    hosted).
     """
-
-    SUBPARTIES: ClassVar[dict[str, str]] = {
-        TRAIN: "",
-        AGG: "agg",
-        ABAR: "adjacency",
-        SECURE_HOP: "adjacency.secure_hop",
-        SUMS: "adjacency.secure_hop.sum_party",
-        EDGE_DP: "perturber",
-    }
 
     def __init__(
         self,
@@ -144,9 +135,13 @@ class FedStructClient(ClientHeldModel, Party):
         self.adjacency = None  # the per-hop state is no longer needed
         return int(self.abar.nnz) if self.abar is not None else 0
 
+    def roles(self) -> Iterable[object | None]:
+        adjacency = self.adjacency.roles() if self.adjacency is not None else ()
+        return (self, self.agg, *adjacency, self.perturber)
+
     def host_edge_dp(self, mechanism: str, epsilon: float) -> None:
-        """Start this client's edge perturbation (:mod:`securefgl.algorithms.fedstruct.edge_dp`), with
-        noise from its own secret randomness."""
+        """Start this client's edge perturbation (:mod:`~.edge_dp`), with noise from its own
+        secret randomness."""
         rng = make_rng(self.noise_seed, "edge-dp", self.party_id)
         dp = EdgeDP(mechanism, epsilon)
         self.perturber = edge_dp.EdgePerturber(self.view, self.party_id, dp, rng)
@@ -248,13 +243,6 @@ class FedStructServer(FedAvgServer):
     """Holds (θ ‖ S) when the protocol lets it see the aggregate; relays NSFs (and, with
     ``abar_relay``, the Ā blocks)."""
 
-    SUBPARTIES: ClassVar[dict[str, str]] = {
-        TRAIN: "",
-        AGG: "agg",
-        RELAY: "relay",
-        SECURE_HOP: "relay.secure_hop",
-        SUMS: "relay.secure_hop.sum_party",
-    }
     model_tag = MODEL_TAG
 
     def __init__(
@@ -275,6 +263,9 @@ class FedStructServer(FedAvgServer):
         self.optimizer_kind = optimizer_kind
         self.num_nodes = num_nodes
         self.relay = AdjacencyRelay(self.party_id, client_ids)
+
+    def roles(self) -> Iterable[object | None]:
+        return (*super().roles(), *self.relay.roles())
 
     def assemble_nsf(self, inbox: list[Envelope], receivers: list[str]) -> list[Envelope]:
         """Place every ``S_i`` by opaque id; H2V: S joins the model, else S goes to all."""

@@ -26,22 +26,29 @@ from protocols.base import Role, run_phases
 from protocols.dp.accounting import PureDPAccountant
 from protocols.gram import DEFAULT_AUTHORITY, GramProtocol
 from securefgl.algorithms.base import SplitPredictions
+from securefgl.algorithms.common.graph.learner import (
+    INITIAL_MODEL,
+    GraphAlgorithm,
+    GraphLearner,
+    build_model,
+    deliver,
+    send_initial,
+)
 from securefgl.algorithms.gpfl.parties import (
-    SIM,
+    GPFLClient,
+    GPFLServer,
     gpfl_client,
     gpfl_server,
     gpfl_settings,
     gram_authority,
 )
-from securefgl.algorithms.graphcls.fedavg import GraphAlgorithm
-from securefgl.algorithms.graphcls.parties import INITIAL_MODEL, build_model, deliver, send_initial
 from securefgl.config import ConfigError
 from securefgl.data.graph_views import GraphClientView
-from securefgl.federation import SERVER, TRAIN, Call, client_party_id
+from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.builders import config_json, graph_view_payload
 from securefgl.federation.federation import Federation
+from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec
 from securefgl.federation.recipes import Recipe, recipe
-from securefgl.federation.secure_sums import SecureSumDriver, SumSpec
 from securefgl.models import get_flat
 
 FEATURES = "client features (parameters, functional embeddings)"
@@ -89,58 +96,61 @@ class GPFL(GraphAlgorithm):
         options = {"min_senders": s.min_senders if s.sums != "plain" else 1}
         self.spec = spec = SumSpec(str(s.sums), experiment, options)
         self.driver = SecureSumDriver(ex, channel, spec, self.ids, SERVER)
-        self.driver.setup(lambda pid: Call(pid, TRAIN, "host", (spec.to_wire(), SERVER, self.ids)))
+        self.driver.setup()
         self.gram_roles = {Role.SERVER: [SERVER], Role.CLIENT: self.ids,
                            Role.AUTHORITY: [DEFAULT_AUTHORITY] if authority else []}  # fmt: skip
         self.accountant = PureDPAccountant()
-        self._weights = np.array(ex.map(self.ids, TRAIN, "training_weight"))
+        self._weights = np.array(ex.map(self.ids, GraphLearner.training_weight))
 
     def _host_gram(self) -> None:
         """First round: the feature sizes are known; the Gram protocol's keys (ckks)."""
         ex = self.executor
-        dims = ex.call([Call(self.ids[0], TRAIN, "feature_dims", ())])[0]
+        dims = ex.call([Call.to(self.ids[0], GPFLClient.feature_dims)])[0]
         auth = DEFAULT_AUTHORITY if self.s.similarity == "ckks" else None
-        ex.call([Call(c, TRAIN, "host_gram", (SERVER, dims, "ckks")) for c in self.ids])
-        ex.call([Call(SERVER, TRAIN, "host_gram", (self.ids, dims, "ckks", auth))])
-        run_phases(GramProtocol.setup_phases, self.gram_roles, ex.phases(SIM),
+        ex.call([Call.to(c, GPFLClient.host_gram, SERVER, dims, "ckks") for c in self.ids])
+        ex.call([Call.to(SERVER, GPFLServer.host_gram, self.ids, dims, "ckks", auth)])
+        run_phases(GramProtocol.setup_phases, self.gram_roles, ex.phases(GramProtocol),
                    self.federation.channel.transmit)  # fmt: skip
         self._gram_hosted = True
 
     def train_round(self, round_idx: int) -> float:
         ex, channel, s, t = self.executor, self.federation.channel, self.s, round_idx
         channel.round = t
-        losses = ex.map(self.ids, TRAIN, "local_round", t)
+        losses = ex.map(self.ids, GPFLClient.local_round, t)
         if s.similarity == "plain":
-            sent = [env for out in ex.map(self.ids, TRAIN, "send_features", t) for env in out]
-            ex.call([Call(SERVER, TRAIN, "receive_features", (t, channel.transmit(sent)))])
+            sent = [env for out in ex.map(self.ids, GPFLClient.send_features, t) for env in out]
+            ex.call([Call.to(SERVER, GPFLServer.receive_features, t, channel.transmit(sent))])
         else:
             if not self._gram_hosted:
                 self._host_gram()
             k, ids = len(self.ids), self.ids
             self.driver.round(
                 2 * t,
-                prepare=lambda c: Call(c, TRAIN, "prepare_mean", ([o for o in ids if o != c],)),
-                finish=lambda c: Call(c, TRAIN, "finish_mean", (t, k)),
+                prepare=lambda c: Call.to(c, GPFLClient.prepare_mean, [o for o in ids if o != c]),
+                finish=lambda c: Call.to(c, GPFLClient.finish_mean, t, k),
             )
-            ex.call([Call(SERVER, TRAIN, "begin_gram", (t,))])
-            run_phases(GramProtocol.round_phases, self.gram_roles, ex.phases(SIM), channel.transmit)
+            ex.call([Call.to(SERVER, GPFLServer.begin_gram, t)])
+            run_phases(
+                GramProtocol.round_phases, self.gram_roles, ex.phases(GramProtocol),
+                channel.transmit,
+            )  # fmt: skip
         if t == 0 and s.initial == "property":
-            sent = [env for out in ex.map(self.ids, TRAIN, "send_properties", t) for env in out]
-            ex.call([Call(SERVER, TRAIN, "receive_properties", (t, channel.transmit(sent)))])
+            sent = [env for out in ex.map(self.ids, GPFLClient.send_properties, t) for env in out]
+            ex.call([Call.to(SERVER, GPFLServer.receive_properties, t, channel.transmit(sent))])
             if s.property_epsilon is not None:
                 self.accountant.step(s.property_epsilon)  # one release per client
         plain = s.sums == "plain"
-        sent = ex.call([Call(SERVER, TRAIN, "build_network", (t, self._min_senders, not plain))])
+        sent = ex.call([Call.to(SERVER, GPFLServer.build_network, t, self._min_senders, not plain)])
         if plain:  # the paper: updates to the server, which mixes them (O(k) messages)
-            ups = [env for out in ex.map(self.ids, TRAIN, "send_update", t) for env in out]
-            mixed = ex.call([Call(SERVER, TRAIN, "mix", (t, channel.transmit(ups)))])[0]
-            deliver(ex, channel, mixed, "apply_mixture", t)
+            ups = [env for out in ex.map(self.ids, GPFLClient.send_update, t) for env in out]
+            mixed = ex.call([Call.to(SERVER, GPFLServer.mix, t, channel.transmit(ups))])[0]
+            deliver(ex, channel, mixed, GPFLClient.apply_mixture, t)
         else:
-            deliver(ex, channel, sent[0], "receive_weights", t)
+            deliver(ex, channel, sent[0], GPFLClient.receive_weights, t)
             self.driver.round(
                 2 * t + 1,
-                prepare=lambda c: Call(c, TRAIN, "prepare_update", (t,)),
-                finish=lambda c: Call(c, TRAIN, "finish_update", (t,)),
+                prepare=lambda c: Call.to(c, GPFLClient.prepare_update, t),
+                finish=lambda c: Call.to(c, GPFLClient.finish_update, t),
             )
         return float(np.average(losses, weights=self._weights))
 
@@ -149,7 +159,7 @@ class GPFL(GraphAlgorithm):
         return self.s.min_senders if self.s.sums != "plain" else 1
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self.ids, TRAIN, "predict")
+        return self.executor.map(self.ids, GraphLearner.predict)
 
     def privacy(self) -> dict[str, Any]:
         if self.s.property_epsilon is None:

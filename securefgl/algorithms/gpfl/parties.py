@@ -9,8 +9,7 @@ vectors (LDP-noised when configured) and the blocks of plain sums (masked / ckks
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterable
 
 import numpy as np
 import torch
@@ -18,8 +17,9 @@ import torch
 from protocols.base import Envelope
 from protocols.dp.rng import make_rng
 from protocols.gram import GRAM_PARAMS, GramAuthority, GramClient, GramProtocol, GramServer
-from protocols.secure_sum import SecureSumClient, SecureSumServer, SumRequest
+from protocols.secure_sum import SumRequest
 from protocols.wire import Payload
+from securefgl.algorithms.common.graph.learner import GraphLearner, InitServer
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.gpfl.network import (
     compress,
@@ -34,15 +34,13 @@ from securefgl.algorithms.gpfl.network import (
 )
 from securefgl.algorithms.gpfl.properties import client_properties, ldp_release, rule_selector
 from securefgl.algorithms.gpfl.settings import GPFLSettings
-from securefgl.algorithms.graphcls.parties import GraphLearner, InitServer
 from securefgl.config import ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
-from securefgl.federation import SERVER, SUMS, TRAIN, Party
+from securefgl.federation import SERVER, Party, ProtocolHost
 from securefgl.federation.builders import config_from_json, graph_view_from_payload
+from securefgl.federation.hosted_sums import HostedSum
 from securefgl.federation.recipes import party_builder
-from securefgl.federation.secure_sums import hosted_state
 
-SIM = "sim"  # the sub-party of the Gram protocol
 TAG_FEATURES = "gpfl/features"
 TAG_PROPERTIES = "gpfl/properties"
 TAG_WEIGHTS = "gpfl/weights"
@@ -51,7 +49,8 @@ TAG_MIXTURE = "gpfl/mixture"
 
 
 class GPFLClient(GraphLearner, Party):
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", SUMS: "sum_party", SIM: "gram"}
+    """A GPFL client: its GIN, its similarity features, its hosted secure sums and its side
+    of the Gram protocol."""
 
     def __init__(self, view: GraphClientView, config: ExperimentConfig, settings: GPFLSettings,
                  seed: int, noise_seed: int | None) -> None:  # fmt: skip
@@ -62,13 +61,16 @@ class GPFLClient(GraphLearner, Party):
                                     view.num_features, 0, settings.identical_probes)  # fmt: skip
         self.probes = (torch.from_numpy(x), torch.from_numpy(ei), torch.from_numpy(batch))
         self.noise = make_rng(noise_seed, "gpfl-property-ldp", self.party_id)
-        self.sum_party: SecureSumClient | None = None
+        self.sums = HostedSum(self.party_id)
         self.gram: GramClient | None = None
         self.start: np.ndarray | None = None
         self.delta: np.ndarray | None = None
         self.features: dict[str, np.ndarray] = {}
         self.row: dict[str, float] = {}  # senders of my sum and their weights (+ my own)
         self.column: dict[str, float] = {}  # receivers of my update and my weight there
+
+    def roles(self) -> Iterable[object | None]:
+        return (self, *self.sums.roles(), self.gram)
 
     # -- local training and features ------------------------------------------------------
     def local_round(self, round_idx: int) -> float:
@@ -105,27 +107,21 @@ class GPFLClient(GraphLearner, Party):
                          Payload({"properties": props}, {"round": round_idx}))]  # fmt: skip
 
     # -- secure sums ----------------------------------------------------------------------
-    def host(self, spec: dict[str, Any], server_id: str, client_ids: Sequence[str]) -> None:
-        state = hosted_state(spec, self.party_id, server_id, client_ids)
-        assert isinstance(state, SecureSumClient)
-        self.sum_party = state
-
     def host_gram(self, server_id: str, dims: dict[str, int], mode: str) -> None:
         self.gram = GramClient(self.party_id, server_id, dims, mode)
 
     def prepare_mean(self, others: list[str]) -> int:
         """Send my features to every other client's sum; ask for the sum of theirs."""
-        assert self.sum_party is not None
         vec = np.concatenate([self.features["params"], self.features["embedding"]])
         for other in others:
-            self.sum_party.add_contribution(other, vec)
-        self.sum_party.expect_sum(SumRequest(tuple(others), vec.shape), local=vec)
+            self.sums.client.add_contribution(other, vec)
+        self.sums.client.expect_sum(SumRequest(tuple(others), vec.shape), local=vec)
         return len(others)
 
     def finish_mean(self, round_idx: int, clients: int) -> None:
         """Centre and normalise my features with the mean; hand them to the Gram protocol."""
-        assert self.sum_party is not None and self.gram is not None
-        result = self.sum_party.result()
+        assert self.gram is not None
+        result = self.sums.client.result()
         assert result is not None
         mean = np.asarray(result.total) / clients
         n = self.features["params"].size
@@ -155,13 +151,13 @@ class GPFLClient(GraphLearner, Party):
 
     def prepare_update(self, round_idx: int) -> int:
         """Contribute w_ij Δθ_j to each receiver i; request Σ_j w_ij Δθ_j (own term local)."""
-        assert self.sum_party is not None and self.delta is not None
+        assert self.delta is not None
         for receiver, w in self.column.items():
-            self.sum_party.add_contribution(receiver, w * self.delta)
+            self.sums.client.add_contribution(receiver, w * self.delta)
         senders = tuple(s for s in self.row if s != self.party_id)
         own = self.row.get(self.party_id, 0.0) * self.delta
         if senders:
-            self.sum_party.expect_sum(SumRequest(senders, self.delta.shape), local=own)
+            self.sums.client.expect_sum(SumRequest(senders, self.delta.shape), local=own)
         return len(senders)
 
     def finish_update(self, round_idx: int) -> None:
@@ -169,8 +165,7 @@ class GPFLClient(GraphLearner, Party):
         assert self.start is not None and self.delta is not None
         senders = [s for s in self.row if s != self.party_id]
         if senders:
-            assert self.sum_party is not None
-            result = self.sum_party.result()
+            result = self.sums.client.result()
             assert result is not None
             mix = np.asarray(result.total)
         else:
@@ -181,15 +176,13 @@ class GPFLClient(GraphLearner, Party):
 class GPFLServer(InitServer):
     """Learns the client network from what reaches it and sends each client its weights."""
 
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", SUMS: "sum_party", SIM: "gram"}
-
     def __init__(self, params: np.ndarray, clients: list[str], settings: GPFLSettings,
                  seed: int) -> None:  # fmt: skip
         super().__init__(params)
         self.clients, self.s = list(clients), settings
         self.rng = np.random.default_rng([seed, 7])  # the random initial network (ablation)
         self.seed = seed
-        self.sum_party: SecureSumServer | None = None
+        self.sums = HostedSum(self.party_id)
         self.gram: GramServer | None = None
         self.features: dict[str, dict[str, np.ndarray]] = {}
         self.properties: np.ndarray | None = None
@@ -199,10 +192,8 @@ class GPFLServer(InitServer):
         self.fallbacks = 0  # rows whose few remote senders were folded into the own weight
         self.density: list[float] = []
 
-    def host(self, spec: dict[str, Any], server_id: str, client_ids: Sequence[str]) -> None:
-        state = hosted_state(spec, self.party_id, server_id, client_ids)
-        assert isinstance(state, SecureSumServer)
-        self.sum_party = state
+    def roles(self) -> Iterable[object | None]:
+        return (self, *self.sums.roles(), self.gram)
 
     def host_gram(self, client_ids: list[str], dims: dict[str, int], mode: str,
                   authority: str | None) -> None:  # fmt: skip
@@ -284,16 +275,6 @@ class GPFLServer(InitServer):
         return out
 
 
-class GramHost(Party):
-    """The Gram protocol's key authority as a party (its ``sim`` sub-party)."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {SIM: "role"}
-
-    def __init__(self, party_id: str, role: object) -> None:
-        self.party_id = party_id
-        self.role = role
-
-
 def gpfl_settings(config: ExperimentConfig) -> GPFLSettings:
     """GPFL's settings with the secure sums the protocol stack implies."""
     return config.gpfl.resolved(config.protocol.secure_sum_mode())
@@ -311,7 +292,7 @@ def gpfl_server(params: np.ndarray, clients: list[str], config: str, seed: int) 
 
 
 @party_builder
-def gram_authority(party_id: str, server_id: str, clients: list[str]) -> GramHost:
+def gram_authority(party_id: str, server_id: str, clients: list[str]) -> ProtocolHost:
     """The Gram protocol's key authority (CKKS similarities)."""
     role = GramAuthority(party_id, server_id, clients, GramProtocol("ckks").params)
-    return GramHost(party_id, role)
+    return ProtocolHost(party_id, role)

@@ -1,15 +1,15 @@
 """Graph classification: GIN clients, fast graph batches and the baselines of GPFL's Table 2.
 
-Modules: :mod:`~securefgl.algorithms.graphcls.settings` (the ``[experiment.graph]`` section),
-:mod:`~securefgl.algorithms.graphcls.models` (GIN, FedStar's GIN_dc), :mod:`~securefgl.algorithms.graphcls.batching`,
-:mod:`~securefgl.algorithms.graphcls.training`, :mod:`~securefgl.algorithms.graphcls.parties` (what a client holds),
+Modules: :mod:`~securefgl.algorithms.common.graph.settings` (the ``[experiment.graph]`` section),
+:mod:`~securefgl.algorithms.common.graph.models` (GIN, FedStar's GIN_dc), :mod:`~securefgl.algorithms.common.graph.batching`,
+:mod:`~securefgl.algorithms.common.graph.training`, :mod:`~securefgl.algorithms.graphcls.parties` (what a client holds),
 :mod:`~securefgl.algorithms.graphcls.fedavg` (self-train, FedAvg, FedProx, FedStar) and
 :mod:`~securefgl.algorithms.graphcls.gcfl` (GCFL+). GPFL itself: :mod:`securefgl.algorithms.gpfl`.
 """
 
 from collections.abc import Sequence
 
-from securefgl.algorithms.graphcls.settings import GraphTaskSettings
+from securefgl.algorithms.common.graph.settings import GraphTaskSettings
 from securefgl.config.families import Family, Section
 
 

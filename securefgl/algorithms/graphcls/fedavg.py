@@ -14,7 +14,7 @@ server step of 1 (plain averaging) equals the weighted average of the local mode
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,27 +23,23 @@ from torch_geometric.data import Data
 from protocols.base import AggregationClient, Envelope, Role
 from protocols.dp.rng import make_rng
 from protocols.wire import Payload
-from securefgl.algorithms.base import Algorithm, SplitPredictions
-from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.fedavg.algorithm import (
-    MODEL_BROADCAST,
-    MODEL_UPDATES,
-    ClientHeldModel,
-    FedAvg,
-    FedAvgServer,
-)
-from securefgl.algorithms.graphcls.models import shared_structure_index
-from securefgl.algorithms.graphcls.parties import (
+from securefgl.algorithms.base import SplitPredictions
+from securefgl.algorithms.common.graph.learner import (
     INITIAL_MODEL,
+    GraphAlgorithm,
     GraphLearner,
     build_model,
     init_server,
-    selftrain_client,
     send_initial,
 )
+from securefgl.algorithms.common.graph.models import shared_structure_index
+from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
+from securefgl.algorithms.fedavg.algorithm import MODEL_BROADCAST, MODEL_UPDATES, FedAvg
+from securefgl.algorithms.fedavg.parties import FedAvgServer, RoundClient
+from securefgl.algorithms.graphcls.parties import SelfTrainClient, selftrain_client
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
-from securefgl.federation import AGG, SERVER, TRAIN, Party, client_party_id
+from securefgl.federation import SERVER, Party, client_party_id
 from securefgl.federation.builders import (
     config_from_json,
     config_json,
@@ -56,15 +52,6 @@ from securefgl.federation.recipes import party_builder, recipe
 from securefgl.models import get_flat
 
 PLAIN_AVERAGE = ("sgd", 1.0, 0.0)  # the server step that turns the mean delta into FedAvg
-
-
-class GraphAlgorithm(Algorithm):
-    """A graph-classification algorithm (``task = "graph"``)."""
-
-    task: ClassVar[str] = "graph"
-
-    def model_label(self) -> str:
-        return "GIN"
 
 
 class SelfTrain(GraphAlgorithm):
@@ -83,25 +70,23 @@ class SelfTrain(GraphAlgorithm):
         self.clients = {pid: self.executor.held(pid) for pid in self.ids}
         self.federation = federation
         send_initial(self.executor, federation.channel, self.ids)
-        self._weights = np.array(self.executor.map(self.ids, TRAIN, "training_weight"))
+        self._weights = np.array(self.executor.map(self.ids, GraphLearner.training_weight))
 
     def train_round(self, round_idx: int) -> float:
         self.federation.channel.round = round_idx
-        losses = self.executor.map(self.ids, TRAIN, "local_round", round_idx)
+        losses = self.executor.map(self.ids, SelfTrainClient.local_round, round_idx)
         return float(np.average(losses, weights=self._weights))
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self.ids, TRAIN, "predict")
+        return self.executor.map(self.ids, GraphLearner.predict)
 
     def protection(self) -> dict[str, str]:
         return {INITIAL_MODEL: "plain"}
 
 
-class GraphFedAvgClient(ClientHeldModel, GraphLearner, Party):
+class GraphFedAvgClient(RoundClient, GraphLearner, Party):
     """A client: its graphs and model; ``params`` is the shared part of the global model as
     it knows it (all parameters, or FedStar's structure channel)."""
-
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
 
     def __init__(
         self,
@@ -122,6 +107,9 @@ class GraphFedAvgClient(ClientHeldModel, GraphLearner, Party):
             self.load_flat(initial)
         self.params: np.ndarray | None = None
         self.global_opt: GlobalOptimizer | None = None
+
+    def roles(self) -> Iterable[object | None]:
+        return (self, self.agg)
 
     def receive_model(self, inbox: list[Envelope]) -> None:
         for env in inbox:
@@ -211,7 +199,7 @@ class GraphFedAvg(GraphAlgorithm, FedAvg):
         self._setup_and_start(federation, protocol, ids)
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), TRAIN, "predict")
+        return self.executor.map(list(self.clients), RoundClient.predict)
 
     def protection(self) -> dict[str, str]:
         return {

@@ -14,9 +14,6 @@ per-client norms and cluster sums); each client receives its cluster's average u
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
-
 import networkx as nx
 import numpy as np
 from torch_geometric.data import Data
@@ -24,9 +21,9 @@ from torch_geometric.data import Data
 from protocols.base import Envelope
 from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
-from securefgl.algorithms.graphcls.fedavg import GraphAlgorithm
-from securefgl.algorithms.graphcls.parties import (
+from securefgl.algorithms.common.graph.learner import (
     INITIAL_MODEL,
+    GraphAlgorithm,
     GraphLearner,
     InitServer,
     build_model,
@@ -35,7 +32,7 @@ from securefgl.algorithms.graphcls.parties import (
 )
 from securefgl.config import ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
-from securefgl.federation import SERVER, TRAIN, Call, Party, client_party_id
+from securefgl.federation import SERVER, Call, Party, client_party_id
 from securefgl.federation.builders import (
     config_from_json,
     config_json,
@@ -77,7 +74,7 @@ def min_cut(similarity: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np
 
 
 class GCFLClient(GraphLearner, Party):
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: ""}
+    """A GCFL+ client: its own GIN, moved only by its cluster's average update."""
 
     def __init__(self, view: GraphClientView, config: ExperimentConfig, seed: int) -> None:
         self.init_learner(view, config, "gin", seed)
@@ -175,19 +172,19 @@ class GCFLPlus(GraphAlgorithm):
         self.server = self.executor.held(SERVER)
         self.federation = federation
         send_initial(self.executor, federation.channel, self.ids)
-        self._weights = np.array(self.executor.map(self.ids, TRAIN, "training_weight"))
+        self._weights = np.array(self.executor.map(self.ids, GraphLearner.training_weight))
 
     def train_round(self, round_idx: int) -> float:
         channel, ex = self.federation.channel, self.executor
         channel.round = round_idx
-        out = ex.map(self.ids, TRAIN, "send_update", round_idx)
+        out = ex.map(self.ids, GCFLClient.send_update, round_idx)
         inbox = channel.transmit([env for _, sent in out for env in sent])
-        sent = ex.call([Call(SERVER, TRAIN, "cluster_round", (round_idx, inbox))])[0]
-        deliver(ex, channel, sent, "apply_cluster", round_idx)
+        sent = ex.call([Call.to(SERVER, GCFLServer.cluster_round, round_idx, inbox)])[0]
+        deliver(ex, channel, sent, GCFLClient.apply_cluster, round_idx)
         return float(np.average([loss for loss, _ in out], weights=self._weights))
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self.ids, TRAIN, "predict")
+        return self.executor.map(self.ids, GraphLearner.predict)
 
     def protection(self) -> dict[str, str]:
         return {INITIAL_MODEL: "plain", UPDATES: "plain (GCFL+ needs every client's update)",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +54,15 @@ def set_torch_rng_state(gen: torch.Generator, state: np.ndarray) -> None:
 
 def party_file(directory: str | os.PathLike, party_id: str) -> Path:
     return Path(directory) / f"{party_id}.npz"
+
+
+class Stateful(ABC):
+    """A party that saves its own state to its own file and loads it back."""
+
+    @abstractmethod
+    def save_state(self, directory: str) -> None:
+        """Write this party's state under ``directory`` (its own file)."""
+
+    @abstractmethod
+    def load_state(self, directory: str) -> None:
+        """Restore this party's state from its own file under ``directory``."""

@@ -19,8 +19,6 @@ executor (local or Ray) runs them.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 import torch
 
@@ -36,6 +34,7 @@ from securefgl.algorithms.recommendation.aggregation import (
     sums_to_payload,
 )
 from securefgl.algorithms.recommendation.checkpoint import (
+    Stateful,
     load_arrays,
     party_file,
     save_arrays,
@@ -56,7 +55,7 @@ from securefgl.algorithms.recommendation.settings import RecConfig
 from securefgl.algorithms.recommendation.uploads import from_payloads, to_payload
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import RatingData
-from securefgl.federation import SERVER, TRAIN, Party
+from securefgl.federation import SERVER, Party
 from securefgl.federation.recipes import Recipe, party_builder, recipe
 
 AGGREGATOR = "aggregator"
@@ -92,10 +91,9 @@ def _initial_state(cfg: RecConfig, n_users: int, n_items: int) -> dict[str, torc
     return fedgnn.init_fedgnn(n_users, n_items, cfg.dim, gen, cfg.item_std, cfg.arch)
 
 
-class UserGroup(Party):
+class UserGroup(Stateful, Party):
     """A share of the users; see the module docstring."""
 
-    SUBPARTIES: ClassVar[dict[str, str]] = {TRAIN: ""}
 
     def __init__(self, group: int, cfg: RecConfig, views: ClientViews, token_key: bytes) -> None:
         self.party_id = group_id(group)
@@ -198,10 +196,9 @@ class UserGroup(Party):
         return Payload({"pred": pred.astype(np.float32), "rating": r, "item": i})
 
 
-class RecServer(Party):
+class RecServer(Stateful, Party):
     """The server: its tables (items; FeSoG's users too) and model, the users' sampling."""
 
-    SUBPARTIES: ClassVar[dict[str, str]] = {TRAIN: ""}
 
     def __init__(self, cfg: RecConfig, n_users: int, n_items: int, active: np.ndarray) -> None:
         self.party_id, self.cfg = SERVER, cfg
@@ -254,7 +251,6 @@ class RecServer(Party):
 class RecAggregator(Party):
     """Sums of the cohort's uploads for a non-plain backend; see the module docstring."""
 
-    SUBPARTIES: ClassVar[dict[str, str]] = {TRAIN: ""}
 
     def __init__(self, backend: str, n_items: int, n_users: int) -> None:
         self.party_id, self.backend = AGGREGATOR, backend
@@ -266,10 +262,9 @@ class RecAggregator(Party):
         return sums_to_payload(sums, bytes_up=view.bytes_up, **view.extra)
 
 
-class ExpansionParty(Party):
+class ExpansionParty(Stateful, Party):
     """FedGNN's third party: matches tokens across every group's frame."""
 
-    SUBPARTIES: ClassVar[dict[str, str]] = {TRAIN: ""}
 
     def __init__(self, max_neighbors: int, noise_seed: int | None) -> None:
         self.party_id = THIRD_PARTY

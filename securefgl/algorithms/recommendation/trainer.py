@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from securefgl.algorithms.recommendation.aggregation import (
     aggregate_uploads,
     sums_from_payload,
 )
-from securefgl.algorithms.recommendation.checkpoint import load_arrays, save_arrays
+from securefgl.algorithms.recommendation.checkpoint import Stateful, load_arrays, save_arrays
 from securefgl.algorithms.recommendation.expansion import TAG_REPLY, TAG_UPLOAD, new_token_key
 from securefgl.algorithms.recommendation.ldp import UserLedger
 from securefgl.algorithms.recommendation.parties import (
@@ -32,6 +33,10 @@ from securefgl.algorithms.recommendation.parties import (
     SUMS_TAG,
     THIRD_PARTY,
     UPLOAD_TAG,
+    ExpansionParty,
+    RecAggregator,
+    RecServer,
+    UserGroup,
     group_id,
     group_of,
     recipes,
@@ -39,12 +44,13 @@ from securefgl.algorithms.recommendation.parties import (
 from securefgl.algorithms.recommendation.settings import Method, RecConfig
 from securefgl.algorithms.recommendation.uploads import from_payloads
 from securefgl.data.rating_views import ClientViews
-from securefgl.federation import SERVER, TRAIN, Call, Executor, LocalExecutor, PartyError
+from securefgl.federation import SERVER, Call, Executor, LocalExecutor, PartyError, Target
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
 
 __all__ = ["FedRecTrainer", "Method", "RecConfig", "RecResult"]
 logger = logging.getLogger(__name__)
+R = TypeVar("R")
 #: settings that may change between a checkpoint and its resumption (where and how long
 #: the run goes on, not what it computes)
 RESUMABLE_CHANGES = ("rounds", "time_budget_s", "executor", "workers", "ray_address",
@@ -106,7 +112,7 @@ class FedRecTrainer:
         self.channel = Channel(Transcript(store_payloads=False))
         self.round_seconds: list[float] = []
         self.expanded = False
-        self.n_items, self.n_table_users = self._call(SERVER, "table_sizes")
+        self.n_items, self.n_table_users = self._call(SERVER, RecServer.table_sizes)
 
     def __enter__(self) -> FedRecTrainer:
         return self
@@ -118,8 +124,8 @@ class FedRecTrainer:
         """End the executor's remote workers (if any)."""
         self.executor.shutdown()
 
-    def _call(self, party: str, method: str, *args: object) -> Any:
-        return self.executor.call([Call(party, TRAIN, method, args)])[0]
+    def _call(self, party: str, method: Callable[..., R], *args: Any) -> R:
+        return self.executor.call([Call.to(party, method, *args)])[0]
 
     def live_groups(self) -> list[str]:
         """The user groups still answering (a group whose worker died or timed out is
@@ -129,11 +135,11 @@ class FedRecTrainer:
             raise PartyError("every user group went silent: no user is left to train")
         return live
 
-    def _each_group(self, method: str, args: list[tuple]) -> list[tuple[str, Any]]:
+    def _each_group(self, method: Callable[..., Any], args: list[tuple]) -> list[tuple[str, Any]]:
         """``method`` on every live group; (group, answer) of those that answered."""
-        groups = self.live_groups()
+        groups, target = self.live_groups(), Target.of(method)
         answers = self.executor.call_survivors(
-            [Call(g, TRAIN, method, a) for g, a in zip(groups, args, strict=False)]
+            [Call(g, target, a) for g, a in zip(groups, args, strict=False)]
         )
         got = [(g, a) for g, a in zip(groups, answers, strict=True) if a is not None]
         if not got:
@@ -142,23 +148,23 @@ class FedRecTrainer:
 
     # ------------------------------------------------------------------ FedGNN expansion
     def run_expansion(self) -> None:
-        frames = self._each_group("expansion_upload", [()] * len(self.groups))
+        frames = self._each_group(UserGroup.expansion_upload, [()] * len(self.groups))
         sent = [self.channel.send(g, THIRD_PARTY, TAG_UPLOAD, f).payload for g, f in frames]
-        replies = self._call(THIRD_PARTY, "match", sent)
+        replies = self._call(THIRD_PARTY, ExpansionParty.match, sent)
         back = [self.channel.send(THIRD_PARTY, g, TAG_REPLY, r).payload
                 for (g, _), r in zip(frames, replies, strict=True)]  # fmt: skip
-        self.executor.call_survivors([Call(g, TRAIN, "expansion_reply", (b,))
+        self.executor.call_survivors([Call.to(g, UserGroup.expansion_reply, b)
                                       for (g, _), b in zip(frames, back, strict=True)])  # fmt: skip
         self.expanded = True
 
     # ------------------------------------------------------------------ one round
     def sample_users(self) -> np.ndarray:
-        return self._call(SERVER, "sample")
+        return self._call(SERVER, RecServer.sample)
 
     def _local(self, r: int, users: np.ndarray, update_local: bool) -> tuple[list, list, float]:
         """The groups that host a sampled user train them; returns (group ids, uploads as
         sent, sum of losses) and records the users' ε."""
-        model = self._call(SERVER, "model")
+        model = self._call(SERVER, RecServer.model)
         live = set(self.live_groups())
         self.channel.round = r
         calls, cohort = [], []
@@ -166,7 +172,7 @@ class FedRecTrainer:
             mine = users[group_of(users, self.cfg.user_groups) == g]
             if mine.size and pid in live:  # a silent group's users have dropped out
                 got = self.channel.send(SERVER, pid, MODEL_TAG, model).payload
-                calls.append(Call(pid, TRAIN, "local_round", (mine, got, update_local)))
+                calls.append(Call.to(pid, UserGroup.local_round, mine, got, update_local))
                 cohort.append(mine)
         answers = self.executor.call_survivors(calls)
         done = [(c.party, u, a) for c, u, a in zip(calls, cohort, answers, strict=True)
@@ -190,15 +196,15 @@ class FedRecTrainer:
         if cfg.backend == "plain":
             got = [self.channel.send(g, SERVER, UPLOAD_TAG, p).payload
                    for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
-            self._call(SERVER, "apply_uploads", got)
+            self._call(SERVER, RecServer.apply_uploads, got)
             up = from_payloads(got)
             view = ServerView(r, "plain", up.users, up, None, int(up.nbytes_per_user().sum()))
         else:
             got = [self.channel.send(g, AGGREGATOR, UPLOAD_TAG, p).payload
                    for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
-            sums = self._call(AGGREGATOR, "aggregate", r, got)
+            sums = self._call(AGGREGATOR, RecAggregator.aggregate, r, got)
             sums = self.channel.send(AGGREGATOR, SERVER, SUMS_TAG, sums).payload
-            self._call(SERVER, "apply_sums", sums)
+            self._call(SERVER, RecServer.apply_sums, sums)
             view = ServerView(
                 r, cfg.backend, users, None, sums_from_payload(sums), int(sums.meta["bytes_up"])
             )
@@ -220,8 +226,8 @@ class FedRecTrainer:
     # ------------------------------------------------------------------ evaluation
     def _predictions(self, part: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(r̂, r, item) of every user's ratings in ``part`` (the evaluation harness)."""
-        model = self._call(SERVER, "model")
-        got = [p for _, p in self._each_group("predict", [(part, model)] * len(self.groups))]
+        model = self._call(SERVER, RecServer.model)
+        got = [p for _, p in self._each_group(UserGroup.predict, [(part, model)] * len(self.groups))]
         return tuple(np.concatenate([p.array(k) for p in got]) for k in ("pred", "rating", "item"))
 
     def evaluate(self, part: str) -> tuple[float, float]:
@@ -246,7 +252,7 @@ class FedRecTrainer:
         round directories are removed once the pointer has moved."""
         root = Path(directory)
         here = root / f"round-{progress['round']}"
-        self.executor.call([Call(p, TRAIN, "save_state", (str(here),)) for p in self._stateful()])
+        self.executor.map(self._stateful(), Stateful.save_state, str(here))
         arrays = {**self.ledger.to_arrays(), "round_seconds": np.asarray(self.round_seconds)}
         save_arrays(here / "driver.npz", arrays, progress)
         save_arrays(root / "latest.npz", {}, {"round": here.name, "config": self._comparable()})
@@ -264,7 +270,7 @@ class FedRecTrainer:
         if pointer["config"] != self._comparable():
             raise ValueError(f"{root} holds a checkpoint of another configuration")
         here = root / pointer["round"]
-        self.executor.call([Call(p, TRAIN, "load_state", (str(here),)) for p in self._stateful()])
+        self.executor.map(self._stateful(), Stateful.load_state, str(here))
         arrays, progress = load_arrays(here / "driver.npz")
         self.ledger = UserLedger.from_arrays(self.views.n_users, arrays)
         self.round_seconds = arrays["round_seconds"].tolist()

@@ -19,6 +19,7 @@ the clients' models when all take part, as in Algorithm 1); every client takes p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, ClassVar
 
@@ -27,18 +28,19 @@ from torch_geometric.data import Data
 
 from protocols.base import Envelope, Role, run_phases
 from securefgl.algorithms.base import Algorithm, SplitPredictions
-from securefgl.algorithms.spreadfgl.client import LocalTraining
+from securefgl.algorithms.spreadfgl.client import EdgeClient, LocalTraining
 from securefgl.algorithms.spreadfgl.h_release import H_ADVERSARY
 from securefgl.algorithms.spreadfgl.model import SageNet
 from securefgl.algorithms.spreadfgl.parties import edge_client, edge_server, local_client
+from securefgl.algorithms.spreadfgl.server import EdgeServer
 from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.config.topology import EdgeTopology, edge_server_id
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, TRAIN, Call, client_party_id
+from securefgl.federation import Call, Target, client_party_id
 from securefgl.federation.builders import protocol_host, stack_args, view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import Recipe, recipe
 from securefgl.federation.stack import ProtocolStack, build_stack
-from securefgl.config.topology import EdgeTopology, edge_server_id
 from securefgl.models import get_flat
 
 MODEL_UPDATES = "model updates (clients -> edge server)"
@@ -125,7 +127,8 @@ class EdgeFGL(Algorithm):
         self.servers = {sid: self.executor.held(sid) for sid in self.server_list}
         federation.channel.round = -1  # keys and the initial model
         for sid, stack in self.stacks.items():
-            run_phases(stack.protocol.setup_phases, self._roles(sid), self.executor.phases(AGG),
+            run_phases(stack.protocol.setup_phases, self._roles(sid),
+                       self.executor.phases(stack.protocol),
                        federation.channel.transmit)  # fmt: skip
         self.before_training()
         self._broadcast(-1)
@@ -150,62 +153,65 @@ class EdgeFGL(Algorithm):
         }
 
     def _deliver(
-        self, sent: list[Envelope], method: str, sub: str = TRAIN, to: list[str] | None = None
+        self, sent: list[Envelope], method: Callable[..., Any], to: list[str] | None = None
     ) -> list[Any]:
-        """Transmit ``sent``; ``method(inbox)`` on each receiver (and on every party of
-        ``to``, empty inbox included)."""
+        """Transmit ``sent``; ``method(inbox)`` (given as ``Class.method``) on each receiver
+        (and on every party of ``to``, empty inbox included)."""
         inbox: dict[str, list[Envelope]] = {r: [] for r in to or []}
         for env in self.federation.channel.transmit(sent):
             inbox.setdefault(env.receiver, []).append(env)
-        return self.executor.call([Call(r, sub, method, (box,)) for r, box in inbox.items()])
+        target = Target.of(method)
+        return self.executor.call([Call(r, target, (box,)) for r, box in inbox.items()])
 
     def _broadcast(self, round_idx: int) -> None:
-        sent = [e for s in self.executor.map(self.server_list, TRAIN, "broadcast", round_idx)
+        sent = [e for s in self.executor.map(self.server_list, EdgeServer.broadcast, round_idx)
                 for e in s]  # fmt: skip
-        self._deliver(sent, "receive_model")
+        self._deliver(sent, EdgeClient.receive_model)
 
     # ----------------------------------------------------------------- rounds
     def train_round(self, round_idx: int) -> float:
         ex, channel, st = self.executor, self.federation.channel, self.settings
         channel.round = round_idx
         ids = list(self.clients)
-        losses = ex.map(ids, TRAIN, "local_update", round_idx)
+        losses = ex.map(ids, EdgeClient.local_update, round_idx)
         for sid in self.server_list:
-            ex.call([Call(sid, TRAIN, "begin_aggregation", (round_idx,))])
-            run_phases(self.stacks[sid].protocol.round_phases, self._roles(sid),
-                       ex.phases(AGG), channel.transmit)  # fmt: skip
-        ex.map([*self.server_list, *ids], TRAIN, "apply_result", round_idx)
+            ex.call([Call.to(sid, EdgeServer.begin_aggregation, round_idx)])
+            protocol = self.stacks[sid].protocol
+            run_phases(protocol.round_phases, self._roles(sid), ex.phases(protocol),
+                       channel.transmit)  # fmt: skip
+        ex.call([Call.to(s, EdgeServer.apply_result, round_idx) for s in self.server_list]
+                + [Call.to(c, EdgeClient.apply_result, round_idx) for c in ids])  # fmt: skip
         if round_idx % st.interval == 0:
             if self.impute:
                 self._impute(round_idx)
             if self.topology.servers > 1:
-                sent = [e for s in ex.map(self.server_list, TRAIN, "share_model", round_idx)
+                sent = [e for s in ex.map(self.server_list, EdgeServer.share_model, round_idx)
                         for e in s]  # fmt: skip
-                self._deliver(sent, "mix_models")
+                self._deliver(sent, EdgeServer.mix_models)
         self._broadcast(round_idx)
         for sid, stack in self.stacks.items():
             stack.account_round(1.0, len(self.members[sid]), self.dim_params)
         return float(np.mean(losses))
 
     def _impute(self, round_idx: int) -> None:
-        sent = [e for s in self.executor.map(list(self.clients), TRAIN, "upload_h", round_idx)
+        sent = [e for s in self.executor.map(list(self.clients), EdgeClient.upload_h, round_idx)
                 for e in s]  # fmt: skip
         by_server: dict[str, list[Envelope]] = {sid: [] for sid in self.server_list}
         for env in self.federation.channel.transmit(sent):
             by_server[env.receiver].append(env)
-        calls = [Call(sid, TRAIN, "impute", (round_idx, box)) for sid, box in by_server.items()]
+        calls = [Call.to(sid, EdgeServer.impute, round_idx, box) for sid, box in by_server.items()]
         patches = [e for out in self.executor.call(calls) for e in out]
-        self._deliver(patches, "receive_patch")
+        self._deliver(patches, EdgeClient.receive_patch)
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), TRAIN, "predict")
+        return self.executor.map(list(self.clients), EdgeClient.predict)
 
     # ----------------------------------------------------------------- reporting
     def h_guarantee(self) -> dict[str, Any]:
         """The worst client's H guarantee (all charge alike), with what it covers."""
         if not self.impute:
             return {}
-        reports = self.executor.map(list(self.clients), TRAIN, "h_privacy")
+        reports = self.executor.map(list(self.clients), EdgeClient.h_privacy)
         eps = [r["h_epsilon"] for r in reports if r.get("h_epsilon") is not None]
         out = {k: v for k, v in reports[0].items() if k != "h_epsilon"}
         if eps:
@@ -277,10 +283,10 @@ class LocalFGL(Algorithm):
 
     def train_round(self, round_idx: int) -> float:
         ids = list(self.clients)
-        return float(np.mean(self.executor.map(ids, TRAIN, "train_steps", round_idx)))
+        return float(np.mean(self.executor.map(ids, EdgeClient.train_steps, round_idx)))
 
     def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), TRAIN, "predict")
+        return self.executor.map(list(self.clients), EdgeClient.predict)
 
     def model_label(self) -> str:
         return "GraphSAGE-GCN (2 layers), local"

@@ -15,9 +15,8 @@ another client).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,7 +31,7 @@ from securefgl.algorithms.spreadfgl.h_release import HRelease
 from securefgl.algorithms.spreadfgl.model import Block, Factored, Features, SageNet, propagation
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG, patch_edges, read_patch
 from securefgl.data import ClientGraph
-from securefgl.federation import AGG, TRAIN, Party, client_party_id
+from securefgl.federation import Party, client_party_id
 from securefgl.models import get_flat, set_flat
 
 MODEL_TAG = "spreadfgl/model"
@@ -54,7 +53,7 @@ class LocalTraining:
 
 
 class EdgeClient(Party):
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
+    """A client of an edge server (module docstring)."""
 
     def __init__(
         self,
@@ -94,6 +93,9 @@ class EdgeClient(Party):
         self.blocks: list[Block] = []  # generated rows received (virtual nodes)
         self.patch: np.ndarray = np.zeros((2, 0), dtype=np.int64)
         self._rebuild()
+
+    def roles(self) -> Iterable[object | None]:
+        return (self, self.agg)
 
     # ----------------------------------------------------------------- the graph
     def _rebuild(self) -> None:

@@ -15,8 +15,7 @@ under ``secagg`` a server learns only its own clients' mean.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -26,13 +25,13 @@ from securefgl.algorithms.spreadfgl.client import H_TAG, MODEL_TAG
 from securefgl.algorithms.spreadfgl.imputation import Imputer, potential_links
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG, build_patch
 from securefgl.algorithms.spreadfgl.settings import SpreadFGLSettings
-from securefgl.federation import AGG, TRAIN, Party
+from securefgl.federation import Party
 
 SERVER_MODEL_TAG = "spreadfgl/server-model"
 
 
 class EdgeServer(Party):
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {TRAIN: "", AGG: "agg"}
+    """An edge server (module docstring)."""
 
     def __init__(
         self,
@@ -56,6 +55,9 @@ class EdgeServer(Party):
         #: per client: (round, owner client index, upload position) of each generated row
         #: sent in the last imputation (the server built them; ground truth for audits)
         self.sent: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+
+    def roles(self) -> Iterable[object | None]:
+        return (self, self.agg)
 
     # ----------------------------------------------------------------- models
     def broadcast(self, round_idx: int) -> list[Envelope]:

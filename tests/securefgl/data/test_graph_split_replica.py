@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from securefgl.algorithms.graphcls.settings import GraphTaskSettings
+from securefgl.algorithms.common.graph.settings import GraphTaskSettings
 from securefgl.data.graph_datasets import synthetic_graphs
 from securefgl.data.graph_split_replica import (
     authors_folds,

@@ -2,8 +2,6 @@
 each actor holding only its own clients' data."""
 
 import time
-from collections.abc import Mapping
-from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -11,10 +9,11 @@ import torch
 
 from protocols.base import ProtocolError
 from securefgl.algorithms.fedavg.algorithm import FedAvg
+from securefgl.algorithms.fedavg.parties import FedAvgServer
 from securefgl.algorithms.registry import check_config
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import draw_world, load_graph, run_single
-from securefgl.federation import Call, Channel, Party, PartyError, Transcript
+from securefgl.federation import Call, Channel, Party, PartyError, Target, Transcript
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import party_builder, recipe
 from securefgl.federation.stack import build_stack
@@ -43,8 +42,6 @@ def local_ray():
 
 
 class Sleeper(Party):
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {"train": ""}
-
     def __init__(self, party_id: str) -> None:
         self.party_id = party_id
 
@@ -80,8 +77,8 @@ def _run(cfg, transcript, algorithm="fedavg"):
         (
             "spreadfgl",
             {
-                "protocol": ["secagg"], "clients": 6, "edge_servers": 2,
-                "threat_model": "malicious",  # a PKI per edge server's stack
+                "protocol": {"stack": ["secagg"], "threat_model": "malicious"},  # a PKI per
+                "clients": 6, "edge_servers": 2,  # edge server's stack
                 "spreadfgl": {"interval": 2, "local_steps": 2, "top_k": 3, "ae_iterations": 2},
             },
         ),
@@ -189,9 +186,9 @@ def test_the_malicious_server_model_runs_on_ray_each_worker_holding_its_parties_
 def test_a_party_that_does_not_answer_in_time_is_named():
     ex = RayExecutor({"slow": recipe(sleeper, party_id="slow")}, workers=1, party_timeout=1.0)
     try:
-        assert ex.call([Call("slow", "train", "nap", (0.0,))]) == [0.0]
+        assert ex.call([Call.to("slow", Sleeper.nap, 0.0)]) == [0.0]
         with pytest.raises(PartyTimeoutError, match="slow"):
-            ex.call([Call("slow", "train", "nap", (30.0,))])
+            ex.call([Call.to("slow", Sleeper.nap, 30.0)])
     finally:
         ex.shutdown()
 
@@ -199,10 +196,10 @@ def test_a_party_that_does_not_answer_in_time_is_named():
 def test_errors_inside_a_party_reach_the_driver_with_the_party_named():
     ex = RayExecutor({"p": recipe(sleeper, party_id="p")}, workers=1)
     try:
-        with pytest.raises(PartyError, match="p.train.nap"):
-            ex.call([Call("p", "train", "nap", ("not a number",))])
+        with pytest.raises(PartyError, match="p.Sleeper.nap"):
+            ex.call([Call.to("p", Sleeper.nap, "not a number")])  # type: ignore[arg-type]
         with pytest.raises(PartyError, match="no such method"):
-            ex.call([Call("p", "train", "fly", ())])
+            ex.call([Call("p", Target((Sleeper,), "fly"))])  # a method the class lacks
     finally:
         ex.shutdown()
 
@@ -230,23 +227,22 @@ def _kill_worker_before(algo, phase, worker):
     """Kill ``worker``'s process just before the protocol phase ``phase`` runs."""
     ex, make = algo.executor, algo.executor.phases
 
-    def phases(sub):
-        invoke = make(sub)
-        batch = invoke.batch
+    def phases(protocol):
+        calls = make(protocol)
 
-        def killing(method, requests):
-            if method == phase and ex.workers[worker] is not None:
-                _kill_and_wait(ex.workers[worker])
-            return batch(method, requests)
+        class Killing(type(calls)):
+            def batch(self, method, requests):
+                if method == phase and ex.workers[worker] is not None:
+                    _kill_and_wait(ex.workers[worker])
+                return super().batch(method, requests)
 
-        invoke.batch = killing
-        return invoke
+        return Killing(calls.executor, calls.types)
 
     ex.phases = phases
 
 
 def _server_model(algo):
-    sent = algo.executor.call([Call("server", "train", "broadcast", (0, ["client-1"]))])[0]
+    sent = algo.executor.call([Call.to("server", FedAvgServer.broadcast, 0, ["client-1"])])[0]
     return sent[0].payload.array("params")
 
 
@@ -273,7 +269,8 @@ def test_a_killed_worker_s_clients_drop_out_and_secagg_recovers_the_survivors_me
 @pytest.mark.parametrize(
     "options, phase, message",
     [
-        ({"protocol": ["secagg"], "secagg_threshold": 5}, "masked_input", "went silent"),
+        ({"protocol": {"stack": ["secagg"], "secagg_threshold": 5}}, "masked_input",
+         "went silent"),
         ({"protocol": ["ckks"]}, "decrypt", "ckks needs every client"),
     ],
     ids=["secagg-below-threshold", "ckks"],

@@ -9,7 +9,6 @@ from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY
 from securefgl.algorithms.fedgcn.algorithm import FedGCN, FedGCN1Hop
 from securefgl.algorithms.fedgcn.neighbour_sums import (
     NeighbourSumClient,
-    NeighbourSumRelay,
     central_neighbour_sums,
     run_neighbour_sums,
 )
@@ -21,6 +20,7 @@ from securefgl.data.synthetic import csbm
 from securefgl.data.views import opaque_id_permutation
 from securefgl.experiment.runner import run_single
 from securefgl.federation import SERVER, Channel, LocalExecutor, Transcript, client_party_id
+from securefgl.federation.hosted_sums import SumRelay
 
 VIEW_SEED = 3
 # plain: float64 sums; masked: fixed point 2^-32 per summand; ckks: public-key noise ~2e-8
@@ -39,7 +39,7 @@ def make_world(n=150, k=4, seed=1, cross_edges="known"):
 def precompute(views, settings, channel=None):
     ids = [client_party_id(v.client_id) for v in views]
     parties = {c: NeighbourSumClient(v, settings) for c, v in zip(ids, views, strict=True)}
-    relay = NeighbourSumRelay(SERVER)
+    relay = SumRelay(SERVER)
     channel = channel if channel is not None else Channel(Transcript())
     ex = LocalExecutor({**parties, SERVER: relay})
     report = run_neighbour_sums(ids, ex, channel, settings, "test-fedgcn")
@@ -162,8 +162,8 @@ def test_receiver_view_has_no_individual_contribution(mode):
                 assert not np.allclose(decoded, expected, atol=1e-3)
     # the server holds no secret key (ckks) and sees only masked vectors (masked)
     if mode == "ckks":
-        assert relay.sum_party.contexts
-        assert all(not ctx.is_private() for ctx in relay.sum_party.contexts.values())
+        assert relay.sums.server.contexts
+        assert all(not ctx.is_private() for ctx in relay.sums.server.contexts.values())
     else:
         for e in channel.transcript.view(SERVER).entries:
             if e.tag == TAG_CONTRIBUTION:

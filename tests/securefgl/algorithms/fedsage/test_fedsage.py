@@ -6,10 +6,10 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from securefgl.algorithms.fedsage.clients import ANSWER_TAG, NEIGHGEN, QUERY_TAG
+from securefgl.algorithms.fedsage.clients import ANSWER_TAG, QUERY_TAG, NeighGenState
 from securefgl.algorithms.fedsage.neighgen import greedy_loss, impair
 from securefgl.algorithms.fedsage.settings import FedSageSettings
-from securefgl.federation import TRAIN
+from securefgl.algorithms.spreadfgl.client import EdgeClient
 from tests.securefgl.algorithms.spreadfgl.world import (
     build,
     reachable_arrays,
@@ -84,7 +84,7 @@ def test_mended_graphs_and_no_client_holds_another_clients_features(plus, graph)
             if arr.ndim == 2 and arr.shape[1] == graph.num_features and len(arr):
                 found = {tuple(r) for r in arr.round(5).tolist()} & (rows - own)
                 assert not {r for r in found if any(r)}, cid
-    preds = algo.executor.map(list(algo.clients), TRAIN, "predict")
+    preds = algo.executor.map(list(algo.clients), EdgeClient.predict)
     assert sum(len(p["test"][0]) for p in preds) == int(graph.num_nodes * 0.2 + 0.5)
 
 
@@ -96,7 +96,7 @@ def test_noisy_answers(graph):
                        if e.tag == ANSWER_TAG])  # fmt: skip
     assert grads.std() > 2.0  # noise of std 3·C dominates the clipped rows
     assert "no ε" in algo.protection()["fGen queries and answered gradients (client <-> client)"]
-    assert NEIGHGEN in algo.clients["client-0"].SUBPARTIES
+    assert any(isinstance(r, NeighGenState) for r in algo.clients["client-0"].roles())
 
 
 def test_classifier_loss_generates_only_the_rows_the_mended_graph_uses(plus):

@@ -15,10 +15,18 @@ from torch_geometric.data import Data
 from protocols.base import Envelope
 from protocols.wire import Payload, WireFormatError
 from securefgl.algorithms.fedstruct.abar_build import PlainHopSum, build_abar
-from securefgl.algorithms.fedstruct.abar_central import central_abar, keep_top_values, normalized_adjacency
-from securefgl.algorithms.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay, SparseRows
-from securefgl.algorithms.fedstruct.abar_build import ABAR
-from securefgl.algorithms.fedstruct.abar_client import BLOCK_TAG, SIZE_TAG
+from securefgl.algorithms.fedstruct.abar_central import (
+    central_abar,
+    keep_top_values,
+    normalized_adjacency,
+)
+from securefgl.algorithms.fedstruct.abar_client import (
+    BLOCK_TAG,
+    SIZE_TAG,
+    AdjacencyClient,
+    AdjacencyRelay,
+    SparseRows,
+)
 from securefgl.data import (
     build_client_views,
     csbm,
@@ -552,7 +560,7 @@ def test_complete_hop_accepts_an_externally_summed_block():
         shape a secure sum would use (stand-in for protocols.secure_sum)."""
 
         def run_hop(self, hop, ctx):
-            sent = ctx.executor.map(ctx.clients, ABAR, "send_blocks", hop, ctx.server_id)
+            sent = ctx.executor.map(ctx.clients, AdjacencyClient.send_blocks, hop, ctx.server_id)
             inbox = ctx.deliver([e for batch in sent for e in batch])
             n = d.num_nodes
             for cid in ctx.clients:

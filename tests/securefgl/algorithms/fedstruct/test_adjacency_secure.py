@@ -15,8 +15,7 @@ from protocols.secure_sum.masked import MaskedSum
 from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY, TAG_ROUTED_REQUEST
 from securefgl.algorithms.fedstruct.abar_build import PlainHopSum, build_abar
 from securefgl.algorithms.fedstruct.abar_central import central_abar
-from securefgl.algorithms.fedstruct.abar_client import AdjacencyClient
-from securefgl.algorithms.fedstruct.abar_client import BLOCK_TAG, SparseRows
+from securefgl.algorithms.fedstruct.abar_client import BLOCK_TAG, AdjacencyClient, SparseRows
 from securefgl.algorithms.fedstruct.abar_secure import (
     PATTERN_TAG,
     UNION_TAG,
@@ -401,9 +400,9 @@ def test_factory_and_validation():
     m = hop_sum_for("masked", "exp", support="union", frac_bits=24)
     assert isinstance(m, MaskedHopSum) and m.support == "union" and m.protocol.frac_bits == 24
     c = hop_sum_for("ckks")
-    assert isinstance(c, CKKSHopSum) and c.mode == "ckks" and c.noise_floor == 2.0**-24
+    assert isinstance(c, CKKSHopSum) and c.sum_mode == "ckks" and c.noise_floor == 2.0**-24
     assert m.noise_floor == 0.0
-    with pytest.raises(ValueError, match="adjacency mode"):
+    with pytest.raises(ValueError, match="sum_mode must be one of"):
         hop_sum_for("secagg")
     with pytest.raises(ValueError, match="support"):
         hop_sum_for("masked", support="dense")

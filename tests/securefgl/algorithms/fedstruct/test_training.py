@@ -9,11 +9,11 @@ import scipy.sparse as sp
 import torch
 
 from protocols.secure_sum.parties import TAG_CONTRIBUTION
+from securefgl.algorithms import registry
 from securefgl.algorithms.fedstruct.abar_central import central_abar
 from securefgl.algorithms.fedstruct.algorithm import FedStruct, oracle_abar_rows
 from securefgl.algorithms.fedstruct.parties import MODEL_TAG, NSF_ALL_TAG, NSF_TAG
 from securefgl.algorithms.fedstruct.settings import FedStructSettings
-from securefgl.algorithms import registry
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import build_client_views, csbm, partition_graph, random_split
 from securefgl.experiment.runner import run_single

@@ -6,9 +6,9 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.nn import GINConv
 
-from securefgl.algorithms.graphcls.batching import GraphBatches
+from securefgl.algorithms.common.graph.batching import GraphBatches
+from securefgl.algorithms.common.graph.models import GIN, structure_encoding
 from securefgl.algorithms.graphcls.gcfl import dtw_distance, min_cut
-from securefgl.algorithms.graphcls.models import GIN, structure_encoding
 from securefgl.algorithms.registry import algorithm_class, check_config
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.graph_datasets import synthetic_graphs

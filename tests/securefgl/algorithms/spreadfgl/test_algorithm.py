@@ -5,11 +5,10 @@ party holds another client's features."""
 import numpy as np
 import pytest
 
-from securefgl.algorithms.spreadfgl.client import H_TAG
+from securefgl.algorithms.spreadfgl.client import H_TAG, EdgeClient
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
 from securefgl.algorithms.spreadfgl.server import SERVER_MODEL_TAG
 from securefgl.config import ConfigError
-from securefgl.federation import TRAIN
 from tests.securefgl.algorithms.spreadfgl.world import (
     build,
     reachable_arrays,
@@ -135,7 +134,7 @@ def test_within_server_aggregation_runs_through_the_stack(graph):
     ckks, _, _ = build("fedgl", tiny_config(protocol=["ckks"]), graph)
     ckks.train_round(0)
     assert ckks.servers["edge-0"].params is None  # the server never learns the model
-    preds = ckks.executor.map(list(ckks.clients), TRAIN, "predict")
+    preds = ckks.executor.map(list(ckks.clients), EdgeClient.predict)
     assert all(len(p["test"][0]) == len(p["test"][1]) for p in preds)
 
 

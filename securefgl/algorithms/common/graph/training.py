@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from securefgl.algorithms.graphcls.batching import Batch, GraphBatches
+from securefgl.algorithms.common.graph.batching import Batch, GraphBatches
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from securefgl.algorithms.graphcls.models import sum_adjacency
+from securefgl.algorithms.common.graph.models import sum_adjacency
 from securefgl.data.graph_datasets import GraphDataset, _ranges
 
 
