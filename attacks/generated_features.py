@@ -25,7 +25,7 @@ from attacks.base import AttackResult, not_applicable
 from attacks.metrics import rowwise_cosine
 from attacks.naive import mean_row_guess, proportion_margin
 from attacks.simulation import AuditRun
-from securefgl.algorithms.spreadfgl.model import Features, propagation
+from securefgl.algorithms.common.edge.model import Features, propagation
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG, read_patch
 from securefgl.models import set_flat
 

@@ -51,10 +51,10 @@ from spreadfgl_repro.report import write_markdown, write_plot
 from attacks.generated_features import generated_feature_inference
 from attacks.h_inference import h_label_inference, h_link_inference, h_membership
 from attacks.simulation import simulate
+from securefgl.algorithms.common.edge.server import SERVER_MODEL_TAG
 from securefgl.algorithms.fedsage.clients import ANSWER_TAG, QUERY_TAG
 from securefgl.algorithms.spreadfgl.client import H_TAG
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
-from securefgl.algorithms.spreadfgl.server import SERVER_MODEL_TAG
 from securefgl.experiment.runner import run_single
 from securefgl.federation import Transcript
 

@@ -1,5 +1,5 @@
 """FedSage and FedSage+ (Zhang et al., "Subgraph federated learning with missing neighbor
-generation", NeurIPS 2021) on the edge runtime of :mod:`securefgl.algorithms.spreadfgl`.
+generation", NeurIPS 2021) on the edge runtime (:mod:`securefgl.algorithms.common.edge`).
 
 :mod:`~securefgl.algorithms.fedsage.settings` (the ``[experiment.fedsage]`` section),
 :mod:`~securefgl.algorithms.fedsage.neighgen` (impaired graph, NeighGen, losses),

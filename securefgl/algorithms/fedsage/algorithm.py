@@ -8,7 +8,8 @@
   (:mod:`~securefgl.algorithms.fedsage.clients`); each client then mends its full subgraph with its
   own generated neighbours and FedSage runs on the mended graphs.
 
-The classifier's rounds are the edge runtime's (:class:`~securefgl.algorithms.spreadfgl.algorithm.EdgeFGL`
+The classifier's rounds are the edge runtime's
+(:class:`~securefgl.algorithms.common.edge.runtime.EdgeFGL`
 with one server, the configured protocol stack, ``local_steps`` Adam steps per round, mean
 cross-entropy). Deviations: full-batch local steps (the official code uses mini-batches of
 32 with neighbour sampling [5, 5]); NeighGen is not averaged across clients (as in the
@@ -20,9 +21,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, ClassVar
 
+from securefgl.algorithms.common.edge.client import LocalTraining
+from securefgl.algorithms.common.edge.runtime import EdgeFGL
 from securefgl.algorithms.fedsage.clients import FedSageClient, NeighGenState, fedsage_client
-from securefgl.algorithms.spreadfgl.algorithm import EdgeFGL
-from securefgl.algorithms.spreadfgl.client import LocalTraining
 from securefgl.data import ClientGraph
 from securefgl.federation import client_party_id
 from securefgl.federation.builders import view_payload
@@ -33,7 +34,6 @@ CROSS = "fGen queries and answered gradients (client <-> client)"
 
 class FedSage(EdgeFGL):
     name = "fedsage"
-    impute = False
     generator: ClassVar[bool] = False
 
     def training(self) -> LocalTraining:

@@ -30,11 +30,11 @@ from protocols.base import Envelope
 from protocols.dp.rng import make_rng
 from protocols.dp.rows import clip_rows
 from protocols.wire import Payload
+from securefgl.algorithms.common.edge.client import EdgeClient, LocalTraining
+from securefgl.algorithms.common.edge.model import Features, propagation
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.fedsage.neighgen import NeighGen, counts, greedy_loss, impair, mended
 from securefgl.algorithms.fedsage.settings import FedSageSettings
-from securefgl.algorithms.spreadfgl.client import EdgeClient, LocalTraining
-from securefgl.algorithms.spreadfgl.model import Features, propagation
 from securefgl.data import ClientGraph
 from securefgl.federation import client_party_id
 from securefgl.federation.builders import config_from_json, protocol_party, view_from_payload

@@ -26,8 +26,8 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from securefgl.algorithms.common.edge.model import Features, SageNet, SparseMatrix, propagation
 from securefgl.algorithms.fedsage.settings import FedSageSettings
-from securefgl.algorithms.spreadfgl.model import Features, SageNet, SparseMatrix, propagation
 
 
 @dataclass

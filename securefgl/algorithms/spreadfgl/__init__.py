@@ -2,7 +2,7 @@
 generation) and their baselines FedAvg-fusion and LocalFGL.
 
 :mod:`~securefgl.algorithms.spreadfgl.settings` (the ``[experiment.spreadfgl]`` section),
-:mod:`~securefgl.algorithms.spreadfgl.model` (GraphSAGE-GCN on sparse and generated rows),
+:mod:`~securefgl.algorithms.common.edge.model` (GraphSAGE-GCN on sparse and generated rows),
 :mod:`~securefgl.algorithms.spreadfgl.client` (a client and its patcher),
 :mod:`~securefgl.algorithms.spreadfgl.h_release` (protections of the H uploads),
 :mod:`~securefgl.algorithms.spreadfgl.server` (an edge server), :mod:`~securefgl.algorithms.spreadfgl.imputation`

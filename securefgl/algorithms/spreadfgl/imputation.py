@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from securefgl.algorithms.spreadfgl.model import Factored
+from securefgl.algorithms.common.edge.model import Factored
 from securefgl.algorithms.spreadfgl.settings import CANDIDATES, SpreadFGLSettings
 
 AE_HIDDEN = 16

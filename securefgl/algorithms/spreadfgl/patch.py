@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.wire import Payload
-from securefgl.algorithms.spreadfgl.model import Block, Factored
+from securefgl.algorithms.common.edge.model import Block, Factored
 
 PATCH_TAG = "spreadfgl/patch"
 NONE = -1

@@ -6,10 +6,10 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from securefgl.algorithms.common.edge.client import EdgeClient
 from securefgl.algorithms.fedsage.clients import ANSWER_TAG, QUERY_TAG, NeighGenState
 from securefgl.algorithms.fedsage.neighgen import greedy_loss, impair
 from securefgl.algorithms.fedsage.settings import FedSageSettings
-from securefgl.algorithms.spreadfgl.client import EdgeClient
 from tests.securefgl.algorithms.spreadfgl.world import (
     build,
     reachable_arrays,

@@ -5,9 +5,10 @@ party holds another client's features."""
 import numpy as np
 import pytest
 
-from securefgl.algorithms.spreadfgl.client import H_TAG, EdgeClient
+from securefgl.algorithms.common.edge.client import EdgeClient
+from securefgl.algorithms.common.edge.server import SERVER_MODEL_TAG
+from securefgl.algorithms.spreadfgl.client import H_TAG
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
-from securefgl.algorithms.spreadfgl.server import SERVER_MODEL_TAG
 from securefgl.config import ConfigError
 from tests.securefgl.algorithms.spreadfgl.world import (
     build,

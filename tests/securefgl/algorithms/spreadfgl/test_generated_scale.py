@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from securefgl.algorithms.common.edge.model import Factored
 from securefgl.algorithms.spreadfgl.client import scale_to_own_norm
-from securefgl.algorithms.spreadfgl.model import Factored
 from securefgl.algorithms.spreadfgl.settings import SpreadFGLSettings
 
 

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.wire import Payload
+from securefgl.algorithms.common.edge.model import Factored, Features, SageNet, propagation
 from securefgl.algorithms.spreadfgl.imputation import Imputer, potential_links
-from securefgl.algorithms.spreadfgl.model import Factored, Features, SageNet, propagation
 from securefgl.algorithms.spreadfgl.patch import build_patch, patch_edges, read_patch
 from securefgl.algorithms.spreadfgl.settings import SpreadFGLSettings
 
