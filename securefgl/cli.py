@@ -6,7 +6,7 @@ topic (data, federation, protocol stack, training, output) and one per installed
 settings section, with the help text and choices of its field metadata
 (:mod:`securefgl.config.families`). Plug-ins are modules named in the ``securefgl.plugins``
 entry-point group; each may define ``register_commands(subparsers) -> {name: handler}`` and
-``recommend_reports``, callables ``(trainer, views, transport) -> dict`` whose results
+``recommend_reports``, callables ``(trainer, views, aggregation) -> dict`` whose results
 ``securefgl recommend`` prints.
 
 Errors (every command, plug-ins included): one line ``securefgl: ...`` on stderr, no
@@ -24,6 +24,8 @@ import json
 import logging
 import sys
 import traceback
+import types
+import typing
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -32,10 +34,10 @@ from typing import Any
 from protocols.base import ProtocolError
 from protocols.fixedpoint import FixedPointOverflowError
 from protocols.settings import ProtocolSettings
-from securefgl.algorithms.recommendation.cli import add_recommend_parser, cmd_recommend
 from securefgl.config import ConfigError, ExperimentConfig, families, sections
 from securefgl.config.experiment import GRAPH_TASKS
-from securefgl.config.fields import public_fields
+from securefgl.config.families import task_defaults, task_runner
+from securefgl.config.fields import hints, public_fields
 from securefgl.data.integrity import DatasetError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -52,7 +54,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"securefgl: usage error: {self.prog}: {message} {hint}\n")
 
 
-_SCALARS = {"int": int, "float": float, "str": str}
 _NAMES = {int: "integer", float: "number", str: "string"}
 
 
@@ -79,28 +80,32 @@ def _json_table(text: str) -> dict:
 
 
 def _add_flag(
-    group: Any, f: dataclasses.Field, names: list[str], dest: str, default: Any,
+    group: Any, f: dataclasses.Field, hint: Any, names: list[str], dest: str, default: Any,
     choices: tuple[Any, ...] | None = None,
 ) -> None:  # fmt: skip
-    """One flag for field ``f``; unset flags stay None (the TOML / default value wins)."""
-    meta, kind = f.metadata, str(f.type).replace(" | None", "")
+    """One flag for field ``f`` of type ``hint``; unset flags stay None (the TOML / default
+    value wins)."""
+    meta = f.metadata
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1:
+        hint = args[0]  # X | None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
     help_text = meta.get("help", "")
     if default is not None:
         help_text += f" (default: {default})"
-    options: dict[str, Any] = {"dest": dest, "default": None, "help": help_text}
-    if kind == "bool":
+    options: dict[str, Any] = {"dest": dest, "default": None, "help": help_text.replace("%", "%%")}
+    if hint is bool:
         group.add_argument(*names, action=argparse.BooleanOptionalAction, **options)
         return
-    if kind.startswith(("list[", "tuple[")):
-        elem = kind[kind.index("[") + 1 : -1].split(",")[0].strip()
-        options.update(type=_csv(_SCALARS[elem]), metavar="A,B,...")
-    elif kind.startswith("dict"):
+    if origin in (list, tuple):
+        options.update(type=_csv(args[0]), metavar="A,B,...")
+    elif origin is dict or hint is dict:
         options.update(type=_json_table, metavar="JSON")
     else:
-        options["type"] = _SCALARS[kind]
+        options["type"] = hint
     if choices or meta.get("choices"):
         options["choices"] = choices or meta["choices"]
-    if options.get("type") is not None and "metavar" not in options and "choices" not in options:
+    elif "metavar" not in options:
         options["metavar"] = dest.rsplit(".", 1)[-1].upper()
     group.add_argument(*names, **options)
 
@@ -117,17 +122,19 @@ def _flag(name: str) -> str:
 
 def _section_flags(parser: Any, name: str, kind: type, title: str, prefix: str) -> None:
     group = parser.add_argument_group(title)
+    kinds = hints(kind)
     for f in public_fields(kind):
         names = [_flag(f.metadata.get("flag") or prefix + f.name)]
         if prefix and f.metadata.get("unprefixed"):  # also without the prefix
             names.append(_flag(f.name))
-        _add_flag(group, f, names, f"{name}.{f.name}", _default(f))
+        _add_flag(group, f, kinds[f.name], names, f"{name}.{f.name}", _default(f))
 
 
 def add_config_flags(parser: argparse.ArgumentParser, tasks: Sequence[str] = GRAPH_TASKS) -> None:
     """Flags for the generic fields of ExperimentConfig that apply to ``tasks``, the
     protocol section, and the sections and presets of the families of ``tasks``."""
     groups: dict[str, Any] = {}
+    own = task_defaults(tasks[0]) if len(tasks) == 1 else {}
     for f in dataclasses.fields(ExperimentConfig):
         if f.metadata.get("internal") or f.metadata.get("section"):
             continue
@@ -136,7 +143,8 @@ def add_config_flags(parser: argparse.ArgumentParser, tasks: Sequence[str] = GRA
         topic = f.metadata.get("group") or "other"
         group = groups.get(topic) or groups.setdefault(topic, parser.add_argument_group(topic))
         choices = tuple(tasks) if f.name == "task" else None  # the command's tasks only
-        _add_flag(group, f, [_flag(f.name)], f.name, _default(f), choices)
+        _add_flag(group, f, hints(ExperimentConfig)[f.name], [_flag(f.name)], f.name,
+                  own.get(f.name, _default(f)), choices)  # fmt: skip
     _section_flags(parser, "protocol", ProtocolSettings, "protocol stack", "")
     shown: set[str] = set()
     for family in families().values():
@@ -204,11 +212,21 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
     add_config_flags(run)
     ds = sub.add_parser("datasets", help="which datasets are available offline")
     ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
-    add_recommend_parser(sub)
+    rec = sub.add_parser(
+        "recommend", help="federated recommendation (FeSoG / FedGNN) on a rating dataset"
+    )
+    rec.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
+    rec.add_argument(
+        "--checkpoint",
+        help="directory where the run saves itself every 10 evaluations and from which it "
+        "resumes (each party writes its own file)",
+    )
+    rec.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_config_flags(rec, tasks=("recommendation",))
     handlers: dict[str, Handler] = {
         "run": _cmd_run,
         "datasets": _cmd_datasets,
-        "recommend": lambda args: cmd_recommend(args, _recommend_reports(plugins)),
+        "recommend": lambda args: _cmd_recommend(args, _recommend_reports(plugins)),
     }
     for plugin in plugins:
         register = getattr(plugin, "register_commands", None)
@@ -268,6 +286,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_output_dir(config.output_dir)  # before hours of training, not after
     result = run_experiment(config, progress=not args.no_progress)
     print_table(result, save_result(result))
+    return 0
+
+
+def _cmd_recommend(args: argparse.Namespace, reports: Sequence[Callable[..., dict]]) -> int:
+    """Train every algorithm × seed, then run every ``report(trainer, views, aggregation)``
+    on each trained federated model; their ``summary`` lines are printed."""
+    config = config_from_args(args, task="recommendation")
+    run = task_runner("recommendation")
+    if run is None:
+        raise ConfigError("no installed family runs the recommendation task")
+    rows = run(config, reports, args.checkpoint)
+    if args.json:
+        print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=1, default=str))
+        return 0
+    for row in rows:
+        print(
+            f"{row['method']} on {row['dataset']['dataset']} (seed {row['seed']}): test RMSE "
+            f"{row['test_rmse']:.4f}  MAE {row['test_mae']:.4f}  ({row['rounds']} rounds, "
+            f"{row['seconds']:.0f}s)"
+        )
+        print(f"privacy: {row['privacy']}")
+        for value in row.values():
+            if isinstance(value, dict) and "summary" in value:
+                print(value["summary"])
     return 0
 
 

@@ -24,8 +24,11 @@ def _classes(family: str) -> dict[str, type[Algorithm]]:
             f"family {family!r} declares {sorted(fam.algorithms)} but loads {sorted(loaded)}"
         )
     for cls in loaded.values():
-        if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or cls.task != fam.task:
-            raise ConfigError(f"family {family!r}: {cls!r} is not a {fam.task}-task Algorithm")
+        runs_rounds = fam.run is None  # its classes are Algorithms the experiment runs
+        if getattr(cls, "task", None) != fam.task or (
+            runs_rounds and not (isinstance(cls, type) and issubclass(cls, Algorithm))
+        ):
+            raise ConfigError(f"family {family!r}: {cls!r} is not a {fam.task}-task algorithm")
     return loaded
 
 

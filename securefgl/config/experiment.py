@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from protocols.settings import ProtocolSettings
-from securefgl.config.families import TASKS, default_algorithms, sections
+from securefgl.config.families import TASKS, default_algorithms, sections, task_defaults
 from securefgl.config.fields import (
     ConfigError,
     checked,
@@ -176,9 +176,12 @@ class ExperimentConfig:
         known = sections()
         given_sections = dict(values.pop("sections", None) or {})
         _refuse_unknown(values, [f.name for f in generic] + ["protocol", *known])
+        defaults = task_defaults(str(values.get("task", "node")))
         for f in generic:
             if f.name in values:
                 value = values.pop(f.name)
+            elif f.name in defaults:
+                value = copy.deepcopy(defaults[f.name])
             elif f.default_factory is not dataclasses.MISSING:
                 value = f.default_factory()
             else:

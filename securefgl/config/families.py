@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -57,6 +57,10 @@ class Family:
     section: Section | None = None
     presets: tuple[Preset, ...] = ()
     defaults: tuple[str, ...] = ()  # algorithms that run when none are named for the task
+    #: generic settings whose default differs for this family's task (e.g. its lr)
+    task_defaults: Mapping[str, Any] = field(default_factory=dict)
+    #: the task's runner when its runs are not rounds of an Algorithm (recommendation)
+    run: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -107,6 +111,23 @@ def algorithm_names(task: str) -> list[str]:
 def default_algorithms(task: str) -> list[str]:
     """What runs when no algorithm is named for ``task``."""
     return [a for f in families().values() if f.task == task for a in f.defaults]
+
+
+def task_defaults(task: str) -> dict[str, Any]:
+    """The generic settings whose default the families of ``task`` change."""
+    out: dict[str, Any] = {}
+    for family in families().values():
+        if family.task == task:
+            for key, value in family.task_defaults.items():
+                if key in out and out[key] != value:
+                    raise ConfigError(f"families of task {task!r} disagree on {key}'s default")
+                out[key] = value
+    return out
+
+
+def task_runner(task: str) -> Callable[..., Any] | None:
+    """The runner of ``task`` when a family provides one."""
+    return next((f.run for f in families().values() if f.task == task and f.run), None)
 
 
 def family_of(name: str, task: str) -> Family | None:

@@ -32,8 +32,9 @@ from securefgl.algorithms.recommendation.uploads import Uploads
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
 
-Backend = Literal["plain", "ideal", "ckks", "secagg", "secagg+"]
-BACKENDS: tuple[str, ...] = ("plain", "ideal", "ckks", "secagg", "secagg+")
+#: how the server aggregates: in the clear, by the ideal functionality of secure
+#: aggregation (the same sums in one tensor program), or by a secure transport
+AGGREGATIONS: tuple[str, ...] = ("plain", "ideal", "ckks", "secagg", "secagg+")
 
 
 @dataclass
@@ -53,7 +54,7 @@ class ServerView:
     """What the server received in one round."""
 
     round: int
-    backend: str
+    aggregation: str
     users: np.ndarray  # the round's participants (the server always knows them)
     per_user: Uploads | None = None  # plain: each user's upload (item_pseudo is not sent)
     sums: AggregateSums | None = None
@@ -73,7 +74,7 @@ def _row_sums(
 
 
 def plain_sums(up: Uploads) -> AggregateSums:
-    """The aggregate computed from plaintext uploads (reference for every backend)."""
+    """The aggregate computed from plaintext uploads (reference for every aggregation)."""
     w = up.weight.float()
     ii, isum, icnt = _row_sums(up.item_slot, up.item_idx, up.item_grad, w, count_w=False)
     if up.user_grad.numel():
@@ -160,11 +161,11 @@ def support_indicators(up: Uploads, n_items: int, n_users: int) -> np.ndarray:
 
 
 def _run_protocol(
-    X: np.ndarray, users: np.ndarray, backend: str, round_idx: int, channel: Channel, tag: str
+    X: np.ndarray, users: np.ndarray, aggregation: str, round_idx: int, channel: Channel, tag: str
 ) -> np.ndarray:
     """One protocol run (fresh parties and keys) over the rows of ``X``; returns the sum."""
     ids = [f"user{u}" for u in users]
-    proto = _protocol(backend, f"rec-{tag}-{secrets.token_hex(4)}")
+    proto = _protocol(aggregation, f"rec-{tag}-{secrets.token_hex(4)}")
     parties = proto.create_parties("server", ids, X.shape[1])
     channel.round = round_idx
     setup_parties(proto, parties, channel.transmit)
@@ -176,7 +177,7 @@ def _run_protocol(
 
 def secure_support(
     up: Uploads,
-    backend: str,
+    aggregation: str,
     round_idx: int,
     n_items: int,
     n_users: int,
@@ -194,7 +195,7 @@ def secure_support(
         _run_protocol(
             support_indicators(up, n_items, n_users),
             up.users,
-            backend,
+            aggregation,
             round_idx,
             channel,
             "support",
@@ -207,7 +208,7 @@ def secure_support(
 
 def _secure_sums(
     up: Uploads,
-    backend: str,
+    aggregation: str,
     round_idx: int,
     n_items: int | None,
     n_users: int | None,
@@ -219,12 +220,12 @@ def _secure_sums(
     if n_users is None:
         n_users = int(up.user_idx.max()) + 1 if up.user_idx.numel() else 0
     start = channel.transcript.total_bytes()
-    ii, _, ui, _ = secure_support(up, backend, round_idx, n_items, n_users, channel)
+    ii, _, ui, _ = secure_support(up, aggregation, round_idx, n_items, n_users, channel)
     support_bytes = channel.transcript.total_bytes() - start
     empty = torch.zeros(0)
     support = AggregateSums(ii, empty, empty, ui, empty, empty, {}, 0.0)
     total = _run_protocol(
-        _dense_vectors(up, support), up.users, backend, round_idx, channel, "sums"
+        _dense_vectors(up, support), up.users, aggregation, round_idx, channel, "sums"
     )
     sums = _parse_dense(total, up, support)
     return sums, support_bytes, channel.transcript.total_bytes() - start
@@ -232,7 +233,7 @@ def _secure_sums(
 
 def secure_sums(
     up: Uploads,
-    backend: str,
+    aggregation: str,
     round_idx: int,
     n_items: int | None = None,
     n_users: int | None = None,
@@ -245,31 +246,31 @@ def secure_sums(
     ``n_items`` / ``n_users``: the server's table sizes (public). ``None`` falls back to the
     cohort's largest row id + 1, a simulator convenience for callers without the tables."""
     channel = channel if channel is not None else Channel(Transcript(store_payloads=False))
-    sums, _, nbytes = _secure_sums(up, backend, round_idx, n_items, n_users, channel)
+    sums, _, nbytes = _secure_sums(up, aggregation, round_idx, n_items, n_users, channel)
     return sums, nbytes
 
 
 def aggregate_uploads(
     up: Uploads,
-    backend: str,
+    aggregation: str,
     round_idx: int,
     n_items: int | None = None,
     n_users: int | None = None,
 ) -> tuple[AggregateSums, ServerView]:
-    """``n_items`` / ``n_users``: the server's table sizes, over which the secure backends'
+    """``n_items`` / ``n_users``: the server's table sizes, over which the secure aggregations'
     support phase runs (see :func:`secure_sums`)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown aggregation backend {backend!r}; expected one of {BACKENDS}")
-    if backend in ("plain", "ideal"):
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {aggregation!r}; expected one of {AGGREGATIONS}")
+    if aggregation in ("plain", "ideal"):
         sums = plain_sums(up)
-        per_user = up if backend == "plain" else None
+        per_user = up if aggregation == "plain" else None
         return sums, ServerView(
-            round_idx, backend, up.users, per_user, sums, int(up.nbytes_per_user().sum())
+            round_idx, aggregation, up.users, per_user, sums, int(up.nbytes_per_user().sum())
         )
     sums, support_bytes, nbytes = _secure_sums(
-        up, backend, round_idx, n_items, n_users, Channel(Transcript(store_payloads=False))
+        up, aggregation, round_idx, n_items, n_users, Channel(Transcript(store_payloads=False))
     )
-    view = ServerView(round_idx, backend, up.users, None, sums, nbytes)
+    view = ServerView(round_idx, aggregation, up.users, None, sums, nbytes)
     view.extra["support_bytes"] = float(support_bytes)
     return sums, view
 

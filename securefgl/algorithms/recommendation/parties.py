@@ -249,16 +249,16 @@ class RecServer(Stateful, Party):
 
 
 class RecAggregator(Party):
-    """Sums of the cohort's uploads for a non-plain backend; see the module docstring."""
+    """Sums of the cohort's uploads for a non-plain aggregation; see the module docstring."""
 
 
-    def __init__(self, backend: str, n_items: int, n_users: int) -> None:
-        self.party_id, self.backend = AGGREGATOR, backend
+    def __init__(self, aggregation: str, n_items: int, n_users: int) -> None:
+        self.party_id, self.aggregation = AGGREGATOR, aggregation
         self.n_items, self.n_users = n_items, n_users
 
     def aggregate(self, round_idx: int, uploads: list[Payload]) -> Payload:
         up = from_payloads(uploads)
-        sums, view = aggregate_uploads(up, self.backend, round_idx, self.n_items, self.n_users)
+        sums, view = aggregate_uploads(up, self.aggregation, round_idx, self.n_items, self.n_users)
         return sums_to_payload(sums, bytes_up=view.bytes_up, **view.extra)
 
 
@@ -309,8 +309,8 @@ def rec_server(settings: str, n_users: int, n_items: int, active: np.ndarray) ->
 
 
 @party_builder
-def rec_aggregator(backend: str, n_items: int, n_users: int) -> RecAggregator:
-    return RecAggregator(backend, n_items, n_users)
+def rec_aggregator(aggregation: str, n_items: int, n_users: int) -> RecAggregator:
+    return RecAggregator(aggregation, n_items, n_users)
 
 
 @party_builder
@@ -334,7 +334,7 @@ def group_payload(views: ClientViews, members: np.ndarray) -> tuple[Payload, np.
 
 def recipes(views: ClientViews, cfg: RecConfig, token_key: bytes) -> dict[str, Recipe]:
     """Every party of a run: the server, the user groups, the aggregator (non-plain
-    backends) and FedGNN's third party."""
+    aggregations) and FedGNN's third party."""
     settings = cfg.to_json()
     n_items, n_users = views.n_items, views.n_users
     out = {
@@ -358,10 +358,10 @@ def recipes(views: ClientViews, cfg: RecConfig, token_key: bytes) -> dict[str, R
             social=social,
             token_key=token_key,
         )
-    if cfg.backend != "plain":
+    if cfg.aggregation != "plain":
         table_users = n_users if cfg.method == "fesog" else 0
         out[AGGREGATOR] = recipe(
-            rec_aggregator, backend=cfg.backend, n_items=n_items, n_users=table_users
+            rec_aggregator, aggregation=cfg.aggregation, n_items=n_items, n_users=table_users
         )
     if cfg.method == "fedgnn":
         out[THIRD_PARTY] = recipe(

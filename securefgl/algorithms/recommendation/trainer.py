@@ -1,5 +1,5 @@
 """Federated training loop for FeSoG / FedGNN: the server samples users, the user groups
-compute their users' local gradients (batched) and LDP, the aggregation backend sums them,
+compute their users' local gradients (batched) and LDP, the aggregation aggregation sums them,
 the server steps (the parties: :mod:`.parties`); validation-based early stopping as
 ``FeSoG/main.py`` (evaluate every ``eval_every`` rounds, test RMSE/MAE at the best
 validation RMSE, stop after ``patience`` evaluations without improvement). With a
@@ -193,7 +193,7 @@ class FedRecTrainer:
             self.run_expansion()
         users = self.sample_users() if users is None else np.asarray(users, np.int64)
         hosts, uploads, loss = self._local(r, users, update_local=True)
-        if cfg.backend == "plain":
+        if cfg.aggregation == "plain":
             got = [self.channel.send(g, SERVER, UPLOAD_TAG, p).payload
                    for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
             self._call(SERVER, RecServer.apply_uploads, got)
@@ -206,7 +206,7 @@ class FedRecTrainer:
             sums = self.channel.send(AGGREGATOR, SERVER, SUMS_TAG, sums).payload
             self._call(SERVER, RecServer.apply_sums, sums)
             view = ServerView(
-                r, cfg.backend, users, None, sums_from_payload(sums), int(sums.meta["bytes_up"])
+                r, cfg.aggregation, users, None, sums_from_payload(sums), int(sums.meta["bytes_up"])
             )
             view.extra.update({k: float(v) for k, v in sums.meta.items() if k == "support_bytes"})
         view.extra["train_loss"] = loss / max(users.size, 1)
@@ -214,14 +214,14 @@ class FedRecTrainer:
             self.server_views.append(view)
         return view
 
-    def observe(self, r: int, backend: str | None = None) -> ServerView:
+    def observe(self, r: int, aggregation: str | None = None) -> ServerView:
         """What the server would receive in round ``r`` (no update is applied, nothing is
         charged to the ledger): the input of the interaction-inference attack."""
         if self.cfg.method == "fedgnn" and not self.expanded:
             self.run_expansion()
         _, uploads, _ = self._local(r, self.sample_users(), update_local=False)
         sizes = (self.n_items, self.n_table_users)
-        return aggregate_uploads(from_payloads(uploads), backend or self.cfg.backend, r, *sizes)[1]
+        return aggregate_uploads(from_payloads(uploads), aggregation or self.cfg.aggregation, r, *sizes)[1]
 
     # ------------------------------------------------------------------ evaluation
     def _predictions(self, part: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -285,9 +285,10 @@ def test_a_round_that_cannot_survive_the_crash_aborts_saying_why(options, phase,
         federation.close()
 
 
-@pytest.mark.parametrize(("method", "backend"), [("fesog", "plain"), ("fedgnn", "ideal")])
-def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
+@pytest.mark.parametrize(("method", "aggregation"), [("fesog", "plain"), ("fedgnn", "ideal")])
+def test_the_recommendation_path_gives_the_local_result_on_ray(method, aggregation):
     from securefgl.algorithms.recommendation.ldp import LDPConfig
+    from securefgl.algorithms.recommendation.settings import aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
     from securefgl.data.rating_views import ClientViews
     from securefgl.data.ratings import synthetic_ratings
@@ -297,7 +298,7 @@ def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
     runs = {}
     for executor in ("local", "ray"):
         cfg = RecConfig(
-            method=method, backend=backend, rounds=6, eval_every=2, users_per_round=40,
+            method=method, **aggregating(aggregation), rounds=6, eval_every=2, users_per_round=40,
             pseudo_items=4, expand_every=3, ldp=ldp, seeded_noise=True, executor=executor,
         )  # fmt: skip
         with FedRecTrainer(views, cfg) as tr:
@@ -316,6 +317,7 @@ def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
 
 
 def test_a_user_group_whose_worker_dies_drops_out_and_training_goes_on():
+    from securefgl.algorithms.recommendation.settings import aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
     from securefgl.data.rating_views import ClientViews
     from securefgl.data.ratings import synthetic_ratings

@@ -173,6 +173,7 @@ def test_gaussian_pseudo_gradients_name_a_diverged_run() -> None:
 def test_pseudo_items_hide_true_items_from_nonzero_row_attack(
     views: ClientViews, method: str
 ) -> None:
+    from securefgl.algorithms.recommendation.settings import aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 
     def attack(q: int):
@@ -190,6 +191,7 @@ def test_pseudo_items_hide_true_items_from_nonzero_row_attack(
 
 
 def test_fedgnn_gaussian_pseudo_rows_resist_magnitude_attack(views: ClientViews) -> None:
+    from securefgl.algorithms.recommendation.settings import aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 
     tr = FedRecTrainer(views, RecConfig(method="fedgnn", pseudo_items=12, users_per_round=100))
@@ -198,9 +200,10 @@ def test_fedgnn_gaussian_pseudo_rows_resist_magnitude_attack(views: ClientViews)
 
 
 def test_secure_view_has_no_per_user_uploads(views: ClientViews) -> None:
+    from securefgl.algorithms.recommendation.settings import aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 
-    tr = FedRecTrainer(views, RecConfig(method="fesog", backend="ideal", users_per_round=60))
+    tr = FedRecTrainer(views, RecConfig(method="fesog", **aggregating("ideal"), users_per_round=60))
     view = tr.round(0)
     assert view.per_user is None and view.sums is not None
     res = interaction_inference(view, views)

@@ -8,6 +8,7 @@ import torch
 
 from securefgl.algorithms.recommendation.central import train_central
 from securefgl.algorithms.recommendation.ldp import LDPConfig
+from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import synthetic_ratings
@@ -30,7 +31,7 @@ def test_federated_training_reduces_rmse(views: ClientViews, method: str, ldp: L
         pseudo_items=5,
         ldp=ldp,
         eval_every=20,
-        backend="ideal",
+        **aggregating("ideal"),
     )
     tr = FedRecTrainer(views, cfg)
     before = tr.evaluate("test")[0]
@@ -73,7 +74,7 @@ def test_cli_recommend_on_filmtrust(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         [
             "recommend",
-            "--method",
+            "--algorithms",
             "fesog",
             "--dataset",
             "FilmTrust",
