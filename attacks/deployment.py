@@ -33,7 +33,8 @@ from securefgl.models import set_flat
 Logits = Callable[[torch.Tensor], torch.Tensor]  # node features -> logits (edges fixed)
 
 #: the FedGLS family: each client serves its model on its own graph (a graphless client on
-#: its learned or kNN graph, :meth:`securefgl.algorithms.fedgls.clients.FederatedClient.serving_model`)
+#: its learned or kNN graph,
+#: :meth:`securefgl.algorithms.fedgls.clients.FederatedClient.serving_model`)
 FEDGLS_FAMILY = (
     "fedgls", "fed-mlp", "fed-gnnmlp", "fedproto", "local-gnnk", "fed-gnnk", "fed-gnn-oracle",
 )  # fmt: skip

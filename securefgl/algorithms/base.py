@@ -1,4 +1,5 @@
-"""What every algorithm implements (its parties run in a :class:`~securefgl.federation.federation.Federation`)."""
+"""What every algorithm implements (its parties run in a
+:class:`~securefgl.federation.federation.Federation`)."""
 
 from __future__ import annotations
 

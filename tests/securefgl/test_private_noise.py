@@ -45,7 +45,8 @@ def _server_params(run) -> np.ndarray:
 )
 def test_update_noise_is_not_a_function_of_what_a_run_publishes(protocol):
     cfg = ExperimentConfig(
-        csbm=TINY, clients=3, rounds=2, algorithms=["fedavg"], protocol={"stack": protocol, "dp_noise": 0.5}
+        csbm=TINY, clients=3, rounds=2, algorithms=["fedavg"],
+        protocol={"stack": protocol, "dp_noise": 0.5},
     )
     (a, b), (pub_a, pub_b) = _twice(cfg, "fedavg")
     assert a.to_dict()["seed"] == b.to_dict()["seed"] and a.privacy["private"]

@@ -1,13 +1,12 @@
 """FedGCN (Yao et al., NeurIPS 2023): secure neighbour sums, then FedAvg on the result.
 
-:class:`FedGCN` runs :func:`~securefgl.algorithms.fedgcn.neighbour_sums.run_neighbour_sums` once (setup
-bytes), then :class:`~securefgl.algorithms.fedavg.algorithm.FedAvg` rounds, unchanged, through the
-configured protocol stack, on client views whose features are the propagated ones, fed to
-an MLP. **Deviation**: FedGCN's second GCN layer needs every external neighbour's ``H¹_u``
-individually; a secure sum only delivers ``Σ_u``, so the non-linearity moves after the
-propagation (SGC, Wu et al. 2019, with an MLP head; ``features="hops"``/``"all"``: SIGN,
-Rossi et al. 2020). No external node ever becomes a node of a client's graph.
-"""
+:class:`FedGCN` runs :func:`~securefgl.algorithms.fedgcn.neighbour_sums.run_neighbour_sums` once
+(setup bytes), then :class:`~securefgl.algorithms.fedavg.algorithm.FedAvg` rounds, unchanged,
+through the configured protocol stack, on client views whose features are the propagated ones,
+fed to an MLP. **Deviation**: FedGCN's second GCN layer needs every external neighbour's
+``H¹_u`` individually; a secure sum only delivers ``Σ_u``, so the non-linearity moves after the
+propagation (SGC, Wu et al. 2019, with an MLP head; ``features="hops"``/``"all"``: SIGN, Rossi
+et al. 2020). No external node ever becomes a node of a client's graph."""
 
 from __future__ import annotations
 

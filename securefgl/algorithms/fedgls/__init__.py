@@ -1,15 +1,15 @@
 """FedGLS (Fu et al., "Federated Graph Learning with Graphless Clients", TMLR) and its
 baselines on securefgl's runtime.
 
-:mod:`~securefgl.algorithms.fedgls.settings` (the ``[experiment.fedgls]`` section and the paper's
-preset), :mod:`~securefgl.algorithms.fedgls.graphless` (which clients are graphless; their edge-free
-views), :mod:`~securefgl.algorithms.fedgls.models` (GCN f, MLP h, sparse propagation),
-:mod:`~securefgl.algorithms.fedgls.learner` (the attentive graph learner g), :mod:`~securefgl.algorithms.fedgls.losses`
-(Eq. 8-11), :mod:`~securefgl.algorithms.fedgls.clients` (Algorithm 1's local step and the baselines'),
+:mod:`~securefgl.algorithms.fedgls.settings` (the ``[experiment.fedgls]`` section and the
+paper's preset), :mod:`~securefgl.algorithms.fedgls.graphless` (which clients are graphless;
+their edge-free views), :mod:`~securefgl.algorithms.fedgls.models` (GCN f, MLP h, sparse
+propagation), :mod:`~securefgl.algorithms.fedgls.learner` (the attentive graph learner g),
+:mod:`~securefgl.algorithms.fedgls.losses` (Eq. 8-11),
+:mod:`~securefgl.algorithms.fedgls.clients` (Algorithm 1's local step and the baselines'),
 :mod:`~securefgl.algorithms.fedgls.algorithm` (FedGLS and the FedAvg baselines),
-:mod:`~securefgl.algorithms.fedgls.prototypes` (FedProto) and :mod:`~securefgl.algorithms.fedgls.local` (Local-GNNk).
-See ``docs/algorithms/fedgls.md``.
-"""
+:mod:`~securefgl.algorithms.fedgls.prototypes` (FedProto) and
+:mod:`~securefgl.algorithms.fedgls.local` (Local-GNNk). See ``docs/algorithms/fedgls.md``."""
 
 from collections.abc import Sequence
 

@@ -23,5 +23,7 @@ FAMILY = Family(
     name="fedsage",
     algorithms=("fedsage", "fedsage+"),
     load=_classes,
-    section=Section("fedsage", FedSageSettings, "FedSage+ (Zhang et al., NeurIPS 2021)", "fedsage-"),
+    section=Section(
+        "fedsage", FedSageSettings, "FedSage+ (Zhang et al., NeurIPS 2021)", "fedsage-"
+    ),
 )

@@ -118,7 +118,7 @@ class PlainHopSum(HopSum):
 
     def run_hop(self, hop: int, ctx: HopContext) -> None:
         ex, clients = ctx.executor, ctx.clients
-        sent = ex.call([Call.to(c, AdjacencyClient.send_blocks, hop, ctx.server_id) for c in clients])
+        sent = ex.map(clients, AdjacencyClient.send_blocks, hop, ctx.server_id)
         inbox = ctx.deliver([env for batch in sent for env in batch])
         ex.call([Call.to(c, AdjacencyClient.receive_blocks, hop, inbox[c]) for c in clients])
 

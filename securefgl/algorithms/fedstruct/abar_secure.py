@@ -243,7 +243,7 @@ def hop_sum_for(
 ) -> HopSum:
     """The Ā builder's user-facing modes: ``adjacency="plain"|"masked"|"ckks"``.
 
-    ``plain``: :class:`~securefgl.algorithms.fedstruct.abar_build.PlainHopSum` (the paper's scheme, no
+    ``plain``: :class:`~.abar_build.PlainHopSum` (the paper's scheme, no
     protection; ``support`` is ignored). ``masked``: :class:`MaskedHopSum` (``experiment_id``
     is bound into every mask seed; ``word_bits``, ``frac_bits``, ``min_senders``,
     ``collusion_threshold``, ``pair_masks``). ``ckks``: :class:`CKKSHopSum` (``params``,

@@ -128,8 +128,8 @@ class SecureHops(ABC):
 
     def _check_sum_bound(self, hop: int) -> None:
         """With ``MaskedSum(sum_bound=D)`` the sum must stay within ``D`` entrywise: entries of
-        ``Σ_k B_ik`` in row ``v`` are at most ``D̃_vv`` (:class:`~securefgl.algorithms.fedstruct.abar_secure.MaskedHopSum`), which only
-        this receiver knows. Checked before it requests anything: the build aborts before
+        ``Σ_k B_ik`` in row ``v`` are at most ``D̃_vv`` (:class:`~.abar_secure.MaskedHopSum`),
+        which only this receiver knows. Checked before it requests anything: the build aborts before
         any value has left any client."""
         peak = self.boundary_degree_peak()
         bound = getattr(self.sums.protocol, "sum_bound", None)

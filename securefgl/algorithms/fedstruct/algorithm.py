@@ -2,18 +2,18 @@
 
 Pre-training, through the channel (set-up bytes): edge DP on Ā's inputs if configured
 (:mod:`~securefgl.algorithms.fedstruct.edge_dp`); Ā^[i] for every client by Algorithm 3
-(``abar="federated"``, :mod:`~securefgl.algorithms.fedstruct.abar_build`, plain or secure hop sums) or
-by the simulator (``abar="oracle"``: NOT private, what the official code does); the NSFs,
-through the server (``fedstruct/nsf``, ``fedstruct/nsf-all``; Hop2Vec's S travels with the
+(``abar="federated"``, :mod:`~securefgl.algorithms.fedstruct.abar_build`, plain or secure hop
+sums) or by the simulator (``abar="oracle"``: NOT private, what the official code does); the
+NSFs, through the server (``fedstruct/nsf``, ``fedstruct/nsf-all``; Hop2Vec's S travels with the
 model); the initial model θ = (θ_f ‖ θ_s), plus S for Hop2Vec.
 
-Rounds: FedSGD, as the official code, reusing :class:`~securefgl.algorithms.fedavg.algorithm.FedAvg`'s
-loop. Each client uploads ``-∇`` of its cross-entropy over its labelled nodes w.r.t. θ (and
-its replica of S for Hop2Vec, Prop. 2) with weight ``|Ṽ_i|`` (Eq. 5;
-``loss_weighting="nodes"``: n_i, the official code) through the configured stack; Adam
-(λ = λ_s) is applied to (θ ‖ S) by whoever holds the aggregate (the server, or every client
-under ``ckks``). Deviation: Alg. 2 applies the S-gradient one round late; like the official
-code we step θ and S together.
+Rounds: FedSGD, as the official code, reusing
+:class:`~securefgl.algorithms.fedavg.algorithm.FedAvg`'s loop. Each client uploads ``-∇`` of its
+cross-entropy over its labelled nodes w.r.t. θ (and its replica of S for Hop2Vec, Prop. 2) with
+weight ``|Ṽ_i|`` (Eq. 5; ``loss_weighting="nodes"``: n_i, the official code) through the
+configured stack; Adam (λ = λ_s) is applied to (θ ‖ S) by whoever holds the aggregate (the
+server, or every client under ``ckks``). Deviation: Alg. 2 applies the S-gradient one round
+late; like the official code we step θ and S together.
 
 Leaks: the server learns each client's opaque ids and NSFs; every client learns S of every
 node (App. G.1; not for Hop2Vec); over ``plain`` the server reads each upload, whose S part
@@ -140,7 +140,8 @@ def _hop_sum(
 class FedStruct(FedAvg):
     """FedStruct with a decoupled-GCN NFE and NSFs ``settings.nsf`` (see module docstring).
 
-    ``settings`` (default: the configuration's section) are resolved against ``config``. ``abar_rows``
+    ``settings`` (default: the configuration's section) are resolved against ``config``.
+    ``abar_rows``
     (client id → ``Ā^[i]``) skips the Ā build: a simulator shortcut for tests and ablations.
     """
 

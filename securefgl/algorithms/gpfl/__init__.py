@@ -1,11 +1,10 @@
 """GPFL (Graph Personalized Federated Learning, TMLR 2025) with a private server view.
 
 Modules: :mod:`~securefgl.algorithms.gpfl.settings` (``[experiment.gpfl]``),
-:mod:`~securefgl.algorithms.gpfl.properties` (graph properties, LDP release, rule-based selector),
-:mod:`~securefgl.algorithms.gpfl.network` (client features, A_t, the GAE, W),
-:mod:`~securefgl.algorithms.gpfl.parties` and :mod:`~securefgl.algorithms.gpfl.algorithm`. The long form:
-docs/algorithms/gpfl.md.
-"""
+:mod:`~securefgl.algorithms.gpfl.properties` (graph properties, LDP release, rule-based
+selector), :mod:`~securefgl.algorithms.gpfl.network` (client features, A_t, the GAE, W),
+:mod:`~securefgl.algorithms.gpfl.parties` and :mod:`~securefgl.algorithms.gpfl.algorithm`. The
+long form: docs/algorithms/gpfl.md."""
 
 from collections.abc import Sequence
 

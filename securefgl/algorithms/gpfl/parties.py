@@ -1,5 +1,6 @@
-"""GPFL's parties: the clients (local training, features, their side of the sums and the
-Gram protocol) and the server (the client network). Algorithm: :mod:`securefgl.algorithms.gpfl.algorithm`.
+"""GPFL's parties: the clients (local training, features, their side of the sums and the Gram
+protocol) and the server (the client network). Algorithm:
+:mod:`securefgl.algorithms.gpfl.algorithm`.
 
 A client holds only its graphs, its personalised GIN and what it is sent: the initial
 model, the feature mean (secure sums), its row and column of W and its personalised sum.

@@ -1,11 +1,13 @@
 """Graph classification: GIN clients, fast graph batches and the baselines of GPFL's Table 2.
 
-Modules: :mod:`~securefgl.algorithms.common.graph.settings` (the ``[experiment.graph]`` section),
-:mod:`~securefgl.algorithms.common.graph.models` (GIN, FedStar's GIN_dc), :mod:`~securefgl.algorithms.common.graph.batching`,
-:mod:`~securefgl.algorithms.common.graph.training`, :mod:`~securefgl.algorithms.graphcls.parties` (what a client holds),
+Modules: :mod:`~securefgl.algorithms.common.graph.settings` (the ``[experiment.graph]``
+section), :mod:`~securefgl.algorithms.common.graph.models` (GIN, FedStar's GIN_dc),
+:mod:`~securefgl.algorithms.common.graph.batching`,
+:mod:`~securefgl.algorithms.common.graph.training`,
+:mod:`~securefgl.algorithms.graphcls.parties` (what a client holds),
 :mod:`~securefgl.algorithms.graphcls.fedavg` (self-train, FedAvg, FedProx, FedStar) and
-:mod:`~securefgl.algorithms.graphcls.gcfl` (GCFL+). GPFL itself: :mod:`securefgl.algorithms.gpfl`.
-"""
+:mod:`~securefgl.algorithms.graphcls.gcfl` (GCFL+). GPFL itself:
+:mod:`securefgl.algorithms.gpfl`."""
 
 from collections.abc import Sequence
 

@@ -162,7 +162,8 @@ def graph_fedavg_server(params: np.ndarray, stack: dict[str, Any], holds: bool) 
 
 
 class GraphFedAvg(GraphAlgorithm, FedAvg):
-    """FedAvg's round loop (:class:`~securefgl.algorithms.fedavg.algorithm.FedAvg`) on GIN clients."""
+    """FedAvg's round loop (:class:`~securefgl.algorithms.fedavg.algorithm.FedAvg`) on GIN
+    clients."""
 
     name = "fedavg"
     kind: ClassVar[str] = "gin"

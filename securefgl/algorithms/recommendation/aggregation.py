@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 import torch

@@ -1,15 +1,14 @@
 """Centralised GNN recommender: the upper reference (NOT federated).
 
-The FeSoG architecture (:func:`securefgl.algorithms.recommendation.fesog.user_representation`: social
-and item GATs + relational attention, dot-product rating) trained on the pooled training
+The FeSoG architecture (:func:`securefgl.algorithms.recommendation.fesog.user_representation`:
+social and item GATs + relational attention, dot-product rating) trained on the pooled training
 ratings by one party holding everything, with Adam on the MSE over mini-batches of users,
 validation-based early stopping, no pseudo items and no privacy. It plays the role of the
 non-federated GNN baselines of FeSoG's Table 4 (GraphRec / ConsisRec), not a re-implementation
-of either. Deviation from the federated models: r̂ = μ + h·e with μ the mean training rating
-and embeddings initialised at 0.1·N(0, 1), so items without training ratings (30% of Ciao's
-test ratings) are predicted near μ; with FeSoG's bias-free r̂ = h·e they are predicted near
-0, which dominates the federated RMSE (see the warm / cold split in the benchmark).
-"""
+of either. Deviation from the federated models: r̂ = μ + h·e with μ the mean training rating and
+embeddings initialised at 0.1·N(0, 1), so items without training ratings (30% of Ciao's test
+ratings) are predicted near μ; with FeSoG's bias-free r̂ = h·e they are predicted near 0, which
+dominates the federated RMSE (see the warm / cold split in the benchmark)."""
 
 from __future__ import annotations
 

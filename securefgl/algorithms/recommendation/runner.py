@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from securefgl.algorithms.recommendation.central import train_central
-from securefgl.algorithms.recommendation.settings import RecommendationSettings, RecConfig
+from securefgl.algorithms.recommendation.settings import RecConfig, RecommendationSettings
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.rating_splits import published_split

@@ -86,8 +86,9 @@ class RecommendationSettings:
                 raise ValueError(f"{key} must be > 0, got {value}")
         if self.max_users is not None and self.max_users < 1:
             raise ValueError(f"max_users must be ≥ 1, got {self.max_users}")
-        for key, allowed in (("ldp", LDP_MODES), ("offset", OFFSETS), ("arch", ARCHS),
-                             ("loss", LOSSES), ("split", SPLITS), ("variant", VARIANTS)):  # fmt: skip
+        choices = (("ldp", LDP_MODES), ("offset", OFFSETS), ("arch", ARCHS), ("loss", LOSSES),
+                   ("split", SPLITS), ("variant", VARIANTS))  # fmt: skip
+        for key, allowed in choices:
             value = getattr(self, key)
             if value is not None and value not in allowed:
                 raise ValueError(f"unknown {key} {value!r}; choose from {list(allowed)}")

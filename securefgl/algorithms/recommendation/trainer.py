@@ -221,13 +221,15 @@ class FedRecTrainer:
             self.run_expansion()
         _, uploads, _ = self._local(r, self.sample_users(), update_local=False)
         sizes = (self.n_items, self.n_table_users)
-        return aggregate_uploads(from_payloads(uploads), aggregation or self.cfg.aggregation, r, *sizes)[1]
+        how = aggregation or self.cfg.aggregation
+        return aggregate_uploads(from_payloads(uploads), how, r, *sizes)[1]
 
     # ------------------------------------------------------------------ evaluation
     def _predictions(self, part: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(r̂, r, item) of every user's ratings in ``part`` (the evaluation harness)."""
         model = self._call(SERVER, RecServer.model)
-        got = [p for _, p in self._each_group(UserGroup.predict, [(part, model)] * len(self.groups))]
+        args = [(part, model)] * len(self.groups)
+        got = [p for _, p in self._each_group(UserGroup.predict, args)]
         return tuple(np.concatenate([p.array(k) for p in got]) for k in ("pred", "rating", "item"))
 
     def evaluate(self, part: str) -> tuple[float, float]:

@@ -5,11 +5,11 @@ generation) and their baselines FedAvg-fusion and LocalFGL.
 :mod:`~securefgl.algorithms.common.edge.model` (GraphSAGE-GCN on sparse and generated rows),
 :mod:`~securefgl.algorithms.spreadfgl.client` (a client and its patcher),
 :mod:`~securefgl.algorithms.spreadfgl.h_release` (protections of the H uploads),
-:mod:`~securefgl.algorithms.spreadfgl.server` (an edge server), :mod:`~securefgl.algorithms.spreadfgl.imputation`
-(potential links, autoencoder and assessor), :mod:`~securefgl.algorithms.spreadfgl.patch` (the
-repaired-subgraph message), :mod:`~securefgl.algorithms.spreadfgl.algorithm` (the round loop). See
-``docs/algorithms/spreadfgl.md``.
-"""
+:mod:`~securefgl.algorithms.spreadfgl.server` (an edge server),
+:mod:`~securefgl.algorithms.spreadfgl.imputation` (potential links, autoencoder and assessor),
+:mod:`~securefgl.algorithms.spreadfgl.patch` (the repaired-subgraph message),
+:mod:`~securefgl.algorithms.spreadfgl.algorithm` (the round loop). See
+``docs/algorithms/spreadfgl.md``."""
 
 from collections.abc import Sequence
 

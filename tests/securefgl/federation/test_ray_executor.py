@@ -317,7 +317,6 @@ def test_the_recommendation_path_gives_the_local_result_on_ray(method, aggregati
 
 
 def test_a_user_group_whose_worker_dies_drops_out_and_training_goes_on():
-    from securefgl.algorithms.recommendation.settings import aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
     from securefgl.data.rating_views import ClientViews
     from securefgl.data.ratings import synthetic_ratings

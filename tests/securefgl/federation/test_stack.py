@@ -73,7 +73,8 @@ def test_dp_stacks_report_epsilon_from_the_accountant(graph, stack):
     from protocols.dp import PrivacyAccountant
 
     run = run_single(
-        _cfg(protocol={"stack": stack, "dp_noise": 1.5, "dp_clip": 0.5}), "fedavg", 0, graph, progress=False
+        _cfg(protocol={"stack": stack, "dp_noise": 1.5, "dp_clip": 0.5}), "fedavg", 0, graph,
+        progress=False,
     )
     acc = PrivacyAccountant("rdp", 1e-5)
     acc.step(1.5, 1.0, steps=6)  # all 4 clients every round, 6 rounds
@@ -84,7 +85,8 @@ def test_dp_stacks_report_epsilon_from_the_accountant(graph, stack):
 
 def test_dp_noise_changes_the_model(graph, plain_run):
     run = run_single(
-        _cfg(protocol={"stack": ["clip_noise"], "dp_noise": 5.0}), "fedavg", 0, graph, progress=False
+        _cfg(protocol={"stack": ["clip_noise"], "dp_noise": 5.0}), "fedavg", 0, graph,
+        progress=False,
     )
     losses = np.array([h["loss"] for h in run.history])
     assert not np.allclose(losses, [h["loss"] for h in plain_run.history])
@@ -92,7 +94,8 @@ def test_dp_noise_changes_the_model(graph, plain_run):
 
 def test_ldp_laplace_accounts_pure_dp(graph):
     run = run_single(
-        _cfg(protocol={"stack": ["ldp_laplace"], "dp_epsilon": 2.0}), "fedavg", 0, graph, progress=False
+        _cfg(protocol={"stack": ["ldp_laplace"], "dp_epsilon": 2.0}), "fedavg", 0, graph,
+        progress=False,
     )
     assert run.privacy["epsilon"] == pytest.approx(2.0 * 6)  # basic composition, 6 rounds
     assert run.privacy["accountant"] == "pure-dp"

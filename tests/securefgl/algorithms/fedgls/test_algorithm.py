@@ -214,7 +214,8 @@ def test_dp_accounting_charges_one_release_of_theta_and_phi_per_round(graph):
             v = e.payload().array("weighted").astype(np.float64)
             assert np.linalg.norm(v) <= 0.5 + 1e-4  # the clip covers θ and φ together
             assert np.abs(v[algo.layout.sizes[0] :]).sum() > 0
-    fedavg_like = tiny_config(rounds=3, protocol={"stack": ["clip_noise"], "dp_clip": 0.5, "dp_noise": 1.0})
+    dp = {"stack": ["clip_noise"], "dp_clip": 0.5, "dp_noise": 1.0}
+    fedavg_like = tiny_config(rounds=3, protocol=dp)
     ref, _, _ = build("fed-gnnk", fedavg_like, graph, store=False)
     for r in range(3):
         ref.train_round(r)

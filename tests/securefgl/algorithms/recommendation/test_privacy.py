@@ -173,7 +173,6 @@ def test_gaussian_pseudo_gradients_name_a_diverged_run() -> None:
 def test_pseudo_items_hide_true_items_from_nonzero_row_attack(
     views: ClientViews, method: str
 ) -> None:
-    from securefgl.algorithms.recommendation.settings import aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 
     def attack(q: int):
@@ -191,7 +190,6 @@ def test_pseudo_items_hide_true_items_from_nonzero_row_attack(
 
 
 def test_fedgnn_gaussian_pseudo_rows_resist_magnitude_attack(views: ClientViews) -> None:
-    from securefgl.algorithms.recommendation.settings import aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 
     tr = FedRecTrainer(views, RecConfig(method="fedgnn", pseudo_items=12, users_per_round=100))
