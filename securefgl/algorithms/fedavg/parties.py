@@ -177,18 +177,6 @@ class FedAvgServer(Party):
     def begin_aggregation(self, round_idx: int, participants: list[str]) -> None:
         self.agg.begin_round(round_idx, participants)
 
-    @abstractmethod
-    def receive_model(self, inbox: list[Envelope]) -> None:
-        """Take the global model from the server's broadcast."""
-
-    @abstractmethod
-    def local_update(self, round_idx: int, mu: float) -> float:
-        """Train on the client's own data and hand the update to ``agg``; the loss."""
-
-    @abstractmethod
-    def predict(self) -> Any:
-        """Predictions on the client's own data (the simulator's evaluation oracle)."""
-
     def apply_result(self, round_idx: int) -> None:
         result = self.agg.result()
         if result is not None and self.params is not None:
