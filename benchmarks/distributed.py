@@ -8,7 +8,7 @@ training (every client asked for its training weight once per round, as many bat
 FedAvg + SecAgg round issues).
 
 Run on an otherwise idle machine (2 cores here; Ray's workers run at a lower priority than
-other jobs): ``SECUREFGL_DATA=... python benchmarks/distributed.py``. Writes
+other jobs): ``SECUREFGL_DATA=... python -m benchmarks.distributed``. Writes
 ``benchmarks/results/distributed.{json,md}``; rows ``{"workload", "executor", "workers",
 "clients", "wall_seconds", "peak_rss_gib", "rounds", "same_result_as_local"}``.
 Resumable: rows already in the JSON are kept (``--fresh`` to redo).
@@ -25,11 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.notes import section
-from harness.results import read_json, write_json, write_text
-from harness.system import machine_info
+from benchmarks.harness.notes import section
+from benchmarks.harness.results import read_json, write_json, write_text
+from benchmarks.harness.system import machine_info
 
-OUT = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
 NOTES = "distributed"
 GIB = 1 << 30
 
@@ -141,8 +142,9 @@ def one(workload: str, executor: str, workers: int, threads: int) -> dict[str, A
 
 
 def run_child(workload: str, executor: str, workers: int, threads: int) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--one", workload, executor, str(workers), str(threads)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    one = ["--one", workload, executor, str(workers), str(threads)]
+    cmd = [sys.executable, "-m", "benchmarks.distributed", *one]  # a fresh process per row
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -12,9 +12,10 @@ Inside a package the same rule holds between its sub-packages, on the floors of
 floor to a higher one, no loop between sub-packages, and the sub-packages of a ``"*"`` floor
 (the algorithm families) never import one another: what they share lives a floor lower.
 
-    python benchmarks/structure.py        # writes benchmarks/results/structure.json
+    python -m benchmarks.structure        # writes benchmarks/results/structure.json
 
-``tests/test_structure.py`` runs the same analysis and fails on any cycle or upward import.
+``tests/benchmarks/test_structure.py`` runs the same analysis and fails on any cycle or
+upward import.
 """
 
 from __future__ import annotations
@@ -107,15 +108,7 @@ def imports_of(path: Path, name: str, modules: set[str], type_only: bool = False
         for alias in node.names:
             sub = f"{base}.{alias.name}"
             found.add(sub if sub in modules else base)
-    resolved = set()
-    for target in found:
-        # the benchmark scripts run with benchmarks/ on sys.path: ``import harness`` there
-        # is benchmarks.harness
-        sibling = f"benchmarks.{target}"
-        if name.startswith("benchmarks.") and _resolve(sibling, modules) in modules:
-            target = sibling
-        resolved.add(_resolve(target, modules))
-    return resolved
+    return {_resolve(target, modules) for target in found}
 
 
 def _resolve(target: str, modules: set[str]) -> str:
