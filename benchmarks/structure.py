@@ -24,6 +24,7 @@ import ast
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -257,8 +258,18 @@ def structure(root: Path = ROOT) -> dict[str, object]:
         "upward_imports": upward_imports(graph),
         "subpackage_upward_imports": subpackage_upward_imports(typed),
         "subpackage_cycles": subpackage_cycles(typed),
+        "files_touched_to_add_an_algorithm": files_touched_to_add_an_algorithm(),
         "readme_lines": readme.read_text(encoding="utf-8").count("\n") if readme.exists() else 0,
     }
+
+
+def files_touched_to_add_an_algorithm() -> int:
+    """The files the plug-in test's toy family writes or edits (:mod:`.harness.plugin_family`): its
+    folder's files and the one registration line's file."""
+    from benchmarks.harness.plugin_family import install
+
+    with tempfile.TemporaryDirectory() as site:
+        return len(install(Path(site)))
 
 
 def main() -> None:

@@ -38,6 +38,7 @@ from benchmarks.reproduce_recommendation.report import DATASETS, OUT, render
 from securefgl.algorithms.recommendation.central import train_central
 from securefgl.algorithms.recommendation.fedgnn import user_offsets
 from securefgl.algorithms.recommendation.ldp import LDPConfig
+from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig, RecResult
 from securefgl.data.datasets import cache_dir
 from securefgl.data.rating_views import ClientViews
@@ -82,7 +83,7 @@ def privacy_label(cfg: RecConfig) -> str:
     else:
         ldp = "no LDP"
     agg = {"plain": "plain agg", "ideal": "secure agg", "ckks": "CKKS agg", "secagg+": "SecAgg+"}[
-        cfg.backend
+        cfg.aggregation
     ]
     extra = " + expansion" if cfg.method == "fedgnn" else ""
     return f"{ldp} + {cfg.pseudo_items} pseudo{extra}; {agg}"
@@ -127,7 +128,7 @@ def fed_row(
     res = tr.run(checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     rows = []
     for be in attack_backends:
-        shown = replace(cfg, backend=be)
+        shown = replace(cfg, **aggregating(be))
         p = (
             PAPER.get((views.name, cfg.method), (None, None))
             if experiment == "table"
@@ -502,9 +503,8 @@ def run_timing(out: list[dict]) -> list[dict]:
             for be in backends:
                 for b in sizes:
                     ldp = FESOG_LDP if method == "fesog" else FEDGNN_LDP
-                    tr = FedRecTrainer(
-                        views, RecConfig(method=method, users_per_round=b, ldp=ldp, backend=be)
-                    )
+                    cfg = RecConfig(method=method, users_per_round=b, ldp=ldp, **aggregating(be))
+                    tr = FedRecTrainer(views, cfg)
                     tr.round(0)
                     secs, nbytes = [], []
                     for r in range(1, 4 if be in ("plain", "ideal") else 2):

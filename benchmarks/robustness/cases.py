@@ -112,7 +112,7 @@ CASES: list[Case] = [
     Case("rating dataset name", "usage", ("recommend", "--dataset", "Netflix"),
          "unknown rating dataset 'Netflix'", CONFIG_ERROR),
     Case("recommend rounds", "usage", ("recommend", "--rounds", "0"),
-         "argument --rounds: must be > 0, got '0'", CONFIG_ERROR),
+         "rounds must be ≥ 1, got 0", CONFIG_ERROR),
     # configuration field types, from TOML
     _toml("string for int", 'clients = "ten"\n',
           "clients must be an integer, got 'ten' (a string)"),

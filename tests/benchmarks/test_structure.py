@@ -18,6 +18,48 @@ def test_no_import_cycles_and_no_upward_imports_in_the_repository():
     assert structure.upward_imports(graph) == []
 
 
+def test_the_floors_inside_securefgl_hold_type_only_imports_included():
+    typed = structure.import_graph(ROOT, type_only=True)
+    assert "securefgl.config.experiment" in typed and "securefgl.algorithms.fedstruct" in typed
+    assert structure.subpackage_upward_imports(typed) == []
+    assert structure.subpackage_cycles(typed) == []
+
+
+def test_the_floor_check_finds_upward_sibling_and_type_only_imports(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "securefgl/__init__.py": "",
+            "securefgl/data/__init__.py": "",
+            "securefgl/data/views.py": "from securefgl.config import x\n",  # up a floor
+            "securefgl/config/__init__.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from securefgl.cli import main\n"  # type-only, still up
+            ),
+            "securefgl/cli.py": "from securefgl.config import x\n",
+            "securefgl/algorithms/__init__.py": "",
+            "securefgl/algorithms/fedsage/__init__.py": "",
+            "securefgl/algorithms/fedsage/a.py": "from securefgl.algorithms.spreadfgl import b\n",
+            "securefgl/algorithms/spreadfgl/__init__.py": "",
+            "securefgl/algorithms/spreadfgl/b.py": "from securefgl.algorithms.common import c\n",
+            "securefgl/algorithms/common/__init__.py": "",
+            "securefgl/algorithms/common/c.py": "",
+        },
+    )
+    typed = structure.import_graph(root, type_only=True)
+    siblings = "securefgl.algorithms.fedsage.a -> securefgl.algorithms.spreadfgl.b"
+    assert structure.subpackage_upward_imports(typed) == [
+        "securefgl.config -> securefgl.cli",  # type-only, still up a floor
+        "securefgl.data.views -> securefgl.config",
+        siblings,
+    ]
+    assert structure.subpackage_cycles(typed) == [["securefgl.cli", "securefgl.config"]]
+    assert structure.subpackage_upward_imports(structure.import_graph(root)) == [
+        "securefgl.data.views -> securefgl.config",
+        siblings,
+    ]
+
+
 def test_benchmarks_import_their_helpers_by_absolute_name_and_nothing_from_tests():
     """No bare sibling names (``import harness``), nothing from ``tests``, and a script's
     folder imports no other script's helpers: what two scripts share is in the harness."""

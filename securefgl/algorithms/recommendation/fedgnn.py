@@ -17,7 +17,7 @@ lr 0.1 on FilmTrust); embedding dimension 8 like FeSoG's code; neighbour lists c
 itself, its rated items and its neighbour users, which are attached to the user (footnote 9),
 not to the items; with ``loss="mse"`` (the paper's loss), dimension 256, SGD lr 0.01, 128
 users per round, M = 1000 and δ = 0.1, λ = 0.2 it is the paper's §4.1 setting
-(``benchmarks/reproduce_recommendation.py``). Dropout (0.2 in the paper, placement not
+(``python -m benchmarks.reproduce_recommendation``). Dropout (0.2 in the paper, placement not
 stated) is not applied. ``loss="sse"`` (ours) uploads the item rows of the sum of squared
 errors over the user's ratings instead of their mean: with a per-user mean, and every user
 weighted 1 in the per-item average, a rater of n items moves each item by 1/n of a

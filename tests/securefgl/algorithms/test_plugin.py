@@ -1,5 +1,5 @@
 """Adding an algorithm: one new folder and one registration line (an entry point), nothing
-else edited. The toy family of :mod:`benchmarks.plugin_family`, with its own settings, is
+else edited. The toy family of :mod:`benchmarks.harness.plugin_family`, with its own settings, is
 installed in a temporary site (its ``.dist-info`` carries the one entry-point line) and
 run through ``securefgl run`` with its own flags and TOML section."""
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.plugin_family import ENTRY_POINT, install
+from benchmarks.harness.plugin_family import ENTRY_POINT, install
 
 
 def _securefgl(site: Path, *args: str) -> subprocess.CompletedProcess:
