@@ -1,4 +1,4 @@
-"""What GPFL's server learns about each client's data (TMLR 2025; docs/algorithms/gpfl.md).
+"""What GPFL's server learns about each client's data (TMLR 2025; the GPFL README).
 
 Adversary: the honest-but-curious server, reading only what it received (the transcript).
 

@@ -22,7 +22,7 @@ PROTECTIONS: dict[str, dict[str, Any]] = {
     "secure": {"sums": "masked", "similarity": "ckks"},
     "secure+ldp": {"sums": "masked", "similarity": "ckks", "property_epsilon": 1.0},
 }
-#: The paper/code differences (docs/algorithms/gpfl.md) as flags (diagnostic variants of GPFL).
+#: The paper/code differences (the GPFL README) as flags (diagnostic variants of GPFL).
 VARIANTS: dict[str, dict[str, Any]] = {
     "gpfl": {},
     "gpfl[paper-gamma]": {"self_weight": 0.95},

@@ -9,7 +9,7 @@ propagation), :mod:`~securefgl.algorithms.fedgls.learner` (the attentive graph l
 :mod:`~securefgl.algorithms.fedgls.clients` (Algorithm 1's local step and the baselines'),
 :mod:`~securefgl.algorithms.fedgls.algorithm` (FedGLS and the FedAvg baselines),
 :mod:`~securefgl.algorithms.fedgls.prototypes` (FedProto) and
-:mod:`~securefgl.algorithms.fedgls.local` (Local-GNNk). See ``docs/algorithms/fedgls.md``."""
+:mod:`~securefgl.algorithms.fedgls.local` (Local-GNNk). See this folder's README.md."""
 
 from collections.abc import Sequence
 

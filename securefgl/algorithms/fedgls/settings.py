@@ -5,7 +5,7 @@ Adam with α = β = 0.01, γ = 0.001, τ = 0.2, E = 5, hidden 16, the rounds per
 half of the clients graphless; k of the kNN, dropout, weight decay and the optimizer state
 across rounds are not given (here: k = 10, the experiment's dropout, no weight decay in the
 preset, Adam states of θ / φ reset every round). The section is shared by
-the FedGLS family (``fedgls`` and its baselines). The long form: docs/algorithms/fedgls.md.
+the FedGLS family (``fedgls`` and its baselines). The long form: the family's README.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ generation", NeurIPS 2021) on the edge runtime (:mod:`securefgl.algorithms.commo
 :mod:`~securefgl.algorithms.fedsage.settings` (the ``[experiment.fedsage]`` section),
 :mod:`~securefgl.algorithms.fedsage.neighgen` (impaired graph, NeighGen, losses),
 :mod:`~securefgl.algorithms.fedsage.clients` (the cross-client fGen training through the channel),
-:mod:`~securefgl.algorithms.fedsage.algorithm`. See ``docs/algorithms/fedsage.md``.
+:mod:`~securefgl.algorithms.fedsage.algorithm`. See ``securefgl/algorithms/fedsage/README.md``.
 """
 
 from collections.abc import Sequence

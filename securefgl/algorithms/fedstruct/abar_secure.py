@@ -13,7 +13,7 @@ Public coordinates: ``support="rows"`` (``i``'s boundary nodes × all columns: t
 of the senders' supports: the server learns each sender's support, never a value). A
 receiver with one neighbouring client would learn that client's block: refused by default
 (``min_senders=2``; ``min_senders=1`` allows it, counted per hop). In full:
-``docs/algorithms/fedstruct.md``.
+``securefgl/algorithms/fedstruct/README.md``.
 """
 
 from __future__ import annotations

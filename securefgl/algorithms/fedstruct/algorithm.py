@@ -17,7 +17,7 @@ late; like the official code we step θ and S together.
 
 Leaks: the server learns each client's opaque ids and NSFs; every client learns S of every
 node (App. G.1; not for Hop2Vec); over ``plain`` the server reads each upload, whose S part
-reveals the client's L_s-hop reach. In full: ``docs/algorithms/fedstruct.md``.
+reveals the client's L_s-hop reach. In full: ``securefgl/algorithms/fedstruct/README.md``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ parallel composition the perturbed graph is ε-edge-DP against everyone who does
 the edge already, and so are Ā, the structural NSFs and the model (post-processing). Not
 protected: node membership (``i`` and the server learn ``k``'s ids), nodes (deg·ε),
 features, labels. The local NFE keeps the true internal edges. See
-``docs/algorithms/fedstruct.md``.
+``securefgl/algorithms/fedstruct/README.md``.
 """
 
 from __future__ import annotations

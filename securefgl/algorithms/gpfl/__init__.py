@@ -4,7 +4,7 @@ Modules: :mod:`~securefgl.algorithms.gpfl.settings` (``[experiment.gpfl]``),
 :mod:`~securefgl.algorithms.gpfl.properties` (graph properties, LDP release, rule-based
 selector), :mod:`~securefgl.algorithms.gpfl.network` (client features, A_t, the GAE, W),
 :mod:`~securefgl.algorithms.gpfl.parties` and :mod:`~securefgl.algorithms.gpfl.algorithm`. The
-long form: docs/algorithms/gpfl.md."""
+long form: securefgl/algorithms/gpfl/README.md."""
 
 from collections.abc import Sequence
 

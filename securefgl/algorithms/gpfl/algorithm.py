@@ -12,7 +12,7 @@ W and sends each client its row and column of W; every client then gets Σ_j w_i
 secure sum addressed to it (:class:`~securefgl.federation.secure_sums.SecureSumDriver`:
 ``plain``, ``masked``: the server learns nothing of any update, ``ckks``) and sets
 θ_i ← θ_i + Σ_j w_ij Δθ_j (Eq. 2). Deviations and the paper/code differences:
-docs/algorithms/gpfl.md.
+securefgl/algorithms/gpfl/README.md.
 """
 
 from __future__ import annotations

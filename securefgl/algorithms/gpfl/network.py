@@ -15,7 +15,7 @@ server's graph auto-encoder, discretisation and the mixing matrix W.
 
 :func:`spectral_factor` turns a Gram matrix of unit vectors back into feature rows with
 that Gram (X' = XQ for an orthogonal Q): the GAE's input when the server holds only the
-similarities (the private variant; docs/algorithms/gpfl.md).
+similarities (the private variant; securefgl/algorithms/gpfl/README.md).
 """
 
 from __future__ import annotations

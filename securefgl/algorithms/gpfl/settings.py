@@ -1,7 +1,7 @@
 """GPFL's settings: the ``[experiment.gpfl]`` section (``--gpfl-*`` flags).
 
 GPFL (TMLR 2025). Defaults follow the authors' code where it differs from the paper text
-(docs/algorithms/gpfl.md lists the differences and says which reproduces Table 2):
+(securefgl/algorithms/gpfl/README.md lists the differences and says which reproduces Table 2):
 ``self_weight`` 0.05 on the identity (the paper's γ = 0.95 reads as the weight of the
 network term), the code's "sym" normalisation (which is row normalisation), distinct
 Erdős–Rényi probe graphs (the code's fixed seed makes all 20 identical:

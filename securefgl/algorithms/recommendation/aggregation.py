@@ -13,7 +13,7 @@ parameters (:func:`server_update`). Backends:
 * ``ideal`` — the ideal functionality of secure aggregation (the same sums in one tensor
   program, checked against the protocols), for long runs.
 
-Costs and details: ``docs/recommendation.md``.
+Costs and details: ``securefgl/algorithms/recommendation/README.md``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Who learns what: the third party, per pseudonym, opaque tokens (hence the co-int
 graph and token popularity) and embeddings, never item ids; the server, nothing. The third
 party colluding with any client (a dictionary attack) or with the server (frequency
 analysis) breaks it; deterministic tokens always leak equality. In full:
-``docs/recommendation.md``; the attacks: :mod:`attacks.interaction_inference`.
+this family's README.md; the attacks: :mod:`attacks.interaction_inference`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ generation) and their baselines FedAvg-fusion and LocalFGL.
 :mod:`~securefgl.algorithms.spreadfgl.imputation` (potential links, autoencoder and assessor),
 :mod:`~securefgl.algorithms.spreadfgl.patch` (the repaired-subgraph message),
 :mod:`~securefgl.algorithms.spreadfgl.algorithm` (the round loop). See
-``docs/algorithms/spreadfgl.md``."""
+``securefgl/algorithms/spreadfgl/README.md``."""
 
 from collections.abc import Sequence
 

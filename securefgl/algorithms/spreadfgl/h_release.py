@@ -2,7 +2,7 @@
 
 Every K rounds each client sends its edge server one softmax row per node, test and
 unlabelled nodes included: near-labels, a membership signal, and ``H·Hᵀ`` scores the
-client's own edges (docs/algorithms/spreadfgl.md, "Who learns what"). Protections, applied
+client's own edges (the family's README.md, "Who learns what"). Protections, applied
 by the client before the upload (secret randomness from :func:`protocols.dp.rng.make_rng`,
 ``None`` seed in real runs):
 

@@ -3,7 +3,7 @@
 The paper (Zhong et al.) leaves the graphic patcher, the AE's output activation, the noise
 input, the GAN loss numerics, the candidate scope and K / k / T_l of Table II unspecified
 (§III-C, §III-D, §IV-A); each such choice is a field here, with the default named in
-``docs/algorithms/spreadfgl.md``. The edge-server count and their topology are generic
+``securefgl/algorithms/spreadfgl/README.md``. The edge-server count and their topology are generic
 (``edge_servers``, ``server_topology``).
 """
 
