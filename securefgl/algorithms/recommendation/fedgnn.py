@@ -45,6 +45,7 @@ from securefgl.algorithms.recommendation.pseudo import (
 )
 from securefgl.algorithms.recommendation.segment import (
     bvec,
+    grad_of,
     per_user_copies,
     segment_outer,
     segment_softmax,
@@ -267,10 +268,10 @@ def local_gradients(
         raise ValueError(f"unknown loss {cfg.loss!r}; expected one of {LOSSES}")
     loss_u = {"mse": mse_u, "rmse": torch.sqrt(mse_u + 1e-12), "sse": mse_u * cnt}[cfg.loss]
     loss_u.sum().backward()
-    model = {k: P[k].grad.detach() for k in P}
+    model = {k: grad_of(P[k]) for k in P}
     if cfg.arch == "star":
-        model["W_1"] = segment_outer(members.detach(), wx.grad, group, b)
-    real = e_item.grad.detach()
+        model["W_1"] = segment_outer(members.detach(), grad_of(wx), group, b)
+    real = grad_of(e_item)
     p_slot, p_item = sample_non_interacted(
         slot.numpy(), item.numpy(), b, views.n_items, cfg.pseudo_items, rng
     )
@@ -292,7 +293,7 @@ def local_gradients(
         ),
         loss=loss_u.detach(),
     )
-    g_self = e_user.grad.detach()
+    g_self = grad_of(e_user)
     # "sse": the user's own embedding steps on the mean over its ratings
     return up, g_self / cnt.unsqueeze(1) if cfg.loss == "sse" else g_self
 

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from securefgl.algorithms.recommendation.pseudo import sample_non_interacted
 from securefgl.algorithms.recommendation.segment import (
     bvec,
+    grad_of,
     per_user_copies,
     segment_softmax,
     segment_sum,
@@ -185,16 +186,16 @@ def local_gradients(
     return Uploads(
         users=np.asarray(users),
         weight=torch.bincount(all_slot, minlength=b).float(),
-        model={k: P[k].grad.detach() for k in MODEL_KEYS},
+        model={k: grad_of(P[k]) for k in MODEL_KEYS},
         item_slot=all_slot,
         item_idx=all_item,
-        item_grad=e_all.grad.detach(),
+        item_grad=grad_of(e_all),
         item_pseudo=torch.cat(
             [torch.zeros(n_real, dtype=torch.bool), torch.ones(p_slot.size, dtype=torch.bool)]
         ),
         user_slot=user_slot,
         user_idx=user_idx,
-        user_grad=torch.cat([e_soc.grad.detach(), e_self.grad.detach()]),
+        user_grad=torch.cat([grad_of(e_soc), grad_of(e_self)]),
         loss=loss_u.detach(),
     )
 

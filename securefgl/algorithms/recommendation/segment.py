@@ -41,6 +41,12 @@ def per_user_copies(shared: dict[str, torch.Tensor], b: int) -> dict[str, torch.
     }
 
 
+def grad_of(leaf: torch.Tensor) -> torch.Tensor:
+    """A leaf's gradient, zero when no loss term reached it (e.g. a batch without
+    social links leaves the social attention parameters out of the graph)."""
+    return torch.zeros_like(leaf) if leaf.grad is None else leaf.grad.detach()
+
+
 def expanded(shared: dict[str, torch.Tensor], b: int) -> dict[str, torch.Tensor]:
     """Broadcast views of shared parameters (centralised training: gradients are summed)."""
     return {k: v.unsqueeze(0).expand(b, *v.shape) for k, v in shared.items()}

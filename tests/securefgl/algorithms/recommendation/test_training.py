@@ -180,3 +180,22 @@ def test_fedgnn_per_rating_loss_does_not_shrink_heavy_users_item_gradients(
         sse.item_grad, mse.item_grad * n_u[mse.item_slot].unsqueeze(1), rtol=1e-4, atol=1e-4
     )
     torch.testing.assert_close(own_sse, own_mse)
+
+
+@pytest.mark.parametrize("method", ["fesog", "fedgnn"])
+def test_a_batch_without_social_links_uploads_zero_social_gradients(method: str) -> None:
+    """Users with no trust links leave the social attention out of the loss; their
+    upload carries zeros there instead of failing (small cohorts hit this often)."""
+    from securefgl.algorithms.recommendation import fedgnn, fesog
+
+    lonely = ClientViews.from_data(synthetic_ratings(n_users=40, n_items=30), social=False)
+    users, rng = np.array([3, 5]), np.random.default_rng(0)
+    gen = torch.Generator().manual_seed(0)
+    if method == "fesog":
+        state = fesog.init_fesog(lonely.n_users, lonely.n_items, 8, gen)
+        up = fesog.local_gradients(state, lonely, users, fesog.FeSoGConfig(8, 2), rng)
+        assert not up.model["W_u"].any() and up.model["W_i"].any()
+    else:
+        state = fedgnn.init_fedgnn(lonely.n_users, lonely.n_items, 8, gen)
+        up = fedgnn.local_gradients(state, lonely, users, fedgnn.FedGNNConfig(8, 2), None, rng)[0]
+    assert all(torch.isfinite(g).all() for g in up.model.values())
