@@ -211,7 +211,9 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_config_flags(run)
     ds = sub.add_parser("datasets", help="which datasets are available offline")
-    ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
+    ds.add_argument(
+        "--data-root", "--root", dest="root", help="data root (default: $SECUREFGL_DATA)"
+    )
     rec = sub.add_parser(
         "recommend", help="federated recommendation (FeSoG / FedGNN) on a rating dataset"
     )
@@ -292,13 +294,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_recommend(args: argparse.Namespace, reports: Sequence[Callable[..., dict]]) -> int:
     """Train every algorithm × seed, then run every ``report(trainer, views, aggregation)``
     on each trained federated model; their ``summary`` lines are printed."""
+    from securefgl.experiment.results import check_output_dir, save_rows
+
     config = config_from_args(args, task="recommendation")
     run = task_runner("recommendation")
     if run is None:
         raise ConfigError("no installed family runs the recommendation task")
+    check_output_dir(config.output_dir)
     rows = run(config, reports, args.checkpoint)
+    folder = save_rows(config, rows)
     if args.json:
         print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=1, default=str))
+        print(f"saved: {folder}/result.json", file=sys.stderr)
         return 0
     for row in rows:
         print(
@@ -310,6 +317,7 @@ def _cmd_recommend(args: argparse.Namespace, reports: Sequence[Callable[..., dic
         for value in row.values():
             if isinstance(value, dict) and "summary" in value:
                 print(value["summary"])
+    print(f"saved: {folder}/result.json")
     return 0
 
 

@@ -134,7 +134,7 @@ def load_ratings(
     missing = [f for f in RATING_DATASETS[name] if base is None or not (base / f).is_file()]
     if missing:
         if base is None:
-            where = f"no data root is set (--root, or the {ENV_DATA} environment variable)"
+            where = f"no data root is set (--data-root, or the {ENV_DATA} environment variable)"
         elif not base.is_dir():
             where = f"the data root {base} does not exist or is not a folder"
         else:

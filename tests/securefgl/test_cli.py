@@ -88,6 +88,6 @@ def test_audit_comes_from_the_attacks_plugin(capsys):
 
 
 def test_datasets_command_lists_generated_and_missing(tmp_path, capsys):
-    assert main(["datasets", "--root", str(tmp_path)]) == 0
+    assert main(["datasets", "--data-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Cora" in out and "missing" in out

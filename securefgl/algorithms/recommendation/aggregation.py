@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -141,8 +142,16 @@ def _parse_dense(total: np.ndarray, up: Uploads, support: AggregateSums) -> Aggr
     )
 
 
-def _protocol(name: str, experiment_id: str) -> AggregationProtocol:
-    return make_transport(name, experiment_id)
+#: a transport's options as they travel to the aggregator (JSON): ``threat_model``,
+#: ``threshold`` (Shamir t) and ``neighbours`` (secagg+ degree), as :func:`make_transport`
+TransportOptions = dict[str, Any]
+
+
+def users_transport(
+    name: str, experiment_id: str, options: TransportOptions
+) -> AggregationProtocol:
+    """The transport among one cohort's users (fresh keys per protocol run)."""
+    return make_transport(name, experiment_id, **options)
 
 
 def support_indicators(up: Uploads, n_items: int, n_users: int) -> np.ndarray:
@@ -160,11 +169,17 @@ def support_indicators(up: Uploads, n_items: int, n_users: int) -> np.ndarray:
 
 
 def _run_protocol(
-    X: np.ndarray, users: np.ndarray, aggregation: str, round_idx: int, channel: Channel, tag: str
+    X: np.ndarray,
+    users: np.ndarray,
+    aggregation: str,
+    round_idx: int,
+    channel: Channel,
+    tag: str,
+    options: TransportOptions,
 ) -> np.ndarray:
     """One protocol run (fresh parties and keys) over the rows of ``X``; returns the sum."""
     ids = [f"user{u}" for u in users]
-    proto = _protocol(aggregation, f"rec-{tag}-{secrets.token_hex(4)}")
+    proto = users_transport(aggregation, f"rec-{tag}-{secrets.token_hex(4)}", options)
     parties = proto.create_parties("server", ids, X.shape[1])
     channel.round = round_idx
     setup_parties(proto, parties, channel.transmit)
@@ -181,6 +196,7 @@ def secure_support(
     n_items: int,
     n_users: int,
     channel: Channel | None = None,
+    options: TransportOptions | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Phase 1: the private union. The protocol sums :func:`support_indicators`; returns
     (item_idx, item_count, user_idx, user_count) over the rows with a non-zero count.
@@ -198,6 +214,7 @@ def secure_support(
             round_idx,
             channel,
             "support",
+            options or {},
         )
     )
     icnt, ucnt = total[:n_items], total[n_items:]
@@ -212,6 +229,7 @@ def _secure_sums(
     n_items: int | None,
     n_users: int | None,
     channel: Channel,
+    options: TransportOptions,
 ) -> tuple[AggregateSums, int, int]:
     """Both phases on ``channel``; returns the sums, phase 1's bytes and both phases'."""
     if n_items is None:
@@ -219,12 +237,14 @@ def _secure_sums(
     if n_users is None:
         n_users = int(up.user_idx.max()) + 1 if up.user_idx.numel() else 0
     start = channel.transcript.total_bytes()
-    ii, _, ui, _ = secure_support(up, aggregation, round_idx, n_items, n_users, channel)
+    ii, _, ui, _ = secure_support(
+        up, aggregation, round_idx, n_items, n_users, channel, options
+    )
     support_bytes = channel.transcript.total_bytes() - start
     empty = torch.zeros(0)
     support = AggregateSums(ii, empty, empty, ui, empty, empty, {}, 0.0)
     total = _run_protocol(
-        _dense_vectors(up, support), up.users, aggregation, round_idx, channel, "sums"
+        _dense_vectors(up, support), up.users, aggregation, round_idx, channel, "sums", options
     )
     sums = _parse_dense(total, up, support)
     return sums, support_bytes, channel.transcript.total_bytes() - start
@@ -237,6 +257,7 @@ def secure_sums(
     n_items: int | None = None,
     n_users: int | None = None,
     channel: Channel | None = None,
+    options: TransportOptions | None = None,
 ) -> tuple[AggregateSums, int]:
     """Run the real protocol twice (support, then sums on it); returns the sums and the bytes
     on the wire of both phases. Phase 2 keeps its own count columns, so counts match the
@@ -245,7 +266,9 @@ def secure_sums(
     ``n_items`` / ``n_users``: the server's table sizes (public). ``None`` falls back to the
     cohort's largest row id + 1, a simulator convenience for callers without the tables."""
     channel = channel if channel is not None else Channel(Transcript(store_payloads=False))
-    sums, _, nbytes = _secure_sums(up, aggregation, round_idx, n_items, n_users, channel)
+    sums, _, nbytes = _secure_sums(
+        up, aggregation, round_idx, n_items, n_users, channel, options or {}
+    )
     return sums, nbytes
 
 
@@ -255,9 +278,10 @@ def aggregate_uploads(
     round_idx: int,
     n_items: int | None = None,
     n_users: int | None = None,
+    options: TransportOptions | None = None,
 ) -> tuple[AggregateSums, ServerView]:
     """``n_items`` / ``n_users``: the server's table sizes, over which the secure aggregations'
-    support phase runs (see :func:`secure_sums`)."""
+    support phase runs (see :func:`secure_sums`); ``options``: the transport's."""
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"unknown aggregation {aggregation!r}; expected one of {AGGREGATIONS}")
     if aggregation in ("plain", "ideal"):
@@ -267,7 +291,13 @@ def aggregate_uploads(
             round_idx, aggregation, up.users, per_user, sums, int(up.nbytes_per_user().sum())
         )
     sums, support_bytes, nbytes = _secure_sums(
-        up, aggregation, round_idx, n_items, n_users, Channel(Transcript(store_payloads=False))
+        up,
+        aggregation,
+        round_idx,
+        n_items,
+        n_users,
+        Channel(Transcript(store_payloads=False)),
+        options or {},
     )
     view = ServerView(round_idx, aggregation, up.users, None, sums, nbytes)
     view.extra["support_bytes"] = float(support_bytes)

@@ -27,6 +27,7 @@ from protocols.wire import Payload
 from securefgl.algorithms.recommendation import fedgnn, fesog
 from securefgl.algorithms.recommendation.aggregation import (
     AggregateSums,
+    TransportOptions,
     aggregate_uploads,
     plain_sums,
     server_update,
@@ -252,13 +253,17 @@ class RecAggregator(Party):
     """Sums of the cohort's uploads for a non-plain aggregation; see the module docstring."""
 
 
-    def __init__(self, aggregation: str, n_items: int, n_users: int) -> None:
+    def __init__(
+        self, aggregation: str, n_items: int, n_users: int, options: TransportOptions
+    ) -> None:
         self.party_id, self.aggregation = AGGREGATOR, aggregation
-        self.n_items, self.n_users = n_items, n_users
+        self.n_items, self.n_users, self.options = n_items, n_users, options
 
     def aggregate(self, round_idx: int, uploads: list[Payload]) -> Payload:
         up = from_payloads(uploads)
-        sums, view = aggregate_uploads(up, self.aggregation, round_idx, self.n_items, self.n_users)
+        sums, view = aggregate_uploads(
+            up, self.aggregation, round_idx, self.n_items, self.n_users, self.options
+        )
         return sums_to_payload(sums, bytes_up=view.bytes_up, **view.extra)
 
 
@@ -309,8 +314,10 @@ def rec_server(settings: str, n_users: int, n_items: int, active: np.ndarray) ->
 
 
 @party_builder
-def rec_aggregator(aggregation: str, n_items: int, n_users: int) -> RecAggregator:
-    return RecAggregator(aggregation, n_items, n_users)
+def rec_aggregator(
+    aggregation: str, n_items: int, n_users: int, options: TransportOptions
+) -> RecAggregator:
+    return RecAggregator(aggregation, n_items, n_users, options)
 
 
 @party_builder
@@ -361,7 +368,11 @@ def recipes(views: ClientViews, cfg: RecConfig, token_key: bytes) -> dict[str, R
     if cfg.aggregation != "plain":
         table_users = n_users if cfg.method == "fesog" else 0
         out[AGGREGATOR] = recipe(
-            rec_aggregator, aggregation=cfg.aggregation, n_items=n_items, n_users=table_users
+            rec_aggregator,
+            aggregation=cfg.aggregation,
+            n_items=n_items,
+            n_users=table_users,
+            options=cfg.transport_options(),
         )
     if cfg.method == "fedgnn":
         out[THIRD_PARTY] = recipe(

@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from protocols.identity import HONEST_BUT_CURIOUS
 from protocols.registry import TRANSPORTS
 from securefgl.algorithms.recommendation.fedgnn import ARCHS, LOSSES, OFFSETS
 from securefgl.algorithms.recommendation.ldp import LDPConfig
@@ -102,6 +103,17 @@ class RecommendationSettings:
                 "recommendation takes no update mechanism in the protocol stack: its users' "
                 "LDP is the section's ldp / ldp_clip / ldp_lambda"
             )
+        unused = [
+            f.name
+            for f in dataclasses.fields(config.protocol)
+            if f.name.startswith("dp_") and getattr(config.protocol, f.name) != f.default
+        ]
+        if unused:
+            raise ValueError(
+                f"{', '.join(unused)} set, but the dp_* fields configure the protocol stack's "
+                "DP mechanism, which recommendation does not take: its users' LDP is the "
+                "section's ldp / ldp_clip / ldp_lambda"
+            )
         if self.ideal_sums and config.protocol.transport == "plain":
             raise ValueError("ideal_sums simulates a secure transport: name one (e.g. secagg)")
 
@@ -129,6 +141,10 @@ class RecConfig:
     expand_every: int = 20
     seed: int = 0
     seeded_noise: bool = False  # NOT PRIVATE: LDP noise and pseudo items from ``seed``
+    #: the secure transport's threat model and SecAgg parameters (``[experiment.protocol]``)
+    threat_model: str = HONEST_BUT_CURIOUS
+    secagg_threshold: float | None = None
+    secagg_k: int | None = None
     keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
     time_budget_s: float | None = None
     #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
@@ -172,6 +188,13 @@ class RecConfig:
         """How the server aggregates (:data:`AGGREGATIONS`)."""
         return "ideal" if self.ideal_sums else self.transport
 
+    def transport_options(self) -> dict[str, Any]:
+        """The secure transport's options (:func:`protocols.registry.make_transport`)."""
+        t = self.secagg_threshold
+        threshold = int(t) if t is not None and t > 1 else t
+        return {"threat_model": self.threat_model, "threshold": threshold,
+                "neighbours": self.secagg_k}  # fmt: skip
+
     @property
     def noise_seed(self) -> int | None:
         """The seed of privacy randomness: None (secret) unless ``seeded_noise``."""
@@ -192,6 +215,8 @@ class RecConfig:
             ideal_sums=s.ideal_sums, eval_every=config.eval_every, patience=s.patience,
             max_neighbors=s.max_neighbors, expand_every=s.expand_every, seed=seed,
             seeded_noise=config.protocol.seeded_noise, keep_views=s.keep_views,
+            threat_model=config.protocol.threat_model,
+            secagg_threshold=config.protocol.secagg_threshold, secagg_k=config.protocol.secagg_k,
             time_budget_s=s.time_budget, user_groups=s.user_groups, executor=config.executor,
             workers=config.workers, ray_address=config.ray_address,
             party_timeout=config.party_timeout, **(own if fedgnn else {}),

@@ -387,7 +387,9 @@ def test_support_phase_server_sees_no_indicator(
     # control: the same check flags the indicators under a protocol that sends them as is
     from protocols.plain import PlainAggregation
 
-    monkeypatch.setattr(aggregation, "_protocol", lambda name, eid: PlainAggregation())
+    monkeypatch.setattr(
+        aggregation, "users_transport", lambda name, eid, options: PlainAggregation()
+    )
     control = Channel(Transcript())
     secure_support(up, backend, 0, views.n_items, views.n_users, control)
     assert _indicator_leaks(control.transcript, X)

@@ -61,7 +61,7 @@ def test_central_reference_trains(views: ClientViews) -> None:
 
 
 @pytest.mark.datasets
-def test_cli_recommend_on_filmtrust(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_recommend_on_filmtrust(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
     import json
     import os
     from pathlib import Path
@@ -83,9 +83,15 @@ def test_cli_recommend_on_filmtrust(capsys: pytest.CaptureFixture[str]) -> None:
             "--users-per-round",
             "128",
             "--json",
+            "--output-dir",
+            str(tmp_path),
+            "--name",
+            "ft",
         ]
     )
     out = json.loads(capsys.readouterr().out)
+    saved = json.loads((tmp_path / "ft" / "result.json").read_text())
+    assert saved["runs"] == [out] and saved["config"]["task"] == "recommendation"
     assert code == 0 and out["method"] == "fesog" and out["rounds"] == 40
     assert out["dataset"]["users"] == 740 and np.isfinite(out["test_rmse"])
     assert out["attack"]["view"] == "per-user uploads" and out["privacy"]["mode"] == "heuristic"
