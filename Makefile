@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 baselines: $(STAMP)
-	$(BIN)/python benchmarks/baselines.py
+	$(BIN)/python -m benchmarks.baselines
 
 # The documentation site, built offline into site/ (mkdocs is installed here only).
 docs:

@@ -34,10 +34,10 @@ from attacks.defences import edge_dp_hook
 from attacks.registry import ATTACKS, Cell, attacks_for
 from attacks.simulation import make_world, simulate
 from protocols.registry import parse_stack, secure_sum_for_stack
+from securefgl.algorithms.fedstruct.settings import EDGE_DP_MECHANISMS as EDGE_DP
+from securefgl.algorithms.fedstruct.settings import apply_preset
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph
-from securefgl.fedstruct.settings import EDGE_DP_MECHANISMS as EDGE_DP
-from securefgl.fedstruct.settings import apply_preset
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def cell_config(
     edge_dp: tuple[str, float] | None = None,
 ) -> ExperimentConfig:
     """The training configuration of one cell (FedStruct takes ``edge_dp`` on Ā's inputs,
-    internal and cross blocks: :mod:`securefgl.fedstruct.edge_dp`)."""
+    internal and cross blocks: :mod:`securefgl.algorithms.fedstruct.edge_dp`)."""
     cfg = audit.base.replace(protocol=list(stack), algorithms=[algorithm], eval_every=10**9)
     if algorithm == "central" and audit.central_rounds:
         cfg = cfg.replace(rounds=audit.central_rounds)
@@ -89,7 +89,7 @@ def cell_config(
         cfg = cfg.replace(cross_edges="known")
     if algorithm == "fedstruct":
         nsf = cfg.fedstruct.nsf or "hop2vec"
-        cfg = cfg.replace(fedstruct={"nsf": nsf, "abar_sum": secure_sum_for_stack(stack)})
+        cfg = cfg.replace(fedstruct={"nsf": nsf, "sum_mode": secure_sum_for_stack(stack)})
         if edge_dp is not None:
             cfg = cfg.replace(fedstruct={"edge_dp": edge_dp[0], "edge_epsilon": edge_dp[1]})
         if audit.fedstruct_preset:
@@ -211,7 +211,7 @@ def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]
         stack, edge_dp = parse_protocol(proto)
         cfg = cell_config(audit, algo, stack, edge_dp)
         hook = (
-            edge_dp_hook(*edge_dp, noise_seed=seed if cfg.seeded_noise else None)
+            edge_dp_hook(*edge_dp, noise_seed=seed if cfg.protocol.seeded_noise else None)
             if edge_dp and algo not in ("central", "fedstruct")
             else None
         )

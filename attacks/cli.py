@@ -22,7 +22,7 @@ from attacks.audit import (
 )
 from attacks.interaction_inference import interaction_inference
 from attacks.registry import describe
-from securefgl.cli import add_config_flags, add_fedgls_preset_flag, config_from_args
+from securefgl.cli import add_config_flags, config_from_args
 from securefgl.config import ConfigError
 
 
@@ -52,7 +52,6 @@ def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
         action="store_true",
         help="exit with status 3 when a DP audit's lower bound exceeds the run's claimed ε",
     )
-    add_fedgls_preset_flag(audit)
     add_config_flags(audit)
     return {"audit": cmd_audit}
 
@@ -88,10 +87,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def interaction_report(trainer: Any, views: Any, backend: str) -> dict[str, Any]:
+def interaction_report(trainer: Any, views: Any, aggregation: str) -> dict[str, Any]:
     """Interaction inference on the server's view of one fresh round (``securefgl recommend``)."""
-    view_backend = "plain" if backend == "plain" else "ideal"
-    a = interaction_inference(trainer.observe(0, view_backend), views).as_dict()
+    seen = "plain" if aggregation == "plain" else "ideal"
+    a = interaction_inference(trainer.observe(0, seen), views).as_dict()
     a["summary"] = (
         f"interaction inference ({a['view']}): AUC {a['auc']:.3f}, "
         f"AUC among uploaded rows {a['auc_uploaded']:.3f}, P@{a['k']} {a['precision_at_k']:.3f}"

@@ -5,7 +5,7 @@ Each client perturbs its internal adjacency with EdgeRand or LapGraph
 the perturbed graph. ε is edge-level for the client's internal edges only: cross-client
 edges (known to both owners) are left as they are, and node features are not protected.
 FedStruct's Ā inputs, cross blocks included, are perturbed by
-:mod:`securefgl.fedstruct.edge_dp` instead (the audit and the structure attack use it).
+:mod:`securefgl.algorithms.fedstruct.edge_dp` instead (the audit and the structure attack use it).
 Used by the audit as a ``views_hook`` (:func:`securefgl.experiment.runner.run_single`) and
 by the structure attacks.
 """
@@ -20,8 +20,8 @@ import scipy.sparse as sp
 import torch
 
 from protocols.dp.rng import make_rng
+from securefgl.algorithms.fedstruct.settings import EdgeDP
 from securefgl.data import ClientGraph
-from securefgl.fedstruct.settings import EdgeDP
 
 
 def perturb_view(

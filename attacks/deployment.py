@@ -26,14 +26,15 @@ import torch
 from torch_geometric.data import Data
 
 from attacks.simulation import AuditRun
-from securefgl.fedstruct.model import AbarRows, FedStructModel
-from securefgl.fedstruct.parties import FedStructClient
+from securefgl.algorithms.fedstruct.model import AbarRows, FedStructModel
+from securefgl.algorithms.fedstruct.parties import FedStructClient
 from securefgl.models import set_flat
 
 Logits = Callable[[torch.Tensor], torch.Tensor]  # node features -> logits (edges fixed)
 
 #: the FedGLS family: each client serves its model on its own graph (a graphless client on
-#: its learned or kNN graph, :meth:`securefgl.fedgls.clients.FederatedClient.serving_model`)
+#: its learned or kNN graph,
+#: :meth:`securefgl.algorithms.fedgls.clients.FederatedClient.serving_model`)
 FEDGLS_FAMILY = (
     "fedgls", "fed-mlp", "fed-gnnmlp", "fedproto", "local-gnnk", "fed-gnnk", "fed-gnn-oracle",
 )  # fmt: skip

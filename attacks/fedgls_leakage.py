@@ -37,11 +37,11 @@ from attacks.naive import auc_margin, chance_or, heuristic_auc
 from attacks.pairs import sample_pairs
 from attacks.simulation import AuditRun
 from attacks.updates import individual_update_or_reason, model_sent
+from securefgl.algorithms.fedgls.clients import MODEL_TAG, FedGLSClient
+from securefgl.algorithms.fedgls.graphless import without_edges
+from securefgl.algorithms.fedgls.learner import AttentiveLearner
+from securefgl.algorithms.fedgls.models import Net, Propagation
 from securefgl.data import ClientGraph
-from securefgl.fedgls.clients import MODEL_TAG, FedGLSClient
-from securefgl.fedgls.graphless import without_edges
-from securefgl.fedgls.learner import AttentiveLearner
-from securefgl.fedgls.models import Net, Propagation
 
 SUPPORT = "update_feature_support"
 REPLAY = "learned_graph_replay"

@@ -2,7 +2,7 @@
 
 FedSage+ (Zhang et al., NeurIPS 2021, Eq. 5): client ``j`` answers client ``i``'s generated
 row ``g`` with ``∂/∂g min_{u ∈ V_j} ‖g − x_u‖² = 2(g − x_{u*})``
-(:mod:`securefgl.fedsage.clients`), so ``i`` reads ``x̂ = g − answer/2``: exactly the
+(:mod:`securefgl.algorithms.fedsage.clients`), so ``i`` reads ``x̂ = g − answer/2``: exactly the
 features of ``j``'s node nearest to its query (FedSage+'s cross-client loss, Zhang et al.,
 returns gradients that point at ``j``'s real features). Adversary: client ``i``, from the
 queries it sent and the answers it received (round −1, the set-up traffic), last federated
@@ -25,7 +25,7 @@ from attacks.base import AttackResult, not_applicable
 from attacks.metrics import rowwise_cosine
 from attacks.naive import mean_row_guess
 from attacks.simulation import AuditRun
-from securefgl.fedsage.clients import ANSWER_TAG, QUERY_TAG
+from securefgl.algorithms.fedsage.clients import ANSWER_TAG, QUERY_TAG
 
 NAME = "fedsage_gradient_features"
 ADVERSARY = "client i (each in turn)"

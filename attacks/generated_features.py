@@ -25,9 +25,9 @@ from attacks.base import AttackResult, not_applicable
 from attacks.metrics import rowwise_cosine
 from attacks.naive import mean_row_guess, proportion_margin
 from attacks.simulation import AuditRun
+from securefgl.algorithms.common.edge.model import Features, propagation
+from securefgl.algorithms.spreadfgl.patch import PATCH_TAG, read_patch
 from securefgl.models import set_flat
-from securefgl.spreadfgl.model import Features, propagation
-from securefgl.spreadfgl.patch import PATCH_TAG, read_patch
 
 NAME = "generated_feature_inference"
 ADVERSARY = "client i (each in turn)"

@@ -1,4 +1,4 @@
-"""What GPFL's server learns about each client's data (TMLR 2025; docs/algorithms/gpfl.md).
+"""What GPFL's server learns about each client's data (TMLR 2025; the GPFL README).
 
 Adversary: the honest-but-curious server, reading only what it received (the transcript).
 
@@ -26,7 +26,7 @@ import numpy as np
 from attacks.base import SERVER, AttackResult, not_applicable
 from attacks.simulation import AuditRun
 from protocols.wire import Payload
-from securefgl.gpfl.properties import NAMES, client_properties
+from securefgl.algorithms.gpfl.properties import NAMES, client_properties
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:

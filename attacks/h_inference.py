@@ -32,7 +32,7 @@ from attacks.metrics import roc_auc
 from attacks.naive import CHANCE_AUC, auc_margin, proportion_margin
 from attacks.pairs import sample_pairs
 from attacks.simulation import AuditRun, undirected_adjacency
-from securefgl.spreadfgl.client import H_TAG
+from securefgl.algorithms.spreadfgl.client import H_TAG
 
 LINK, LABEL, MEMBER = "h_link_inference", "h_label_inference", "h_membership"
 ADVERSARY = "edge server"

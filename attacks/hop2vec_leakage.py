@@ -36,9 +36,9 @@ from attacks.metrics import roc_auc
 from attacks.naive import auc_margin, chance_or, random_set_guess
 from attacks.simulation import AuditRun
 from attacks.updates import individual_update_or_reason, model_sent
+from securefgl.algorithms.fedstruct.abar_build import PlainHopSum, build_abar
+from securefgl.algorithms.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay
 from securefgl.federation import Channel, LocalExecutor, Party
-from securefgl.fedstruct.abar_build import PlainHopSum, build_abar
-from securefgl.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay
 
 NAME = "hop2vec_leakage"
 MODEL_TAG = "fedstruct/model"
@@ -136,5 +136,5 @@ def hop2vec_leakage(run: AuditRun, round_idx: int = 0) -> AttackResult:
     result.details.update(round=round_idx, theta_dim=int(theta_dim), nsf_dim=int(d_s))
     if st.edge_dp is not None:
         result.details["auc_against_run_abar"] = roc_auc(s, np.concatenate(run_truth))
-        result.details["edge_dp"] = [st.edge_dp.mechanism, st.edge_dp.epsilon]
+        result.details["edge_dp"] = [st.edge_privacy.mechanism, st.edge_privacy.epsilon]
     return result

@@ -1,7 +1,7 @@
 """Interaction inference against federated recommenders (FeSoG / FedGNN).
 
 Adversary: the honest-but-curious server, on what it received in a round
-(:class:`securefgl.recommendation.aggregation.ServerView`); goal: which items did user u
+(:class:`securefgl.algorithms.recommendation.aggregation.ServerView`); goal: which items did user u
 rate (ground truth: u's training items). Scores per (user, item): ``"rows"`` (1 for every
 item row in u's upload), ``"magnitude"`` (the L2 norm of the uploaded row: FeSoG's pseudo
 rows tend to be smaller); under secure aggregation (``ckks`` / ``secagg`` / ``ideal``
@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from protocols.wire import Payload
-from securefgl.recommendation.aggregation import ServerView
-from securefgl.recommendation.expansion import TOKEN_BYTES, item_tokens
-from securefgl.recommendation.views import ClientViews
+from securefgl.algorithms.recommendation.aggregation import ServerView
+from securefgl.algorithms.recommendation.expansion import TOKEN_BYTES, item_tokens
+from securefgl.data.rating_views import ClientViews
 
 Score = Literal["rows", "magnitude"]
 

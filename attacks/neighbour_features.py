@@ -2,7 +2,7 @@
 
 FedGCN (Yao et al., NeurIPS 2023) pre-training gives client i, for each node v,
 ``H¹_v = r_v (Σ_{u ∈ V_i ∩ Ñ(v)} s_u x_u + Σ_{u external} s_u x_u)``
-(:mod:`securefgl.fedgcn.neighbour_sums`). Knowing ``r_v``, its own features and internal
+(:mod:`securefgl.algorithms.fedgcn.neighbour_sums`). Knowing ``r_v``, its own features and internal
 edges, i isolates ``R_v = Σ_{u ∈ N_ext(v)} s_u x_u`` — with one external neighbour, that
 neighbour's scaled features (FedStruct footnote 2; Ngo et al. 2024). With ``plain`` its view
 splits ``R_v`` per sending client; with ``masked`` / ``ckks`` only the total is known. For
@@ -27,13 +27,13 @@ from attacks.metrics import rowwise_cosine
 from attacks.naive import top_m
 from attacks.simulation import World
 from protocols.secure_sum.parties import TAG_DELIVERY
-from securefgl.federation import SERVER, Channel, LocalExecutor, Party, client_party_id
-from securefgl.fedgcn.neighbour_sums import (
+from securefgl.algorithms.fedgcn.neighbour_sums import (
     NeighbourSumClient,
-    NeighbourSumRelay,
     run_neighbour_sums,
 )
-from securefgl.fedgcn.settings import FedGCNSettings
+from securefgl.algorithms.fedgcn.settings import FedGCNSettings
+from securefgl.federation import SERVER, Channel, LocalExecutor, Party, client_party_id
+from securefgl.federation.hosted_sums import SumRelay
 
 NAME = "neighbour_feature_inference"
 MODES = ("plain", "masked", "ckks")
@@ -70,7 +70,7 @@ def neighbour_features(
     parties: dict[str, Party] = {
         client_party_id(v.client_id): NeighbourSumClient(v, settings) for v in world.views
     }
-    parties[SERVER] = NeighbourSumRelay(SERVER)
+    parties[SERVER] = SumRelay(SERVER)
     channel = Channel()
     ids = [p for p in parties if p != SERVER]
     run_neighbour_sums(ids, LocalExecutor(parties), channel, settings, "securefgl/audit")

@@ -30,8 +30,8 @@ from attacks.neighbour_features import neighbour_features
 from attacks.simulation import AuditRun, World
 from attacks.structure_reconstruction import structure_reconstruction
 from protocols.registry import parse_stack, secure_sum_for_stack
-from securefgl.spreadfgl.client import H_TAG
-from securefgl.spreadfgl.patch import PATCH_TAG
+from securefgl.algorithms.spreadfgl.client import H_TAG
+from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
 
 
 @dataclass(frozen=True)
@@ -69,24 +69,24 @@ def _dp_audit(cell: Cell) -> AttackResult:
     privacy = cell.run.result.privacy  # the run's own claim, against its own adversary
     transport = parse_stack(cell.stack)[0]
     mode = (
-        cfg.dp_mode
-        if cfg.dp_mode != "auto"
+        cfg.protocol.dp_mode
+        if cfg.protocol.dp_mode != "auto"
         else "central"
         if transport == "plain"
         else ("distributed")
     )
     return dp_audit(
-        cfg.dp_clip,
-        cfg.dp_noise,
+        cfg.protocol.dp_clip,
+        cfg.protocol.dp_noise,
         cfg.rounds,
-        cfg.dp_delta,
+        cfg.protocol.dp_delta,
         claimed_epsilon=privacy.get("epsilon"),
         mode=mode,
         sample_rate=cfg.client_fraction,
         sampling=cfg.client_sampling,
         knows_participation=privacy.get("adversary") == "server",
-        colluding=cfg.dp_colluding_clients,
-        accountant=cfg.dp_accountant,
+        colluding=cfg.protocol.dp_colluding_clients,
+        accountant=cfg.protocol.dp_accountant,
         seed=cell.run.result.seed,
     )
 

@@ -8,7 +8,7 @@ Client ``i`` knows which external nodes its rows are adjacent to, so it scores a
 edge ``(u, w)`` by ``Σ_{v ~ u} B[v, w] / |N_blk(v)|``. The build runs through the real channel
 and hop-sum code (L_s = 2): with ``plain`` i sees every ``B_ik``; with ``masked`` / ``ckks``
 only ``Σ_{k≠i} B_ik`` (recovered from its own ``Ā^[i]``); with ``edge_dp`` every edge is
-perturbed once before the build (:mod:`securefgl.fedstruct.edge_dp`) and the attack is
+perturbed once before the build (:mod:`securefgl.algorithms.fedstruct.edge_dp`) and the attack is
 scored against the TRUE graph, on the same pairs as without DP (i's true external
 neighbours: a neighbour the perturbed graph lost scores zero). Metrics, pooled over every
 client as adversary: ROC AUC over the true edges of the external nodes adjacent to ``i`` vs
@@ -32,12 +32,17 @@ from attacks.base import AttackResult
 from attacks.metrics import roc_auc
 from attacks.naive import auc_margin, heuristic_auc, proportion_margin
 from attacks.simulation import World
+from securefgl.algorithms.fedstruct.abar_build import build_abar as run_build
+from securefgl.algorithms.fedstruct.abar_client import (
+    BLOCK_TAG,
+    AdjacencyClient,
+    AdjacencyRelay,
+    SparseRows,
+)
+from securefgl.algorithms.fedstruct.abar_secure import hop_sum_for
+from securefgl.algorithms.fedstruct.edge_dp import EdgeDP, perturb_federation
 from securefgl.data import ClientGraph
 from securefgl.federation import Channel, LocalExecutor, Party
-from securefgl.fedstruct.abar_build import build_abar as run_build
-from securefgl.fedstruct.abar_client import BLOCK_TAG, AdjacencyClient, AdjacencyRelay, SparseRows
-from securefgl.fedstruct.abar_secure import hop_sum_for
-from securefgl.fedstruct.edge_dp import EdgeDP, perturb_federation
 
 NAME = "structure_reconstruction"
 MODES = ("plain", "masked", "ckks")

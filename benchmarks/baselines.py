@@ -1,12 +1,12 @@
 """Baselines on Cora: central / local / FedAvg (FedSGD) with a 2-layer GCN, random partition,
 K=10, split 10/10/80, 10 seeds, beside the FedStruct paper's rows (Table 2/6).
 
-Run: ``python benchmarks/baselines.py [--seeds 10] [--rounds 200]`` with SECUREFGL_DATA
+Run: ``python -m benchmarks.baselines [--seeds 10] [--rounds 200]`` with SECUREFGL_DATA
 pointing at a PyG raw-layout folder. Writes ``benchmarks/results/baselines.{json,md}``.
 
 The paper's baselines use GraphSAGE ("FedSGD GNN": each client's own subgraph, gradients
 averaged every round, Adam); we use GCN as the issue asks, and FedSGD = one local SGD
-step of lr 1 with server-side Adam (see securefgl/algorithms/server_optimizer.py).
+step of lr 1 with server-side Adam (see securefgl/algorithms/common/server_optimizer.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from fedstruct_repro.grid import paper_value
-from harness.results import read_json, write_json, write_text
 
+from benchmarks.harness.fedstruct_paper import paper_value
+from benchmarks.harness.results import read_json, write_json, write_text
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
 

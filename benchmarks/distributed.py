@@ -8,7 +8,7 @@ training (every client asked for its training weight once per round, as many bat
 FedAvg + SecAgg round issues).
 
 Run on an otherwise idle machine (2 cores here; Ray's workers run at a lower priority than
-other jobs): ``SECUREFGL_DATA=... python benchmarks/distributed.py``. Writes
+other jobs): ``SECUREFGL_DATA=... python -m benchmarks.distributed``. Writes
 ``benchmarks/results/distributed.{json,md}``; rows ``{"workload", "executor", "workers",
 "clients", "wall_seconds", "peak_rss_gib", "rounds", "same_result_as_local"}``.
 Resumable: rows already in the JSON are kept (``--fresh`` to redo).
@@ -25,11 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.notes import section
-from harness.results import read_json, write_json, write_text
-from harness.system import machine_info
+from benchmarks.harness.notes import section
+from benchmarks.harness.results import read_json, write_json, write_text
+from benchmarks.harness.system import machine_info
 
-OUT = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
 NOTES = "distributed"
 GIB = 1 << 30
 
@@ -42,11 +43,11 @@ WORKLOADS: dict[str, tuple[str, dict[str, Any]]] = {
     # FedStruct's masked Ā build (Algorithm 3, L_s = 10 hops of secure sums) and one round
     "cora-fedstruct-abar": ("fedstruct", {"dataset": "Cora", "clients": 10, "rounds": 1,
                             "protocol": ["secagg"], "cross_edges": "known",
-                            "fedstruct": {"abar_sum": "masked", "abar_support": "union",
+                            "fedstruct": {"sum_mode": "masked", "abar_support": "union",
                                            "structure_hops": 10}}),
     "photo-fedstruct-abar": ("fedstruct", {"dataset": "Photo", "clients": 10, "rounds": 1,
                              "protocol": ["secagg"], "cross_edges": "known",
-                             "fedstruct": {"abar_sum": "masked", "abar_support": "union",
+                             "fedstruct": {"sum_mode": "masked", "abar_support": "union",
                                            "structure_hops": 10}}),
     # Ray's own cost per round: FedAvg rounds with almost no work (20-node clients)
     "near-empty-rounds": ("fedavg", {"csbm": {"num_nodes": 200, "num_features": 4},
@@ -67,9 +68,9 @@ def one_recommendation(workload: str, executor: str, workers: int, threads: int)
     """A recommendation cell: its users in ``user_groups`` parties, as in the local run."""
     import torch
 
-    from securefgl.recommendation.data import load_ratings
-    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
-    from securefgl.recommendation.views import ClientViews
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.data.rating_views import ClientViews
+    from securefgl.data.ratings import load_ratings
 
     dataset, settings = REC_WORKLOADS[workload]
     torch.set_num_threads(threads)
@@ -101,9 +102,9 @@ def one(workload: str, executor: str, workers: int, threads: int) -> dict[str, A
         return one_recommendation(workload, executor, workers, threads)
     import torch
 
-    from securefgl.algorithms.base import Federation
     from securefgl.config import ExperimentConfig
     from securefgl.experiment.runner import load_graph, run_single
+    from securefgl.federation.federation import Federation
 
     algorithm, settings = WORKLOADS[workload]
     rounds, clients = settings["rounds"], settings["clients"]
@@ -141,8 +142,9 @@ def one(workload: str, executor: str, workers: int, threads: int) -> dict[str, A
 
 
 def run_child(workload: str, executor: str, workers: int, threads: int) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--one", workload, executor, str(workers), str(threads)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    one = ["--one", workload, executor, str(workers), str(threads)]
+    cmd = [sys.executable, "-m", "benchmarks.distributed", *one]  # a fresh process per row
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

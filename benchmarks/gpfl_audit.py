@@ -5,8 +5,8 @@ property inference (the client's graph statistics) and label-distribution infere
 class-1 share). Protections: ``plain`` (the paper), ``secure`` (masked personalised sums,
 cosine similarities under CKKS), ``secure+ldp`` (also the property vector through Laplace
 LDP, ε = 1 per client, whole-dataset unit). Each value beside its naive baseline (an
-independent guess) and the margin it must beat. Run: ``SECUREFGL_DATA=... python
-benchmarks/gpfl_audit.py [--rounds 20 --seeds 0,1,2]``; writes
+independent guess) and the margin it must beat. Run: ``SECUREFGL_DATA=... python -m
+benchmarks.gpfl_audit [--rounds 20 --seeds 0,1,2]``; writes
 ``benchmarks/results/gpfl_audit.{json,md}`` (resumable per cell).
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from harness.results import read_json, write_json, write_text
 
 from attacks.registry import attacks_for
 from attacks.simulation import simulate
+from benchmarks.harness.results import read_json, write_json, write_text
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph
 

@@ -1,6 +1,6 @@
 """Privacy audit on Cora and CiteSeer (K = 10, Louvain): attacks × protocol stacks.
 
-Run: ``python benchmarks/privacy_audit.py [--datasets Cora,CiteSeer] [--quick]`` with
+Run: ``python -m benchmarks.privacy_audit [--datasets Cora,CiteSeer] [--quick]`` with
 SECUREFGL_DATA pointing at a PyG raw-layout folder. Resumable: cells already in
 ``benchmarks/results/privacy_audit.json`` (a list of rows; settings and the DP-audit sweep in
 ``privacy_audit_meta.json``) are skipped (``--fresh`` to start over);
@@ -23,9 +23,9 @@ Grid (one seed; every cell trains once and runs the attacks that target its algo
   model-holder attacks on every client's deployment. No ckks cell
   (CKKS on the n·d_s-dimensional H2V updates is too slow here): its accuracy equals plain
   (``benchmarks/results/fedstruct.md``) and a ckks Ā sum delivers the same sum as masked
-  (``tests/securefgl/fedstruct/test_adjacency_secure.py``), so the attack values match;
+  (``tests/securefgl/algorithms/fedstruct/test_adjacency_secure.py``), so the attack values match;
 * ``fedgcn`` (2-hop) × plain / secagg (masked sums) / ckks: neighbour-feature inference;
-* ``fedgls`` on FedGLS's own set-up (``securefgl.fedgls.settings.apply_preset``: the
+* ``fedgls`` on FedGLS's own set-up (``securefgl.algorithms.fedgls.settings.apply_preset``: the
   paper's K and rounds, the K largest Louvain communities, half of the clients graphless)
   × plain / secagg / ckks / clip_noise σ = 1 / ldp_gaussian z = 1: φ's feature support
   and the learned-graph replay by the server, the model-holder attacks on every client's
@@ -42,8 +42,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from harness.notes import note_path
-from harness.results import read_json, write_json, write_text
 from tqdm.auto import tqdm
 
 from attacks.active_server.audit import active_server_rows, merge_rows
@@ -51,8 +49,10 @@ from attacks.active_server.audit import markdown as active_server_table
 from attacks.active_server.driver import ADVERSARY
 from attacks.audit import AuditConfig, epsilon_cells, markdown_table, plot_audit, run_audit
 from attacks.dp_audit import dp_audit
+from benchmarks.harness.notes import note_path
+from benchmarks.harness.results import read_json, write_json, write_text
+from securefgl.algorithms.fedgls.settings import apply_preset
 from securefgl.config import ExperimentConfig
-from securefgl.fedgls.settings import apply_preset
 
 OUT = Path(__file__).parent / "results"
 NAME = "privacy_audit"
@@ -128,8 +128,7 @@ def base_config(dataset: str, args: argparse.Namespace) -> ExperimentConfig:
         dropout=0.5,
         lr=0.01,
         client_lr=1.0,
-        dp_clip=1.0,
-        dp_delta=1e-5,
+        protocol={"dp_clip": 1.0, "dp_delta": 1e-5},
         threads=1,
     ).validate()
 
@@ -342,7 +341,7 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
         f"K = {st.get('clients')} clients, {st.get('partition')} partition, seed "
         f"{st.get('seed')}, FedAvg {st.get('rounds')} rounds (FedSGD GCN), central "
         f"{st.get('central_rounds')} epochs, FedStruct = Hop2Vec with the Table 5 preset, "
-        "FedGCN 2-hop. Command: `python benchmarks/privacy_audit.py` (or `securefgl audit "
+        "FedGCN 2-hop. Command: `python -m benchmarks.privacy_audit` (or `securefgl audit "
         "...` for one grid). Values are the headline metric of each attack (AUC unless "
         "named), in brackets its advantage over the attack's naive baseline (rows saved "
         "before baselines existed show the value alone); accuracy is the cell's test "
@@ -387,7 +386,7 @@ ACTIVE_SERVER_HEAD = [
     "## Active server (a server that lies)",
     "",
     "Each attack replaces the server's side of a protocol and runs the library's own clients "
-    "(`attacks/active_server`; `python benchmarks/privacy_audit.py --active-server`). "
+    "(`attacks/active_server`; `python -m benchmarks.privacy_audit --active-server`). "
     "**recovered**: the server read one client's input; **corrupted**: the clients accepted a "
     "result the server altered; refused: an honest client detected the lie first (the first "
     "refusal is named). `honest-but-curious` is every protocol as before; `malicious` is "

@@ -93,6 +93,11 @@ class AggregationServer(ProtocolParty):
         return None
 
 
+class AggregationAuthority(ProtocolParty):  # noqa: B024 - a marker base
+    """A third party of an aggregation protocol (e.g. CKKS's key authority), never the
+    server."""
+
+
 @dataclass
 class AggregationParties:
     """The parties a protocol creates for one federation."""
@@ -114,6 +119,11 @@ class AggregationProtocol(ABC):
     round_phases: ClassVar[tuple[Phase, ...]]
     #: the survivors' mean is still delivered when clients drop out mid-round
     tolerates_dropouts: ClassVar[bool] = False
+    #: the role interfaces of its parties: a phase method runs on the party's role that is
+    #: an instance of one of them (an executor resolves it so)
+    party_types: ClassVar[tuple[type[ProtocolParty], ...]] = (
+        AggregationClient, AggregationServer, AggregationAuthority,
+    )  # fmt: skip
 
     @abstractmethod
     def create_parties(

@@ -33,6 +33,7 @@ import tenseal as ts
 
 from protocols.base import (
     AggregateResult,
+    AggregationAuthority,
     AggregationClient,
     AggregationParties,
     AggregationProtocol,
@@ -41,7 +42,6 @@ from protocols.base import (
     Inbox,
     Phase,
     ProtocolError,
-    ProtocolParty,
     Role,
 )
 from protocols.crypto.aead import open_sealed, seal
@@ -227,7 +227,7 @@ def _chunk_sizes(dim: int, slots: int) -> list[int]:
     return [min(slots, total - i) for i in range(0, total, slots)]
 
 
-class CKKSKeyAuthority(ProtocolParty):
+class CKKSKeyAuthority(AggregationAuthority):
     """Generates the CKKS keys, hands them out, then forgets them."""
 
     def __init__(

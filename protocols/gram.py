@@ -244,6 +244,8 @@ class GramProtocol:
     """Gram matrices of named client vectors (``dims``: name -> length)."""
 
     name: ClassVar[str] = "gram"
+    #: the role interfaces its phases run on (see ``AggregationProtocol.party_types``)
+    party_types: ClassVar[tuple[type[ProtocolParty], ...]] = (GramClient, GramServer, GramAuthority)
     setup_phases: ClassVar[tuple[Phase, ...]] = (
         Phase(Role.AUTHORITY, "publish_keys"),
         Phase(Role.SERVER, "install_eval_key"),

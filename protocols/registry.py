@@ -108,20 +108,22 @@ def make_transport(
     return SecAggregation(experiment_id, **secure)
 
 
-def make_secure_sum(name: str, experiment_id: str, **options: Any) -> SecureSum:
-    """The secure-sum mode ``name`` (``experiment_id`` is bound into every mask seed of
+def make_secure_sum(sum_mode: str, experiment_id: str, **options: Any) -> SecureSum:
+    """The secure-sum mode ``sum_mode`` (``experiment_id`` is bound into every mask seed of
     ``masked`` and every signed statement); ``options`` go to its constructor (e.g.
     ``min_senders``, ``max_round_bytes``, ``threat_model``, ``registry``; ``ckks`` takes
     its ``params`` as a :class:`~protocols.ckks.CKKSParams` or a dict)."""
-    if name not in SECURE_SUMS:
-        raise ValueError(f"unknown secure-sum mode {name!r}; choose from {list(SECURE_SUMS)}")
-    if name == "masked":
+    if sum_mode not in SECURE_SUMS:
+        raise ValueError(
+            f"unknown secure-sum mode {sum_mode!r}; choose from {list(SECURE_SUMS)}"
+        )
+    if sum_mode == "masked":
         return MaskedSum(experiment_id, **options)
-    if name == "ckks" and isinstance(options.get("params"), dict):
+    if sum_mode == "ckks" and isinstance(options.get("params"), dict):
         options = {**options, "params": CKKSParams(**options["params"])}
-    if name == "ckks":
+    if sum_mode == "ckks":
         options = {"experiment_id": experiment_id, **options}
-    return SECURE_SUMS[name](**options)
+    return SECURE_SUMS[sum_mode](**options)
 
 
 def secure_sum_for_stack(stack: Sequence[str]) -> str:

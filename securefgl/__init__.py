@@ -8,29 +8,33 @@ The front door::
     save_result(result, "results")
 
 Lower-level pieces live in ``securefgl.data`` (datasets, partitions, client views),
-``securefgl.federation`` (Channel, Transcript, parties, executors), ``securefgl.registry``
-(algorithms by name) and the ``protocols`` package.
+``securefgl.federation`` (Channel, Transcript, parties, executors),
+``securefgl.algorithms`` (one folder per family; ``registry`` finds them by name) and the
+``protocols`` package. Names are imported on first use, so ``securefgl --help`` stays fast.
 """
 
-from securefgl.config import ConfigError, ExperimentConfig
-from securefgl.data import load_dataset
-from securefgl.experiment import ExperimentResult, RunResult, run_experiment
-from securefgl.experiment.results import save_result
-from securefgl.federation import Channel, Transcript
-from securefgl.registry import ALGORITHMS
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ALGORITHMS",
-    "Channel",
-    "ConfigError",
-    "ExperimentConfig",
-    "ExperimentResult",
-    "RunResult",
-    "Transcript",
-    "__version__",
-    "load_dataset",
-    "run_experiment",
-    "save_result",
-]
+_EXPORTS = {
+    "ConfigError": "securefgl.config",
+    "ExperimentConfig": "securefgl.config",
+    "ExperimentResult": "securefgl.experiment.runner",
+    "RunResult": "securefgl.experiment.runner",
+    "run_experiment": "securefgl.experiment.runner",
+    "save_result": "securefgl.experiment.results",
+    "load_dataset": "securefgl.data",
+    "Channel": "securefgl.federation",
+    "Transcript": "securefgl.federation",
+}
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'securefgl' has no attribute {name!r}")

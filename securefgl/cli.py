@@ -2,11 +2,12 @@
 commands of installed plug-ins (``securefgl audit`` comes from the ``attacks`` package).
 
 Every :class:`~securefgl.config.ExperimentConfig` field is a flag, in one argparse group per
-topic (data, federation, protocol stack, training, output) and per algorithm section
-(FedStruct, FedGCN), with the help text and choices of its field metadata. Plug-ins are
-modules named in the ``securefgl.plugins`` entry-point group; each may define
-``register_commands(subparsers) -> {name: handler}`` and ``recommend_reports``, callables
-``(trainer, views, backend) -> dict`` whose results ``securefgl recommend`` prints.
+topic (data, federation, protocol stack, training, output) and one per installed family's
+settings section, with the help text and choices of its field metadata
+(:mod:`securefgl.config.families`). Plug-ins are modules named in the ``securefgl.plugins``
+entry-point group; each may define ``register_commands(subparsers) -> {name: handler}`` and
+``recommend_reports``, callables ``(trainer, views, aggregation) -> dict`` whose results
+``securefgl recommend`` prints.
 
 Errors (every command, plug-ins included): one line ``securefgl: ...`` on stderr, no
 traceback unless ``-v``; exit status 2 for usage and configuration errors, 1 for data,
@@ -23,6 +24,8 @@ import json
 import logging
 import sys
 import traceback
+import types
+import typing
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -30,9 +33,12 @@ from typing import Any
 
 from protocols.base import ProtocolError
 from protocols.fixedpoint import FixedPointOverflowError
-from securefgl.config import SECTIONS, ConfigError, ExperimentConfig, section_aliases
+from protocols.settings import ProtocolSettings
+from securefgl.config import ConfigError, ExperimentConfig, families, sections
+from securefgl.config.experiment import GRAPH_TASKS
+from securefgl.config.families import task_defaults, task_runner
+from securefgl.config.fields import hints, public_fields
 from securefgl.data.integrity import DatasetError
-from securefgl.recommendation.cli import add_recommend_parser, cmd_recommend
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -48,17 +54,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"securefgl: usage error: {self.prog}: {message} {hint}\n")
 
 
-#: Per section: the argparse group title and the flag prefix of its fields.
-SECTION_FLAGS = {
-    "fedstruct": ("FedStruct (Aliakbari et al. 2025; default: the dataset's Table 5 preset)", ""),
-    "fedgcn": ("FedGCN (Yao et al. 2023)", "fedgcn-"),
-    "fedgls": ("FedGLS family (Fu et al., TMLR)", "fedgls-"),
-    "graph": ("graph classification (--task graph; defaults: GPFL's set-up)", "graph-"),
-    "gpfl": ("GPFL (TMLR 2025): client network, private similarity and sums", "gpfl-"),
-    "spreadfgl": ("SpreadFGL / FedGL (Zhong et al.) and their baselines", "spreadfgl-"),
-    "fedsage": ("FedSage+ (Zhang et al., NeurIPS 2021)", "fedsage-"),
-}
-_SCALARS = {"int": int, "float": float, "str": str}
 _NAMES = {int: "integer", float: "number", str: "string"}
 
 
@@ -84,82 +79,108 @@ def _json_table(text: str) -> dict:
     return value
 
 
-def _add_flag(group: Any, f: dataclasses.Field, names: list[str], dest: str, default: Any) -> None:
-    """One flag for field ``f``; unset flags stay None (the TOML / default value wins)."""
-    meta, kind = f.metadata, str(f.type).replace(" | None", "")
+def _add_flag(
+    group: Any, f: dataclasses.Field, hint: Any, names: list[str], dest: str, default: Any,
+    choices: tuple[Any, ...] | None = None,
+) -> None:  # fmt: skip
+    """One flag for field ``f`` of type ``hint``; unset flags stay None (the TOML / default
+    value wins)."""
+    meta = f.metadata
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1:
+        hint = args[0]  # X | None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
     help_text = meta.get("help", "")
     if default is not None:
         help_text += f" (default: {default})"
-    options: dict[str, Any] = {"dest": dest, "default": None, "help": help_text}
-    if kind == "bool":
+    options: dict[str, Any] = {"dest": dest, "default": None, "help": help_text.replace("%", "%%")}
+    if hint is bool:
         group.add_argument(*names, action=argparse.BooleanOptionalAction, **options)
         return
-    if kind.startswith("list["):
-        options.update(type=_csv(_SCALARS[kind[5:-1]]), metavar="A,B,...")
-    elif kind.startswith("dict"):
+    if origin in (list, tuple):
+        options.update(type=_csv(args[0]), metavar="A,B,...")
+    elif origin is dict or hint is dict:
         options.update(type=_json_table, metavar="JSON")
     else:
-        options["type"] = _SCALARS[kind]
-    if meta.get("choices"):
-        options["choices"] = meta["choices"]
+        options["type"] = hint
+    if choices or meta.get("choices"):
+        options["choices"] = choices or meta["choices"]
+    elif "metavar" not in options:
+        options["metavar"] = dest.rsplit(".", 1)[-1].upper()
     group.add_argument(*names, **options)
 
 
-def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags for every generic field and every section field of ExperimentConfig."""
-    groups: dict[str, Any] = {}
-    for f in dataclasses.fields(ExperimentConfig):
-        if f.name in SECTIONS:
-            continue
-        topic = f.metadata.get("group", "other")
-        group = groups.get(topic) or groups.setdefault(topic, parser.add_argument_group(topic))
-        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-        _add_flag(group, f, [_flag(f.name)], f.name, default)
-    for name, kind in SECTIONS.items():
-        title, prefix = SECTION_FLAGS[name]
-        group = parser.add_argument_group(title)
-        aliases = section_aliases(kind)
-        for f in dataclasses.fields(kind):
-            names = [_flag(prefix + f.name)] + [_flag(a) for a, t in aliases.items() if t == f.name]
-            if prefix and f.metadata.get("unprefixed"):  # also without the prefix
-                names.append(_flag(f.name))
-            default = None if f.default is dataclasses.MISSING else f.default
-            _add_flag(group, f, names, f"{name}.{f.name}", default)
-
-
-def add_fedgls_preset_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--fedgls-preset",
-        action="store_true",
-        help="FedGLS's set-up for the dataset: louvain-largest partition, 60/20/20 per "
-        "client, hidden 16, lr 0.01, E = 5, the paper's K and rounds (flags still win)",
-    )
+def _default(f: dataclasses.Field) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None if f.default is dataclasses.MISSING else f.default
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
-    """The TOML file (if any), then ``--preset`` / ``--fedgls-preset``, then every flag that
-    was given."""
-    config = ExperimentConfig.from_toml(args.config) if args.config else ExperimentConfig()
-    dataset = getattr(args, "dataset", None) or config.dataset
-    if getattr(args, "preset", False):
-        from securefgl.fedstruct.settings import apply_preset
+def _section_flags(parser: Any, name: str, kind: type, title: str, prefix: str) -> None:
+    group = parser.add_argument_group(title)
+    kinds = hints(kind)
+    for f in public_fields(kind):
+        names = [_flag(f.metadata.get("flag") or prefix + f.name)]
+        if prefix and f.metadata.get("unprefixed"):  # also without the prefix
+            names.append(_flag(f.name))
+        _add_flag(group, f, kinds[f.name], names, f"{name}.{f.name}", _default(f))
 
-        config = apply_preset(config, dataset)
-    if getattr(args, "fedgls_preset", False):
-        from securefgl.fedgls.settings import apply_preset as apply_fedgls_preset
 
-        config = apply_fedgls_preset(config, dataset)
+def add_config_flags(parser: argparse.ArgumentParser, tasks: Sequence[str] = GRAPH_TASKS) -> None:
+    """Flags for the generic fields of ExperimentConfig that apply to ``tasks``, the
+    protocol section, and the sections and presets of the families of ``tasks``."""
+    groups: dict[str, Any] = {}
+    own = task_defaults(tasks[0]) if len(tasks) == 1 else {}
+    for f in dataclasses.fields(ExperimentConfig):
+        if f.metadata.get("internal") or f.metadata.get("section"):
+            continue
+        if not set(f.metadata.get("tasks", ())) & set(tasks):
+            continue
+        topic = f.metadata.get("group") or "other"
+        group = groups.get(topic) or groups.setdefault(topic, parser.add_argument_group(topic))
+        choices = tuple(tasks) if f.name == "task" else None  # the command's tasks only
+        _add_flag(group, f, hints(ExperimentConfig)[f.name], [_flag(f.name)], f.name,
+                  own.get(f.name, _default(f)), choices)  # fmt: skip
+    _section_flags(parser, "protocol", ProtocolSettings, "protocol stack", "")
+    shown: set[str] = set()
+    for family in families().values():
+        if family.task not in tasks:
+            continue
+        section = family.section
+        if section is not None and section.name not in shown:
+            shown.add(section.name)
+            _section_flags(parser, section.name, section.settings, section.title, section.prefix)
+        for preset in family.presets:
+            parser.add_argument(_flag(preset.flag), action="store_true", help=preset.help)
+
+
+def config_from_args(args: argparse.Namespace, task: str | None = None) -> ExperimentConfig:
+    """The TOML file (if any), then the presets given, then every flag that was given;
+    ``task``: the command's task when it has one (``securefgl recommend``)."""
     given = {k: v for k, v in vars(args).items() if v is not None}
+    if task is not None:
+        given["task"] = task
+    if getattr(args, "config", None):
+        config = ExperimentConfig.from_toml(args.config)
+        if task is not None and config.task != task:
+            config = config.replace(task=task)
+    else:
+        config = ExperimentConfig(**({"task": task} if task else {}))
+    dataset = given.get("dataset") or config.dataset
+    for family in families().values():
+        for preset in family.presets:
+            if given.get(preset.flag.replace("-", "_")):
+                config = preset.apply(config, dataset)
     changes: dict[str, Any] = {
         f.name: given[f.name]
         for f in dataclasses.fields(ExperimentConfig)
-        if f.name not in SECTIONS and f.name in given
+        if not f.metadata.get("internal") and not f.metadata.get("section") and f.name in given
     }
-    for name in SECTIONS:
+    for name in ("protocol", *sections()):
         section = {k.split(".", 1)[1]: v for k, v in given.items() if k.startswith(f"{name}.")}
         if section:
             changes[name] = section
@@ -188,21 +209,26 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
     run = sub.add_parser("run", help="train and compare algorithms; saves JSON + Markdown")
     run.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    run.add_argument(
-        "--preset",
-        action="store_true",
-        help="FedStruct Table 5 lr / weight decay / dropout / rounds for the dataset "
-        "(explicit flags still win)",
-    )
-    add_fedgls_preset_flag(run)
     add_config_flags(run)
     ds = sub.add_parser("datasets", help="which datasets are available offline")
-    ds.add_argument("--root", help="data root (default: $SECUREFGL_DATA)")
-    add_recommend_parser(sub)
+    ds.add_argument(
+        "--data-root", "--root", dest="root", help="data root (default: $SECUREFGL_DATA)"
+    )
+    rec = sub.add_parser(
+        "recommend", help="federated recommendation (FeSoG / FedGNN) on a rating dataset"
+    )
+    rec.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
+    rec.add_argument(
+        "--checkpoint",
+        help="directory where the run saves itself every 10 evaluations and from which it "
+        "resumes (each party writes its own file)",
+    )
+    rec.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_config_flags(rec, tasks=("recommendation",))
     handlers: dict[str, Handler] = {
         "run": _cmd_run,
         "datasets": _cmd_datasets,
-        "recommend": lambda args: cmd_recommend(args, _recommend_reports(plugins)),
+        "recommend": lambda args: _cmd_recommend(args, _recommend_reports(plugins)),
     }
     for plugin in plugins:
         register = getattr(plugin, "register_commands", None)
@@ -230,7 +256,7 @@ def print_table(result: Any, folder: Any) -> None:
     split = f"Dirichlet α={cfg.graph.dirichlet:g}" if cfg.task == "graph" else cfg.partition
     table = Table(
         title=f"{cfg.dataset} · {split} · K={cfg.clients} · "
-        f"{'+'.join(cfg.protocol) or 'plain'} · {len(cfg.seeds)} seed(s)"
+        f"{cfg.protocol.label} · {len(cfg.seeds)} seed(s)"
     )
     columns = (
         "algorithm", "model", "federated", "test acc %", "test macro-F1 %", "ε (δ)", "MB",
@@ -262,6 +288,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_output_dir(config.output_dir)  # before hours of training, not after
     result = run_experiment(config, progress=not args.no_progress)
     print_table(result, save_result(result))
+    return 0
+
+
+def _cmd_recommend(args: argparse.Namespace, reports: Sequence[Callable[..., dict]]) -> int:
+    """Train every algorithm × seed, then run every ``report(trainer, views, aggregation)``
+    on each trained federated model; their ``summary`` lines are printed."""
+    from securefgl.experiment.results import check_output_dir, save_rows
+
+    config = config_from_args(args, task="recommendation")
+    run = task_runner("recommendation")
+    if run is None:
+        raise ConfigError("no installed family runs the recommendation task")
+    check_output_dir(config.output_dir)
+    rows = run(config, reports, args.checkpoint)
+    folder = save_rows(config, rows)
+    if args.json:
+        print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=1, default=str))
+        print(f"saved: {folder}/result.json", file=sys.stderr)
+        return 0
+    for row in rows:
+        print(
+            f"{row['method']} on {row['dataset']['dataset']} (seed {row['seed']}): test RMSE "
+            f"{row['test_rmse']:.4f}  MAE {row['test_mae']:.4f}  ({row['rounds']} rounds, "
+            f"{row['seconds']:.0f}s)"
+        )
+        print(f"privacy: {row['privacy']}")
+        for value in row.values():
+            if isinstance(value, dict) and "summary" in value:
+                print(value["summary"])
+    print(f"saved: {folder}/result.json")
     return 0
 
 

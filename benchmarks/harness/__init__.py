@@ -6,8 +6,10 @@
 * :mod:`.timing`: best-of-N timings of plain calls;
 * :mod:`.results`: atomic JSON / text writes, lock files, resumable partial files, figures;
 * :mod:`.notes`: Markdown notes and templates (``benchmarks/notes``) and data files
-  (``benchmarks/data``).
+  (``benchmarks/data``);
+* :mod:`.fedstruct_paper`: the FedStruct paper's numbers per cell (the FedStruct
+  reproduction and the baselines).
 
-Benchmark scripts run as ``python benchmarks/<script>.py``, so this package is imported as
-``harness``.
+Benchmark scripts run as ``python -m benchmarks.<script>`` and import this package as
+``benchmarks.harness``; a helper that two scripts import lives here.
 """

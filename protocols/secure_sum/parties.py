@@ -457,6 +457,8 @@ class SecureSum(ABC):
     name: ClassVar[str]
     setup_phases: ClassVar[tuple[Phase, ...]] = ()
     round_phases: ClassVar[tuple[Phase, ...]] = ROUND_PHASES
+    #: the role interfaces its phases run on (see ``AggregationProtocol.party_types``)
+    party_types: ClassVar[tuple[type[ProtocolParty], ...]] = (SecureSumClient, SecureSumServer)
 
     def __init__(
         self,

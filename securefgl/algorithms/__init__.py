@@ -1,5 +1,2 @@
-"""Algorithms: the base class and the baselines (the registry is :mod:`securefgl.registry`)."""
-
-from securefgl.algorithms.base import Algorithm, Federation, SplitPredictions
-
-__all__ = ["Algorithm", "Federation", "SplitPredictions"]
+"""Algorithms: the base class, shared building blocks (``common``) and one folder per
+family; :mod:`securefgl.algorithms.registry` finds them by name."""

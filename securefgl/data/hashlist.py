@@ -11,7 +11,7 @@ from pathlib import Path
 from securefgl.data.datasets import DATASETS
 from securefgl.data.graph_datasets import TU_DATASETS
 from securefgl.data.integrity import KNOWN_HASHES, parse_sums
-from securefgl.recommendation.data import RATING_DATASETS
+from securefgl.data.ratings import RATING_DATASETS
 
 
 def loader_files() -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from securefgl.algorithms import SplitPredictions
+from securefgl.algorithms.base import SplitPredictions
 
 
 def accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:

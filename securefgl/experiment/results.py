@@ -9,8 +9,9 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from securefgl.config import ConfigError, check_run_name
+from securefgl.config import ConfigError, ExperimentConfig, check_run_name
 from securefgl.experiment.runner import ExperimentResult
 
 
@@ -29,7 +30,7 @@ def markdown_table(result: ExperimentResult) -> str:
     third = last if graph else "val acc"
     lines = [
         f"# {cfg.dataset} · {split} · {cfg.clients} clients · "
-        f"protocol {'+'.join(cfg.protocol) or 'plain'}",
+        f"protocol {cfg.protocol.label}",
         "",
         f"{cfg.rounds} rounds × {cfg.local_epochs} local epoch(s), "
         + (f"fold {cfg.graph.test_fold} of {cfg.graph.folds} per client tested, "
@@ -114,4 +115,16 @@ def save_result(result: ExperimentResult, output_dir: str | Path | None = None) 
     for run in result.runs:
         if run.transcript is not None:
             run.transcript.save(folder / f"transcript-{run.algorithm}-seed{run.seed}")
+    return folder
+
+
+def save_rows(config: ExperimentConfig, rows: list[dict[str, Any]]) -> Path:
+    """Write a row-per-run task's results (e.g. ``securefgl recommend``) as ``result.json``
+    (config and rows) into ``<output_dir>/<name>/``; returns the folder."""
+    check_run_name(config.name)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    folder = Path(config.output_dir) / (config.name or f"{config.dataset.lower()}-{stamp}")
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = {"config": config.to_dict(), "runs": rows}
+    write_atomic(folder / "result.json", json.dumps(payload, indent=2, default=str))
     return folder

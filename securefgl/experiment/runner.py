@@ -21,7 +21,8 @@ import torch
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
-from securefgl.algorithms import Algorithm, Federation
+from securefgl.algorithms.base import Algorithm
+from securefgl.algorithms.registry import algorithm_class, check_config, cross_edge_mode
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data import (
     ClientGraph,
@@ -41,8 +42,8 @@ from securefgl.experiment.graph_world import (
 )
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
+from securefgl.federation.federation import Federation
 from securefgl.federation.stack import build_stack
-from securefgl.registry import algorithm_class, check_config, cross_edge_mode
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,7 @@ def run_single(
         transcript = Transcript(store_payloads=config.store_payloads)
     channel = Channel(transcript)
     per_round = max(1, round(config.client_fraction * config.clients))
-    noise_seed = seed if config.seeded_noise else None  # privacy noise: secret by default
+    noise_seed = seed if config.protocol.seeded_noise else None  # privacy noise: secret by default
     experiment_id = f"{config.name or 'run'}|seed={seed}"
     stack = build_stack(config, per_round, experiment_id=experiment_id, seed=noise_seed)
     algo = cls(config)
@@ -304,7 +305,7 @@ def run_single(
             history,
             part.report(graph).to_dict(),
             setup_bytes,
-            _privacy(stack.privacy(), algo.privacy(), config.seeded_noise),
+            _privacy(stack.privacy(), algo.privacy(), config.protocol.seeded_noise),
             transcript if transcript.store_payloads else None,
             SimulationState(graph, np.asarray(part.assignment), views, algo, view_seed)
             if keep_state

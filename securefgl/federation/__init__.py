@@ -3,23 +3,18 @@
 from securefgl.federation.channel import Channel
 from securefgl.federation.executor import Executor, LocalExecutor
 from securefgl.federation.party import (
-    AGG,
     SERVER,
-    SUMS,
-    TRAIN,
     Call,
     Party,
     PartyError,
     ProtocolHost,
+    Target,
     client_party_id,
 )
 from securefgl.federation.transcript import PartyView, Transcript, TranscriptEntry
 
 __all__ = [
-    "AGG",
     "SERVER",
-    "SUMS",
-    "TRAIN",
     "Call",
     "Channel",
     "Executor",
@@ -28,6 +23,7 @@ __all__ = [
     "PartyError",
     "PartyView",
     "ProtocolHost",
+    "Target",
     "Transcript",
     "TranscriptEntry",
     "client_party_id",

@@ -87,7 +87,7 @@ def protocol_party(args: dict[str, Any], party_id: str) -> ProtocolParty:
     if stack is None:
         config = config_from_json(args["config"])
         registry = args.get("registry")
-        if registry is None and config.threat_model != HONEST_BUT_CURIOUS:
+        if registry is None and config.protocol.threat_model != HONEST_BUT_CURIOUS:
             raise PartyError("the malicious-server model needs the experiment's key registry")
         pki = None if registry is None else Pki.held(KeyRegistry.from_wire(registry))
         stack = build_stack(config, args["per_round"], args["experiment_id"],

@@ -1,9 +1,10 @@
 """Executors run calls on parties. The local executor runs them in turn in this process.
 
 The interface passes only :class:`~securefgl.federation.party.Call` s: a party id, a
-sub-party name, a method name and wire-serialisable arguments (envelopes, arrays, numbers),
-so an executor can hold the parties in other processes or machines. Parties are given as
-built objects or as :class:`~securefgl.federation.recipes.Recipe` s (built where they live).
+method by reference (:class:`~securefgl.federation.party.Target`) and wire-serialisable
+arguments (envelopes, arrays, numbers), so an executor can hold the parties in other
+processes or machines. Parties are given as built objects or as
+:class:`~securefgl.federation.recipes.Recipe` s (built where they live).
 """
 
 from __future__ import annotations
@@ -12,11 +13,21 @@ import time
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from protocols.base import Envelope, Inbox, Invoke
-from securefgl.federation.party import Call, Party, PartyError, check_wire_value
+from protocols.base import Envelope, Inbox, ProtocolParty
+from securefgl.federation.party import Call, Party, PartyError, Target, check_wire_value
 from securefgl.federation.recipes import Recipe, build
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class PhasedProtocol(Protocol):
+    """What :meth:`Executor.phases` needs of a protocol: its parties' role interfaces."""
+
+    party_types: tuple[type[ProtocolParty], ...]
 
 
 class Executor(ABC):
@@ -40,27 +51,41 @@ class Executor(ABC):
     def shutdown(self) -> None:  # noqa: B027 - nothing to release for in-process parties
         """Release remote workers (nothing for parties in this process)."""
 
-    def map(self, party_ids: Sequence[str], sub: str, method: str, *args: Any) -> list[Any]:
-        """The same call on several parties."""
-        return self.call([Call(pid, sub, method, args) for pid in party_ids])
+    def map(
+        self,
+        party_ids: Sequence[str],
+        method: Callable[Concatenate[Any, P], R],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> list[R]:
+        """The same method (given as ``Class.method``) on several parties."""
+        target = Target.of(method)
+        return self.call([Call(pid, target, tuple(args), dict(kwargs)) for pid in party_ids])
 
-    def invoke(self, party_id: str, sub: str, method: str, inbox: Inbox) -> list[Envelope]:
-        """One protocol phase: ``method(inbox)`` on the sub-party ``sub``."""
-        return self.call([Call(party_id, sub, method, (inbox,))])[0]
+    def invoke(self, party_id: str, target: Target[Any], inbox: Inbox) -> list[Envelope]:
+        """One protocol phase: ``target(inbox)`` on ``party_id``."""
+        return self.call([Call(party_id, target, (inbox,))])[0]
 
-    def phases(self, sub: str) -> Invoke:
-        """The ``invoke`` hook of :func:`protocols.base.run_phases` for sub-party ``sub``."""
+    def phases(self, protocol: PhasedProtocol) -> PhaseCalls:
+        """The ``invoke`` hook of :func:`protocols.base.run_phases` for ``protocol``: each
+        phase runs on the party's role that is one of ``protocol.party_types``."""
+        return PhaseCalls(self, tuple(protocol.party_types))
 
-        def invoke(party_id: str, method: str, inbox: Inbox) -> list[Envelope]:
-            return self.invoke(party_id, sub, method, inbox)
 
-        def batch(method: str, requests: list[tuple[str, Inbox]]) -> list[list[Envelope] | None]:
-            return self.call_survivors(
-                [Call(pid, sub, method, (inbox,)) for pid, inbox in requests]
-            )
+@dataclass(frozen=True)
+class PhaseCalls:
+    """Protocol phases as calls: one party (``__call__``) or a phase's parties together
+    (``batch``, which an executor may run in parallel; None for a party gone silent)."""
 
-        invoke.batch = batch  # type: ignore[attr-defined]  # a phase's parties together
-        return invoke
+    executor: Executor
+    types: tuple[type[ProtocolParty], ...]
+
+    def __call__(self, party_id: str, method: str, inbox: Inbox) -> list[Envelope]:
+        return self.executor.invoke(party_id, Target.phase(method, self.types), inbox)
+
+    def batch(self, method: str, requests: list[tuple[str, Inbox]]) -> list[list[Envelope] | None]:
+        target = Target.phase(method, self.types)
+        return self.executor.call_survivors([Call(p, target, (box,)) for p, box in requests])
 
 
 class LocalExecutor(Executor):
@@ -74,7 +99,7 @@ class LocalExecutor(Executor):
     the parallel critical path (network time excluded).
 
     Per-call accounting: :attr:`seconds_by_call` sums the clock seconds of every call per
-    ``(party, sub-party, method)``, :attr:`wall_seconds_by_call` the same in wall-clock
+    ``(party, role interface, method)``, :attr:`wall_seconds_by_call` the same in wall-clock
     seconds (equal when ``clock`` is ``time.perf_counter``); :meth:`seconds_by_party` sums
     either over a party's calls.
     """
@@ -91,7 +116,7 @@ class LocalExecutor(Executor):
         self.parties = built
         self.clock = clock  # e.g. time.process_time: CPU time, immune to other jobs' load
         self._overlap = 0.0
-        self._phase: tuple[tuple[str, str], set[str], float, float] | None = None
+        self._phase: tuple[Target[Any], set[str], float, float] | None = None
         self.seconds_by_call: defaultdict[tuple[str, str, str], float] = defaultdict(float)
         self.wall_seconds_by_call: defaultdict[tuple[str, str, str], float] = defaultdict(float)
 
@@ -116,21 +141,17 @@ class LocalExecutor(Executor):
             self._phase = None
 
     def _timed(self, call: Call) -> tuple[Any, float]:
-        pid, sub, method, args = call
-        where = f"{pid}.{sub}.{method}"
+        pid, target, args, kwargs = call
         if pid not in self.parties:
             raise PartyError(f"no party {pid!r} in this executor")
-        if method.startswith("_"):
-            raise PartyError(f"{where}: private methods cannot be called")
-        check_wire_value(args, f"{where} arguments")
-        fn = getattr(self.parties[pid].sub(sub), method, None)
-        if not callable(fn):
-            raise PartyError(f"{where}: no such method")
+        check_wire_value([args, kwargs], f"{call.label} arguments")
+        fn = target.bind(self.parties[pid])
         t, wall = self.clock(), time.perf_counter()
-        out = fn(*args)
+        out = fn(*args, **kwargs)
         dt = self.clock() - t
-        self.seconds_by_call[pid, sub, method] += dt
-        self.wall_seconds_by_call[pid, sub, method] += time.perf_counter() - wall
+        key = (pid, *target.label.rsplit(".", 1))
+        self.seconds_by_call[key] += dt  # type: ignore[index]
+        self.wall_seconds_by_call[key] += time.perf_counter() - wall  # type: ignore[index]
         return out, dt
 
     def call(self, calls: Sequence[Call]) -> list[Any]:
@@ -143,12 +164,12 @@ class LocalExecutor(Executor):
         self._overlap += total - longest
         return out
 
-    def invoke(self, party_id: str, sub: str, method: str, inbox: Inbox) -> list[Envelope]:
-        phase, key = self._phase, (sub, method)
-        if phase is None or phase[0] != key or party_id in phase[1]:
+    def invoke(self, party_id: str, target: Target[Any], inbox: Inbox) -> list[Envelope]:
+        phase = self._phase
+        if phase is None or phase[0] != target or party_id in phase[1]:
             self._close_phase()
-            phase = (key, set(), 0.0, 0.0)
-        out, dt = self._timed(Call(party_id, sub, method, (inbox,)))
+            phase = (target, set(), 0.0, 0.0)
+        out, dt = self._timed(Call(party_id, target, (inbox,)))
         phase[1].add(party_id)
-        self._phase = (key, phase[1], phase[2] + dt, max(phase[3], dt))
+        self._phase = (target, phase[1], phase[2] + dt, max(phase[3], dt))
         return out

@@ -31,7 +31,7 @@ from protocols.base import ProtocolError
 from protocols.identity import install_provisioned, keystore_parties
 from securefgl.federation.codec import decode_value, encode_value
 from securefgl.federation.executor import Executor
-from securefgl.federation.party import Call, PartyError
+from securefgl.federation.party import Call, PartyError, Target
 from securefgl.federation.recipes import Recipe, build
 
 
@@ -58,22 +58,20 @@ class PartyWorker:
             install_provisioned(keys, party_id)
         self.parties[party_id] = build(Recipe(spec["builder"], spec["args"]))
 
-    def run(self, calls: list[tuple[str, str, str, bytes]]) -> list[tuple[str, bytes, float]]:
+    def run(self, calls: list[tuple[str, list[str], str, bytes]]) -> list[tuple[str, bytes, float]]:
         """Each call's (status, encoded result or error text, seconds), in order: status
         ``ok``, ``protocol`` (a :class:`ProtocolError`: the protocol run cannot complete) or
-        ``error``; the calls after a failed one are not run."""
+        ``error``; the calls after a failed one are not run. A call is (party, the import
+        paths of the method's role interfaces, the method's name, encoded [args, kwargs])."""
         out: list[tuple[str, bytes, float]] = []
-        for pid, sub, method, args in calls:
+        for pid, interfaces, method, data in calls:
             t0 = time.perf_counter()
             try:
                 if pid not in self.parties:
                     raise PartyError(f"no party {pid!r} on this worker")
-                if method.startswith("_"):
-                    raise PartyError(f"{pid}.{sub}.{method}: private methods cannot be called")
-                fn = getattr(self.parties[pid].sub(sub), method, None)
-                if not callable(fn):
-                    raise PartyError(f"{pid}.{sub}.{method}: no such method")
-                result = encode_value(fn(*decode_value(args)))
+                fn = Target.from_wire(interfaces, method).bind(self.parties[pid])
+                args, kwargs = decode_value(data)
+                result = encode_value(fn(*args, **kwargs))
             except Exception as exc:  # reported to the driver, which raises it
                 status = "protocol" if isinstance(exc, ProtocolError) else "error"
                 out.append((status, f"{type(exc).__name__}: {exc}".encode(), 0.0))
@@ -120,6 +118,11 @@ class PartyWorker:
             if arr.shape[1] >= min_columns:
                 digests.update(hashlib.sha256(row.tobytes()).hexdigest() for row in arr)
         return sorted(digests)
+
+
+def _wire_call(call: Call) -> tuple[str, list[str], str, bytes]:
+    interfaces, method = call.target.to_wire()
+    return call.party, interfaces, method, encode_value([list(call.args), call.kwargs])
 
 
 def ray_module() -> Any:
@@ -220,12 +223,9 @@ class RayExecutor(Executor):
                 raise PartyError(f"{call.party} went silent earlier in this run")
             per_worker.setdefault(self.home[call.party], []).append(i)
         refs = {
-            self.workers[w].run.remote(
-                [(calls[i].party, calls[i].sub, calls[i].method, encode_value(calls[i].args))
-                 for i in idx]
-            ): w
+            self.workers[w].run.remote([_wire_call(calls[i]) for i in idx]): w
             for w, idx in per_worker.items()
-        }  # fmt: skip
+        }
         ready, late = self.ray.wait(list(refs), num_returns=len(refs), timeout=self.party_timeout)
         out: list[Any] = [None] * len(calls)
         lost: list[str] = []
@@ -241,7 +241,7 @@ class RayExecutor(Executor):
             for i, (status, data, seconds) in zip(per_worker[w], answer, strict=False):
                 call = calls[i]
                 if status != "ok":
-                    where = f"{call.party}.{call.sub}.{call.method}"
+                    where = call.label
                     error = ProtocolError if status == "protocol" else PartyError
                     raise error(f"{where} failed on worker {w}: {data.decode()}")
                 out[i] = decode_value(data)

@@ -30,7 +30,8 @@ from protocols.ckks import DEFAULT_AUTHORITY_ID
 from protocols.dp import ClipNoiseMechanism, DPAggregation, GaussianLDP, LaplaceLDP
 from protocols.dp.accounting import Accountant
 from protocols.identity import HONEST_BUT_CURIOUS, Pki
-from protocols.registry import make_transport, parse_stack
+from protocols.registry import make_transport
+from protocols.settings import ProtocolSettings
 from securefgl.config import ExperimentConfig
 from securefgl.federation.party import SERVER, client_party_id
 
@@ -137,20 +138,20 @@ class ProtocolStack:
         return f"none claimed ({self.sampling} sampling): q = 1"
 
 
-def _mechanism(name: str, config: ExperimentConfig, transport: str, clients: int) -> Any:
+def _mechanism(name: str, settings: ProtocolSettings, transport: str, clients: int) -> Any:
     if name == "clip_noise":
-        mode = config.dp_mode
+        mode = settings.dp_mode
         if mode == "auto":
             mode = "central" if transport == "plain" else "distributed"
         return ClipNoiseMechanism(
-            clip_norm=config.dp_clip,
-            noise_multiplier=config.dp_noise,
+            clip_norm=settings.dp_clip,
+            noise_multiplier=settings.dp_noise,
             mode=mode,
             expected_clients=clients,
         )
     if name == "ldp_laplace":
-        return LaplaceLDP(clip=config.dp_clip, epsilon=config.dp_epsilon)
-    return GaussianLDP(clip_norm=config.dp_clip, noise_multiplier=config.dp_noise)
+        return LaplaceLDP(clip=settings.dp_clip, epsilon=settings.dp_epsilon)
+    return GaussianLDP(clip_norm=settings.dp_clip, noise_multiplier=settings.dp_noise)
 
 
 #: the stacks alive in this process, by token (a party built here from a recipe uses the
@@ -169,34 +170,51 @@ def build_stack(
     seed: int | None = None,
     pki: Pki | None = None,
 ) -> ProtocolStack:
-    """The protocol stack of ``config`` for rounds of ``clients_per_round`` clients.
+    """The protocol stack of ``config`` for rounds of ``clients_per_round`` clients
+    (:func:`protocol_stack` with the experiment's clients and sampling)."""
+    return protocol_stack(
+        config.protocol, clients=config.clients, sampling=config.client_sampling,
+        clients_per_round=clients_per_round, experiment_id=experiment_id, seed=seed, pki=pki,
+    )  # fmt: skip
+
+
+def protocol_stack(
+    settings: ProtocolSettings,
+    *,
+    clients: int,
+    clients_per_round: int,
+    sampling: str = "fixed",
+    experiment_id: str = "securefgl",
+    seed: int | None = None,
+    pki: Pki | None = None,
+) -> ProtocolStack:
+    """The stack of ``settings`` for a federation of ``clients`` clients (party ids
+    ``client-0`` …), rounds of ``clients_per_round`` of them drawn by ``sampling``.
 
     Malicious-server model: ``pki`` is the experiment's PKI as this process holds it
     (:meth:`Pki.held`); None issues one here (the experiment as registrar)."""
-    transport_name, mech_name = parse_stack(config.protocol)
-    t = config.secagg_threshold
-    threshold = int(t) if t is not None and t > 1 else t  # > 1: a count; ≤ 1: a fraction
-    threat = config.threat_model
+    transport_name, mech_name = settings.transport, settings.mechanism
+    threat = settings.threat_model
     if threat == HONEST_BUT_CURIOUS:
         pki = None
     elif pki is None:  # the experiment is the registrar, never the server
-        ids = [client_party_id(i) for i in range(config.clients)]
+        ids = [client_party_id(i) for i in range(clients)]
         pki = Pki.issue([SERVER, DEFAULT_AUTHORITY_ID, *ids])
     transport = make_transport(
-        transport_name, experiment_id, threshold=threshold, neighbours=config.secagg_k,
-        threat_model=threat, pki=pki,
+        transport_name, experiment_id, threshold=settings.threshold(),
+        neighbours=settings.secagg_k, threat_model=threat, pki=pki,
     )  # fmt: skip
     names = [n for n in (mech_name, transport_name) if n]
-    sampling, colluding = config.client_sampling, config.dp_colluding_clients
+    colluding = settings.dp_colluding_clients
     built = {"clients_per_round": clients_per_round, "experiment_id": experiment_id}
     if mech_name is None:
         return ProtocolStack(
             transport, names, sampling=sampling, threat_model=threat, pki=pki, **built
         )
-    mechanism = _mechanism(mech_name, config, transport_name, clients_per_round)
+    mechanism = _mechanism(mech_name, settings, transport_name, clients_per_round)
 
     def ledger(adversary: str, amplified: bool, assumes: str = "") -> Ledger:
-        accountant = mechanism.new_accountant(config.dp_accountant, config.dp_delta)
+        accountant = mechanism.new_accountant(settings.dp_accountant, settings.dp_delta)
         return Ledger(adversary, accountant, amplified, assumes)
 
     poisson = sampling == "poisson"  # secret client-side coins
@@ -219,5 +237,7 @@ def build_stack(
 
 def build_protocol(stack: Sequence[str], experiment_id: str = "securefgl") -> AggregationProtocol:
     """Just the protocol of a stack with default parameters (tests, quick scripts)."""
-    config = ExperimentConfig(protocol=list(stack))
-    return build_stack(config, clients_per_round=1, experiment_id=experiment_id).protocol
+    return protocol_stack(
+        ProtocolSettings(stack=list(stack)), clients=1, clients_per_round=1,
+        experiment_id=experiment_id,
+    ).protocol  # fmt: skip

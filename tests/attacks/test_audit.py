@@ -74,7 +74,7 @@ def _tiny_base() -> ExperimentConfig:
         partition="random",
         rounds=2,
         hidden=8,
-        dp_noise=2.0,
+        protocol={"dp_noise": 2.0},
     )
 
 

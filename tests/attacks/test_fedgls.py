@@ -8,7 +8,7 @@ from attacks.fedgls_leakage import learned_graph_replay, update_feature_support
 from attacks.link_stealing import link_stealing
 from attacks.registry import attacks_for
 from attacks.simulation import simulate
-from tests.securefgl.fedgls.world import tiny_config, tiny_graph
+from tests.securefgl.algorithms.fedgls.world import tiny_config, tiny_graph
 
 KEEP = frozenset({"fedgls/model"})
 

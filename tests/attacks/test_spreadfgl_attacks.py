@@ -15,9 +15,9 @@ from attacks.registry import attacks_for
 from attacks.simulation import simulate
 from protocols.dp.rows import RandomizedResponse
 from protocols.wire import Payload
-from securefgl.spreadfgl.client import H_TAG
-from securefgl.spreadfgl.patch import PATCH_TAG
-from tests.securefgl.spreadfgl.world import tiny_config, tiny_graph
+from securefgl.algorithms.spreadfgl.client import H_TAG
+from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
+from tests.securefgl.algorithms.spreadfgl.world import tiny_config, tiny_graph
 
 KEEP = frozenset({H_TAG, PATCH_TAG})
 

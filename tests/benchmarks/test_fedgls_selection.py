@@ -1,24 +1,17 @@
 """FedGLS reproduction: the best-validation round and the report's view of it."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import torch
 
-from securefgl.fedgls.learner import feature_knn
-from securefgl.fedgls.models import Propagation
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
-
-from fedgls_repro.drift import client_drift  # noqa: E402
-from fedgls_repro.report import (  # noqa: E402
+from benchmarks.reproduce_fedgls.__main__ import selected_accuracies
+from benchmarks.reproduce_fedgls.drift import client_drift
+from benchmarks.reproduce_fedgls.report import (
     best_val_rows,
     select_on_validation,
     with_chosen_settings,
 )
-from reproduce_fedgls import selected_accuracies  # noqa: E402
+from securefgl.algorithms.fedgls.learner import feature_knn
+from securefgl.algorithms.fedgls.models import Propagation
 
 
 def test_best_validation_round_is_the_first_maximum_and_last_is_the_last_evaluated():

@@ -2,16 +2,12 @@
 streams and seeds, and its report row sits beside the same method on our splits."""
 
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from gpfl_repro.grid import AUTHORS_SEEDS, Cell, cell_seeds, make_config  # noqa: E402
-from gpfl_repro.report import authors_split, variants  # noqa: E402
+from benchmarks.reproduce_gpfl.grid import AUTHORS_SEEDS, Cell, cell_seeds, make_config
+from benchmarks.reproduce_gpfl.report import authors_split, variants
 
 
 def test_authors_split_cells_take_the_codes_streams_and_seeds():
@@ -44,7 +40,7 @@ def test_the_report_sets_both_splits_side_by_side_and_keeps_variants_apart():
 
 
 def test_other_test_folds_of_the_codes_splits_and_their_five_fold_mean():
-    from gpfl_repro.grid import authors_tag
+    from benchmarks.reproduce_gpfl.grid import authors_tag
 
     assert authors_tag("self-train[authors-fold3]") == ("self-train", 3)
     assert authors_tag("gpfl[paper-gamma]") == ("gpfl[paper-gamma]", None)
@@ -72,8 +68,7 @@ def test_the_logged_runs_cell_fixes_its_split_and_evaluates_every_round():
 
 @pytest.mark.skipif(not os.environ.get("SECUREFGL_DATA"), reason="SECUREFGL_DATA is not set")
 def test_the_logged_runs_cell_draws_the_split_the_log_prints_whatever_the_training_seed():
-    from gpfl_repro.code_log import code_log
-
+    from benchmarks.reproduce_gpfl.code_log import code_log
     from securefgl.experiment.graph_world import draw_graph_world, load_graph_data
 
     cfg, _ = make_config(Cell("NCI1", 25, 1.0, "self-train[authors-log]"), rounds=3)
@@ -85,7 +80,7 @@ def test_the_logged_runs_cell_draws_the_split_the_log_prints_whatever_the_traini
 
 
 def test_the_log_table_reads_the_log_against_our_seeds_round_by_round():
-    from gpfl_repro.code_log import log_table, mean_curve
+    from benchmarks.reproduce_gpfl.code_log import log_table, mean_curve
 
     runs = [{"seed": s, "best_last": 70.0 + 2 * s, "final": 69.0,
              "curve": [[r, 60.0 + s] for r in range(1, 201)]} for s in range(2)]  # fmt: skip
@@ -101,7 +96,7 @@ def test_the_log_table_reads_the_log_against_our_seeds_round_by_round():
 
 
 def test_the_codes_seed0_split_is_fixed_in_any_cell_and_sits_beside_the_other_splits():
-    from gpfl_repro.code_log import seed0_table
+    from benchmarks.reproduce_gpfl.code_log import seed0_table
 
     cell = Cell("PROTEINS", 20, 1.0, "self-train[authors-seed0]")
     cfg, algo = make_config(cell, rounds=3)

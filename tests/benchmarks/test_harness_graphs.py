@@ -1,13 +1,7 @@
 """The scripts' graph cache reloads only when what load_graph reads changes."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from harness.graphs import OneGraphCache  # noqa: E402
-
-from securefgl.config import ExperimentConfig  # noqa: E402
+from benchmarks.harness.graphs import OneGraphCache
+from securefgl.config import ExperimentConfig
 
 
 def test_the_same_data_is_kept_and_other_data_replaces_it():

@@ -1,12 +1,6 @@
 """Grid result files shared by concurrent processes: nothing saved by one is lost."""
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
-
-from harness.results import csv_list, read_json, save_seed_rows  # noqa: E402
+from benchmarks.harness.results import csv_list, read_json, save_seed_rows
 
 
 def _key(row):

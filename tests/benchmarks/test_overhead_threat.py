@@ -1,13 +1,7 @@
 """The protocol-overhead grid with a threat model: cells, ratios, old rows stamped."""
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
-
-from overhead import threat  # noqa: E402
-from overhead.cells import Cell, make_protocol, sort_key  # noqa: E402
+from benchmarks.protocol_overhead import threat
+from benchmarks.protocol_overhead.cells import Cell, make_protocol, sort_key
 
 
 def _row(protocol, tm, client, **extra):

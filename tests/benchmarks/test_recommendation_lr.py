@@ -1,12 +1,6 @@
 """Recommendation reproduction: the main table's server lr is chosen on validation RMSE."""
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
-
-from reproduce_recommendation import select_lr, table_rows  # noqa: E402
+from benchmarks.reproduce_recommendation.__main__ import select_lr, table_rows
 
 
 def run(lr: float, seed: int, val: float, test: float, dataset: str = "Epinions") -> dict:
@@ -53,7 +47,7 @@ def test_table_rows_replace_stale_summaries_when_the_choice_changes():
 
 
 def test_runs_recorded_by_separate_processes_are_merged_not_overwritten(tmp_path, monkeypatch):
-    import reproduce_recommendation as rr
+    from benchmarks.reproduce_recommendation import __main__ as rr
 
     monkeypatch.setattr(rr, "RUNS", tmp_path / "runs.json")
     monkeypatch.setattr(rr, "JSON", tmp_path / "rows.json")
@@ -65,7 +59,7 @@ def test_runs_recorded_by_separate_processes_are_merged_not_overwritten(tmp_path
 
 
 def test_a_run_stopped_by_a_lower_round_cap_is_run_on_and_replaced(tmp_path, monkeypatch):
-    import reproduce_recommendation as rr
+    from benchmarks.reproduce_recommendation import __main__ as rr
 
     monkeypatch.setattr(rr, "RUNS", tmp_path / "runs.json")
     monkeypatch.setattr(rr, "JSON", tmp_path / "rows.json")

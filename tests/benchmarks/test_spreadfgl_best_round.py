@@ -1,13 +1,14 @@
 """``best-round`` reruns Table II's cells unchanged but evaluated along the way, and reads
 the round of the best validation accuracy, never the test accuracy, to pick it."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from spreadfgl_repro.grid import EVAL_EVERY, Cell, make_config, plan, round_accuracies  # noqa: E402
-from spreadfgl_repro.report import round_table, targets  # noqa: E402
+from benchmarks.reproduce_spreadfgl.grid import (
+    EVAL_EVERY,
+    Cell,
+    make_config,
+    plan,
+    round_accuracies,
+)
+from benchmarks.reproduce_spreadfgl.report import round_table, targets
 
 
 def test_best_round_cells_are_table2_s_evaluated_every_few_rounds():

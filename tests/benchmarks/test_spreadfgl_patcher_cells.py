@@ -1,14 +1,10 @@
 """The ``patcher`` and ``hparams`` cells change exactly one setting on top of ``mean-ce``."""
 
 import dataclasses
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from spreadfgl_repro.grid import (  # noqa: E402
+from benchmarks.reproduce_spreadfgl.grid import (
     HPARAM_VARIANTS,
     PATCHER_VARIANTS,
     Cell,

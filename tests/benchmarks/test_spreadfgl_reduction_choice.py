@@ -1,13 +1,8 @@
 """Table II's loss reduction (Eq. 7's sum or the mean) is chosen per cell on validation
 accuracy, never on test, and the targets under that choice read the kept cell."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from spreadfgl_repro.grid import plan  # noqa: E402
-from spreadfgl_repro.report import LOCAL_STEPS, REDUCTIONS, setting_kept, targets  # noqa: E402
+from benchmarks.reproduce_spreadfgl.grid import plan
+from benchmarks.reproduce_spreadfgl.report import LOCAL_STEPS, REDUCTIONS, setting_kept, targets
 
 
 def _row(setting, method, val, acc, paper=80.0):

@@ -1,11 +1,6 @@
 """The survey cells' local steps are chosen on validation accuracy, never on test."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from spreadfgl_repro.report import survey_kept  # noqa: E402
+from benchmarks.reproduce_spreadfgl.report import survey_kept
 
 
 def _row(steps, runs):

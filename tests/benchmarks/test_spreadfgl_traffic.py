@@ -1,16 +1,11 @@
 """SpreadFGL reproduction: the traffic table's units; report statistics read from the runs."""
 
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' bare sibling imports
-
-from reproduce_spreadfgl import traffic  # noqa: E402
-
-from securefgl.federation.transcript import TranscriptEntry  # noqa: E402
-from securefgl.spreadfgl.client import H_TAG  # noqa: E402
-from securefgl.spreadfgl.patch import PATCH_TAG  # noqa: E402
+from benchmarks.reproduce_spreadfgl.__main__ import traffic
+from securefgl.algorithms.spreadfgl.client import H_TAG
+from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
+from securefgl.federation.transcript import TranscriptEntry
 
 
 def entry(rnd: int, sender: str, receiver: str, tag: str, nbytes: int) -> TranscriptEntry:
@@ -37,7 +32,7 @@ def test_client_traffic_is_kilobytes_per_client_per_round():
 def test_the_report_recomputes_each_cell_from_its_runs(tmp_path, monkeypatch):
     import json
 
-    import reproduce_spreadfgl
+    from benchmarks.reproduce_spreadfgl import __main__ as reproduce_spreadfgl
 
     runs = [{"seed": s, "acc": 70.0 + s, "f1": 60.0, "seconds": 1.0, "bytes": {"h_kb": 0.0},
              "val_round_acc": 80.0 + 2 * s, "best_round_acc": 90.0} for s in range(2)]  # fmt: skip

@@ -78,7 +78,7 @@ def test_flags_are_grouped_with_help_and_choices(capsys):
     out = capsys.readouterr().out
     for heading in ("data:", "federation:", "protocol stack:", "training:", "FedStruct", "FedGCN"):
         assert heading in out
-    assert "{degree,fedstar,random,hop2vec}" in out and "--adjacency" in out
+    assert "{degree,fedstar,random,hop2vec}" in out and "--sum-mode {plain,masked,ckks}" in out
     assert "--fedgcn-sum-mode {plain,masked,ckks}" in out
 
 
@@ -88,6 +88,6 @@ def test_audit_comes_from_the_attacks_plugin(capsys):
 
 
 def test_datasets_command_lists_generated_and_missing(tmp_path, capsys):
-    assert main(["datasets", "--root", str(tmp_path)]) == 0
+    assert main(["datasets", "--data-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Cora" in out and "missing" in out

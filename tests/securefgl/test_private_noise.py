@@ -10,15 +10,15 @@ test runs twice and checks that the noised outputs differ, and that with
 import numpy as np
 import pytest
 
+from securefgl.algorithms.fedstruct.edge_dp import perturb_federation
+from securefgl.algorithms.fedstruct.settings import EdgeDP
+from securefgl.algorithms.recommendation.ldp import LDPConfig
+from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.config import ExperimentConfig
+from securefgl.data.rating_views import ClientViews
+from securefgl.data.ratings import synthetic_ratings
 from securefgl.experiment.runner import load_graph, run_single
-from securefgl.fedstruct.edge_dp import perturb_federation
-from securefgl.fedstruct.settings import EdgeDP
-from securefgl.recommendation.data import synthetic_ratings
-from securefgl.recommendation.ldp import LDPConfig
-from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
-from securefgl.recommendation.views import ClientViews
-from tests.securefgl.fedstruct.test_adjacency import make_world
+from tests.securefgl.algorithms.fedstruct.test_adjacency import make_world
 
 TINY = {"num_nodes": 240, "num_features": 8}
 
@@ -45,13 +45,14 @@ def _server_params(run) -> np.ndarray:
 )
 def test_update_noise_is_not_a_function_of_what_a_run_publishes(protocol):
     cfg = ExperimentConfig(
-        csbm=TINY, clients=3, rounds=2, algorithms=["fedavg"], protocol=protocol, dp_noise=0.5
+        csbm=TINY, clients=3, rounds=2, algorithms=["fedavg"],
+        protocol={"stack": protocol, "dp_noise": 0.5},
     )
     (a, b), (pub_a, pub_b) = _twice(cfg, "fedavg")
     assert a.to_dict()["seed"] == b.to_dict()["seed"] and a.privacy["private"]
     assert pub_a == pub_b  # the same public record ...
     assert not np.allclose(_server_params(a), _server_params(b))  # ... and other noise
-    (c, d), _ = _twice(cfg.replace(seeded_noise=True), "fedavg")
+    (c, d), _ = _twice(cfg.replace(protocol={"seeded_noise": True}), "fedavg")
     np.testing.assert_array_equal(_server_params(c), _server_params(d))
     assert c.privacy["private"] is False and "NOT PRIVATE" in c.privacy["noise"]
 
@@ -68,7 +69,7 @@ def test_poisson_participation_is_each_clients_secret_coin():
 
     (a, b), _ = _twice(cfg, "fedavg")
     assert participants(a) != participants(b)
-    (c, d), _ = _twice(cfg.replace(seeded_noise=True), "fedavg")
+    (c, d), _ = _twice(cfg.replace(protocol={"seeded_noise": True}), "fedavg")
     assert participants(c) == participants(d)
 
 
@@ -85,7 +86,7 @@ def test_edge_dp_noise_is_secret_for_fedstruct_and_the_standalone_exchange():
 
     (a, b), _ = _twice(cfg, "fedstruct")
     assert structure(a) != structure(b)
-    (c, d), _ = _twice(cfg.replace(seeded_noise=True), "fedstruct")
+    (c, d), _ = _twice(cfg.replace(protocol={"seeded_noise": True}), "fedstruct")
     assert structure(c) == structure(d)
     _, _, views = make_world(n=120, K=3)
     first, second = (perturb_federation(views, EdgeDP("edgerand", 1.0)) for _ in range(2))

@@ -8,10 +8,10 @@ message, for model updates, FedGCN's neighbour sums and FedStruct's Ā hop sums.
 import pytest
 
 from protocols.secure_sum.parties import TAG_CONTRIBUTION
+from securefgl.algorithms.fedgcn.algorithm import NEIGHBOUR_SUMS
+from securefgl.algorithms.fedstruct.algorithm import ABAR_SUMS
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
-from securefgl.fedgcn.algorithm import NEIGHBOUR_SUMS
-from securefgl.fedstruct.algorithm import ABAR_SUMS
 
 UPDATE_TAGS = {"plain/update": "plain", "secagg/masked-input": "secagg", "ckks/update": "ckks"}
 PLAIN_BLOCK = "fedstruct/abar/B"
@@ -52,7 +52,7 @@ def observed(run) -> dict[str, set[str]]:
         ("fedgcn", ["ckks"], {}),
         ("fedgcn", ["secagg"], {"fedgcn": {"sum_mode": "plain"}}),  # explicit, recorded
         ("fedstruct", ["secagg"], {"fedstruct": {"nsf": "degree"}}),
-        ("fedstruct", [], {"fedstruct": {"nsf": "degree", "abar_sum": "masked"}}),
+        ("fedstruct", [], {"fedstruct": {"nsf": "degree", "sum_mode": "masked"}}),
     ],
 )
 def test_recorded_protection_is_what_the_transcript_shows(algorithm, protocol, section):
@@ -74,7 +74,7 @@ def test_recorded_protection_is_what_the_transcript_shows(algorithm, protocol, s
         return
     mode = claimed[family].split(" ")[0]
     assert seen["sums"] == {mode}, (claimed, seen)
-    if not section.get(algorithm, {}).get("sum_mode") and "abar_sum" not in section.get(
+    if not section.get(algorithm, {}).get("sum_mode") and "sum_mode" not in section.get(
         algorithm, {}
     ):
         assert mode == {"plain": "plain", "secagg": "masked", "ckks": "ckks"}[transport]

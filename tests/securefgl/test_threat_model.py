@@ -19,8 +19,8 @@ SIGNED = {
 def _config(algorithm: str, protocol: list[str], threat_model: str, **section) -> ExperimentConfig:
     return ExperimentConfig(
         csbm={"num_nodes": 200, "num_features": 8, "homophily": 0.8}, clients=4,
-        partition="random", rounds=2, eval_every=1, algorithms=[algorithm], protocol=protocol,
-        threat_model=threat_model, store_payloads=True, **section,
+        partition="random", rounds=2, eval_every=1, algorithms=[algorithm],
+        protocol={"stack": protocol, "threat_model": threat_model}, store_payloads=True, **section,
     )  # fmt: skip
 
 
@@ -68,8 +68,8 @@ def test_the_stack_issues_the_pki_and_sum_options() -> None:
 
 def test_threat_model_from_toml_and_refusals(tmp_path) -> None:
     path = tmp_path / "exp.toml"
-    path.write_text('[experiment]\nprotocol = ["secagg"]\nthreat_model = "malicious"\n')
-    assert ExperimentConfig.from_toml(path).threat_model == "malicious"
+    path.write_text('[experiment.protocol]\nstack = ["secagg"]\nthreat_model = "malicious"\n')
+    assert ExperimentConfig.from_toml(path).protocol.threat_model == "malicious"
     with pytest.raises(ConfigError, match="threat_model"):
-        ExperimentConfig(threat_model="byzantine")
-    assert ExperimentConfig().threat_model == "honest-but-curious"
+        ExperimentConfig(protocol={"threat_model": "byzantine"})
+    assert ExperimentConfig().protocol.threat_model == "honest-but-curious"

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from securefgl.algorithms.common.graph.settings import GraphTaskSettings
 from securefgl.data.graph_datasets import synthetic_graphs
 from securefgl.data.graph_split_replica import (
     authors_folds,
@@ -13,7 +14,6 @@ from securefgl.data.graph_split_replica import (
     build_authors_views,
 )
 from securefgl.data.graph_views import build_graph_views
-from securefgl.graphcls.settings import GraphTaskSettings
 
 LABELS = [0, 1, 2, 0, 0, 1, 2, 2, 1, 0, 0, 0, 1, 2, 1, 0, 2, 2, 1, 0,
           0, 1, 1, 0, 2, 0, 1, 0, 0, 2, 1, 1, 0, 0, 2, 1, 0, 1, 2, 0]  # fmt: skip

@@ -5,13 +5,13 @@ import pytest
 
 from protocols import Envelope, Payload, PlainAggregation, Role, aggregate
 from securefgl.federation import (
-    AGG,
     Call,
     Channel,
     LocalExecutor,
     Party,
     PartyError,
     ProtocolHost,
+    Target,
     Transcript,
 )
 
@@ -114,7 +114,7 @@ def test_plain_aggregation_over_the_channel_through_an_executor():
         inputs,
         channel.transmit,
         dropped={"c3": "send_update"},
-        invoke=executor.phases(AGG),
+        invoke=executor.phases(protocol),
     )
     kept = ids[:3]
     expected = sum(inputs[c][0] * inputs[c][1] for c in kept) / sum(inputs[c][1] for c in kept)
@@ -124,13 +124,19 @@ def test_plain_aggregation_over_the_channel_through_an_executor():
     assert protocol.output_role is Role.SERVER
 
 
-class _Probe(Party):
-    SUBPARTIES = {"probe": "", "inner": "inner"}
+class _Inner:
+    def take(self, *args):
+        return -len(args)
 
+
+class _Probe(Party):
     def __init__(self) -> None:
         self.party_id = "p"
-        self.inner = None
+        self.inner: _Inner | None = None
         self.seen: list = []
+
+    def roles(self):
+        return (self, self.inner)
 
     def take(self, *args):
         self.seen.append(args)
@@ -140,25 +146,30 @@ class _Probe(Party):
         return "no"
 
 
-def test_executor_calls_only_declared_sub_parties_with_wire_arguments():
+class _Twin(_Probe):
+    def roles(self):
+        return (self, _Probe())
+
+
+def test_executor_calls_methods_by_reference_on_the_party_s_roles_with_wire_arguments():
     probe = _Probe()
-    ex = LocalExecutor({"p": probe})
+    ex = LocalExecutor({"p": probe, "t": _Twin()})
     ok = (1, 2.5, "s", b"b", None, np.arange(3), [1, {"k": (2, 3)}], Payload({"a": np.ones(2)}))
-    assert ex.call([Call("p", "probe", "take", ok)]) == [len(ok)]
+    assert ex.call([Call.to("p", _Probe.take, *ok)]) == [len(ok)]
     with pytest.raises(TypeError, match="not wire-serialisable"):
-        ex.call([Call("p", "probe", "take", (object(),))])
+        ex.call([Call.to("p", _Probe.take, object())])
     with pytest.raises(TypeError, match="dict key"):
-        ex.call([Call("p", "probe", "take", ({1: 2},))])
-    with pytest.raises(PartyError, match="no sub-party 'nope'"):
-        ex.call([Call("p", "nope", "take")])
-    with pytest.raises(PartyError, match="'inner' is not set up"):
-        ex.call([Call("p", "inner", "take")])
-    with pytest.raises(PartyError, match="private"):
-        ex.call([Call("p", "probe", "_secret")])
-    with pytest.raises(PartyError, match="no such method"):
-        ex.call([Call("p", "probe", "missing")])
+        ex.call([Call.to("p", _Probe.take, {1: 2})])
+    with pytest.raises(PartyError, match="no role answers _Inner.take"):
+        ex.call([Call.to("p", _Inner.take)])  # the role is not set up
+    probe.inner = _Inner()
+    assert ex.call([Call.to("p", _Inner.take, 1, 2)]) == [-2]  # the role that declares it
+    with pytest.raises(TypeError, match="public method"):
+        Call.to("p", _Probe._secret)
+    with pytest.raises(PartyError, match="2 roles answer"):
+        ex.call([Call.to("t", _Probe.take)])
     with pytest.raises(PartyError, match="no party 'q'"):
-        ex.call([Call("q", "probe", "take")])
+        ex.call([Call.to("q", _Probe.take)])
     with pytest.raises(TypeError, match="not a Party"):
         LocalExecutor({"x": object()})  # type: ignore[dict-item]
     assert len(probe.seen) == 1
@@ -169,10 +180,11 @@ def test_executor_accounts_seconds_per_call_and_party():
     probe, other = _Probe(), _Probe()
     other.party_id = "q"
     ex = LocalExecutor({"p": probe, "q": other}, clock=lambda: next(ticks))
-    ex.call([Call("p", "probe", "take", (1,)), Call("q", "probe", "take")])
-    ex.invoke("p", "probe", "take", [])
-    ex.invoke("q", "probe", "take", [])
-    assert ex.seconds_by_call == {("p", "probe", "take"): 10, ("q", "probe", "take"): 10}
+    ex.call([Call.to("p", _Probe.take, 1), Call.to("q", _Probe.take)])
+    take = Target.of(_Probe.take)
+    ex.invoke("p", take, [])
+    ex.invoke("q", take, [])
+    assert ex.seconds_by_call == {("p", "_Probe", "take"): 10, ("q", "_Probe", "take"): 10}
     assert ex.seconds_by_party() == {"p": 10, "q": 10}
     assert ex.overlap_seconds == 10  # the batch and the phase each overlap one 5-unit call
     assert set(ex.seconds_by_party(wall=True)) == {"p", "q"}

@@ -3,10 +3,10 @@ machine): workers spread over the nodes, and the local executor's result."""
 
 import pytest
 
+from securefgl.algorithms.registry import check_config
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
 from securefgl.federation import Transcript
-from securefgl.registry import check_config
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -54,9 +54,9 @@ def test_workers_spread_over_two_nodes_and_give_the_local_result(cluster, monkey
 
 
 def test_the_recommendation_path_on_two_nodes_gives_the_local_result(cluster):
-    from securefgl.recommendation.data import synthetic_ratings
-    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
-    from securefgl.recommendation.views import ClientViews
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.data.rating_views import ClientViews
+    from securefgl.data.ratings import synthetic_ratings
 
     views = ClientViews.from_data(synthetic_ratings(n_users=60, n_items=40, per_user=8))
     out = {}

@@ -2,22 +2,21 @@
 each actor holding only its own clients' data."""
 
 import time
-from collections.abc import Mapping
-from typing import ClassVar
 
 import numpy as np
 import pytest
 import torch
 
 from protocols.base import ProtocolError
-from securefgl.algorithms.base import Federation
-from securefgl.algorithms.fedavg import FedAvg
+from securefgl.algorithms.fedavg.algorithm import FedAvg
+from securefgl.algorithms.fedavg.parties import FedAvgServer
+from securefgl.algorithms.registry import check_config
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import draw_world, load_graph, run_single
-from securefgl.federation import Call, Channel, Party, PartyError, Transcript
+from securefgl.federation import Call, Channel, Party, PartyError, Target, Transcript
+from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import party_builder, recipe
 from securefgl.federation.stack import build_stack
-from securefgl.registry import check_config
 
 ray = pytest.importorskip("ray")  # a dependency: installed by `make test`
 from securefgl.federation.ray_executor import PartyTimeoutError, RayExecutor  # noqa: E402
@@ -43,8 +42,6 @@ def local_ray():
 
 
 class Sleeper(Party):
-    SUBPARTIES: ClassVar[Mapping[str, str]] = {"train": ""}
-
     def __init__(self, party_id: str) -> None:
         self.party_id = party_id
 
@@ -72,7 +69,7 @@ def _run(cfg, transcript, algorithm="fedavg"):
             "fedstruct",
             {
                 "protocol": ["secagg"], "cross_edges": "known", "dropout": 0.5,
-                "fedstruct": {"abar_sum": "masked", "structure_hops": 2, "nsf_dim": 8,
+                "fedstruct": {"sum_mode": "masked", "structure_hops": 2, "nsf_dim": 8,
                               "structure_hidden": [8], "feature_hidden": [8]},
             },
         ),
@@ -80,8 +77,8 @@ def _run(cfg, transcript, algorithm="fedavg"):
         (
             "spreadfgl",
             {
-                "protocol": ["secagg"], "clients": 6, "edge_servers": 2,
-                "threat_model": "malicious",  # a PKI per edge server's stack
+                "protocol": {"stack": ["secagg"], "threat_model": "malicious"},  # a PKI per
+                "clients": 6, "edge_servers": 2,  # edge server's stack
                 "spreadfgl": {"interval": 2, "local_steps": 2, "top_k": 3, "ae_iterations": 2},
             },
         ),
@@ -127,7 +124,7 @@ def _ray_fedavg(cfg, workers=2):
     torch.manual_seed(0)  # the initial model, drawn in the driver (as the runner does)
     data = load_graph(cfg)
     _, _, views, _ = draw_world(cfg, 0, data)
-    stack = build_stack(cfg, cfg.clients, f"ray-test-{cfg.protocol}")
+    stack = build_stack(cfg, cfg.clients, f"ray-test-{cfg.protocol.label}")
     federation = Federation(views, Channel(), stack, 0, executor="ray",
                             executor_options={"workers": workers})  # fmt: skip
     algo = FedAvg(cfg)
@@ -169,7 +166,7 @@ def test_parties_built_in_the_driver_are_refused_clearly():
 
 
 def test_the_malicious_server_model_runs_on_ray_each_worker_holding_its_parties_keys():
-    cfg = _config(protocol=["ckks"], threat_model="malicious", rounds=2, eval_every=1)
+    cfg = _config(protocol={"stack": ["ckks"], "threat_model": "malicious"}, rounds=2, eval_every=1)
     local = _run(cfg, Transcript())
     algo, federation = _ray_fedavg(cfg)
     try:
@@ -189,9 +186,9 @@ def test_the_malicious_server_model_runs_on_ray_each_worker_holding_its_parties_
 def test_a_party_that_does_not_answer_in_time_is_named():
     ex = RayExecutor({"slow": recipe(sleeper, party_id="slow")}, workers=1, party_timeout=1.0)
     try:
-        assert ex.call([Call("slow", "train", "nap", (0.0,))]) == [0.0]
+        assert ex.call([Call.to("slow", Sleeper.nap, 0.0)]) == [0.0]
         with pytest.raises(PartyTimeoutError, match="slow"):
-            ex.call([Call("slow", "train", "nap", (30.0,))])
+            ex.call([Call.to("slow", Sleeper.nap, 30.0)])
     finally:
         ex.shutdown()
 
@@ -199,10 +196,10 @@ def test_a_party_that_does_not_answer_in_time_is_named():
 def test_errors_inside_a_party_reach_the_driver_with_the_party_named():
     ex = RayExecutor({"p": recipe(sleeper, party_id="p")}, workers=1)
     try:
-        with pytest.raises(PartyError, match="p.train.nap"):
-            ex.call([Call("p", "train", "nap", ("not a number",))])
+        with pytest.raises(PartyError, match="p.Sleeper.nap"):
+            ex.call([Call.to("p", Sleeper.nap, "not a number")])  # type: ignore[arg-type]
         with pytest.raises(PartyError, match="no such method"):
-            ex.call([Call("p", "train", "fly", ())])
+            ex.call([Call("p", Target((Sleeper,), "fly"))])  # a method the class lacks
     finally:
         ex.shutdown()
 
@@ -230,23 +227,22 @@ def _kill_worker_before(algo, phase, worker):
     """Kill ``worker``'s process just before the protocol phase ``phase`` runs."""
     ex, make = algo.executor, algo.executor.phases
 
-    def phases(sub):
-        invoke = make(sub)
-        batch = invoke.batch
+    def phases(protocol):
+        calls = make(protocol)
 
-        def killing(method, requests):
-            if method == phase and ex.workers[worker] is not None:
-                _kill_and_wait(ex.workers[worker])
-            return batch(method, requests)
+        class Killing(type(calls)):
+            def batch(self, method, requests):
+                if method == phase and ex.workers[worker] is not None:
+                    _kill_and_wait(ex.workers[worker])
+                return super().batch(method, requests)
 
-        invoke.batch = killing
-        return invoke
+        return Killing(calls.executor, calls.types)
 
     ex.phases = phases
 
 
 def _server_model(algo):
-    sent = algo.executor.call([Call("server", "train", "broadcast", (0, ["client-1"]))])[0]
+    sent = algo.executor.call([Call.to("server", FedAvgServer.broadcast, 0, ["client-1"])])[0]
     return sent[0].payload.array("params")
 
 
@@ -273,7 +269,8 @@ def test_a_killed_worker_s_clients_drop_out_and_secagg_recovers_the_survivors_me
 @pytest.mark.parametrize(
     "options, phase, message",
     [
-        ({"protocol": ["secagg"], "secagg_threshold": 5}, "masked_input", "went silent"),
+        ({"protocol": {"stack": ["secagg"], "secagg_threshold": 5}}, "masked_input",
+         "went silent"),
         ({"protocol": ["ckks"]}, "decrypt", "ckks needs every client"),
     ],
     ids=["secagg-below-threshold", "ckks"],
@@ -288,19 +285,20 @@ def test_a_round_that_cannot_survive_the_crash_aborts_saying_why(options, phase,
         federation.close()
 
 
-@pytest.mark.parametrize(("method", "backend"), [("fesog", "plain"), ("fedgnn", "ideal")])
-def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
-    from securefgl.recommendation.data import synthetic_ratings
-    from securefgl.recommendation.ldp import LDPConfig
-    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
-    from securefgl.recommendation.views import ClientViews
+@pytest.mark.parametrize(("method", "aggregation"), [("fesog", "plain"), ("fedgnn", "ideal")])
+def test_the_recommendation_path_gives_the_local_result_on_ray(method, aggregation):
+    from securefgl.algorithms.recommendation.ldp import LDPConfig
+    from securefgl.algorithms.recommendation.settings import aggregating
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.data.rating_views import ClientViews
+    from securefgl.data.ratings import synthetic_ratings
 
     views = ClientViews.from_data(synthetic_ratings(n_users=90, n_items=60, per_user=10))
     ldp = LDPConfig("laplace", 0.3, 0.1)
     runs = {}
     for executor in ("local", "ray"):
         cfg = RecConfig(
-            method=method, backend=backend, rounds=6, eval_every=2, users_per_round=40,
+            method=method, **aggregating(aggregation), rounds=6, eval_every=2, users_per_round=40,
             pseudo_items=4, expand_every=3, ldp=ldp, seeded_noise=True, executor=executor,
         )  # fmt: skip
         with FedRecTrainer(views, cfg) as tr:
@@ -319,9 +317,9 @@ def test_the_recommendation_path_gives_the_local_result_on_ray(method, backend):
 
 
 def test_a_user_group_whose_worker_dies_drops_out_and_training_goes_on():
-    from securefgl.recommendation.data import synthetic_ratings
-    from securefgl.recommendation.trainer import FedRecTrainer, RecConfig
-    from securefgl.recommendation.views import ClientViews
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+    from securefgl.data.rating_views import ClientViews
+    from securefgl.data.ratings import synthetic_ratings
 
     views = ClientViews.from_data(synthetic_ratings(n_users=60, n_items=40, per_user=8))
     cfg = RecConfig(rounds=6, eval_every=3, users_per_round=30, pseudo_items=3,

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from protocols.registry import parse_stack
+from securefgl.algorithms.registry import check_config
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
 from securefgl.federation.stack import build_stack
-from securefgl.registry import check_config
 
 TINY = {"num_nodes": 300, "num_features": 8, "feature_signal": 1.0}
 
@@ -73,7 +73,8 @@ def test_dp_stacks_report_epsilon_from_the_accountant(graph, stack):
     from protocols.dp import PrivacyAccountant
 
     run = run_single(
-        _cfg(protocol=stack, dp_noise=1.5, dp_clip=0.5), "fedavg", 0, graph, progress=False
+        _cfg(protocol={"stack": stack, "dp_noise": 1.5, "dp_clip": 0.5}), "fedavg", 0, graph,
+        progress=False,
     )
     acc = PrivacyAccountant("rdp", 1e-5)
     acc.step(1.5, 1.0, steps=6)  # all 4 clients every round, 6 rounds
@@ -84,7 +85,8 @@ def test_dp_stacks_report_epsilon_from_the_accountant(graph, stack):
 
 def test_dp_noise_changes_the_model(graph, plain_run):
     run = run_single(
-        _cfg(protocol=["clip_noise"], dp_noise=5.0), "fedavg", 0, graph, progress=False
+        _cfg(protocol={"stack": ["clip_noise"], "dp_noise": 5.0}), "fedavg", 0, graph,
+        progress=False,
     )
     losses = np.array([h["loss"] for h in run.history])
     assert not np.allclose(losses, [h["loss"] for h in plain_run.history])
@@ -92,7 +94,8 @@ def test_dp_noise_changes_the_model(graph, plain_run):
 
 def test_ldp_laplace_accounts_pure_dp(graph):
     run = run_single(
-        _cfg(protocol=["ldp_laplace"], dp_epsilon=2.0), "fedavg", 0, graph, progress=False
+        _cfg(protocol={"stack": ["ldp_laplace"], "dp_epsilon": 2.0}), "fedavg", 0, graph,
+        progress=False,
     )
     assert run.privacy["epsilon"] == pytest.approx(2.0 * 6)  # basic composition, 6 rounds
     assert run.privacy["accountant"] == "pure-dp"
@@ -109,7 +112,7 @@ def test_stack_errors():
         with pytest.raises(ConfigError, match=msg):
             _cfg(protocol=bad)
     with pytest.raises(ValueError, match="delivers the aggregate"):
-        build_stack(_cfg(protocol=["ckks", "clip_noise"], dp_mode="central"), 4)
+        build_stack(_cfg(protocol={"stack": ["ckks", "clip_noise"], "dp_mode": "central"}), 4)
 
 
 def test_ckks_with_client_sampling_is_refused(graph):

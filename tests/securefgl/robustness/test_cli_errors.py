@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.securefgl.robustness.cases import (
+from benchmarks.robustness.cases import (
     CASES,
     SUBPROCESS_CASES,
     by_name,

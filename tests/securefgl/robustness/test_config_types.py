@@ -13,11 +13,13 @@ from securefgl.data.synthetic import csbm
 
 
 def test_ints_for_floats_and_tuples_for_lists_are_converted():
-    config = ExperimentConfig(dp_clip=2, lr=1, seeds=(0, np.int64(1)), clients=np.int32(4))
-    assert config.dp_clip == 2.0 and isinstance(config.dp_clip, float)
+    config = ExperimentConfig(
+        protocol={"dp_clip": 2}, lr=1, seeds=(0, np.int64(1)), clients=np.int32(4)
+    )
+    assert config.protocol.dp_clip == 2.0 and isinstance(config.protocol.dp_clip, float)
     assert isinstance(config.lr, float) and config.seeds == [0, 1]
     assert type(config.clients) is int and type(config.seeds[1]) is int
-    assert config.replace(rounds=3).dp_clip == 2.0  # replace() goes through the same checks
+    assert config.replace(rounds=3).protocol.dp_clip == 2.0  # replace() checks the same
 
 
 @pytest.mark.parametrize(
@@ -27,16 +29,16 @@ def test_ints_for_floats_and_tuples_for_lists_are_converted():
         ({"clients": 2.5}, "clients must be an integer, got 2.5"),
         ({"clients": True}, "clients must be an integer, got True (a boolean)"),
         ({"seeds": 3}, "seeds must be a list of integers"),
-        ({"protocol": "secagg"}, 'protocol must be a list of strings (e.g. ["secagg"])'),
+        ({"protocol": "secagg"}, 'a list of protocol names (e.g. ["secagg"])'),
         ({"algorithms": ["fedavg", None]}, "algorithms[1] must be a string"),
-        ({"dp_noise": "1"}, "dp_noise must be a number"),
-        ({"dp_clip": float("nan")}, "dp_clip must be a number (not NaN)"),
+        ({"protocol": {"dp_noise": "1"}}, "protocol.dp_noise must be a number"),
+        ({"protocol": {"dp_clip": float("nan")}}, "protocol.dp_clip must be a number (not NaN)"),
         ({"label_rate": [0.1]}, "label_rate must be a number (or unset)"),
         ({"store_payloads": "yes"}, "store_payloads must be a boolean"),
         ({"csbm": [1, 2]}, "csbm must be a table"),
         ({"name": 7}, "name must be a string (or unset)"),
         ({"fedstruct": 3}, "fedstruct must be a table ([experiment.fedstruct])"),
-        ({"fedstruct": {"prune_p": "many"}}, "fedstruct.prune_p must be a number (or unset)"),
+        ({"fedstruct": {"prune_p": "many"}}, "fedstruct.prune_p must be a number"),
         ({"fedgcn": {"hops": "two"}}, "fedgcn.hops must be an integer"),
         ({"fedstruct": {"feature_hidden": 64}}, "fedstruct.feature_hidden must be a list of"),
     ],
@@ -92,10 +94,10 @@ def test_plain_run_names_are_accepted(name):
 
 def test_central_noise_needs_a_server_that_sees_the_aggregate():
     with pytest.raises(ConfigError, match="'ckks' delivers the aggregate to the clients"):
-        ExperimentConfig(protocol=["ckks", "clip_noise"], dp_mode="central")
+        ExperimentConfig(protocol={"stack": ["ckks", "clip_noise"], "dp_mode": "central"})
     for stack in (["secagg", "clip_noise"], ["clip_noise"]):
-        ExperimentConfig(protocol=stack, dp_mode="central")
-    ExperimentConfig(protocol=["ckks", "clip_noise"], dp_mode="distributed")
+        ExperimentConfig(protocol={"stack": stack, "dp_mode": "central"})
+    ExperimentConfig(protocol={"stack": ["ckks", "clip_noise"], "dp_mode": "distributed"})
 
 
 def test_download_is_off_unless_asked():

@@ -14,6 +14,7 @@ from urllib.error import URLError
 import pytest
 from torch_geometric.datasets import Amazon, Planetoid
 
+from benchmarks.robustness.cases import corrupt_cora, corrupt_filmtrust
 from securefgl.config import ExperimentConfig
 from securefgl.data import integrity
 from securefgl.data.datasets import DATASETS, ENV_CACHE, ENV_DATA, load_dataset
@@ -24,10 +25,9 @@ from securefgl.data.integrity import (
     DatasetIntegrityError,
     DatasetNotAvailableError,
 )
+from securefgl.data.ratings import load_ratings
 from securefgl.experiment import runner
-from securefgl.recommendation.data import load_ratings
 from tests.securefgl.data.test_datasets import write_fake_photo
-from tests.securefgl.robustness.cases import corrupt_cora, corrupt_filmtrust
 
 REAL_ROOT = os.environ.get(ENV_DATA)
 PHOTO = "Amazon/Photo/raw/amazon_electronics_photo.npz"

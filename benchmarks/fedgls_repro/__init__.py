@@ -1,1 +1,0 @@
-"""FedGLS reproduction (Fu et al., TMLR): the grid and the report."""

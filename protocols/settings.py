@@ -1,0 +1,136 @@
+"""The protocol settings of a run: its stack (transport and DP mechanism), SecAgg's
+parameters, the DP parameters and the threat model of the server.
+
+One dataclass for every caller: the federation's protocol stack, the recommendation path,
+the attack suite and the benchmarks read the same fields (``[experiment.protocol]`` in a
+TOML file; flags ``--protocol``, ``--dp-noise``, … on the command line). Each field's
+``metadata`` gives its command-line help and choices. Values are checked on construction
+(``ValueError`` naming the field); checks that need the rest of an experiment (e.g. the
+number of clients) are the experiment's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocols.base import Role
+from protocols.dp.accounting import KINDS as ACCOUNTANT_KINDS
+from protocols.identity import HONEST_BUT_CURIOUS, THREAT_MODELS
+from protocols.registry import TRANSPORTS, parse_stack, secure_sum_for_stack
+
+DP_MODES = ("auto", "central", "distributed")
+
+
+def _option(default: Any, help: str, choices: tuple[Any, ...] | None = None, **extra: Any) -> Any:
+    meta = {"help": help, "choices": choices, **extra}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class ProtocolSettings:
+    """How every aggregation of a run is protected, and against whom."""
+
+    stack: list[str] = _option(
+        [], "aggregation stack: a transport and/or a DP mechanism, e.g. secagg,clip_noise "
+        "(empty: plain)", flag="protocol",
+    )  # fmt: skip
+    secagg_k: int | None = _option(None, "secagg+ neighbours (default 2⌈log2 n⌉)")
+    secagg_threshold: float | None = _option(
+        None, "Shamir t: a count (≥ 2) or a fraction in (0.5, 1] of the share holders"
+    )
+    threat_model: str = _option(
+        HONEST_BUT_CURIOUS,
+        "the server's threat model: malicious adds signed messages (Ed25519 PKI set up by the "
+        "experiment) and consistency checks to secagg, secagg+, ckks and the masked / ckks "
+        "secure sums (docs/protocols.md)",
+        THREAT_MODELS,
+    )
+    dp_clip: float = _option(1.0, "clip_noise: L2 clip of an update; ldp_*: clip")
+    dp_noise: float = _option(1.0, "noise multiplier σ (clip_noise, ldp_gaussian)")
+    dp_epsilon: float = _option(1.0, "ldp_laplace: ε per released update")
+    dp_delta: float = _option(1e-5, "δ of the reported (ε, δ)")
+    dp_mode: str = _option(
+        "auto", "clip_noise: noise at the server (central) or as client shares (distributed)",
+        DP_MODES,
+    )  # fmt: skip
+    dp_accountant: str = _option("rdp", "Opacus accountant", ACCOUNTANT_KINDS)
+    dp_colluding_clients: int = _option(
+        0, "distributed noise: clients assumed to collude with the server (accounted)"
+    )
+    seeded_noise: bool = _option(
+        False,
+        "NOT PRIVATE: draw all privacy noise from the public experiment seed (reproducible "
+        "debugging runs; results are marked not private)",
+    )
+
+    def __post_init__(self) -> None:
+        try:
+            transport, mechanism = parse_stack(self.stack)
+        except ValueError as err:
+            raise ValueError(f"protocol: {err}") from None
+        if self.threat_model not in THREAT_MODELS:
+            raise ValueError(f"threat_model must be one of {list(THREAT_MODELS)}, "
+                             f"got {self.threat_model!r}")  # fmt: skip
+        t, k = self.secagg_threshold, self.secagg_k
+        if t is not None and (t <= 0.5 or 1 < t < 2):
+            raise ValueError(
+                f"secagg_threshold must be a fraction in (0.5, 1] or a count ≥ 2 (Shamir t must "
+                f"exceed half of the share holders), got {t}"
+            )
+        if k is not None and (k < 2 or k % 2):
+            raise ValueError(f"secagg_k must be an even integer ≥ 2, got {k}")
+        for name in ("dp_clip", "dp_epsilon"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not self.dp_noise >= 0:
+            raise ValueError(f"dp_noise must be ≥ 0, got {self.dp_noise}")
+        if not 0 < self.dp_delta < 1:
+            raise ValueError(f"dp_delta must lie in (0, 1), got {self.dp_delta}")
+        if self.dp_mode not in DP_MODES:
+            raise ValueError(f"dp_mode must be one of {list(DP_MODES)}, got {self.dp_mode!r}")
+        if self.dp_accountant not in ACCOUNTANT_KINDS:
+            raise ValueError(f"dp_accountant must be one of {list(ACCOUNTANT_KINDS)}, "
+                             f"got {self.dp_accountant!r}")  # fmt: skip
+        if self.dp_colluding_clients < 0:
+            raise ValueError(f"dp_colluding_clients must be ≥ 0, got {self.dp_colluding_clients}")
+        if mechanism == "clip_noise" and self.dp_mode == "central":
+            role = TRANSPORTS[transport].output_role
+            if role is not Role.SERVER:
+                raise ValueError(
+                    f"dp_mode = 'central' cannot be used with protocol {transport!r}: central "
+                    f"noise is added by the server to the aggregate, but {transport!r} "
+                    f"delivers the aggregate to the {role.value}s and the server never sees it; "
+                    "use dp_mode = 'distributed' (or 'auto')"
+                )
+
+    @property
+    def transport(self) -> str:
+        """The stack's transport (``plain`` when it names none)."""
+        return parse_stack(self.stack)[0]
+
+    @property
+    def mechanism(self) -> str | None:
+        """The stack's DP mechanism, if any."""
+        return parse_stack(self.stack)[1]
+
+    @property
+    def label(self) -> str:
+        """The stack as written in result tables (``clip_noise+secagg``, ``plain``)."""
+        return "+".join(self.stack) or "plain"
+
+    def secure_sum_mode(self) -> str:
+        """The secure-sum mode that gives sums to one receiver this stack's guarantee
+        (``secagg`` → ``masked``)."""
+        return secure_sum_for_stack(self.stack)
+
+    def threshold(self) -> int | float | None:
+        """Shamir t as the transport takes it: a count (> 1) or a fraction (≤ 1)."""
+        t = self.secagg_threshold
+        return int(t) if t is not None and t > 1 else t
+
+    def replace(self, **changes: Any) -> ProtocolSettings:
+        return dataclasses.replace(self, **changes)

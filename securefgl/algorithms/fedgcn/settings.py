@@ -1,0 +1,62 @@
+"""FedGCN's settings: the ``[experiment.fedgcn]`` section of a configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocols.registry import SECURE_SUMS
+
+SUM_MODES = tuple(SECURE_SUMS)
+NORMS = ("sym", "rw")
+FEATURES = ("last", "hops", "all")
+
+
+@dataclass(frozen=True)
+class FedGCNSettings:
+    """How FedGCN's neighbour sums run and what the model sees (defaults: FedGCN-2hop, the
+    GCN normalisation, the sums as protected as the training rounds' transport; ``None``
+    outside an experiment means the paper's sums in the clear)."""
+
+    hops: int = field(default=2, metadata={"help": "L: the sums give ÂX (and Â²X)"})
+    sum_mode: str | None = field(
+        default=None,
+        metadata={
+            "help": "neighbour sums in the clear, masked or CKKS (default: what the protocol "
+            "stack's transport implies: plain, secagg/secagg+ -> masked, ckks -> ckks)",
+            "choices": SUM_MODES,
+        },
+    )
+    norm: str = field(
+        default="sym",
+        metadata={"help": "sym: D̃^-1/2 Ã D̃^-1/2 (GCN), rw: D̃^-1 Ã", "choices": NORMS},
+    )
+    features: str = field(
+        default="last",
+        metadata={"help": "model input: ÂᴸX, [ÂX ‖ …] or [x ‖ ÂX ‖ …]", "choices": FEATURES},
+    )
+    min_senders: int = field(
+        default=2,
+        metadata={
+            "help": "masked/ckks sums refuse a client with fewer neighbouring clients (1: "
+            "allow one, whose contribution the client then learns; plain: not applied)"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if self.hops not in (1, 2):
+            raise ValueError(f"FedGCN hops must be 1 or 2, got {self.hops!r}")
+        if self.sum_mode is not None and self.sum_mode not in SUM_MODES:
+            raise ValueError(f"unknown sum mode {self.sum_mode!r}; choose from {list(SUM_MODES)}")
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; choose from {list(NORMS)}")
+        if self.features not in FEATURES:
+            raise ValueError(f"unknown features {self.features!r}; choose from {list(FEATURES)}")
+        if isinstance(self.min_senders, bool) or not isinstance(self.min_senders, int):
+            raise ValueError(f"min_senders must be an int >= 1, got {self.min_senders!r}")
+        if self.min_senders < 1:
+            raise ValueError(f"min_senders must be >= 1, got {self.min_senders}")
+
+    def replace(self, **changes: Any) -> FedGCNSettings:
+        return dataclasses.replace(self, **changes)

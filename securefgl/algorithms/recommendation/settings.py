@@ -1,0 +1,234 @@
+"""Federated recommendation's settings: the ``[experiment.recommendation]`` section the user
+sets (FeSoG / FedGNN specifics; the generic settings, the protocol stack and the run are
+the experiment's, as for every other task), and :class:`RecConfig`, the settings of one
+run as they travel to the parties (JSON), resolved from an experiment."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from protocols.identity import HONEST_BUT_CURIOUS
+from protocols.registry import TRANSPORTS
+from securefgl.algorithms.recommendation.fedgnn import ARCHS, LOSSES, OFFSETS
+from securefgl.algorithms.recommendation.ldp import LDPConfig
+from securefgl.config import ConfigError
+
+Method = Literal["fesog", "fedgnn"]
+LDP_MODES = ("none", "heuristic", "laplace")
+SPLITS = ("per-user", "u1", "u2", "u3", "u4", "u5", "ua", "ub")
+VARIANTS = ("raw", "fesog")
+
+
+def aggregating(aggregation: str) -> dict[str, Any]:
+    """The :class:`RecConfig` fields of an aggregation (``"ideal"``: secagg's ideal
+    functionality)."""
+    if aggregation == "ideal":
+        return {"transport": "secagg", "ideal_sums": True}
+    return {"transport": aggregation, "ideal_sums": False}
+
+
+def _option(default: Any, help: str, choices: tuple[Any, ...] | None = None, **extra: Any) -> Any:
+    return field(default=default, metadata={"help": help, "choices": choices, **extra})
+
+
+@dataclass(frozen=True)
+class RecommendationSettings:
+    """FeSoG's and FedGNN's settings (defaults: FeSoG's code; FedGNN's where it differs)."""
+
+    dim: int = _option(8, "embedding dimension")
+    users_per_round: int = _option(256, "users sampled per round")
+    pseudo_items: int = _option(10, "pseudo items per user (hide which items it rated)")
+    ldp: str | None = _option(
+        None, "the users' LDP (default: heuristic for fesog, laplace for fedgnn)", LDP_MODES
+    )
+    ldp_clip: float | None = _option(None, "δ, the L∞ clip of an upload (default 0.3 / 0.1)")
+    ldp_lambda: float = _option(0.1, "λ, the heuristic factor or the Laplace scale")
+    patience: int = _option(5, "evaluations without a better validation RMSE before a stop")
+    max_neighbors: int = _option(5, "FeSoG: social neighbours per user")
+    expand_every: int = _option(20, "FedGNN: rounds between graph expansions")
+    time_budget: float | None = _option(None, "seconds a run may train (default: no limit)")
+    offset: str = _option(
+        "none", "fedgnn: predict the user's own mean rating + h·e (a flagged deviation)",
+        OFFSETS,
+    )  # fmt: skip
+    item_std: float = _option(1.0, "fedgnn: std of items without training ratings")
+    arch: str = _option("two-level", "fedgnn: our two-level GAT or the paper's star", ARCHS)
+    loss: str = _option(
+        "rmse", "fedgnn's local loss: per-user RMSE, MSE or the sum over its ratings", LOSSES
+    )
+    user_groups: int = _option(
+        2, "parties hosting the users (user u in group u mod G); results depend on it"
+    )
+    ideal_sums: bool = _option(
+        False, "run the secure transport's ideal functionality (the same sums in one tensor "
+        "program, checked against the protocols) instead of the protocol: for long runs",
+    )  # fmt: skip
+    variant: str = _option("fesog", "fesog: FeSoG's FilmTrust preprocessing (2r-1)", VARIANTS)
+    max_users: int | None = _option(None, "seeded user subsample")
+    split: str = _option(
+        "per-user", "per-user (60/20/20 of each user's ratings) or a published MovieLens100K "
+        "fold (u1..u5, ua, ub; 20 % of its base for validation)", SPLITS,
+    )  # fmt: skip
+    keep_views: int = field(default=0, metadata={"internal": True})  # attacks: server views
+
+    def __post_init__(self) -> None:
+        for key in ("dim", "users_per_round", "patience", "max_neighbors", "expand_every",
+                    "user_groups"):  # fmt: skip
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key} must be ≥ 1, got {getattr(self, key)}")
+        if self.pseudo_items < 0:
+            raise ValueError(f"pseudo_items must be ≥ 0, got {self.pseudo_items}")
+        for key in ("ldp_clip", "ldp_lambda", "time_budget", "item_std"):
+            value = getattr(self, key)
+            if value is not None and not value > 0:
+                raise ValueError(f"{key} must be > 0, got {value}")
+        if self.max_users is not None and self.max_users < 1:
+            raise ValueError(f"max_users must be ≥ 1, got {self.max_users}")
+        choices = (("ldp", LDP_MODES), ("offset", OFFSETS), ("arch", ARCHS), ("loss", LOSSES),
+                   ("split", SPLITS), ("variant", VARIANTS))  # fmt: skip
+        for key, allowed in choices:
+            value = getattr(self, key)
+            if value is not None and value not in allowed:
+                raise ValueError(f"unknown {key} {value!r}; choose from {list(allowed)}")
+
+    def check(self, config: Any) -> None:
+        """Checks that need the experiment (run when the configuration is built)."""
+        if config.task != "recommendation":
+            return
+        if config.protocol.mechanism is not None:
+            raise ValueError(
+                "recommendation takes no update mechanism in the protocol stack: its users' "
+                "LDP is the section's ldp / ldp_clip / ldp_lambda"
+            )
+        unused = [
+            f.name
+            for f in dataclasses.fields(config.protocol)
+            if f.name.startswith("dp_") and getattr(config.protocol, f.name) != f.default
+        ]
+        if unused:
+            raise ValueError(
+                f"{', '.join(unused)} set, but the dp_* fields configure the protocol stack's "
+                "DP mechanism, which recommendation does not take: its users' LDP is the "
+                "section's ldp / ldp_clip / ldp_lambda"
+            )
+        if self.ideal_sums and config.protocol.transport == "plain":
+            raise ValueError("ideal_sums simulates a secure transport: name one (e.g. secagg)")
+
+    def replace(self, **changes: Any) -> RecommendationSettings:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class RecConfig:
+    """One run's settings as its parties need them (built by :meth:`from_experiment`)."""
+
+    method: Method = "fesog"
+    dim: int = 8
+    rounds: int = 400
+    users_per_round: int = 256
+    lr: float = 0.1
+    weight_decay: float = 1e-3
+    pseudo_items: int = 10
+    ldp: LDPConfig = field(default_factory=LDPConfig)
+    transport: str = "plain"  # the protocol stack's transport
+    ideal_sums: bool = False  # the transport's ideal functionality instead of the protocol
+    eval_every: int = 20
+    patience: int = 5
+    max_neighbors: int = 5
+    expand_every: int = 20
+    seed: int = 0
+    seeded_noise: bool = False  # NOT PRIVATE: LDP noise and pseudo items from ``seed``
+    #: the secure transport's threat model and SecAgg parameters (``[experiment.protocol]``)
+    threat_model: str = HONEST_BUT_CURIOUS
+    secagg_threshold: float | None = None
+    secagg_k: int | None = None
+    keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
+    time_budget_s: float | None = None
+    #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
+    offset: str = "none"
+    item_std: float = 1.0
+    #: FedGNN's local graph and loss: ours (two-level, per-user RMSE) or the paper's (star,
+    #: MSE; :mod:`.fedgnn`)
+    arch: str = "two-level"
+    loss: str = "rmse"
+    #: parties that host the users (user u in group u mod G); each group's private
+    #: randomness is its own, so results depend on this, not on the executor
+    user_groups: int = 2
+    executor: Literal["local", "ray"] = "local"
+    workers: int = 2  # ray: worker processes
+    ray_address: str | None = None  # ray: a running cluster (None: start a local Ray)
+    party_timeout: float | None = None  # ray: seconds before a silent party is dropped
+
+    def __post_init__(self) -> None:
+        if self.method not in ("fesog", "fedgnn"):
+            raise ConfigError(f"unknown recommendation method {self.method!r}")
+        if self.user_groups < 1:
+            raise ConfigError(f"user_groups must be >= 1, got {self.user_groups}")
+        if self.executor not in ("local", "ray"):
+            raise ConfigError(f"unknown executor {self.executor!r}; expected 'local' or 'ray'")
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(f"unknown transport {self.transport!r}; {list(TRANSPORTS)}")
+        fedgnn_only = (self.offset, self.item_std, self.arch, self.loss)
+        if self.method == "fesog" and fedgnn_only != ("none", 1.0, "two-level", "rmse"):
+            raise ConfigError(
+                "offset, item_std, arch and loss are FedGNN's options (FeSoG keeps its code's)"
+            )
+        if self.arch not in ARCHS or self.loss not in LOSSES:
+            raise ConfigError(f"unknown FedGNN arch / loss {self.arch!r} / {self.loss!r}")
+        if self.offset not in OFFSETS:
+            raise ConfigError(f"unknown offset {self.offset!r}; expected one of {OFFSETS}")
+        if not self.item_std > 0:
+            raise ConfigError(f"item_std must be > 0, got {self.item_std}")
+
+    @property
+    def aggregation(self) -> str:
+        """How the server aggregates (:data:`AGGREGATIONS`)."""
+        return "ideal" if self.ideal_sums else self.transport
+
+    def transport_options(self) -> dict[str, Any]:
+        """The secure transport's options (:func:`protocols.registry.make_transport`)."""
+        t = self.secagg_threshold
+        threshold = int(t) if t is not None and t > 1 else t
+        return {"threat_model": self.threat_model, "threshold": threshold,
+                "neighbours": self.secagg_k}  # fmt: skip
+
+    @property
+    def noise_seed(self) -> int | None:
+        """The seed of privacy randomness: None (secret) unless ``seeded_noise``."""
+        return self.seed if self.seeded_noise else None
+
+    @classmethod
+    def from_experiment(cls, config: Any, method: str, seed: int) -> RecConfig:
+        """The settings of one ``method`` run with ``seed`` of the experiment ``config``."""
+        s: RecommendationSettings = config.section(RecommendationSettings)
+        fedgnn = method == "fedgnn"
+        mode = s.ldp or ("laplace" if fedgnn else "heuristic")
+        clip = s.ldp_clip if s.ldp_clip is not None else (0.1 if fedgnn else 0.3)
+        own = {"offset": s.offset, "item_std": s.item_std, "arch": s.arch, "loss": s.loss}
+        return cls(
+            method=method, dim=s.dim, rounds=config.rounds, users_per_round=s.users_per_round,
+            lr=config.lr, weight_decay=config.weight_decay, pseudo_items=s.pseudo_items,
+            ldp=LDPConfig(mode, clip, s.ldp_lambda), transport=config.protocol.transport,
+            ideal_sums=s.ideal_sums, eval_every=config.eval_every, patience=s.patience,
+            max_neighbors=s.max_neighbors, expand_every=s.expand_every, seed=seed,
+            seeded_noise=config.protocol.seeded_noise, keep_views=s.keep_views,
+            threat_model=config.protocol.threat_model,
+            secagg_threshold=config.protocol.secagg_threshold, secagg_k=config.protocol.secagg_k,
+            time_budget_s=s.time_budget, user_groups=s.user_groups, executor=config.executor,
+            workers=config.workers, ray_address=config.ray_address,
+            party_timeout=config.party_timeout, **(own if fedgnn else {}),
+        )  # fmt: skip
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> RecConfig:
+        raw = json.loads(text)
+        return cls(**{**raw, "ldp": LDPConfig(**raw["ldp"])})

@@ -1,0 +1,55 @@
+"""The experiment's protocol section reaches the recommendation transport, and fields the
+task cannot honour are refused rather than ignored."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from protocols.settings import ProtocolSettings
+from securefgl.algorithms.recommendation import fesog
+from securefgl.algorithms.recommendation.aggregation import (
+    aggregate_uploads,
+    plain_sums,
+    users_transport,
+)
+from securefgl.algorithms.recommendation.settings import RecConfig
+from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.data.rating_views import ClientViews
+from securefgl.data.ratings import synthetic_ratings
+
+
+def _config(**protocol: object) -> ExperimentConfig:
+    return ExperimentConfig(
+        task="recommendation", dataset="FilmTrust", protocol=ProtocolSettings(**protocol)
+    )
+
+
+def test_threat_model_and_threshold_reach_the_users_secure_aggregation() -> None:
+    config = _config(stack=["secagg+"], threat_model="malicious", secagg_threshold=0.75,
+                     secagg_k=4)  # fmt: skip
+    options = RecConfig.from_experiment(config, "fesog", 0).transport_options()
+    proto = users_transport("secagg+", "test", options)
+    assert proto.threat_model == "malicious" and proto.threshold == 0.75 and proto.k == 4
+
+
+def test_malicious_secagg_sums_equal_the_plain_sums() -> None:
+    views = ClientViews.from_data(synthetic_ratings(n_users=30, n_items=25))
+    state = fesog.init_fesog(views.n_users, views.n_items, 4, torch.Generator().manual_seed(0))
+    up = fesog.local_gradients(
+        state, views, np.arange(6), fesog.FeSoGConfig(4, 2), np.random.default_rng(0)
+    )
+    sums, _ = aggregate_uploads(
+        up, "secagg", 0, views.n_items, views.n_users, {"threat_model": "malicious"}
+    )
+    expected = plain_sums(up)
+    torch.testing.assert_close(sums.item_sum, expected.item_sum.double(), atol=1e-4, rtol=0,
+                               check_dtype=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("field", ["dp_noise", "dp_clip", "dp_colluding_clients"])
+def test_dp_mechanism_fields_are_refused(field: str) -> None:
+    value = {"dp_noise": 2.0, "dp_clip": 0.5, "dp_colluding_clients": 1}[field]
+    with pytest.raises((ConfigError, ValueError), match=field):
+        _config(**{field: value})

@@ -1,0 +1,113 @@
+"""Configuration errors are caught before any work, with a message naming the problem."""
+
+import pytest
+
+from securefgl.algorithms.registry import check_config, cross_edge_mode
+from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.experiment import run_experiment
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"dataset": "NoSuchGraph"}, "unknown dataset"),
+        ({"algorithms": ["fedavg", "magic"]}, "unknown algorithm 'magic'"),
+        ({"partition": "metis"}, "unknown partition"),
+        ({"partition_cut": 1.0}, "partition_cut"),
+        ({"partition_cut": 0.0}, "partition_cut"),
+        ({"model": "gat9"}, "unknown model"),
+        ({"cross_edges": "leaky"}, "unknown cross_edges"),
+        ({"train_fraction": 0.5, "val_fraction": 0.3, "test_fraction": 0.3}, "sum to 1.100"),
+        ({"train_fraction": -0.1}, r"\[0, 1\]"),
+        ({"label_rate": 0.95}, "positive"),
+        ({"clients": 0}, "clients must be"),
+        ({"rounds": 0}, "rounds must be"),
+        ({"client_fraction": 0.0}, "client_fraction"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"lr": 0.0}, "lr"),
+        ({"seeds": []}, "seed"),
+        ({"server_optimizer": "lamb"}, "server_optimizer"),
+    ],
+)
+def test_invalid_configs_are_rejected(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        check_config(ExperimentConfig(**changes))
+
+
+def test_no_algorithms_means_the_task_s_defaults():
+    assert ExperimentConfig(algorithms=[]).algorithms == ["fedavg", "local", "central"]
+    assert ExperimentConfig(task="graph", dataset="NCI1").algorithms == ["self-train", "fedavg"]
+
+
+def test_more_clients_than_nodes_is_rejected():
+    cfg = ExperimentConfig(csbm={"num_nodes": 50}, clients=51, rounds=1)
+    with pytest.raises(ConfigError, match="exceeds the 50 nodes"):
+        run_experiment(cfg, progress=False)
+
+
+def test_label_rate_sets_the_split():
+    cfg = ExperimentConfig(label_rate=0.05, val_fraction=0.1).validate()
+    assert cfg.split == pytest.approx((0.05, 0.1, 0.85))
+
+
+def test_toml_round_trip_and_unknown_keys(tmp_path):
+    good = tmp_path / "exp.toml"
+    good.write_text('[experiment]\ndataset = "Cora"\nclients = 5\nalgorithms = ["fedavg"]\n')
+    cfg = check_config(ExperimentConfig.from_toml(good))
+    assert (cfg.dataset, cfg.clients, cfg.algorithms) == ("Cora", 5, ["fedavg"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("clients = 5\nnum_clientz = 3\n")
+    with pytest.raises(ConfigError, match="num_clientz"):
+        ExperimentConfig.from_toml(bad)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("clients = = 5")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        ExperimentConfig.from_toml(broken)
+    with pytest.raises(ConfigError, match="does not exist"):
+        ExperimentConfig.from_toml(tmp_path / "missing.toml")
+
+
+def test_the_sum_mode_has_one_name_and_cross_edges_follow_the_algorithms(tmp_path):
+    from securefgl.cli import build_parser, config_from_args
+
+    parser, _ = build_parser()
+    args = parser.parse_args(
+        ["run", "--algorithms", "fedstruct", "--sum-mode", "masked", "--nsf", "hop2vec"]
+    )
+    cfg = check_config(config_from_args(args))
+    assert (cfg.fedstruct.sum_mode, cross_edge_mode(cfg)) == ("masked", "known")
+    toml = tmp_path / "fs.toml"
+    toml.write_text(
+        'algorithms = ["fedstruct"]\n[fedstruct]\nnsf = "hop2vec"\nsum_mode = "ckks"\n'
+    )
+    assert ExperimentConfig.from_toml(toml).fedstruct.sum_mode == "ckks"
+    assert cross_edge_mode(ExperimentConfig(algorithms=["fedavg"])) == "hidden"
+    explicit = ExperimentConfig(
+        algorithms=["fedstruct"], fedstruct={"nsf": "hop2vec"}, cross_edges="hidden"
+    )
+    with pytest.raises(ConfigError, match="needs cross_edges"):
+        check_config(explicit)
+
+
+def test_section_keys_at_the_top_level_name_their_section(tmp_path):
+    flat = tmp_path / "flat.toml"
+    flat.write_text('algorithms = ["fedstruct"]\nnsf = "hop2vec"\n')
+    with pytest.raises(ConfigError, match=r"'nsf' belongs under \[experiment.fedstruct\]"):
+        ExperimentConfig.from_toml(flat)
+    with pytest.raises(ConfigError, match="unknown \\[fedgcn\\] keys"):
+        ExperimentConfig.from_dict({"fedgcn": {"hopz": 1}})
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"fedstruct": {"nsf": "node2vec"}}, "unknown nsf"),
+        ({"fedstruct": {"sum_mode": "ckks", "abar_ring_bits": 32}}, "apply to sum_mode='masked'"),
+        ({"fedstruct": {"abar_max_round_gib": 0}}, "abar_max_round_gib"),
+        ({"fedstruct": {"edge_dp": "edgerand"}}, "edge_epsilon"),
+        ({"fedgcn": {"hops": 3}}, "hops must be 1 or 2"),
+    ],
+)
+def test_bad_section_values_are_refused_when_the_config_is_built(section, message):
+    with pytest.raises(ConfigError, match=message):
+        ExperimentConfig(**section)
