@@ -131,6 +131,13 @@ class AggregationProtocol(ABC):
     ) -> AggregationParties:
         """Make each party's state for vectors of length ``dim``."""
 
+    def min_summands(self, n_clients: int) -> int | None:
+        """The fewest clients' inputs in any aggregate its output holder can obtain, as the
+        clients of a federation of ``n_clients`` enforce it whatever the server sends; None:
+        no such floor (the cohort is the driver's, trusted only by an honest-but-curious
+        model)."""
+        return None
+
 
 def default_invoke(parties: Mapping[str, ProtocolParty]) -> Invoke:
     """Call phase methods in-process (the sequential local executor)."""

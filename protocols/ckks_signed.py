@@ -32,8 +32,9 @@ Unverified: offsets below the tolerance (about 1e-4 at n = 100, the CKKS precisi
 algebraic forgeries we have not analysed (e.g. multiplying ciphertexts by plaintext ring
 elements whose embedding is 1 on the tag slots and constant on every check block); the
 participant set is the server's choice (it may leave any client out, and show different
-clients sums over different sets); a client colluding with the server knows K (and the
-CKKS key), as it already knew every update; the authority is trusted.
+clients sums over different sets) down to the minimum cohort each client enforces; a client
+colluding with the server knows K (and the CKKS key), as it already knew every update; the
+authority is trusted.
 """
 
 from __future__ import annotations
@@ -142,9 +143,11 @@ def delivery_statement(
 
 
 class SignedKeyAuthority(CKKSKeyAuthority):
-    def __init__(self, *args: Any, identity: Identity, registry: KeyRegistry) -> None:
+    def __init__(
+        self, *args: Any, identity: Identity, registry: KeyRegistry, min_cohort: int = 2
+    ) -> None:
         super().__init__(*args)
-        self.identity, self.registry = identity, registry
+        self.identity, self.registry, self.min_cohort = identity, registry, min_cohort
 
     def _accept_client_key(self, env: Envelope, key: bytes) -> None:
         stmt = key_statement(self.experiment_id, env.sender, key)
@@ -193,9 +196,11 @@ class SignedCKKSServer(CKKSServer):
 class SignedCKKSClient(CKKSClient):
     """Signs its key and updates; refuses an aggregate its checks reject."""
 
-    def __init__(self, *args: Any, identity: Identity, registry: KeyRegistry) -> None:
+    def __init__(
+        self, *args: Any, identity: Identity, registry: KeyRegistry, min_cohort: int = 2
+    ) -> None:
         super().__init__(*args)
-        self.identity, self.registry = identity, registry
+        self.identity, self.registry, self.min_cohort = identity, registry, min_cohort
         self.payload_dim = self.dim + check_slots(self.dim)
         self.aggregate_extra = frozenset({"digests", "sigs"})
         self.check_key: CheckKey | None = None
@@ -231,6 +236,12 @@ class SignedCKKSClient(CKKSClient):
 
     def _verify_aggregate(self, payload: Payload, participants: list[str]) -> None:
         who, n = self.party_id, len(participants)
+        if n < self.min_cohort:
+            raise ProtocolError(
+                f"{who}: refusing an aggregate of {n} participants, below the minimum cohort "
+                f"of {self.min_cohort} that every client enforces (a server that chose small "
+                "cohorts would let a colluding client learn sums of a few clients)"
+            )
         digests, sigs = payload.fields.get("digests"), payload.fields.get("sigs")
         if (
             not isinstance(digests, np.ndarray)
@@ -277,11 +288,30 @@ class SignedCKKSAggregation(CKKSAggregation):
 
     ``pki``: the experiment's :class:`~protocols.identity.Pki` (None: one is issued for the
     parties when they are made, the protocol object acting as the experiment's registrar).
+    ``min_cohort``: the fewest participants of an aggregate every client accepts, a public
+    parameter of the experiment (None: a majority of the federation, ⌊n/2⌋ + 1, as SecAgg's
+    default threshold); :meth:`min_summands` is what it guarantees.
     """
 
-    def __init__(self, *args: Any, pki: Pki | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, pki: Pki | None = None, min_cohort: int | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.threat_model, self.pki = MALICIOUS, pki
+        if min_cohort is not None and (
+            isinstance(min_cohort, bool) or not isinstance(min_cohort, int) or min_cohort < 2
+        ):
+            raise ValueError(f"min_cohort must be an integer >= 2 or None, got {min_cohort!r}")
+        self.threat_model, self.pki, self.min_cohort = MALICIOUS, pki, min_cohort
+
+    def min_summands(self, n_clients: int) -> int:
+        """The fewest participants of any aggregate a client decrypts and uses."""
+        m = self.min_cohort if self.min_cohort is not None else n_clients // 2 + 1
+        if m > n_clients:
+            raise ValueError(
+                f"min_cohort={m} exceeds the {n_clients} clients of the federation: no round "
+                "could run"
+            )
+        return max(m, 2) if n_clients >= 2 else m
 
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int
@@ -298,12 +328,13 @@ def signed_parties(
     exp, pki = protocol.experiment_id, protocol.pki
     if pki is None or not pki.covers([aid, *ids]):
         pki = Pki.issue([server_id, aid, *ids])
-    reg = pki.registry
+    reg, floor = pki.registry, protocol.min_summands(len(ids))
     return AggregationParties(
         server=SignedCKKSServer(server_id, aid, ids, p, dim, registry=reg, experiment_id=exp),
         clients={
             c: SignedCKKSClient(
-                c, server_id, aid, p, dim, len(ids), exp, identity=pki.identity(c), registry=reg
+                c, server_id, aid, p, dim, len(ids), exp, identity=pki.identity(c),
+                registry=reg, min_cohort=floor,
             )
             for c in ids
         },

@@ -87,9 +87,11 @@ def make_transport(
     degree k (default 2⌈log2 n⌉). ``threat_model``: ``"honest-but-curious"`` or
     ``"malicious"`` (signed messages and consistency checks, with ``pki`` or a PKI issued
     when the parties are made); ``plain`` has nothing to protect either way.
-    ``min_cohort``: the smallest participant list every ``secagg`` / ``secagg+`` client
-    accepts (None: 2 honest-but-curious, the whole federation malicious; see
-    :class:`~protocols.secagg.SecAggregation`); the other transports ignore it.
+    ``min_cohort``: the smallest participant list every client accepts: at the start of a
+    ``secagg`` / ``secagg+`` round (None: 2 honest-but-curious, the whole federation
+    malicious; :class:`~protocols.secagg.SecAggregation`), of an aggregate in malicious
+    ``ckks`` (None: a majority; :class:`~protocols.ckks_signed.SignedCKKSAggregation`);
+    honest-but-curious ``ckks`` and ``plain`` ignore it.
     """
     if name not in TRANSPORTS:
         raise ValueError(f"unknown transport {name!r}; choose from {list(TRANSPORTS)}")
@@ -99,7 +101,9 @@ def make_transport(
     if name == "ckks":
         if threat_model == HONEST_BUT_CURIOUS:
             return CKKSAggregation(experiment_id=experiment_id)
-        return SignedCKKSAggregation(experiment_id=experiment_id, pki=pki)
+        return SignedCKKSAggregation(
+            experiment_id=experiment_id, pki=pki, min_cohort=min_cohort
+        )
     secure = {
         "threshold": threshold, "threat_model": threat_model, "pki": pki, "min_cohort": min_cohort
     }

@@ -42,6 +42,12 @@ class ProtocolSettings:
     secagg_threshold: float | None = _option(
         None, "Shamir t: a count (≥ 2) or a fraction in (0.5, 1] of the share holders"
     )
+    min_cohort: int | None = _option(
+        None, "the fewest clients in a round (secagg, secagg+) or an aggregate (malicious "
+        "ckks) that every client accepts, whatever the server sends (default: 2 when "
+        "honest-but-curious; malicious: the clients per round for secagg / secagg+, a "
+        "majority of them for ckks)",
+    )  # fmt: skip
     threat_model: str = _option(
         HONEST_BUT_CURIOUS,
         "the server's threat model: malicious adds signed messages (Ed25519 PKI set up by the "
@@ -81,6 +87,8 @@ class ProtocolSettings:
                 f"secagg_threshold must be a fraction in (0.5, 1] or a count ≥ 2 (Shamir t must "
                 f"exceed half of the share holders), got {t}"
             )
+        if self.min_cohort is not None and self.min_cohort < 2:
+            raise ValueError(f"min_cohort must be an integer ≥ 2, got {self.min_cohort}")
         if k is not None and (k < 2 or k % 2):
             raise ValueError(f"secagg_k must be an even integer ≥ 2, got {k}")
         for name in ("dp_clip", "dp_epsilon"):
@@ -126,6 +134,30 @@ class ProtocolSettings:
         """The secure-sum mode that gives sums to one receiver this stack's guarantee
         (``secagg`` → ``masked``)."""
         return secure_sum_for_stack(self.stack)
+
+    def cohort_floor(self, clients_per_round: int, sampling: str = "fixed") -> int | None:
+        """The ``min_cohort`` the transport's clients enforce in rounds of ``clients_per_round``
+        clients drawn by ``sampling`` (``fixed`` or ``poisson``); None: the transport's own
+        default (no floor beyond 2 when honest-but-curious). ``ValueError`` when no round
+        could run, or when a malicious server's Poisson rounds leave the floor to the user."""
+        transport, m = self.transport, self.min_cohort
+        if m is None and (self.threat_model == HONEST_BUT_CURIOUS or transport == "plain"):
+            return None
+        if m is None and sampling == "poisson":
+            raise ValueError(
+                "threat_model = 'malicious' with Poisson sampling: the cohort size varies, so "
+                "set min_cohort, the fewest clients a round may have (rounds below it are "
+                "refused by the clients)"
+            )
+        if m is None:
+            m = clients_per_round if transport != "ckks" else clients_per_round // 2 + 1
+        m = max(m, 2)
+        if transport != "plain" and m > clients_per_round and sampling == "fixed":
+            raise ValueError(
+                f"min_cohort = {m} exceeds the {clients_per_round} clients of a round: every "
+                "round would be refused"
+            )
+        return m
 
     def threshold(self) -> int | float | None:
         """Shamir t as the transport takes it: a count (> 1) or a fraction (≤ 1)."""

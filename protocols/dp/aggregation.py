@@ -181,6 +181,9 @@ class DPAggregation(AggregationProtocol):
         distributed = getattr(mechanism, "mode", None) == "distributed"
         self.tolerates_dropouts = inner.tolerates_dropouts and not distributed  # type: ignore[misc]
 
+    def min_summands(self, n_clients: int) -> int | None:
+        return self.inner.min_summands(n_clients)
+
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int
     ) -> AggregationParties:

@@ -160,6 +160,10 @@ class ExperimentConfig:
         None, "ray: seconds a batch of party calls may take (default: no limit)", "execution",
         tasks=ALL_TASKS,
     )  # fmt: skip
+    ray_co_host: bool = _opt(
+        False, "ray: pack the server and key authorities onto the clients' workers (fewer "
+        "processes; by default each has a worker of its own)", "execution", tasks=ALL_TASKS,
+    )  # fmt: skip
     # bookkeeping
     threads: int = _opt(1, "torch intra-op threads", "output", tasks=ALL_TASKS)
     seeds: list[int] = _opt([0], "seeds (each draws its split and partition)", "output",
@@ -196,6 +200,11 @@ class ExperimentConfig:
         if given_sections:
             unknown_keys("section", given_sections, known)
         self.validate()
+
+    @property
+    def clients_per_round(self) -> int:
+        """The clients a round samples (the expected number under Poisson sampling)."""
+        return max(1, round(self.client_fraction * self.clients))
 
     def __getattr__(self, name: str) -> Any:
         """A section by name (``config.fedstruct``); code should prefer :meth:`section`."""
@@ -276,6 +285,10 @@ class ExperimentConfig:
                 "protocol.dp_colluding_clients must lie in [0, clients), got "
                 f"{self.protocol.dp_colluding_clients}"
             )
+        try:
+            self.protocol.cohort_floor(self.clients_per_round, self.client_sampling)
+        except ValueError as err:
+            raise ConfigError(f"protocol: {err}") from None
         for name, value in self.sections.items():
             check = getattr(value, "check", None)  # checks that need the whole experiment
             if check is not None:

@@ -239,7 +239,7 @@ def run_single(
     if transcript is None:
         transcript = Transcript(store_payloads=config.store_payloads)
     channel = Channel(transcript)
-    per_round = max(1, round(config.client_fraction * config.clients))
+    per_round = config.clients_per_round
     noise_seed = seed if config.protocol.seeded_noise else None  # privacy noise: secret by default
     experiment_id = f"{config.name or 'run'}|seed={seed}"
     stack = build_stack(config, per_round, experiment_id=experiment_id, seed=noise_seed)
@@ -252,6 +252,7 @@ def run_single(
         federation.executor_options = {
             "workers": config.workers, "address": config.ray_address,
             "party_timeout": config.party_timeout, "threads": config.threads,
+            "co_host": config.ray_co_host,
         }  # fmt: skip
     with closing(federation):  # ends remote workers, whatever happens
         algo.setup(federation, graph if algo.needs_global_graph else None)

@@ -47,7 +47,11 @@ class Ledger:
     adversary: str
     accountant: Accountant
     amplified: bool  # client sampling amplifies against this adversary
-    assumes: str  # the collusion assumption, or ""
+    assumes: str  # the collusion and cohort assumptions, or ""
+    colluding: int = 0  # noise shares known to this adversary (distributed noise)
+    #: charge each round at the fewest summands the clients enforce, not the driver's count
+    #: (a malicious server chooses the cohort)
+    at_floor: bool = False
 
 
 @dataclass
@@ -60,7 +64,10 @@ class ProtocolStack:
     by each client from its own secret randomness (``client_sampling = "poisson"``) with
     central noise, which the server adds every round, empty rounds included; the server's
     fixed-size sample (``"fixed"``) and distributed noise (which only participants add) are
-    charged at q = 1.
+    charged at q = 1. Distributed noise against a malicious server is charged at the fewest
+    clients in any sum it can open as the clients enforce it (:meth:`summand_floor`), not at
+    the driver's survivor count; against model observers, one more share is known (a
+    participating client's own).
     """
 
     protocol: AggregationProtocol
@@ -68,11 +75,11 @@ class ProtocolStack:
     mechanism: Any = None
     ledgers: list[Ledger] = field(default_factory=list)
     sampling: str = "fixed"
-    colluding: int = 0
     rounds: int = field(default=0)
     threat_model: str = HONEST_BUT_CURIOUS
     pki: Pki | None = None  # malicious-server mode: the experiment's PKI
     clients_per_round: int = 1  # what the stack was built for (to rebuild it elsewhere)
+    federation_size: int | None = None  # the clients its parties were made for
     experiment_id: str = "securefgl"
     #: names this stack object in this process (:func:`live_stack`); not a secret
     token: str = field(default_factory=lambda: secrets.token_hex(8))
@@ -88,7 +95,15 @@ class ProtocolStack:
         key = (server_id, tuple(client_ids), dim)
         if key not in self._parties:
             self._parties[key] = self.protocol.create_parties(server_id, client_ids, dim)
+            self.federation_size = len(client_ids)
         return self._parties[key]
+
+    def summand_floor(self) -> int | None:
+        """The fewest clients in any aggregate the output holder can open, as the clients
+        enforce it (:meth:`~protocols.base.AggregationProtocol.min_summands`)."""
+        if self.federation_size is None:
+            raise RuntimeError("the protocol's parties are not made yet (ProtocolStack.parties)")
+        return self.protocol.min_summands(self.federation_size)
 
     def sum_options(self) -> dict[str, Any]:
         """Options that put a hosted secure sum in this stack's threat model (wire data:
@@ -107,9 +122,13 @@ class ProtocolStack:
         self.rounds += 1
         for ledger in self.ledgers:
             q = sample_rate if ledger.amplified else 1.0
+            charged = survivors
+            if ledger.at_floor:
+                floor = self.summand_floor()
+                charged = survivors if floor is None else min(survivors, floor)
             self.mechanism.account_round(
-                ledger.accountant, sample_rate=q, survivors=survivors, dim=dim,
-                colluding=self.colluding,
+                ledger.accountant, sample_rate=q, survivors=charged, dim=dim,
+                colluding=ledger.colluding,
             )  # fmt: skip
 
     def privacy(self) -> dict[str, Any]:
@@ -203,6 +222,7 @@ def protocol_stack(
     transport = make_transport(
         transport_name, experiment_id, threshold=settings.threshold(),
         neighbours=settings.secagg_k, threat_model=threat, pki=pki,
+        min_cohort=settings.cohort_floor(clients_per_round, sampling),
     )  # fmt: skip
     names = [n for n in (mech_name, transport_name) if n]
     colluding = settings.dp_colluding_clients
@@ -213,24 +233,37 @@ def protocol_stack(
         )
     mechanism = _mechanism(mech_name, settings, transport_name, clients_per_round)
 
-    def ledger(adversary: str, amplified: bool, assumes: str = "") -> Ledger:
+    def ledger(adversary: str, amplified: bool, assumes: str = "", **how: Any) -> Ledger:
         accountant = mechanism.new_accountant(settings.dp_accountant, settings.dp_delta)
-        return Ledger(adversary, accountant, amplified, assumes)
+        return Ledger(adversary, accountant, amplified, assumes, **how)
 
     poisson = sampling == "poisson"  # secret client-side coins
     if mech_name != "clip_noise":
         ledgers = [ledger(LOCAL, False)]
     elif mechanism.mode == "distributed":
-        assumes = (
+        honest = (
             f"at most {colluding} client(s) collude with the server (their noise shares are "
             "known to it; accounted); the other clients add their noise honestly"
         )
-        ledgers = [ledger(SERVER_ADVERSARY, False, assumes), ledger(OBSERVERS, False, assumes)]
+        malicious = threat != HONEST_BUT_CURIOUS
+        cohort = (
+            "; the server chooses the cohort: charged at the fewest clients in any sum it can "
+            "open, as the clients enforce it (min_cohort and the Shamir threshold)"
+        ) * malicious
+        own = (
+            f"a participating client knows its own noise share (charged: {colluding + 1} known "
+            "shares); "
+        )
+        ledgers = [
+            ledger(SERVER_ADVERSARY, False, honest + cohort, colluding=colluding,
+                   at_floor=malicious),
+            ledger(OBSERVERS, False, own + honest, colluding=colluding + 1),
+        ]  # fmt: skip
     else:  # central noise: the server sees clean updates, so nothing is claimed against it
         ledgers = [ledger(OBSERVERS, poisson)]
     protocol = DPAggregation(transport, mechanism, seed=seed)
     return ProtocolStack(
-        protocol, names, mechanism, ledgers, sampling, colluding, threat_model=threat, pki=pki,
+        protocol, names, mechanism, ledgers, sampling, threat_model=threat, pki=pki,
         **built,
     )  # fmt: skip
 

@@ -138,3 +138,18 @@ def test_check_key_tags_and_sketches() -> None:
     sketch = CheckKey.sketch(alpha, values)
     np.testing.assert_allclose(sketch[0], alpha[0, 0] @ values[:32])
     assert tolerance(CKKSParams(), 100) < 1e-4
+
+
+def test_clients_refuse_an_aggregate_below_the_minimum_cohort() -> None:
+    """A server that leaves clients out (claimed dropouts) cannot go below the cohort the
+    clients enforce: by default a majority of the federation (3 of 4)."""
+    protocol, parties = _setup()
+    assert protocol.min_summands(len(IDS)) == 3
+    inputs = _inputs(40)
+    with pytest.raises(ProtocolError, match="minimum cohort of 3"):
+        aggregate(protocol, parties, 0, inputs, dropped={"c1": "encrypt", "c2": "encrypt"})
+    lax = make_transport("ckks", "exp-ckks", threat_model=MAL, min_cohort=2)
+    lax_parties = lax.create_parties(SERVER, IDS, 40)
+    setup_parties(lax, lax_parties, no_transport)
+    result = aggregate(lax, lax_parties, 0, inputs, dropped={"c1": "encrypt", "c2": "encrypt"})
+    np.testing.assert_allclose(result.mean, _mean(inputs, ["c0", "c3"]), atol=1e-6)
