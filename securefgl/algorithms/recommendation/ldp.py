@@ -13,8 +13,11 @@ aggregation must (measured by :mod:`attacks.interaction_inference`).
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -112,19 +115,68 @@ def apply_ldp(
 
 
 class UserLedger:
-    """Per-user record of LDP releases; ε per user comes from a PureDPAccountant."""
+    """Per-user record of LDP releases; ε per user comes from a PureDPAccountant.
+
+    With a journal (:meth:`journaled`), every release is appended to a file and synced
+    before :meth:`record` returns, and so before the caller sends it: a run that stops and
+    resumes from an older checkpoint still charges every release it ever made, the rounds
+    it replays included (write-ahead)."""
 
     def __init__(self, n_users: int) -> None:
         self.n_users = n_users
         self._log: list[tuple[np.ndarray, np.ndarray | None]] = []
         self._releases = np.zeros(n_users, np.int64)
         self._upper = np.zeros(n_users)  # only to pick the worst-case user to account
+        self._journal: Path | None = None
 
     def record(self, users: np.ndarray, eps: np.ndarray | None) -> None:
-        self._log.append((np.asarray(users), None if eps is None else np.asarray(eps, float)))
+        users = np.asarray(users, np.int64)
+        eps = None if eps is None else np.asarray(eps, float)
+        if self._journal is not None:
+            line = {"users": users.tolist(), "eps": None if eps is None else eps.tolist()}
+            _append_synced(self._journal, json.dumps(line))
+        self._remember(users, eps)
+
+    def _remember(self, users: np.ndarray, eps: np.ndarray | None) -> None:
+        self._log.append((users, eps))
         self._releases[users] += 1
         if eps is not None:
             self._upper[users] += eps
+
+    @classmethod
+    def journaled(
+        cls, n_users: int, path: str | os.PathLike, header: dict[str, Any],
+        start: UserLedger | None = None,
+    ) -> UserLedger:  # fmt: skip
+        """The ledger of the journal at ``path`` (every release recorded there), appending
+        to it from now on; a new journal starts with ``header`` and the releases of
+        ``start``. Refuses a journal whose header differs (another run's ledger). A last
+        line cut short by a crash is dropped: it was being written before its release."""
+        path = Path(path)
+        ledger = cls(n_users)
+        if path.exists():
+            content = path.read_bytes()
+            whole = content.rfind(b"\n") + 1  # every whole record ends its line
+            if whole < len(content):  # cut short before its release was sent
+                os.truncate(path, whole)
+            lines = content[:whole].decode().splitlines()
+            if not lines or json.loads(lines[0]) != json.loads(json.dumps(header)):
+                raise ValueError(f"{path} is the ledger of another run or configuration")
+            for i, text in enumerate(lines[1:], start=2):
+                try:
+                    rec = json.loads(text)
+                except json.JSONDecodeError:
+                    raise ValueError(f"{path}: line {i} is not a ledger record") from None
+                eps = rec["eps"]
+                ledger._remember(np.asarray(rec["users"], np.int64),
+                                 None if eps is None else np.asarray(eps, float))  # fmt: skip
+        else:
+            _append_synced(path, json.dumps(header), create=True)
+            ledger._journal = path
+            for users, eps in (start._log if start is not None else []):
+                ledger.record(users, eps)
+        ledger._journal = path
+        return ledger
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The releases as arrays (a checkpoint); :meth:`from_arrays` reads them back."""
@@ -169,3 +221,14 @@ class UserLedger:
             "worst_user": worst,
             "max_releases": int(self._releases.max()),
         }
+
+
+def _append_synced(path: Path, line: str, create: bool = False) -> None:
+    """Append one line to ``path`` and sync it to disk (owner-only file)."""
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.write(fd, (line + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)

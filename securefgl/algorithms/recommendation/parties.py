@@ -171,18 +171,25 @@ class UserGroup(Stateful, Party):
         self.expansion = expansion_result(reply, self._frame_positions, self.views.train.col.size)
 
     def save_state(self, directory: str) -> None:
-        """Write this group's own state (:mod:`.checkpoint`): its users' embeddings and its
-        private generators. The expansion is not kept: a resumed run expands again."""
-        arrays = {"noise_gen": torch_rng_state(self.noise_gen)}
+        """Write this group's own state (:mod:`.checkpoint`): its users' embeddings, and its
+        private generators if they are seeded (secret ones are never stored nor resumed).
+        The expansion is not kept: a resumed run expands again."""
+        arrays, meta = {}, {}
+        if self.cfg.noise_seed is not None:
+            arrays["noise_gen"] = torch_rng_state(self.noise_gen)
+            meta["private_rng"] = self.private_rng.bit_generator.state
         if self.user_emb is not None:
             arrays["user_emb"] = self.user_emb.numpy()
-        meta = {"private_rng": self.private_rng.bit_generator.state}
         save_arrays(party_file(directory, self.party_id), arrays, meta)
 
     def load_state(self, directory: str) -> None:
+        """Restore the users' embeddings; the private generators stay the fresh secret ones
+        of this process (restoring them would replay the noise of every round redone after
+        the checkpoint on different gradients), unless the noise is seeded (NOT PRIVATE)."""
         arrays, meta = load_arrays(party_file(directory, self.party_id))
-        set_torch_rng_state(self.noise_gen, arrays["noise_gen"])
-        self.private_rng.bit_generator.state = meta["private_rng"]
+        if self.cfg.noise_seed is not None:
+            set_torch_rng_state(self.noise_gen, arrays["noise_gen"])
+            self.private_rng.bit_generator.state = meta["private_rng"]
         if self.user_emb is not None:
             self.user_emb = torch.from_numpy(arrays["user_emb"])
 
@@ -275,16 +282,20 @@ class ExpansionParty(Stateful, Party):
         self.party_id = THIRD_PARTY
         self.third_party = ThirdParty(max_neighbors, THIRD_PARTY)
         self.rng = make_rng(noise_seed, "recommendation-third-party")
+        self.seeded = noise_seed is not None
 
     def match(self, frames: list[Payload]) -> list[Payload]:
         reply = self.third_party.match(merge_frames(frames), self.rng)
         return split_reply(reply, frames)
 
     def save_state(self, directory: str) -> None:
-        save_arrays(party_file(directory, self.party_id), {}, self.rng.bit_generator.state)
+        state = self.rng.bit_generator.state if self.seeded else None
+        save_arrays(party_file(directory, self.party_id), {}, state)
 
     def load_state(self, directory: str) -> None:
-        self.rng.bit_generator.state = load_arrays(party_file(directory, self.party_id))[1]
+        """Seeded noise resumes its generator; secret noise keeps this process' fresh one."""
+        if self.seeded:
+            self.rng.bit_generator.state = load_arrays(party_file(directory, self.party_id))[1]
 
 
 # ------------------------------------------------------------------ builders and recipes

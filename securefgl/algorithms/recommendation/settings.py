@@ -145,6 +145,7 @@ class RecConfig:
     threat_model: str = HONEST_BUT_CURIOUS
     secagg_threshold: float | None = None
     secagg_k: int | None = None
+    min_cohort: int | None = None
     keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
     time_budget_s: float | None = None
     #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
@@ -161,6 +162,7 @@ class RecConfig:
     workers: int = 2  # ray: worker processes
     ray_address: str | None = None  # ray: a running cluster (None: start a local Ray)
     party_timeout: float | None = None  # ray: seconds before a silent party is dropped
+    ray_co_host: bool = False  # ray: the server and third parties on the users' workers
 
     def __post_init__(self) -> None:
         if self.method not in ("fesog", "fedgnn"):
@@ -193,7 +195,7 @@ class RecConfig:
         t = self.secagg_threshold
         threshold = int(t) if t is not None and t > 1 else t
         return {"threat_model": self.threat_model, "threshold": threshold,
-                "neighbours": self.secagg_k}  # fmt: skip
+                "neighbours": self.secagg_k, "min_cohort": self.min_cohort}  # fmt: skip
 
     @property
     def noise_seed(self) -> int | None:
@@ -217,9 +219,11 @@ class RecConfig:
             seeded_noise=config.protocol.seeded_noise, keep_views=s.keep_views,
             threat_model=config.protocol.threat_model,
             secagg_threshold=config.protocol.secagg_threshold, secagg_k=config.protocol.secagg_k,
+            min_cohort=config.protocol.min_cohort,
             time_budget_s=s.time_budget, user_groups=s.user_groups, executor=config.executor,
             workers=config.workers, ray_address=config.ray_address,
-            party_timeout=config.party_timeout, **(own if fedgnn else {}),
+            party_timeout=config.party_timeout, ray_co_host=config.ray_co_host,
+            **(own if fedgnn else {}),
         )  # fmt: skip
 
     def to_dict(self) -> dict:

@@ -43,6 +43,7 @@ from securefgl.algorithms.recommendation.parties import (
 )
 from securefgl.algorithms.recommendation.settings import Method, RecConfig
 from securefgl.algorithms.recommendation.uploads import from_payloads
+from securefgl.data.datasets import private_dir
 from securefgl.data.rating_views import ClientViews
 from securefgl.federation import SERVER, Call, Executor, LocalExecutor, PartyError, Target
 from securefgl.federation.channel import Channel
@@ -53,8 +54,10 @@ logger = logging.getLogger(__name__)
 R = TypeVar("R")
 #: settings that may change between a checkpoint and its resumption (where and how long
 #: the run goes on, not what it computes)
+#: the users' write-ahead LDP ledger in a checkpoint directory (:meth:`FedRecTrainer.resume`)
+LEDGER_JOURNAL = "ledger.jsonl"
 RESUMABLE_CHANGES = ("rounds", "time_budget_s", "executor", "workers", "ray_address",
-                     "party_timeout")  # fmt: skip
+                     "party_timeout", "ray_co_host")  # fmt: skip
 
 
 def rmse_mae(pred: np.ndarray, label: np.ndarray) -> tuple[float, float]:
@@ -103,6 +106,8 @@ class FedRecTrainer:
                 workers=cfg.workers,
                 address=cfg.ray_address,
                 party_timeout=cfg.party_timeout,
+                clients=[group_id(g) for g in range(cfg.user_groups)],
+                co_host=cfg.ray_co_host,
             )
         else:
             self.executor = LocalExecutor(parties)
@@ -280,13 +285,27 @@ class FedRecTrainer:
         logger.info("resumed from %s", here)
         return progress
 
+    def resume(self, directory: str | Path) -> dict[str, Any] | None:
+        """Attach the run's checkpoint ``directory``: restore its latest checkpoint (None:
+        there is none) and the users' ledger from its write-ahead journal, which holds every
+        release ever made (the rounds after the checkpoint, replayed now, included); every
+        later release is journaled before it is sent."""
+        root = Path(directory)
+        private_dir(root)
+        progress = self.load_checkpoint(root)
+        self.ledger = UserLedger.journaled(
+            self.views.n_users, root / LEDGER_JOURNAL, {"config": self._comparable()},
+            start=self.ledger,
+        )  # fmt: skip
+        return progress
+
     def run(self, checkpoint: str | Path | None = None, checkpoint_every: int = 10) -> RecResult:
         """Train until patience, ``rounds`` or the time budget. ``checkpoint``: a directory
         where the run saves itself every ``checkpoint_every`` evaluations and from which it
         resumes if it holds a checkpoint of the same configuration."""
         cfg = self.cfg
         best, detail, bad, history, start, before = np.inf, {}, 0, [], 0, 0.0
-        saved = None if checkpoint is None else self.load_checkpoint(checkpoint)
+        saved = None if checkpoint is None else self.resume(checkpoint)
         if saved is not None:
             best, bad, history = saved["best"], saved["bad"], saved["history"]
             detail, start, before = saved["detail"], saved["round"], saved["seconds"]

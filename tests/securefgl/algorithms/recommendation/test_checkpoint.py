@@ -3,12 +3,14 @@ own file."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from securefgl.algorithms.recommendation.checkpoint import load_arrays
 from securefgl.algorithms.recommendation.ldp import LDPConfig
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.data.rating_views import ClientViews
@@ -50,7 +52,11 @@ def test_a_resumed_fesog_run_gives_the_uninterrupted_result(views, tmp_path) -> 
     resumed = FedRecTrainer(views, cfg).run(checkpoint=tmp_path, checkpoint_every=2)
     assert resumed.history == whole.history
     assert resumed.test_rmse == whole.test_rmse and resumed.rounds == whole.rounds
-    assert resumed.privacy == whole.privacy  # the users' ledger came back whole
+    # the ledger holds every release ever made: 60 rounds, and rounds 40-44 twice (released
+    # before the crash, replayed after it), 32 users each
+    journal = (tmp_path / "ledger.jsonl").read_text().splitlines()[1:]
+    assert sum(len(json.loads(line)["users"]) for line in journal) == 65 * 32
+    assert resumed.privacy["epsilon_max_user"] >= whole.privacy["epsilon_max_user"]
 
 
 def test_a_resumed_fedgnn_run_expands_again_and_finishes(views, tmp_path) -> None:
@@ -75,7 +81,7 @@ def test_a_checkpoint_of_another_configuration_is_refused(views, tmp_path) -> No
 
 
 def test_party_files_are_readable_by_their_owner_only(tmp_path) -> None:
-    from securefgl.algorithms.recommendation.checkpoint import load_arrays, save_arrays
+    from securefgl.algorithms.recommendation.checkpoint import save_arrays
 
     path = tmp_path / "ckpt" / "round-1" / "users-0.npz"
     save_arrays(path, {"user_emb": np.ones((2, 3), np.float32)}, {"rng": [1, 2]})
@@ -83,3 +89,44 @@ def test_party_files_are_readable_by_their_owner_only(tmp_path) -> None:
     assert path.parent.stat().st_mode & 0o777 == 0o700
     arrays, meta = load_arrays(path)
     assert arrays["user_emb"].shape == (2, 3) and meta == {"rng": [1, 2]}
+
+
+def test_a_resumed_run_draws_fresh_noise_and_charges_every_release(views, tmp_path) -> None:
+    """Secret noise: the rounds a resumed run redoes get new noise (the same noise on other
+    gradients would cancel in a difference of two uploads), and the ledger, written before
+    each release, charges the releases made after the checkpoint as well as their replay."""
+    cfg = RecConfig(method="fedgnn", users_per_round=views.n_users, pseudo_items=0,
+                    ldp=LDPConfig("laplace", 0.1, 0.1), expand_every=100)  # fmt: skip
+    first = FedRecTrainer(views, cfg)
+    first.resume(tmp_path)
+    for r in range(3):
+        first.round(r)
+    first.save_checkpoint(tmp_path, {"round": 3})
+    before = first.round(3).per_user  # released, then the run dies
+    again = FedRecTrainer(views, cfg)
+    assert again.resume(tmp_path) == {"round": 3}
+    after = again.round(3).per_user
+    assert before is not None and after is not None
+    np.testing.assert_array_equal(before.item_idx.numpy(), after.item_idx.numpy())
+    gap = (before.item_grad - after.item_grad).abs().mean()
+    assert gap > 0.5 * before.item_grad.abs().mean()  # independent noise, not a replay
+    assert again.ledger.summary()["max_releases"] == 5  # rounds 0-3, and 3 again
+    for party in ("users-0", "users-1"):  # secret generators are never written down
+        arrays, meta = load_arrays(tmp_path / "round-3" / f"{party}.npz")
+        assert "noise_gen" not in arrays and "private_rng" not in meta
+
+
+def test_a_ledger_journal_cut_short_drops_its_unsent_last_record(tmp_path) -> None:
+    from securefgl.algorithms.recommendation.ldp import UserLedger
+
+    path, header = tmp_path / "ledger.jsonl", {"config": {"method": "fedgnn"}}
+    ledger = UserLedger.journaled(4, path, header)
+    ledger.record(np.array([0, 1]), np.array([0.5, 0.5]))
+    with path.open("a") as f:
+        f.write('{"users": [2, 3], "eps"')  # the crash came while writing the next one
+    back = UserLedger.journaled(4, path, header)
+    assert back.summary()["max_releases"] == 1 and back.accountant(0).epsilon() == 0.5
+    back.record(np.array([1]), np.array([0.25]))
+    assert UserLedger.journaled(4, path, header).accountant(1).epsilon() == 0.75
+    with pytest.raises(ValueError, match="another run"):
+        UserLedger.journaled(4, path, {"config": {"method": "fesog"}})
