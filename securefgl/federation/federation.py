@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocols.identity import Pki
 from securefgl.data import ClientGraph
 from securefgl.federation.channel import Channel
 from securefgl.federation.executor import Executor, LocalExecutor
-from securefgl.federation.party import Party
+from securefgl.federation.party import Party, client_party_id
 from securefgl.federation.recipes import Recipe
 from securefgl.federation.stack import ProtocolStack
 
@@ -31,6 +32,7 @@ class Federation:
     executor: str = "local"  # or "ray" (securefgl.federation.ray_executor)
     executor_options: dict[str, Any] = field(default_factory=dict)  # RayExecutor's keywords
     _made: list[Executor] = field(default_factory=list, repr=False)
+    _pkis: list[Pki] = field(default_factory=list, repr=False)
 
     def make_executor(
         self, parties: Mapping[str, Party | Recipe], stacks: Sequence[ProtocolStack] = ()
@@ -38,13 +40,15 @@ class Federation:
         """An executor for ``parties``; ``stacks``: the protocol stacks they run (default:
         the federation's), whose PKIs (malicious-server model) reach each party's worker
         as that party's own keys only."""
+        pkis = [s.pki for s in stacks or [self.stack] if s.pki is not None]
+        self._pkis.extend(pkis)
         if self.executor == "ray":
             from securefgl.federation.ray_executor import RayExecutor
 
-            pkis = [s.pki for s in stacks or [self.stack] if s.pki is not None]
             made: Executor = RayExecutor(
                 parties,  # type: ignore[arg-type]
                 keys=[pki.provisioning(parties) for pki in pkis],
+                clients=[client_party_id(i) for i in range(len(self.views))],
                 **self.executor_options,
             )
         else:
@@ -53,7 +57,12 @@ class Federation:
         return made
 
     def close(self) -> None:
-        """End the executors' remote workers (if any)."""
+        """End the executors' remote workers (if any) and forget the signing keys this
+        process holds for the run (malicious-server model)."""
         for executor in self._made:
             executor.shutdown()
         self._made.clear()
+        for pki in [*self._pkis, self.stack.pki]:
+            if pki is not None:
+                pki.clear()
+        self._pkis.clear()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from protocols.base import ProtocolError
@@ -141,6 +141,13 @@ class RayExecutor(Executor):
     ``keys``: the registrars' :meth:`~protocols.identity.Pki.provisioning` of these parties
     (malicious-server model), one per PKI; each worker receives the keys of the parties it
     hosts only.
+
+    ``clients``: the parties that may share a worker (spread over ``workers`` actors); every
+    other party (the server, edge servers, key authorities, third parties) gets an actor of
+    its own, so no server-side code runs in a process that holds a client's data or keys.
+    None: every party is pooled. ``co_host``: pool every party anyway (fewer processes).
+    Either way the driver is trusted: it deals the signing keys, relays every message and
+    could run code in any actor (``docs/architecture.md``).
     """
 
     def __init__(
@@ -151,6 +158,8 @@ class RayExecutor(Executor):
         party_timeout: float | None = None,
         threads: int = 1,
         keys: Sequence[Mapping[str, Any]] = (),
+        clients: Collection[str] | None = None,
+        co_host: bool = False,
     ) -> None:
         not_recipes = [pid for pid, p in parties.items() if not isinstance(p, Recipe)]
         if not_recipes:
@@ -173,14 +182,17 @@ class RayExecutor(Executor):
         nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])  # workers round-robin
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as OnNode
 
+        pooled = [p for p in parties if co_host or clients is None or p in clients]
+        alone = [p for p in parties if p not in pooled]
+        # clients spread round-robin over ``workers`` actors; the others one actor each
+        self.home = {pid: i % workers for i, pid in enumerate(pooled)}
+        self.home |= {pid: workers + j for j, pid in enumerate(alone)}
         self.workers = [
             actor.options(scheduling_strategy=OnNode(nodes[i % len(nodes)], soft=False)).remote(
                 threads
             )
-            for i in range(workers)
+            for i in range(workers + len(alone))
         ]
-        # clients spread round-robin; the other parties (server, key authority, ...) too
-        self.home = {pid: i % workers for i, pid in enumerate(parties)}
         self.seconds_by_party: dict[str, float] = {}
         self.peak_rss_by_worker: list[int | None] = []
         self._lost: set[int] = set()

@@ -125,8 +125,8 @@ def _ray_fedavg(cfg, workers=2):
     data = load_graph(cfg)
     _, _, views, _ = draw_world(cfg, 0, data)
     stack = build_stack(cfg, cfg.clients, f"ray-test-{cfg.protocol.label}")
-    federation = Federation(views, Channel(), stack, 0, executor="ray",
-                            executor_options={"workers": workers})  # fmt: skip
+    options = {"workers": workers, "co_host": cfg.ray_co_host}
+    federation = Federation(views, Channel(), stack, 0, executor="ray", executor_options=options)
     algo = FedAvg(cfg)
     algo.setup(federation)
     return algo, federation
@@ -158,6 +158,21 @@ def test_each_actor_holds_only_its_own_clients_features():
                     assert not d & seen, f"worker {w} holds features of {client}"
     finally:
         federation.close()
+
+
+def test_the_server_and_the_key_authority_never_share_a_clients_process():
+    """Each has a worker (a process) of its own unless the user asks to co-host."""
+    cfg = _config(protocol={"stack": ["ckks"], "threat_model": "malicious"}, rounds=1)
+    for co_host in (False, True):
+        algo, federation = _ray_fedavg(cfg.replace(ray_co_host=co_host))
+        try:
+            ex = algo.executor
+            pids = {p: ray.get(ex.workers[w].where.remote())[1] for p, w in ex.home.items()}
+            clients = {pids[c] for c in algo.clients}
+            apart = pids["server"] not in clients and pids["key-authority"] not in clients
+            assert apart != co_host and (pids["server"] != pids["key-authority"]) != co_host
+        finally:
+            federation.close()
 
 
 def test_parties_built_in_the_driver_are_refused_clearly():
@@ -256,8 +271,8 @@ def test_a_killed_worker_s_clients_drop_out_and_secagg_recovers_the_survivors_me
         try:
             _kill_worker_before(algo, phase, worker=2)
             algo.train_round(0)
-            assert algo.executor.silent == {"client-1", "client-4"}
-            assert algo._live() == ["client-0", "client-2", "client-3", "client-5"]
+            assert algo.executor.silent == {"client-2", "client-5"}  # clients i: worker i % 3
+            assert algo._live() == ["client-0", "client-1", "client-3", "client-4"]
             means[protocol] = _server_model(algo)
             algo.train_round(1)  # training goes on with the survivors
             assert np.isfinite(_server_model(algo)).all()
@@ -325,9 +340,9 @@ def test_a_user_group_whose_worker_dies_drops_out_and_training_goes_on():
     cfg = RecConfig(rounds=6, eval_every=3, users_per_round=30, pseudo_items=3,
                     executor="ray", workers=3)  # fmt: skip
     with FedRecTrainer(views, cfg) as tr:
-        assert tr.executor.home == {"server": 0, "users-0": 1, "users-1": 2}
+        assert tr.executor.home == {"users-0": 0, "users-1": 1, "server": 3}
         tr.round(0)
-        _kill_and_wait(tr.executor.workers[2])  # users-1's worker dies between rounds
+        _kill_and_wait(tr.executor.workers[1])  # users-1's worker dies between rounds
         view = tr.round(1)
         assert tr.executor.silent == {"users-1"}
         assert (view.users % 2 == 0).all() and view.users.size > 0  # only users-0 trained
