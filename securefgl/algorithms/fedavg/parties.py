@@ -56,9 +56,17 @@ class RoundClient(ABC):
         """(kind, lr, weight decay) of the global optimizer."""
         raise NotImplementedError
 
-    @abstractmethod
+    #: the tag of the server's broadcast this client takes its model from
+    model_tag: ClassVar[str] = MODEL_TAG
+
+    def roles(self) -> Iterable[object | None]:
+        return (self, self.agg)
+
     def receive_model(self, inbox: list[Envelope]) -> None:
         """Take the global model from the server's broadcast."""
+        for env in inbox:
+            if env.tag == self.model_tag:
+                self.params = env.payload.array("params").astype(np.float32)
 
     @abstractmethod
     def local_update(self, round_idx: int, mu: float) -> float:
@@ -103,14 +111,6 @@ class FedAvgClient(RoundClient, Party):
         self.params: np.ndarray | None = None  # the global model as this client knows it
         self.weight = float(self.data.train_mask.sum())
         self.global_opt: GlobalOptimizer | None = None  # when clients hold the aggregate
-
-    def roles(self) -> Iterable[object | None]:
-        return (self, self.agg)
-
-    def receive_model(self, inbox: list[Envelope]) -> None:
-        for env in inbox:
-            if env.tag == MODEL_TAG:
-                self.params = env.payload.array("params").astype(np.float32)
 
     def local_update(self, round_idx: int, mu: float) -> float:
         if self.params is None:

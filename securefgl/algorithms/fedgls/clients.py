@@ -20,7 +20,7 @@ FedAvg baselines).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from protocols.base import AggregationClient, Envelope
+from protocols.base import AggregationClient
 from protocols.dp.rng import make_rng
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
@@ -112,6 +112,8 @@ class Serving(nn.Module):
 class FederatedClient(RoundClient, Party):
     """What every client of the family shares: its view, graph, blocks and protocol side."""
 
+    model_tag = MODEL_TAG
+
     def __init__(
         self,
         view: ClientGraph,
@@ -136,14 +138,6 @@ class FederatedClient(RoundClient, Party):
         self.params: np.ndarray | None = None
         self.global_opt = None
         self._kept: dict[str, torch.optim.Optimizer] = {}
-
-    def roles(self) -> Iterable[object | None]:
-        return (self, self.agg)
-
-    def receive_model(self, inbox: list[Envelope]) -> None:
-        for env in inbox:
-            if env.tag == MODEL_TAG:
-                self.params = env.payload.array("params").astype(np.float32)
 
     def optimizer_settings(self) -> tuple[str, float, float]:
         return "sgd", 1.0, 0.0  # FedAvg: the global model is the weighted mean (Eq. 12)

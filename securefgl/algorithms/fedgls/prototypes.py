@@ -22,7 +22,7 @@ import torch
 from torch.nn import functional as F
 from torch_geometric.data import Data
 
-from protocols.base import AggregationClient, AggregationServer, Envelope, Role
+from protocols.base import AggregationClient, AggregationServer, Role
 from protocols.wire import Payload
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.fedavg.algorithm import MODEL_BROADCAST, MODEL_UPDATES, FedAvg
@@ -58,6 +58,8 @@ def decode_prototypes(mean: np.ndarray, classes: int, dim: int) -> np.ndarray:
 class FedProtoClient(OwnModelClient, RoundClient):
     """A FedProto client: its own model, and its class prototypes as its round's update."""
 
+    model_tag = PROTO_TAG  # the global prototypes, in place of a model
+
     def __init__(self, *args: Any, agg: AggregationClient, proto_dim: int) -> None:
         super().__init__(*args)
         self.agg, self.proto_dim = agg, proto_dim
@@ -69,11 +71,6 @@ class FedProtoClient(OwnModelClient, RoundClient):
 
     def joins_round(self, round_idx: int, probability: float) -> bool:
         return probability >= 1.0  # FedProto runs with every client (client_fraction = 1)
-
-    def receive_model(self, inbox: list[Envelope]) -> None:
-        for env in inbox:
-            if env.tag == PROTO_TAG:
-                self.params = env.payload.array("params").astype(np.float32)
 
     def global_prototypes(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         if self.params is None:

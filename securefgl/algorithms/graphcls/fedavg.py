@@ -14,13 +14,12 @@ server step of 1 (plain averaging) equals the weighted average of the local mode
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
 from torch_geometric.data import Data
 
-from protocols.base import AggregationClient, Envelope, Role
+from protocols.base import AggregationClient, Role
 from protocols.dp.rng import make_rng
 from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
@@ -107,14 +106,6 @@ class GraphFedAvgClient(RoundClient, GraphLearner, Party):
             self.load_flat(initial)
         self.params: np.ndarray | None = None
         self.global_opt: GlobalOptimizer | None = None
-
-    def roles(self) -> Iterable[object | None]:
-        return (self, self.agg)
-
-    def receive_model(self, inbox: list[Envelope]) -> None:
-        for env in inbox:
-            if env.tag == FedAvgServer.model_tag:
-                self.params = env.payload.array("params").astype(np.float32)
 
     def _load_global(self) -> None:
         if self.params is None:
