@@ -22,6 +22,7 @@ from attacks.audit import (
 )
 from attacks.interaction_inference import interaction_inference
 from attacks.registry import describe
+from attacks.sweep.cli import register_sweep
 from securefgl.cli import add_config_flags, config_from_args
 from securefgl.config import ConfigError
 
@@ -53,7 +54,7 @@ def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
         help="exit with status 3 when a DP audit's lower bound exceeds the run's claimed ε",
     )
     add_config_flags(audit)
-    return {"audit": cmd_audit}
+    return {"audit": cmd_audit, "sweep": register_sweep(sub)}
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

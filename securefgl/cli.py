@@ -26,7 +26,7 @@ import sys
 import traceback
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
@@ -158,14 +158,17 @@ def add_config_flags(parser: argparse.ArgumentParser, tasks: Sequence[str] = GRA
             parser.add_argument(_flag(preset.flag), action="store_true", help=preset.help)
 
 
-def config_from_args(args: argparse.Namespace, task: str | None = None) -> ExperimentConfig:
+def config_from_args(
+    args: argparse.Namespace, task: str | None = None, tables: Collection[str] = ()
+) -> ExperimentConfig:
     """The TOML file (if any), then the presets given, then every flag that was given;
-    ``task``: the command's task when it has one (``securefgl recommend``)."""
+    ``task``: the command's task when it has one (``securefgl recommend``); ``tables``: the
+    command's own top-level TOML tables (:meth:`ExperimentConfig.from_toml`)."""
     given = {k: v for k, v in vars(args).items() if v is not None}
     if task is not None:
         given["task"] = task
     if getattr(args, "config", None):
-        config = ExperimentConfig.from_toml(args.config)
+        config = ExperimentConfig.from_toml(args.config, tables)
         if task is not None and config.task != task:
             config = config.replace(task=task)
     else:

@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import os
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -361,8 +362,10 @@ class ExperimentConfig:
         return cls(**values)
 
     @classmethod
-    def from_toml(cls, path: str | Path) -> ExperimentConfig:
-        """From a TOML file: keys under ``[experiment]`` or all at the top level."""
+    def from_toml(cls, path: str | Path, tables: Collection[str] = ()) -> ExperimentConfig:
+        """From a TOML file: keys under ``[experiment]`` or all at the top level; ``tables``:
+        other top-level tables that another reader takes (e.g. ``securefgl sweep``'s
+        ``[sweep]``)."""
         try:
             with open(path, "rb") as fh:
                 values = tomllib.load(fh)
@@ -375,7 +378,7 @@ class ExperimentConfig:
         except tomllib.TOMLDecodeError as err:
             raise ConfigError(f"config file {path} is not valid TOML: {err}") from err
         if "experiment" in values:
-            values, outside = values["experiment"], sorted(set(values) - {"experiment"})
+            values, outside = values["experiment"], sorted(set(values) - {"experiment", *tables})
             if not isinstance(values, dict):
                 raise ConfigError(f"config file {path}: experiment must be a table, "
                                   f"got {show(values)}")  # fmt: skip
@@ -384,6 +387,8 @@ class ExperimentConfig:
                     f"config file {path}: keys {outside} are outside [experiment]; put every "
                     "key under [experiment] (or none)"
                 )
+        else:
+            values = {k: v for k, v in values.items() if k not in tables}
         try:
             return cls.from_dict(values)
         except ConfigError as err:

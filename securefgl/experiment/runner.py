@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
@@ -326,13 +326,31 @@ def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> 
     return out
 
 
-def run_experiment(config: ExperimentConfig, progress: bool = True) -> ExperimentResult:
-    """Every configured algorithm × seed on the same data."""
+def run_experiment(
+    config: ExperimentConfig,
+    progress: bool = True,
+    *,
+    keep_state: bool = False,
+    keep_tags: Iterable[str] = (),
+) -> ExperimentResult:
+    """Every configured algorithm × seed on the same data.
+
+    ``keep_state``: keep what an attack needs (``attacks.run(result, name)``): each run's
+    simulator state (the parties' final models, the client views, the ground truth) and its
+    transcript with the payloads of the set-up and round 0, plus every round's payloads of
+    ``keep_tags`` (``attacks.keep_tags(names)``). Memory grows with the graph and the model."""
     check_config(config)
     torch.set_num_threads(config.threads)
     data = load_graph(config)
+
+    def transcript() -> Transcript | None:
+        if not keep_state:
+            return None
+        return Transcript(store_payloads=True, payload_rounds=0, keep_tags=frozenset(keep_tags))
+
     runs = [
-        run_single(config, algo, seed, data, progress)
+        run_single(config, algo, seed, data, progress, keep_state=keep_state,
+                   transcript=transcript())  # fmt: skip
         for seed in config.seeds
         for algo in config.algorithms
     ]

@@ -1,0 +1,163 @@
+"""Run a sweep's cells, each trained once and attacked on its own transcript and models,
+resumably.
+
+Every finished cell is appended as one JSON line to ``cells.jsonl`` in the sweep's folder
+and synced before the next cell starts; a sweep started again on the same folder skips
+the cells it finds there (a line cut short by a kill is dropped and its cell redone).
+``sweep.json`` holds the grid; a folder holding another grid is refused unless the
+caller restarts it. Progress: one bar over the grid (cells done, ETA) beside each run's
+own bar on a terminal; elsewhere one line per finished cell.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from attacks.api import attack_run, keep_tags
+from attacks.audit import guarantees
+from attacks.defences import edge_dp_hook
+from attacks.registry import attacks_for
+from attacks.simulation import AuditRun
+from attacks.sweep.grid import Cell, SweepConfig, cells, training_config
+from securefgl.experiment.runner import load_graph, run_single
+from securefgl.federation.transcript import Transcript
+
+log = logging.getLogger(__name__)
+
+CELLS, GRID = "cells.jsonl", "sweep.json"
+
+
+def done_cells(folder: Path) -> dict[str, dict[str, Any]]:
+    """The finished cells recorded in ``folder`` (a last line cut short is dropped)."""
+    path = folder / CELLS
+    if not path.exists():
+        return {}
+    content = path.read_bytes()
+    whole = content.rfind(b"\n") + 1
+    if whole < len(content):
+        os.truncate(path, whole)
+    records = [json.loads(line) for line in content[:whole].decode().splitlines() if line]
+    return {r["cell"]: r for r in records}
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(record, default=str) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _claim(folder: Path, sweep: SweepConfig, restart: bool) -> None:
+    """Bind ``folder`` to this grid (refusing another grid's folder unless ``restart``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    grid = folder / GRID
+    mine = {"fingerprint": sweep.fingerprint(), "sweep": sweep.to_dict()}
+    if grid.exists() and not restart:
+        if json.loads(grid.read_text()).get("fingerprint") != mine["fingerprint"]:
+            raise ValueError(
+                f"{folder} holds another sweep's cells: give another name, or restart it"
+            )
+        return
+    (folder / CELLS).unlink(missing_ok=True)
+    grid.write_text(json.dumps(mine, indent=1, default=str) + "\n")
+
+
+def run_cell(sweep: SweepConfig, cell: Cell, data: Any, progress: bool) -> dict[str, Any]:
+    """Train ``cell`` once and run every requested attack that targets its algorithm."""
+    cfg = training_config(sweep, cell)
+    specs = attacks_for(cell.algorithm, sweep.attacks or None)
+    names = [s.name for s in specs]
+    p = cell.protection
+    hook = (
+        edge_dp_hook(p.edge_dp, float(cell.level),
+                     noise_seed=cell.seed if cfg.protocol.seeded_noise else None)
+        if p.edge_dp and cell.level is not None and cell.algorithm not in ("central", "fedstruct")
+        else None
+    )  # fmt: skip
+    transcript = Transcript(store_payloads=True, payload_rounds=0, keep_tags=keep_tags(names))
+    t0 = time.perf_counter()
+    run = run_single(cfg, cell.algorithm, cell.seed, data, progress, keep_state=True,
+                     views_hook=hook, transcript=transcript)  # fmt: skip
+    edge = (p.edge_dp, float(cell.level)) if p.edge_dp and cell.level is not None else None
+    claims = guarantees(cell.algorithm, list(p.stack), edge, AuditRun(cfg, run))
+    attacks = []
+    for name in names:
+        result = attack_run(cfg, run, name)
+        attacks.append({
+            "attack": name, "adversary": result.adversary, "metric": result.primary,
+            "value": result.value, "baseline": result.baseline(),
+            "reason": result.reason,
+        })  # fmt: skip
+    return {
+        "cell": cell.key, "algorithm": cell.algorithm, "protection": p.spec,
+        "level": cell.level, "level_kind": cell.level_kind, "seed": cell.seed,
+        "unit": p.unit, "dp_noise": cfg.protocol.dp_noise if p.mechanism else None,
+        "utility": 100 * float(run.final["test_acc"]), "guarantees": claims,
+        "epsilon": _epsilon(claims, p.unit), "private": run.privacy.get("private"),
+        "attacks": attacks, "seconds": round(time.perf_counter() - t0, 2),
+    }  # fmt: skip
+
+
+def _epsilon(claims: list[dict[str, Any]], unit: str | None) -> float | None:
+    """The run's reported ε in the protection's unit (None: ε = ∞, no DP)."""
+    if unit is None:
+        return None
+    for g in claims:
+        if str(g.get("unit", "")).startswith(unit):
+            return float(g["epsilon"])
+    return None
+
+
+def run_sweep(
+    sweep: SweepConfig,
+    folder: str | Path,
+    progress: bool = True,
+    restart: bool = False,
+    on_cell: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every cell of ``sweep`` not yet in ``folder``; returns all cell records in grid
+    order. ``on_cell(index, record)`` runs after each new cell is saved."""
+    folder = Path(folder)
+    _claim(folder, sweep, restart)
+    grid = cells(sweep)
+    done = done_cells(folder)
+    todo = [c for c in grid if c.key not in done]
+    torch.set_num_threads(sweep.base.threads)
+    data = load_graph(sweep.base) if todo else None
+    terminal = progress and sys.stderr.isatty()
+    bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="cell",
+               disable=not terminal)  # fmt: skip
+    for i, cell in enumerate(todo):
+        bar.set_postfix_str(cell.label())
+        record = run_cell(sweep, cell, data, progress=terminal)
+        _append(folder / CELLS, record)
+        done[cell.key] = record
+        bar.update(1)
+        if progress and not terminal:
+            print(_line(len(done), len(grid), record), flush=True)
+        if on_cell is not None:
+            on_cell(i, record)
+    bar.close()
+    return [done[c.key] for c in grid]
+
+
+def _line(n: int, total: int, r: dict[str, Any]) -> str:
+    eps = "ε=∞" if r["epsilon"] is None else f"ε={r['epsilon']:.3g} ({r['unit']})"
+    hits = ", ".join(
+        f"{a['attack']} {a['metric']} {a['value']:.3f}" for a in r["attacks"]
+        if a["value"] is not None
+    )  # fmt: skip
+    return (f"[{n}/{total}] {r['algorithm']} · {r['protection']} · seed {r['seed']}: {eps}, "
+            f"accuracy {r['utility']:.1f} %{', ' + hits if hits else ''} ({r['seconds']:.0f} s)")

@@ -1,0 +1,40 @@
+"""``securefgl sweep`` from flags or one TOML file."""
+
+from __future__ import annotations
+
+import json
+
+from securefgl.cli import main
+
+TOML = """
+[experiment]
+csbm = {num_nodes = 200, num_features = 8}
+clients = 3
+rounds = 2
+algorithms = ["fedavg"]
+
+[experiment.protocol]
+seeded_noise = true
+
+[sweep]
+protections = ["plain", "secagg,clip_noise"]
+epsilons = [2.0]
+attacks = ["membership_inference"]
+"""
+
+
+def test_sweep_from_a_toml_file_and_flags(tmp_path, capsys) -> None:
+    path = tmp_path / "sweep.toml"
+    path.write_text(TOML)
+    argv = ["sweep", "--config", str(path), "--output-dir", str(tmp_path), "--name", "s",
+            "--no-progress", "--seeds", "0,1"]  # fmt: skip
+    assert main(argv) == 0
+    rows = json.loads((tmp_path / "s" / "frontier.json").read_text())
+    assert {(r["protection"], r["epsilon"] is None) for r in rows} == {
+        ("plain", True), ("secagg,clip_noise", False)
+    }
+    assert all(r["seeds"] == [0, 1] and r["attack"] == "membership_inference" for r in rows)
+    assert "Privacy–utility frontier" in capsys.readouterr().out
+    path.write_text(TOML + "epsilon = [1.0]\n")
+    assert main(argv) == 2  # an unknown [sweep] key, with its suggestion
+    assert "did you mean 'epsilons'" in capsys.readouterr().err

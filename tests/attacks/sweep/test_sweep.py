@@ -1,0 +1,103 @@
+"""A sweep trains each cell once, attacks it, survives a kill and draws its frontier."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attacks.sweep import save_frontier
+from attacks.sweep.engine import CELLS, done_cells, run_sweep
+from attacks.sweep.grid import SweepConfig, cells
+from securefgl.config import ConfigError, ExperimentConfig
+
+BASE = ExperimentConfig(
+    csbm={"num_nodes": 240, "num_features": 8}, clients=3, rounds=3,
+    protocol={"seeded_noise": True},  # reproducible noise, so that rows can be compared
+)  # fmt: skip
+
+
+def _sweep(**kw: object) -> SweepConfig:
+    settings = dict(base=BASE, algorithms=["fedavg"], seeds=[0, 1],
+                    protections=["plain", "secagg,clip_noise", "edgerand"], epsilons=[1.0, 8.0],
+                    attacks=["link_stealing"])  # fmt: skip
+    return SweepConfig(**{**settings, **kw})  # type: ignore[arg-type]
+
+
+def _comparable(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+
+def test_a_killed_sweep_resumes_to_the_same_rows(tmp_path) -> None:
+    sweep = _sweep()
+    whole = run_sweep(sweep, tmp_path / "whole", progress=False)
+    assert len(whole) == len(cells(sweep)) == 10  # plain 2 seeds + 2 × 2 levels × 2 seeds
+
+    def die(index: int, record: dict) -> None:
+        if index == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(sweep, tmp_path / "killed", progress=False, on_cell=die)
+    assert len(done_cells(tmp_path / "killed")) == 4
+    with (tmp_path / "killed" / CELLS).open("a") as fh:
+        fh.write('{"cell": "fedavg|edgerand|eps')  # the kill came mid-line
+    resumed = run_sweep(sweep, tmp_path / "killed", progress=False)
+    assert _comparable(resumed) == _comparable(whole)
+    assert len((tmp_path / "killed" / CELLS).read_text().splitlines()) == 10
+
+
+def test_each_cell_reports_its_epsilon_in_its_unit(tmp_path) -> None:
+    records = run_sweep(_sweep(seeds=[0]), tmp_path, progress=False)
+    by = {(r["protection"], r["level"]): r for r in records}
+    assert by[("plain", None)]["epsilon"] is None and by[("plain", None)]["unit"] is None
+    dp = by[("secagg,clip_noise", 1.0)]
+    assert dp["unit"] == "client-level" and dp["epsilon"] == pytest.approx(1.0, rel=1e-3)
+    assert dp["dp_noise"] > by[("secagg,clip_noise", 8.0)]["dp_noise"]
+    edge = by[("edgerand", 8.0)]
+    assert edge["unit"] == "edge-level" and edge["epsilon"] == 8.0
+    assert all(r["attacks"][0]["value"] is not None for r in records)
+
+
+def test_the_frontier_averages_seeds_and_draws_its_figures(tmp_path) -> None:
+    records = run_sweep(_sweep(), tmp_path, progress=False)
+    out = save_frontier(records, tmp_path, "frontier")
+    rows = json.loads(out["json"].read_text())
+    keys = {"algorithm", "protection", "epsilon", "seeds", "utility", "utility_std", "attack",
+            "attack_value", "attack_baseline"}  # fmt: skip
+    assert all(keys <= set(r) for r in rows) and len(rows) == 5
+    plain = next(r for r in rows if r["protection"] == "plain")
+    assert plain["epsilon"] is None and plain["seeds"] == [0, 1]
+    utilities = [r["utility"] for r in records if r["protection"] == "plain"]
+    assert plain["utility"] == pytest.approx(sum(utilities) / 2)
+    for name in ("frontier_utility", "frontier_attacks", "frontier_tradeoff"):
+        assert out[name].stat().st_size > 10_000
+    assert "∞ (no DP)" in out["md"].read_text()
+
+
+def test_a_folder_of_another_sweep_is_refused(tmp_path) -> None:
+    run_sweep(_sweep(seeds=[0], protections=["plain"]), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="another sweep"):
+        run_sweep(_sweep(seeds=[1], protections=["plain"]), tmp_path, progress=False)
+    again = run_sweep(_sweep(seeds=[1], protections=["plain"]), tmp_path, progress=False,
+                      restart=True)  # fmt: skip
+    assert [r["seed"] for r in again] == [1]
+
+
+def test_progress_lines_when_not_a_terminal(tmp_path, capsys) -> None:
+    run_sweep(_sweep(seeds=[0], protections=["plain"]), tmp_path, progress=True)
+    assert "[1/1] fedavg · plain · seed 0: ε=∞, accuracy" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"protections": ["secagg,clip_noise"], "epsilons": []}, "needs epsilons"),
+        ({"noise": [1.0]}, "not both"),
+        ({"attacks": ["link_steal"]}, "did you mean"),
+        ({"protections": ["edgerand:2"]}, "epsilons give edge DP"),
+    ],
+)
+def test_grid_refusals(kw: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _sweep(**kw)

@@ -1,0 +1,42 @@
+"""Attacking a run you trained (``attacks.run``) gives what the audit gives, without a
+second training."""
+
+from __future__ import annotations
+
+import pytest
+
+import attacks
+from attacks.registry import ATTACKS, Cell
+from attacks.simulation import make_world, simulate
+from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.experiment import run_experiment
+from securefgl.experiment.runner import load_graph
+
+CONFIG = ExperimentConfig(csbm={"num_nodes": 240, "num_features": 8}, clients=3, rounds=4,
+                          algorithms=["fedavg", "central"], seeds=[0])  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run_experiment(CONFIG, progress=False, keep_state=True)
+
+
+@pytest.mark.parametrize("name", ["link_stealing", "membership_inference"])
+def test_attacking_a_kept_run_equals_the_audit(result, name: str) -> None:
+    got = attacks.run(result, name)
+    assert [r.details["algorithm"] for r in got] == ["fedavg", "central"]
+    data = load_graph(CONFIG)
+    for r in got:
+        cfg = CONFIG.replace(algorithms=[r.details["algorithm"]])
+        audited = simulate(cfg, r.details["algorithm"], 0, data)
+        cell = Cell(audited, make_world(cfg, 0, data), (), None)
+        assert r.value == pytest.approx(ATTACKS[name].call(cell).value)
+
+
+def test_refusals_say_what_to_do(result) -> None:
+    with pytest.raises(ConfigError, match="did you mean 'link_stealing'"):
+        attacks.run(result, "link_stealling")
+    plain = run_experiment(CONFIG.replace(algorithms=["fedavg"]), progress=False)
+    with pytest.raises(ValueError, match="keep_state=True"):
+        attacks.run(plain, "link_stealing")
+    assert attacks.keep_tags(["link_stealing"]) == frozenset()
