@@ -4,7 +4,8 @@
 A notes file is split into sections by marker lines ``<!-- section: KEY -->`` (text before
 the first marker is a comment for the reader). In a section, the lines of a paragraph are
 joined with single spaces (so the file can be wrapped freely) and paragraphs are separated
-by a blank line; ``{field}`` placeholders are filled with ``str.format`` by
+by a blank line; the rows of a Markdown table (lines starting with ``| `` or ``|-``) are
+kept as they are; ``{field}`` placeholders are filled with ``str.format`` by
 :func:`section`. A notes file without markers is included whole (:func:`note_path`).
 ``benchmarks/data/<name>.json`` holds reference numbers (papers' tables).
 """
@@ -41,13 +42,21 @@ def sections(name: str) -> dict[str, str]:
     return {key: _unwrap(lines) for key, lines in out.items()}
 
 
+def _table_row(line: str) -> bool:
+    return line.startswith(("| ", "|-"))
+
+
 def _unwrap(lines: list[str]) -> str:
-    paragraphs, words = [], []
+    paragraphs, words, table = [], [], False
     for line in [*lines, ""]:
+        if line and words and _table_row(line) != table:  # a table starts or ends
+            paragraphs.append(("\n" if table else " ").join(words))
+            words = []
         if line:
+            table = _table_row(line)
             words.append(line)
         elif words:
-            paragraphs.append(" ".join(words))
+            paragraphs.append(("\n" if table else " ").join(words))
             words = []
     return "\n\n".join(paragraphs)
 

@@ -125,13 +125,16 @@ def pyplot() -> Any:
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 120) -> None:
-    """Lay out ``fig``, save it atomically (format from the suffix of ``path``) and close it."""
+    """Lay out ``fig``, save it atomically (format from the suffix of ``path``) and close it.
+    The saved image is cropped to what is drawn, so legends placed outside the axes stay whole."""
     plt = pyplot()
     path = Path(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fig.tight_layout()
     try:
-        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
+        fig.savefig(
+            tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png", bbox_inches="tight"
+        )
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
