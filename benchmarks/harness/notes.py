@@ -4,9 +4,10 @@
 A notes file is split into sections by marker lines ``<!-- section: KEY -->`` (text before
 the first marker is a comment for the reader). In a section, the lines of a paragraph are
 joined with single spaces (so the file can be wrapped freely) and paragraphs are separated
-by a blank line; the rows of a Markdown table (lines starting with ``| `` or ``|-``) are
-kept as they are; ``{field}`` placeholders are filled with ``str.format`` by
-:func:`section`. A notes file without markers is included whole (:func:`note_path`).
+by a blank line; a line starting with ``- `` opens a list item, and the rows of a Markdown
+table (lines starting with ``| `` or ``|-``) are kept as they are; ``{field}`` placeholders
+are filled with ``str.format`` by :func:`section`. A notes file without markers is included
+whole (:func:`note_path`).
 ``benchmarks/data/<name>.json`` holds reference numbers (papers' tables).
 """
 
@@ -47,18 +48,25 @@ def _table_row(line: str) -> bool:
 
 
 def _unwrap(lines: list[str]) -> str:
-    paragraphs, words, table = [], [], False
-    for line in [*lines, ""]:
-        if line and words and _table_row(line) != table:  # a table starts or ends
-            paragraphs.append(("\n" if table else " ").join(words))
-            words = []
+    """Blocks separated by blank lines: paragraphs and list items (a line starting with
+    ``- `` opens one) joined into one line each, tables kept line by line."""
+    blocks: list[str] = []
+    words: list[str] = []
+    table = False
+
+    def close() -> None:
+        if words:
+            blocks.append(("\n" if table else " ").join(words))
+            words.clear()
+
+    for line in lines:
+        if not line or _table_row(line) != table or line.startswith("- "):
+            close()
         if line:
             table = _table_row(line)
             words.append(line)
-        elif words:
-            paragraphs.append(("\n" if table else " ").join(words))
-            words = []
-    return "\n\n".join(paragraphs)
+    close()
+    return "\n\n".join(blocks)
 
 
 def section(name: str, key: str, /, **fields: Any) -> str:
