@@ -336,10 +336,13 @@ def dp_grid_note(rows: list[dict[str, Any]], sweep: list[dict[str, Any]]) -> str
     d = audits[0].get("details", {})
     caps = sorted({round(r["details"].get("max_lower_bound_for_these_guesses", 0), 2)
                    for r in audits if r.get("details")})  # fmt: skip
+    full = sum(1 for r in audits if r.get("details", {}).get("correct") is not None
+               and r["details"]["correct"] == r["details"].get("guesses"))  # fmt: skip
     return (
         f"The grid's `dp_audit` rows use {d.get('canaries')} canaries and {d.get('guesses')} "
-        f"guesses, so their bound cannot exceed {', '.join(f'{c:.2f}' for c in caps)} however "
-        f"weak the privacy, and every one of them reaches it (all guesses correct). This sweep "
+        f"guesses, so their bound cannot exceed {' or '.join(f'{c:.2f}' for c in caps)} however "
+        f"weak the privacy; {full} of the {len(audits)} rows reach it (every guess correct). "
+        "This sweep "
         f"uses {sweep[0]['canaries']} canaries and {sweep[0]['guesses']} guesses on the same "
         "mechanism (C = 1) to show where the one-run bound is informative."
     )
