@@ -110,9 +110,7 @@ def conclusion(rows: list[dict]) -> str:
             f"paper (largest gap: {worst}, {gaps[worst]:+.2f})")  # fmt: skip
     if outside:
         text += "; outside: " + ", ".join(f"{a} ({g:+.2f})" for a, g in outside.items())
-    return text + (
-        ", although ours use a 2-layer GCN where the paper uses GraphSAGE."
-    )
+    return text + (", although ours use a 2-layer GCN where the paper uses GraphSAGE.")
 
 
 def write_outputs(rows: list[dict], args: argparse.Namespace, seconds: float | None) -> None:

@@ -170,10 +170,24 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r.get('setup_seconds', float('nan')):.1f} | {ratio(r, 1)} / {ratio(r, 2)} | "
             f"{r['peak_rss_gib']:.2f} | {same} |"
         )
-    lines += ["", "## Conclusion", "", section(NOTES, "conclusion"), "",
-              "## Settings", "", section(NOTES, "intro"), "",
-              f"Machine: {meta.get('machine', {}).get('cpu_count', '?')} CPUs.", "",
-              "## Findings", "", *per_round_overhead(rows), section(NOTES, "reading"), ""]
+    lines += [
+        "",
+        "## Conclusion",
+        "",
+        section(NOTES, "conclusion"),
+        "",
+        "## Settings",
+        "",
+        section(NOTES, "intro"),
+        "",
+        f"Machine: {meta.get('machine', {}).get('cpu_count', '?')} CPUs.",
+        "",
+        "## Findings",
+        "",
+        *per_round_overhead(rows),
+        section(NOTES, "reading"),
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -475,8 +475,11 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
                            fraction=0.02, pad=0.01)  # fmt: skip
         bar.set_label("advantage over the attack's naive baseline (red: leaks)")
     ax = fig.add_subplot(grid[1, :])
-    dp = [c for c in cells
-          if any(r["epsilon"] is not None for r in head if (r["algorithm"], r["protocol"]) == c)]
+    dp = [
+        c
+        for c in cells
+        if any(r["epsilon"] is not None for r in head if (r["algorithm"], r["protocol"]) == c)
+    ]
     markers = ("o", "s", "^", "D")
     for j, ds in enumerate(datasets):
         acc = {(r["algorithm"], r["protocol"]): r for r in head if r["dataset"] == ds}

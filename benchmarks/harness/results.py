@@ -134,9 +134,7 @@ def save_figure(fig: Any, path: Path, dpi: int = 120, tight: bool = True) -> Non
     if tight:
         fig.tight_layout()
     try:
-        fig.savefig(
-            tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png", bbox_inches="tight"
-        )
+        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png", bbox_inches="tight")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

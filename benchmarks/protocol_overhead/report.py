@@ -69,8 +69,7 @@ def main_table(rows: list[dict[str, Any]]) -> list[str]:
         r = next((x for x in prows if (x["clients"], x["dim"], x["dropout"]) == (n, d, drop)
                   and not x["skipped"]), None)  # fmt: skip
         judged = [x for x in prows if not x["skipped"] and x["target_met"] is not None]
-        every = f"{sum(bool(x['target_met']) for x in judged)} of {len(judged)}" if judged \
-            else "-"
+        every = f"{sum(bool(x['target_met']) for x in judged)} of {len(judged)}" if judged else "-"
         if r is None:
             lines.append(f"| {_label(proto, tm)} | not run | | | | | | | | {every} |")
             continue
@@ -168,9 +167,13 @@ def write_markdown(rows: list[dict[str, Any]], meta: dict[str, Any], path: Path)
             )
         lines.append("")
     lines += [*threat.markdown(rows, meta), "## Cells not run", ""]
-    lines += [f"- {_label(r['protocol'], threat.threat_of(r))}: n={r['clients']} "
-              f"d={r['dim']:.0e} drop={r['dropout']:.0%} ({r['skipped']})"
-              for _, _, prows in _groups(rows) for r in prows if r["skipped"]] or ["None."]
+    lines += [
+        f"- {_label(r['protocol'], threat.threat_of(r))}: n={r['clients']} "
+        f"d={r['dim']:.0e} drop={r['dropout']:.0%} ({r['skipped']})"
+        for _, _, prows in _groups(rows)
+        for r in prows
+        if r["skipped"]
+    ] or ["None."]
     lines.append("")
     write_text(path, "\n".join(lines))
 

@@ -362,14 +362,18 @@ def pubmed_order_table(rows: list[dict[str, Any]]) -> list[str]:
                 for m in TABLE23_METHODS}  # fmt: skip
         vals = [_val_mean(found[m]) for m in TABLE23_METHODS]
         lines.append(
-            f"| {v} | " + " | ".join(_cell(found[m]) for m in TABLE23_METHODS)
+            f"| {v} | "
+            + " | ".join(_cell(found[m]) for m in TABLE23_METHODS)
             + f" | {_paired(accs['fedgls'], accs['fed-mlp'])}"
             + f" | {_paired(accs['fedgls'], accs['fed-gnnk'])} | "
-            + " / ".join("–" if x is None else f"{x:.2f}" for x in vals) + " |"
+            + " / ".join("–" if x is None else f"{x:.2f}" for x in vals)
+            + " |"
         )
     lines.append(
-        "| paper | " + " | ".join(_paper(PAPER["table1"]["values"]["PubMed"][m])
-                                   for m in TABLE23_METHODS)  # fmt: skip
+        "| paper | "
+        + " | ".join(
+            _paper(PAPER["table1"]["values"]["PubMed"][m]) for m in TABLE23_METHODS
+        )  # fmt: skip
         + f" | {_paper_gap('PubMed', 'fedgls', 'fed-mlp')}"
         + f" | {_paper_gap('PubMed', 'fedgls', 'fed-gnnk')} | |"
     )
