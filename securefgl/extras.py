@@ -15,8 +15,8 @@ from types import ModuleType
 
 from securefgl.config.fields import ConfigError
 
-# extra -> (the module it provides, what a person knows it as)
 EXTRAS = {"ray": ("ray", "Ray"), "plots": ("matplotlib", "matplotlib")}
+"""Each optional extra: (the module it provides, the name people know it by)."""
 
 
 class MissingExtraError(ConfigError, ImportError):
