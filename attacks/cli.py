@@ -2,7 +2,8 @@
 
 Adds ``securefgl audit`` (algorithm × protocol stack × attack grid) and the
 interaction-inference report of ``securefgl recommend``, so that ``securefgl`` itself never
-imports ``attacks``.
+imports ``attacks``. The attack modules are imported when a command runs, not when the
+parser is built (``securefgl --help`` loads no torch).
 """
 
 from __future__ import annotations
@@ -11,17 +12,6 @@ import argparse
 import sys
 from typing import Any
 
-from attacks.audit import (
-    DEFAULT_PROTOCOLS,
-    AuditConfig,
-    audit_settings,
-    markdown_table,
-    run_audit,
-    save_audit,
-    violations,
-)
-from attacks.interaction_inference import interaction_inference
-from attacks.registry import describe
 from securefgl.cli import add_config_flags, config_from_args
 from securefgl.config import ConfigError
 
@@ -57,6 +47,17 @@ def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    from attacks.audit import (
+        DEFAULT_PROTOCOLS,
+        AuditConfig,
+        audit_settings,
+        markdown_table,
+        run_audit,
+        save_audit,
+        violations,
+    )
+    from attacks.registry import describe
+
     if args.list_attacks:
         for row in describe():
             print(f"{row['attack']:<28} targets {', '.join(row['targets'])}")
@@ -89,6 +90,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def interaction_report(trainer: Any, views: Any, aggregation: str) -> dict[str, Any]:
     """Interaction inference on the server's view of one fresh round (``securefgl recommend``)."""
+    from attacks.interaction_inference import interaction_inference
+
     seen = "plain" if aggregation == "plain" else "ideal"
     a = interaction_inference(trainer.observe(0, seen), views).as_dict()
     a["summary"] = (

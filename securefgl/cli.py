@@ -31,8 +31,6 @@ from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
 
-from protocols.base import ProtocolError
-from protocols.fixedpoint import FixedPointOverflowError
 from protocols.settings import ProtocolSettings
 from securefgl.config import ConfigError, ExperimentConfig, families, sections
 from securefgl.config.experiment import GRAPH_TASKS
@@ -199,9 +197,23 @@ def load_plugins() -> list[ModuleType]:
     return plugins
 
 
+def version() -> str:
+    """The installed package's version (the source tree's when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("securefgl")
+    except PackageNotFoundError:  # pragma: no cover - a source tree on PYTHONPATH only
+        from securefgl import __version__
+
+        return __version__
+
+
 def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentParser, dict]:
     """The parser and the handler of each command (plug-ins add theirs)."""
     parser = Parser(prog="securefgl", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"securefgl {version()}")
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="more logging; tracebacks on errors"
     )
@@ -341,6 +353,9 @@ def _one_line(err: BaseException) -> str:
 
 def report_error(err: BaseException) -> tuple[int, str]:
     """``(exit status, message)`` of an error raised by a command."""
+    from protocols.base import ProtocolError  # here: the parser is built without them
+    from protocols.fixedpoint import FixedPointOverflowError
+
     if isinstance(err, ConfigError):
         return EXIT_USAGE, f"configuration error: {_one_line(err)}"
     if isinstance(err, DatasetError):

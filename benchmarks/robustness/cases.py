@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from securefgl.data.datasets import DATASETS, ENV_CACHE, ENV_DATA
+from securefgl.data.catalog import DATASETS, ENV_CACHE, ENV_DATA
 
 TINY = '{"num_nodes": 60, "num_classes": 3, "num_features": 4}'
 FAST = ("--csbm", TINY, "--rounds", "1", "--clients", "3", "--no-progress")

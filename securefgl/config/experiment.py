@@ -35,9 +35,7 @@ from securefgl.config.fields import (
     updated,
 )
 from securefgl.config.topology import parse_topology
-from securefgl.data.datasets import resolve_name
-from securefgl.data.graph_datasets import resolve_graph_name
-from securefgl.data.ratings import resolve_rating_name
+from securefgl.data.catalog import resolve_graph_name, resolve_name, resolve_rating_name
 from securefgl.data.synthetic import check_csbm_options
 
 EXECUTORS = ("local", "ray")
@@ -287,6 +285,8 @@ class ExperimentConfig:
             )
         try:
             self.protocol.cohort_floor(self.clients_per_round, self.client_sampling)
+            if self.task != "recommendation":  # recommendation: users are its clients
+                self.protocol.check_cohort(self.clients_per_round)
         except ValueError as err:
             raise ConfigError(f"protocol: {err}") from None
         for name, value in self.sections.items():

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.registry import SECURE_SUMS
+from protocols.names import SECURE_SUM_NAMES as SECURE_SUMS
 
 SUM_MODES = tuple(SECURE_SUMS)
 NORMS = ("sym", "rw")

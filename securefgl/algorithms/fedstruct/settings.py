@@ -22,14 +22,14 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import scipy.sparse as sp
+from protocols.names import SECURE_SUM_NAMES as SECURE_SUMS
+from securefgl.data.catalog import resolve_name
 
-from protocols.dp.graph_dp import edge_rand, lap_graph
-from protocols.registry import SECURE_SUMS
-from securefgl.data.datasets import resolve_name
+if TYPE_CHECKING:
+    import numpy as np
+    import scipy.sparse as sp
 
 __all__ = [
     "GENERIC",
@@ -69,6 +69,8 @@ class EdgeDP:
     def perturb(
         self, block: sp.csr_matrix, symmetric: bool, rng: np.random.Generator
     ) -> sp.csr_matrix:
+        from protocols.dp.graph_dp import edge_rand, lap_graph
+
         if self.mechanism == "lapgraph":
             return lap_graph(block, self.epsilon, symmetric=symmetric, rng=rng)
         return edge_rand(block, self.epsilon, symmetric=symmetric, preserve_sparsity=True, rng=rng)
