@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from securefgl.cli import add_config_flags, config_from_args
+from securefgl.cli import add_config_flags, add_run_options, config_from_args, show_progress
 from securefgl.config import ConfigError
 
 
@@ -20,9 +20,13 @@ def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
     audit = sub.add_parser(
         "audit",
         help="leakage audit: algorithm × protocol stack × attack; saves JSON + Markdown + plot",
-    )
-    audit.add_argument("--config", help="TOML file for the base experiment settings")
-    audit.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        usage="%(prog)s [--config FILE] [options]",
+        description="Train each algorithm under each protocol stack and run every attack "
+        "that targets it; saves <output-dir>/<name>/result.json, result.md and result.png.",
+        epilog="examples:\n  securefgl audit --list-attacks\n  securefgl audit --algorithms "
+        "fedavg,fedstruct --protocols 'plain;secagg;clip_noise;edgerand:1'",
+    )  # fmt: skip
+    add_run_options(audit, "base experiment")
     group = audit.add_argument_group("audit")
     group.add_argument(
         "--protocols",
@@ -57,12 +61,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
         violations,
     )
     from attacks.registry import describe
+    from securefgl.experiment.results import check_output_dir, result_folder
 
     if args.list_attacks:
         for row in describe():
             print(f"{row['attack']:<28} targets {', '.join(row['targets'])}")
         return 0
     base = config_from_args(args)
+    check_output_dir(base.output_dir)  # before the grid runs, not after
     protocols = [p for p in args.protocols.split(";") if p.strip()] if args.protocols else None
     audit = AuditConfig(
         base=base,
@@ -73,11 +79,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         central_rounds=args.central_rounds,
     )
     try:
-        rows = run_audit(audit, progress=not args.no_progress)
+        rows = run_audit(audit, progress=show_progress(args))
     except ValueError as err:
         raise ConfigError(str(err)) from err
-    name = base.name or f"audit_{base.dataset}"
-    out = save_audit(rows, base.output_dir, name, audit_settings(audit))
+    folder = result_folder(base, f"audit_{base.dataset}")
+    out = save_audit(rows, folder, audit_settings(audit), base)
     print(markdown_table(rows))
     print("results: " + ", ".join(str(p) for p in out.values()))
     bad = violations(rows)

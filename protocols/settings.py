@@ -43,7 +43,7 @@ class ProtocolSettings:
     stack: list[str] = _option(
         [], f"aggregation stack: at most one transport ({', '.join(TRANSPORT_NAMES)}) and one "
         f"DP mechanism ({', '.join(MECHANISM_NAMES)}), e.g. secagg,clip_noise (empty: plain)",
-        flag="protocol", metavar="NAME,...",
+        flag="protocol", metavar="NAME",
     )  # fmt: skip
     secagg_k: int | None = _option(None, "secagg+ neighbours (default 2⌈log2 n⌉)")
     secagg_threshold: float | None = _option(

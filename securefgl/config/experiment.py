@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from protocols.settings import ProtocolSettings
-from securefgl.config.families import TASKS, default_algorithms, sections, task_defaults
+from securefgl.config.families import (
+    TASKS,
+    check_algorithm,
+    default_algorithms,
+    sections,
+    task_defaults,
+)
 from securefgl.config.fields import (
     ConfigError,
     checked,
@@ -51,9 +57,9 @@ S = TypeVar("S")
 
 def _opt(
     default: Any, help: str, group: str, choices: tuple[Any, ...] | None = None,
-    tasks: tuple[str, ...] = GRAPH_TASKS,
+    tasks: tuple[str, ...] = GRAPH_TASKS, **extra: Any,
 ) -> Any:  # fmt: skip
-    return option(default, help, group, choices, tasks=tasks)
+    return option(default, help, group, choices, tasks=tasks, **extra)
 
 
 @dataclass(init=False)
@@ -68,7 +74,7 @@ class ExperimentConfig:
         "csbm", "dataset name (`securefgl datasets`) or csbm", "data", tasks=ALL_TASKS
     )
     data_root: str | None = _opt(
-        None, "data root (default: $SECUREFGL_DATA)", "data", tasks=ALL_TASKS
+        None, "data root (default: $SECUREFGL_DATA)", "data", tasks=ALL_TASKS, metavar="DIR"
     )
     download: bool = _opt(
         False, "let PyG download a dataset missing from the data root (off: never)", "data"
@@ -119,7 +125,7 @@ class ExperimentConfig:
                              "federation")  # fmt: skip
     server_topology: str = _opt(
         "ring", "edge-server adjacency: ring, line, complete, star, none or '0-1,1-2'",
-        "federation",
+        "federation", metavar="SPEC",
     )  # fmt: skip
     # the protocol stack (its own section: transport, DP, secagg, threat model)
     protocol: ProtocolSettings = field(
@@ -152,7 +158,7 @@ class ExperimentConfig:
                         tasks=ALL_TASKS)  # fmt: skip
     ray_address: str | None = _opt(
         None, "ray: a running cluster's address (default: start a local Ray)", "execution",
-        tasks=ALL_TASKS,
+        tasks=ALL_TASKS, metavar="ADDRESS",
     )  # fmt: skip
     party_timeout: float | None = _opt(
         None, "ray: seconds a batch of party calls may take (default: no limit)", "execution",
@@ -166,7 +172,8 @@ class ExperimentConfig:
     threads: int = _opt(1, "torch intra-op threads", "output", tasks=ALL_TASKS)
     seeds: list[int] = _opt([0], "seeds (each draws its split and partition)", "output",
                             tasks=ALL_TASKS)  # fmt: skip
-    output_dir: str = _opt("results", "results folder", "output", tasks=ALL_TASKS)
+    output_dir: str = _opt("results", "results folder: each run writes <output-dir>/<name>/",
+                           "output", tasks=ALL_TASKS, metavar="DIR")  # fmt: skip
     name: str | None = _opt(None, "run name (default: from the dataset)", "output",
                             tasks=ALL_TASKS)  # fmt: skip
     store_payloads: bool = _opt(False, "keep every message's payload in the transcript", "output")
@@ -235,6 +242,8 @@ class ExperimentConfig:
             self.algorithms = default_algorithms(self.task)
             if not self.algorithms:
                 raise ConfigError(f"algorithms: give at least one algorithm for task {self.task}")
+        for name in self.algorithms:
+            check_algorithm(name, self.task)
         _choice("partition", self.partition, PARTITIONS)
         if self.partition_cut is not None and not 0 < self.partition_cut < 1:
             raise ConfigError(f"partition_cut must lie in (0, 1), got {self.partition_cut!r}")
@@ -347,6 +356,24 @@ class ExperimentConfig:
                if f.name not in ("protocol", "sections")}  # fmt: skip
         for name, settings in [("protocol", self.protocol), *self.sections.items()]:
             out[name] = {f.name: getattr(settings, f.name) for f in public_fields(type(settings))}
+        return copy.deepcopy(out)
+
+    def resolved(self) -> dict[str, Any]:
+        """:meth:`to_dict` with what a run derives filled in: the protocol stack's transport,
+        DP mechanism, secure-sum mode and enforced minimum cohort, and every section that
+        resolves itself against the experiment (``resolve(config)``, e.g. FedStruct's
+        dataset preset)."""
+        out = self.to_dict()
+        p = self.protocol
+        out["protocol"].update(
+            transport=p.transport, mechanism=p.mechanism, secure_sum_mode=p.secure_sum_mode(),
+            min_cohort_enforced=p.cohort_floor(self.clients_per_round, self.client_sampling),
+        )  # fmt: skip
+        for name, settings in self.sections.items():
+            resolve = getattr(settings, "resolve", None)
+            if resolve is not None:
+                done = resolve(self)
+                out[name] = {f.name: getattr(done, f.name) for f in public_fields(type(done))}
         return copy.deepcopy(out)
 
     @classmethod
