@@ -29,6 +29,9 @@ class Algorithm(ABC):
     setting: ClassVar[str] = "federated"
     needs_global_graph: ClassVar[bool] = False
     needs_cross_edges: ClassVar[bool] = False  # clients must know their cross-client edges
+    #: it makes up for the cross-client edges its clients lack (generated neighbours or
+    #: links): giving them those edges (cross_edges = "known") contradicts the method
+    repairs_cross_edges: ClassVar[bool] = False
     server_ids: ClassVar[frozenset[str]] = frozenset({"server"})
 
     def __init__(self, config: ExperimentConfig) -> None:

@@ -60,4 +60,10 @@ def check_config(config: ExperimentConfig) -> ExperimentConfig:
                 f"{name} needs cross_edges = 'known' (its clients know their edges to other "
                 "clients' nodes)"
             )
+        if cls.repairs_cross_edges and config.cross_edges == "known":
+            raise ConfigError(
+                f"{name} generates what its clients miss across clients (it assumes they do "
+                "not know their cross-client edges): cross_edges = 'known' contradicts it; "
+                "leave cross_edges unset or 'hidden'"
+            )
     return config

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -382,8 +383,11 @@ class ExperimentConfig:
         refused with the section they belong to, if any."""
         values = dict(values)
         known = sections()
+        if isinstance(values.get("protocol"), dict):
+            _refuse_misplaced("protocol", values["protocol"])
         for name, section in known.items():
             if isinstance(values.get(name), dict):
+                _refuse_misplaced(name, values[name])
                 values[name] = settings_from_dict(name, section.settings, values[name])
         return cls(**values)
 
@@ -432,19 +436,51 @@ def _protocol(value: Any, base: ProtocolSettings | None = None) -> ProtocolSetti
     return updated("protocol", base, value)
 
 
+def _tables() -> list[tuple[str, list[str]]]:
+    """Every settings table (``protocol`` and each section) with its keys."""
+    kinds = [("protocol", ProtocolSettings)] + [(n, s.settings) for n, s in sections().items()]
+    return [(name, [f.name for f in public_fields(kind)]) for name, kind in kinds]
+
+
+def _where(key: str, tables: list[tuple[str, list[str]]], here: str | None = None) -> str:
+    """``; 'nsf' belongs under [experiment.fedstruct]`` or ``(did you mean 'nsf_dim' under
+    [experiment.fedstruct]?)`` for a key that is not where it was given; ``""`` if none."""
+    home = next((n for n, keys in tables if key in keys and n != here), None)
+    if home is not None:
+        return f"; {key!r} belongs under [experiment.{home}]"
+    owner = {k: n for n, keys in reversed(tables) if n != here for k in keys}
+    close = difflib.get_close_matches(key, list(owner), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r} under [experiment.{owner[close[0]]}]?)" if close else ""
+
+
 def _refuse_unknown(values: dict[str, Any], known: list[str]) -> None:
-    """Refuse unknown keys, naming the section a key belongs to, or the closest key."""
+    """Refuse unknown keys, naming the section a key belongs to, or the closest key (among
+    the generic keys first, then every section's)."""
     unknown = sorted(set(values) - set(known))
     if not unknown:
         return
-    tables = [("protocol", ProtocolSettings)] + [(n, s.settings) for n, s in sections().items()]
-    notes = []
-    for key in unknown:
-        home = next((n for n, kind in tables
-                     if key in {f.name for f in public_fields(kind)}), None)  # fmt: skip
-        notes.append(f"; {key!r} belongs under [experiment.{home}]" if home
-                     else did_you_mean(key, known))  # fmt: skip
+    tables = _tables()
+    notes = [did_you_mean(key, known) or _where(key, tables) for key in unknown]
     raise ConfigError(f"unknown config keys {unknown}{''.join(notes)}; known keys: {sorted(known)}")
+
+
+def _refuse_misplaced(name: str, table: dict[str, Any]) -> None:
+    """Refuse a key of section ``name``'s table that belongs to another table (``dp_noise``
+    under ``[experiment.fedstruct]``) or is a misspelling of one."""
+    tables = _tables()
+    keys = dict(tables).get(name, [])
+    for key in sorted(set(table) - set(keys)):
+        if did_you_mean(key, keys):
+            continue  # the section's own check suggests its closest key
+        note = _where(key, tables, here=name) or _where(key, [("", _generic_keys())], here=name)
+        if note:
+            note = note.replace("[experiment.]", "[experiment]")
+            raise ConfigError(f"unknown [{name}] keys [{key!r}]{note}; known keys: {sorted(keys)}")
+
+
+def _generic_keys() -> list[str]:
+    return [f.name for f in dataclasses.fields(ExperimentConfig)
+            if f.name not in ("protocol", "sections")]  # fmt: skip
 
 
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:

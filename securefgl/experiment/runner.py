@@ -223,9 +223,12 @@ def draw_world(
     graph.train_mask, graph.val_mask, graph.test_mask = random_split(
         graph.num_nodes, *config.split, seed=split_seed
     )
-    part = partition_graph(
-        graph, config.clients, config.partition, seed=part_seed, cut=config.partition_cut
-    )
+    try:
+        part = partition_graph(
+            graph, config.clients, config.partition, seed=part_seed, cut=config.partition_cut
+        )
+    except ValueError as err:  # the configuration does not fit the data (clients, cut)
+        raise ConfigError(f"partition {config.partition} of {config.dataset}: {err}") from None
     if config.split_scope == "client":  # the fractions inside each client (FedSage+, FedGLS)
         graph.train_mask, graph.val_mask, graph.test_mask = client_split(
             part.assignment, *config.split, seed=split_seed

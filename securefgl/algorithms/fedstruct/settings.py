@@ -255,8 +255,14 @@ class FedStructSettings:
         return self.replace(**{k: v for k, v in given.items() if getattr(self, k) is None})
 
     def check(self, config: Any) -> None:
-        """The section resolves for ``config`` (run when the configuration is built)."""
-        self.resolve(config)
+        """The section resolves for ``config`` and its secure sums have at least two
+        clients to sum over (run when the configuration is built)."""
+        mode = self.resolve(config).sum_mode
+        if "fedstruct" in config.algorithms and mode != "plain" and config.clients < 2:
+            raise ValueError(
+                f"sum_mode = {mode!r} needs at least 2 clients (a secure sum over one client "
+                "is that client's own value): raise clients, or use sum_mode = 'plain'"
+            )
 
     @classmethod
     def of(cls, config: Any) -> FedStructSettings:

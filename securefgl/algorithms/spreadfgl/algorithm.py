@@ -55,6 +55,7 @@ class SpreadFGLFamily(EdgeFGL):
 
     name = "fedgl"
     impute: ClassVar[bool] = True
+    repairs_cross_edges = True  # its imputation links nodes across clients
     default_trace: ClassVar[float] = 0.0
 
     @property
@@ -166,6 +167,7 @@ class FedAvgFusion(SpreadFGLFamily):
 
     name = "fedavg-fusion"
     impute = False
+    repairs_cross_edges = False
 
 
 class LocalFGL(Algorithm):
