@@ -29,24 +29,24 @@ def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
     add_run_options(audit, "base experiment")
     group = audit.add_argument_group("audit")
     group.add_argument(
-        "--protocols",
-        default=None,
-        help="semicolon-separated stacks, e.g. 'plain;secagg;ckks;secagg,clip_noise;edgerand:1'",
-    )
+        "--protocols", default=None, metavar="STACK;...",
+        help="semicolon-separated stacks, e.g. 'plain;secagg;ckks;secagg,clip_noise;edgerand:1' "
+        "(default: plain;secagg;ckks;clip_noise;secagg,clip_noise;edgerand:1)",
+    )  # fmt: skip
     group.add_argument(
-        "--attacks",
-        type=lambda s: [t for t in s.split(",") if t.strip()],
-        default=None,
-        help="comma-separated attacks (default: all that target each algorithm)",
-    )
-    group.add_argument("--central-rounds", type=int, default=None, help="rounds of central")
+        "--attacks", type=lambda s: [t for t in s.split(",") if t.strip()], default=None,
+        metavar="NAME,...", help="comma-separated attacks (default: all that target each "
+        "algorithm; --list-attacks names them)",
+    )  # fmt: skip
+    group.add_argument("--central-rounds", type=int, default=None, metavar="N",
+                       help="rounds of central (default: --rounds)")  # fmt: skip
     group.add_argument("--list-attacks", action="store_true", help="list attacks and exit")
     group.add_argument(
         "--strict",
         action="store_true",
         help="exit with status 3 when a DP audit's lower bound exceeds the run's claimed ε",
     )
-    add_config_flags(audit)
+    add_config_flags(audit, defaults={"algorithms": "central,fedavg"})
     return {"audit": cmd_audit}
 
 

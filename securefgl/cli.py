@@ -82,7 +82,8 @@ class Formatter(argparse.HelpFormatter):
         super().__init__(prog, max_help_position=26)
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)  # fmt: skip
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         lines: list[str] = []

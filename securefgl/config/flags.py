@@ -168,10 +168,14 @@ def _algorithm_help(tasks: Sequence[str]) -> tuple[str, str]:
     return f"algorithms to compare, comma-separated: {names}", default
 
 
-def add_config_flags(parser: argparse.ArgumentParser, tasks: Sequence[str] = GRAPH_TASKS) -> None:
+def add_config_flags(
+    parser: argparse.ArgumentParser, tasks: Sequence[str] = GRAPH_TASKS,
+    defaults: dict[str, Any] | None = None,
+) -> None:  # fmt: skip
     """Flags for the generic fields of ExperimentConfig that apply to ``tasks``, the
     protocol section, and the sections and presets of the families of ``tasks`` (those
-    listed by name in ``--help``; ``--help-all`` explains them)."""
+    listed by name in ``--help``; ``--help-all`` explains them). ``defaults``: the defaults
+    a command shows instead of the configuration's (e.g. the audit's algorithms)."""
     groups: dict[str, Any] = {}
     own = task_defaults(tasks[0]) if len(tasks) == 1 else {}
     parser.full_help = {}  # type: ignore[attr-defined]
@@ -186,6 +190,7 @@ def add_config_flags(parser: argparse.ArgumentParser, tasks: Sequence[str] = GRA
         default, text = own.get(f.name, _default(f)), None
         if f.name == "algorithms":
             text, default = _algorithm_help(tasks)
+        default = (defaults or {}).get(f.name, default)
         _add_flag(group, f, hints(ExperimentConfig)[f.name], [_flag(f.name)], f.name, default,
                   choices, text)  # fmt: skip
     _section_flags(parser, "protocol", ProtocolSettings, "protocol stack", "", compact=False)

@@ -195,3 +195,12 @@ def test_the_audit_command_writes_one_folder_per_run(tmp_path, capsys):
     saved = json.loads((tmp_path / "grid" / "result.json").read_text())
     assert {"rows", "settings", "units", "provenance"} <= set(saved)
     assert (tmp_path / "grid" / "result.md").exists()
+
+
+def test_audit_help_shows_its_own_defaults(capsys):
+    from attacks.audit import DEFAULT_PROTOCOLS
+
+    assert main(["audit", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"(default: {';'.join(DEFAULT_PROTOCOLS)})" in out
+    assert "(default: central,fedavg)" in out
