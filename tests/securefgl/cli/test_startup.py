@@ -1,0 +1,45 @@
+"""``securefgl --help`` answers fast: building the parser (every command, plug-ins included)
+imports neither torch nor PyG nor the crypto libraries; they load when a command runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+HEAVY = ("torch", "torch_geometric", "tenseal", "opacus", "ray", "scipy", "rich", "tqdm")
+
+PROBE = """
+import contextlib, io, json, sys
+from securefgl.cli import build_parser, load_plugins, main
+parser, handlers = build_parser(load_plugins())
+with contextlib.redirect_stdout(io.StringIO()):
+    for argv in (["--help"], ["run", "--help"], ["recommend", "--help"], ["audit", "--help"],
+                 ["sweep", "--help"], ["--version"]):
+        assert main(argv) == 0, argv
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+def _imported(code: str) -> set[str]:
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_building_the_parser_and_every_help_page_imports_no_heavy_library():
+    loaded = _imported(PROBE)
+    assert "securefgl" in loaded and "attacks" in loaded  # the plug-in was loaded
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_the_probe_sees_torch_when_a_module_needs_it():
+    """The check would fail if the CLI imported the data loaders (as it used to)."""
+    code = "import json, sys\nimport securefgl.data.datasets\n" + PROBE.split("\n", 1)[1]
+    assert "torch" in _imported(code)
