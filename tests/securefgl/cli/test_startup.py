@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -43,3 +44,17 @@ def test_the_probe_sees_torch_when_a_module_needs_it():
     """The check would fail if the CLI imported the data loaders (as it used to)."""
     code = "import json, sys\nimport securefgl.data.datasets\n" + PROBE.split("\n", 1)[1]
     assert "torch" in _imported(code)
+
+
+def test_help_answers_within_the_budget():
+    """``securefgl --help`` under ~1.5 s: measured as the child's CPU time (user + system),
+    which a busy machine stretches far less than wall time."""
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for argv in (["--help"], ["run", "--help"]):
+        subprocess.run([sys.executable, "-m", "securefgl.cli", *argv], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu / 2 < 1.5, f"{cpu / 2:.2f} s of CPU per help page"
