@@ -13,8 +13,10 @@ Run: ``SECUREFGL_DATA=... python -m benchmarks.frontier [--seeds 0,1,2]``.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from attacks.sweep import save_frontier
 from attacks.sweep.engine import run_sweep
@@ -35,6 +37,61 @@ def frontier_sweep(seeds: list[int]) -> SweepConfig:
     )  # fmt: skip
 
 
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def conclusion(rows: list[dict[str, Any]]) -> list[str]:
+    """A few lines read off the frontier's rows (nothing typed in by hand)."""
+    cells = {(r["algorithm"], r["protection"], r["epsilon"] and round(r["epsilon"], 2)): r
+             for r in rows if r["attack"] == "link_stealing"}  # fmt: skip
+    lines = []
+    for algo in dict.fromkeys(a for a, _, _ in cells):
+        plain = cells.get((algo, "plain", None))
+        dp = sorted((e, r) for (a, p, e), r in cells.items() if a == algo and e is not None)
+        if plain is None or not dp:
+            continue
+        best_eps, best = dp[-1]
+        lines.append(
+            f"- **{algo}**: {_pct(plain['utility'])} unprotected (ckks: "
+            f"{_pct(cells.get((algo, 'ckks', None), {}).get('utility'))}); with client-level "
+            f"DP {_pct(dp[0][1]['utility'])} at ε = {dp[0][0]:g} and {_pct(best['utility'])} "
+            f"at ε = {best_eps:g} (σ = {best['dp_noise']:.2f}). Link stealing AUC "
+            f"{plain['attack_value']:.3f} unprotected, {best['attack_value']:.3f} at ε = "
+            f"{best_eps:g} (naive baseline {plain['attack_baseline']:.3f})."
+        )
+    top = [r for (_, p, e), r in cells.items() if e is not None and e == max_eps(cells)]
+    plain = {a: r for (a, p, e), r in cells.items() if p == "plain"}
+    if top and all(r["utility"] < plain[r["algorithm"]]["utility"] - 0.1 for r in top):
+        lines.append(
+            "- With 10 clients, client-level DP adds noise of norm about σ·√d / 10 to an average "
+            "of updates clipped to norm 1 (d: the model's parameters, tens of thousands here), "
+            "so accuracy stays far below the unprotected run even at the largest ε; "
+            "client-level DP needs far more clients per round than a 10-party graph federation "
+            "has."
+        )
+    if top and all(r["attack_value"] >= plain[r["algorithm"]]["attack_value"] for r in top):
+        lines.append(
+            "- Client-level DP does not lower link stealing: the attack reads the posteriors of "
+            "connected nodes, and a noisier model's posteriors track the (homophilous) "
+            "features more, not less. DP on the model protects a client's contribution, not "
+            "its edges (edge-level DP does: the `edgerand` / `lapgraph` protections)."
+        )
+    ckks = {a: r for (a, p, e), r in cells.items() if p == "ckks"}
+    if ckks and all(abs(r["utility"] - plain[a]["utility"]) < 0.005
+                    and abs(r["attack_value"] - plain[a]["attack_value"]) < 0.01
+                    for a, r in ckks.items()):  # fmt: skip
+        lines.append(
+            "- Encrypted aggregation (ckks) leaves what an attacker of the final model sees "
+            "unchanged: accuracy within 0.5 points of plain, link stealing within 0.01."
+        )
+    return lines
+
+
+def max_eps(cells: dict[tuple, dict[str, Any]]) -> float:
+    return max((e for (_, _, e) in cells if e is not None), default=0.0)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0,1,2")
@@ -44,6 +101,9 @@ def main(argv: list[str] | None = None) -> None:
     cache = cache_dir() / "frontier"
     records = run_sweep(sweep, cache, progress=True, restart=args.restart)
     out = save_frontier(records, cache, "frontier")
+    rows = json.loads(out["json"].read_text())
+    title, rest = out["md"].read_text().split("\n", 1)
+    out["md"].write_text("\n".join([title, "", *conclusion(rows), rest]))
     for path in out.values():
         shutil.copy(path, RESULTS / path.name)
     print(f"frontier: {RESULTS / 'frontier.md'}")
