@@ -55,10 +55,10 @@ def conclusion(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"- **{algo}**: {_pct(plain['utility'])} unprotected (ckks: "
             f"{_pct(cells.get((algo, 'ckks', None), {}).get('utility'))}); with client-level "
-            f"DP {_pct(dp[0][1]['utility'])} at ε = {dp[0][0]:g} and {_pct(best['utility'])} "
-            f"at ε = {best_eps:g} (σ = {best['dp_noise']:.2f}). Link stealing AUC "
+            f"DP {_pct(dp[0][1]['utility'])} at ε = {dp[0][0]:.3g} and {_pct(best['utility'])} "
+            f"at ε = {best_eps:.3g} (σ = {best['dp_noise']:.2f}). Link stealing AUC "
             f"{plain['attack_value']:.3f} unprotected, {best['attack_value']:.3f} at ε = "
-            f"{best_eps:g} (naive baseline {plain['attack_baseline']:.3f})."
+            f"{best_eps:.3g} (naive baseline {plain['attack_baseline']:.3f})."
         )
     top = [r for (_, p, e), r in cells.items() if e is not None and e == max_eps(cells)]
     plain = {a: r for (a, p, e), r in cells.items() if p == "plain"}
