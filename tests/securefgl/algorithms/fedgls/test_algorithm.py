@@ -273,5 +273,6 @@ def test_prototypes_cross_the_channel_and_average_by_count(graph):
 def test_every_method_runs_under_secagg(graph, name):
     cfg = tiny_config(algorithms=[name], protocol=["secagg"], fedgls={"split": "C"})
     result = run_single(cfg, name, 0, graph, progress=False)
-    assert 0.0 <= result.final["test_acc"] <= 1.0 and result.federated
+    assert 0.0 <= result.final["test_acc"] <= 1.0
+    assert result.federated == (name != "local-gnnk")  # the local baseline trains alone
     assert result.model
