@@ -21,7 +21,7 @@ from protocols.base import ProtocolError
 
 WORD_BITS = (32, 64)
 #: default precision of :func:`ring_codec`: one summand's entries are resolved to at least
-#: ``bound * 2^-20`` (about 1e-6 of the bound), so a 32-bit ring holds up to 2^11 summands
+#: ``bound * 2^-20`` (about 1e-6 of the bound), so a 32-bit ring holds 1024 to 2047 summands
 DEFAULT_PRECISION_BITS = 20
 #: fractional bits when no value bound is known (64-bit ring, the headroom's largest bound)
 DEFAULT_FRAC_BITS = 24
@@ -203,9 +203,10 @@ def ring_codec(
 
     The ring holds the worst case exactly: ``max_summands`` entries all at ``±bound`` sum to
     at most ``2^(w-1) - 1`` in magnitude, so no sum of honest inputs wraps, and the decoded
-    sum is the exact sum of the rounded entries. That needs about ``1 + log2(max_summands) +
-    precision_bits`` bits whatever the bound: with the default 20 bits, 32-bit words hold up
-    to 2048 summands. ``bound=None`` (nothing known about the values): the 64-bit ring with
+    sum is the exact sum of the rounded entries. That needs ``1 + log2(max_summands) +
+    precision_bits`` bits, up to one more depending on where the bound falls between powers
+    of two, whatever its size: with the default 20 bits, 32-bit words hold 1024 to 2047
+    summands. ``bound=None`` (nothing known about the values): the 64-bit ring with
     ``frac_bits`` (default 24) and the largest bound its headroom allows; a 32-bit ring is
     refused then (``ValueError``). Raises :class:`FixedPointOverflowError` naming what to
     change when no allowed ring fits.
