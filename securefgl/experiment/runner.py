@@ -3,8 +3,9 @@
 Per round it records the training loss, wall time and the bytes that crossed the channel
 (up to the server, down from it, client-to-client); on the evaluation schedule (every
 ``eval_every`` rounds and the last) it adds accuracy and macro-F1 on the validation and
-test nodes. The reported result is the last round's model (FedStruct's protocol, no model
-selection).
+test nodes. The run's bytes are also broken down by message family (set-up, structure,
+rounds, evaluation: :mod:`securefgl.federation.transcript`). The reported result is the
+last round's model (FedStruct's protocol, no model selection).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.federation import Federation
 from securefgl.federation.stack import build_stack
+from securefgl.federation.transcript import EVALUATION, ROUNDS, SETUP
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,17 @@ class RunResult:
     setup_seconds: float = 0.0  # algo.setup: e.g. FedStruct's Ā build, FedGCN's sums
     protection: dict[str, str] = field(default_factory=dict)  # per message family, as applied
     model: str = ""  # the model as it is (e.g. "MLP on ÂᴸX" for FedGCN)
+    bytes_by_family: dict[str, int] = field(default_factory=dict)  # setup, structure, ...
+
+    @property
+    def bytes(self) -> int:
+        """Every byte the channel carried in the run (the sum of :attr:`bytes_by_family`;
+        the set-up's, the rounds' and evaluation's messages)."""
+        if self.bytes_by_family:
+            return sum(self.bytes_by_family.values())
+        return self.setup_bytes + sum(
+            h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in self.history
+        )
 
     @property
     def seconds(self) -> float:
@@ -96,6 +109,8 @@ class RunResult:
             "federated": self.federated,
             "final": self.final,
             "setup_bytes": self.setup_bytes,
+            "bytes": self.bytes,
+            "bytes_by_family": self.bytes_by_family,
             "setup_seconds": self.setup_seconds,
             "history": self.history,
             "partition": self.partition,
@@ -126,15 +141,11 @@ class ExperimentResult:
                 values = np.array([r.final[key] for r in runs]) * 100
                 row[key] = float(values.mean())
                 row[f"{key}_std"] = float(values.std())
-            row["bytes"] = float(
-                np.mean(
-                    [
-                        sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in r.history)
-                        + r.setup_bytes
-                        for r in runs
-                    ]
-                )
-            )
+            row["bytes"] = float(np.mean([r.bytes for r in runs]))
+            families = dict.fromkeys(k for r in runs for k in r.bytes_by_family)
+            row["bytes_by_family"] = {
+                k: float(np.mean([r.bytes_by_family.get(k, 0) for r in runs])) for k in families
+            }
             eps = [r.privacy.get("epsilon") for r in runs]
             row["epsilon"] = None if None in eps else float(np.mean(eps))
             row["delta"] = runs[0].privacy.get("delta")
@@ -255,7 +266,8 @@ def run_single(
             "co_host": config.ray_co_host,
         }  # fmt: skip
     with closing(federation):  # ends remote workers, whatever happens
-        algo.setup(federation, graph if algo.needs_global_graph else None)
+        with channel.transcript.family_scope(SETUP):  # the algorithm marks its structure
+            algo.setup(federation, graph if algo.needs_global_graph else None)
         setup_seconds = time.perf_counter() - t_setup
         if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
             log.info("%s seed=%d: set-up took %.0f s", algorithm, seed, setup_seconds)
@@ -271,7 +283,8 @@ def run_single(
         )
         for r in bar:
             start, t0 = len(transcript.entries), time.perf_counter()
-            loss = algo.train_round(r)
+            with transcript.family_scope(ROUNDS):
+                loss = algo.train_round(r)
             row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
             row.update(
                 {
@@ -280,7 +293,9 @@ def run_single(
                 }
             )
             if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
-                row.update(metrics(algo.predict(), int(graph.num_classes)))
+                with transcript.family_scope(EVALUATION):
+                    predictions = algo.predict()
+                row.update(metrics(predictions, int(graph.num_classes)))
                 if "epsilon" in (spent := stack.privacy()):
                     row["epsilon"] = spent["epsilon"]
                 bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
@@ -314,6 +329,7 @@ def run_single(
             setup_seconds,
             algo.protection(),
             algo.model_label(),
+            transcript.bytes_by_family(),
         )
 
 
