@@ -45,6 +45,13 @@ class Algorithm(ABC):
         """The model as it is (e.g. ``"GCN"``, ``"MLP on ÂᴸX"``) for result tables."""
         return str(self.config.model).upper()
 
+    def aggregate_error(self) -> float | None:
+        """The largest absolute error of any aggregate of the run (max over rounds and
+        coordinates) against the float64 weighted mean of the inputs the clients handed to
+        the transport: the secure transport's quantisation (fixed point, CKKS noise).
+        Measured by the simulator where it holds the parties; None when not measured."""
+        return None
+
     def privacy(self) -> dict[str, Any]:
         """Guarantees the algorithm adds beyond its protocol stack (e.g. FedStruct's edge DP
         on Ā's inputs: ``{"edge_dp": ..., "edge_epsilon": ...}``)."""

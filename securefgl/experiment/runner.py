@@ -86,6 +86,7 @@ class RunResult:
     protection: dict[str, str] = field(default_factory=dict)  # per message family, as applied
     model: str = ""  # the model as it is (e.g. "MLP on ÂᴸX" for FedGCN)
     bytes_by_family: dict[str, int] = field(default_factory=dict)  # setup, structure, ...
+    aggregate_error: float | None = None  # max |aggregate - float64 mean| (Algorithm)
 
     @property
     def bytes(self) -> int:
@@ -111,6 +112,7 @@ class RunResult:
             "setup_bytes": self.setup_bytes,
             "bytes": self.bytes,
             "bytes_by_family": self.bytes_by_family,
+            "aggregate_max_abs_error": self.aggregate_error,
             "setup_seconds": self.setup_seconds,
             "history": self.history,
             "partition": self.partition,
@@ -151,6 +153,8 @@ class ExperimentResult:
             row["delta"] = runs[0].privacy.get("delta")
             row["adversary"] = runs[0].privacy.get("adversary")
             row["private"] = all(r.privacy.get("private", True) for r in runs)
+            errors = [r.aggregate_error for r in runs]
+            row["aggregate_max_abs_error"] = None if None in errors else max(errors)
             row["model"] = runs[0].model
             row["seconds"] = float(np.mean([r.seconds for r in runs]))
             row["setup_seconds"] = float(np.mean([r.setup_seconds for r in runs]))
@@ -330,6 +334,7 @@ def run_single(
             algo.protection(),
             algo.model_label(),
             transcript.bytes_by_family(),
+            algo.aggregate_error(),
         )
 
 

@@ -205,3 +205,29 @@ def test_secagg_32_bit_ring_matches_plaintext(graph):
     for r_ref, r_got in zip(ref.history, got.history, strict=True):
         assert r_got["loss"] == pytest.approx(r_ref["loss"], abs=1e-4)
     assert abs(got.final["test_acc"] - ref.final["test_acc"]) <= 0.01
+
+
+def test_every_secure_run_reports_its_aggregate_error(graph, plain_run):
+    """The aggregate's max abs error against the float64 mean of the clients' inputs:
+    within the transport's bound, above zero where it quantises, none under DP noise."""
+    ring = {"stack": ["secagg"], "secagg_value_bound": 4.0, "secagg_weight_bound": 200.0}
+    codec = _masked_codec(_cfg(protocol=ring))
+    assert codec.word_bits == 32
+    runs = {
+        name: run_single(_cfg(protocol=protocol), "fedavg", 0, graph, progress=False)
+        for name, protocol in [
+            ("secagg-32", ring),
+            ("secagg-64", ["secagg"]),
+            ("ckks", ["ckks"]),
+            ("dp", ["clip_noise", "secagg"]),
+        ]
+    }
+    errors = {name: run.aggregate_error for name, run in runs.items()}
+    assert plain_run.aggregate_error is not None and plain_run.aggregate_error < 1e-6
+    # fixed point: every entry of w·x and w rounds by at most 2^-(f+1); 4 clients, Σ w ≥ 1
+    half_step = 2.0 ** -(codec.frac_bits + 1)
+    assert 0 < errors["secagg-32"] <= 2 * 4 * half_step * (1 + 4.0), errors
+    assert 0 < errors["secagg-64"] < errors["secagg-32"], errors
+    assert 0 < errors["ckks"] < 1e-5, errors
+    assert errors["dp"] is None
+    assert runs["secagg-32"].to_dict()["aggregate_max_abs_error"] == errors["secagg-32"]
