@@ -18,8 +18,9 @@ What TenSEAL 0.3.18 allows: its ``CKKSVector`` encodes real vectors only and its
 encrypts into expanded ciphertexts (``TenSEALContext::encrypt`` calls SEAL's
 ``encrypt_symmetric(plain, destination)``), so neither saving is reachable through it. Its
 SEAL bindings, ``tenseal.sealapi``, expose both: ``CKKSEncoder.encode`` of complex vectors
-and ``Encryptor.encrypt_symmetric(plain)`` returning a ``SerializableCiphertext``; the
-objects of a TenSEAL context (``seal_context().data``, ``secret_key().data``) are accepted
+and ``Encryptor.encrypt_symmetric(plain)`` returning a seeded
+``seal::Serializable<seal::Ciphertext>`` (its pybind signature); the objects of a TenSEAL
+context (``seal_context().data``, ``secret_key().data``) are accepted
 by them. But ``sealapi`` saves and loads ciphertexts only through a file path, never bytes:
 this module goes through an anonymous in-memory file per thread (``memfd``; elsewhere a
 private temporary file). Only ciphertexts pass through it, never a key. A public-key
