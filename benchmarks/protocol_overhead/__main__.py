@@ -442,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         meta["paired"] = threat.paired(target, args.paired, client_seconds)
     if earlier_pairs:  # --merge: the pairs of protocols this run did not pair
         meta["paired"] = {**earlier_pairs, **meta.get("paired", {})}
+        meta["paired_from_earlier_run"] = args.bytes_only
     meta["runtime_seconds"] = time.time() - t_start
     meta["loadavg_at_end"] = loadavg()
     meta["summary"] = summary_lines(rows, meta)
