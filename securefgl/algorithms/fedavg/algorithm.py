@@ -227,14 +227,16 @@ class FedAvg(Algorithm):
         stack = self.federation.stack
         if stack.mechanism is not None:
             return
-        holder_id = SERVER if stack.protocol.output_role is Role.SERVER else sampled[0]
-        holder = self.server if holder_id == SERVER else self.clients.get(holder_id)
+        if stack.protocol.output_role is Role.SERVER:
+            holder: Any = _role(self.server, FedAvgServer)
+        else:
+            holder = _role(self.clients.get(sampled[0]), RoundClient)
         result = holder.agg.result() if holder is not None else None
         if result is None:
             return
         total, weight = None, 0.0
         for cid in result.participants:
-            client = self.clients.get(cid)
+            client = _role(self.clients.get(cid), RoundClient)
             sent = client.last_input if client is not None else None
             if sent is None:
                 return
@@ -259,6 +261,15 @@ class FedAvg(Algorithm):
             MODEL_UPDATES: "+".join(stack.names) or "plain",
             MODEL_BROADCAST: "plain (every client holds the model)",
         }
+
+
+def _role(party: Any, kind: type) -> Any:
+    """``party`` if it is a ``kind``, else its role that is one (e.g. FedGCN's client holds
+    a FedAvg client once training starts), else None."""
+    if party is None or isinstance(party, kind):
+        return party
+    roles = party.roles() if hasattr(party, "roles") else ()
+    return next((role for role in roles if isinstance(role, kind)), None)
 
 
 class FedProx(FedAvg):

@@ -38,6 +38,7 @@ def test_families_sum_to_the_total(tmp_path, algorithm, extra):
     assert sum(families.values()) == run.bytes
     assert families["setup"] + families["structure"] == run.setup_bytes
     assert families["rounds"] == _history_bytes(run) > 0
+    assert run.aggregate_error is not None and run.aggregate_error < 1e-5  # no DP noise
     if algorithm == "fedavg":
         assert families["structure"] == 0
     else:  # the neighbour sums / Ā and NSFs are the structure family, not the set-up
