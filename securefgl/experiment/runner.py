@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch_geometric.data import Data
-from tqdm.auto import tqdm
 
+from protocols.dp.rng import noise_label
 from securefgl.algorithms.base import Algorithm
 from securefgl.algorithms.registry import algorithm_class, check_config, cross_edge_mode
 from securefgl.config import ConfigError, ExperimentConfig
@@ -44,13 +44,14 @@ from securefgl.experiment.graph_world import (
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.federation import Federation
+from securefgl.federation.progress import Progress
 from securefgl.federation.stack import build_stack
 from securefgl.federation.transcript import EVALUATION, ROUNDS, SETUP
 
 log = logging.getLogger(__name__)
 
-#: Without a progress bar, a run logs its progress at most this often (seconds), so only
-#: long runs (e.g. FedStruct under CKKS on PubMed, hours per seed) write progress lines.
+#: Without a progress bar, a run writes a progress line this often (seconds; progress
+#: lines: :mod:`securefgl.federation.progress`).
 PROGRESS_LOG_SECONDS = 60.0
 
 
@@ -72,6 +73,9 @@ class SimulationState:
 
 @dataclass
 class RunResult:
+    """One algorithm × seed. Accuracy and macro-F1 are fractions in [0, 1] (as everywhere in
+    result.json; the printed tables show %)."""
+
     algorithm: str
     seed: int
     federated: bool
@@ -85,6 +89,9 @@ class RunResult:
     setup_seconds: float = 0.0  # algo.setup: e.g. FedStruct's Ā build, FedGCN's sums
     protection: dict[str, str] = field(default_factory=dict)  # per message family, as applied
     model: str = ""  # the model as it is (e.g. "MLP on ÂᴸX" for FedGCN)
+    model_short: str = ""  # its short name for the printed table ("MLP")
+    setting: str = "federated"  # or "local" / "central" (securefgl.algorithms.base.SETTINGS)
+    local_work: str = ""  # what a client trains per round ("1 local epoch")
     bytes_by_family: dict[str, int] = field(default_factory=dict)  # setup, structure, ...
     aggregate_error: float | None = None  # max |aggregate - float64 mean| (Algorithm)
 
@@ -108,6 +115,7 @@ class RunResult:
             "algorithm": self.algorithm,
             "seed": self.seed,
             "federated": self.federated,
+            "setting": self.setting,
             "final": self.final,
             "setup_bytes": self.setup_bytes,
             "bytes": self.bytes,
@@ -119,28 +127,35 @@ class RunResult:
             "privacy": self.privacy,
             "protection": self.protection,
             "model": self.model,
+            "model_short": self.model_short,
+            "local_work": self.local_work,
         }
 
 
 @dataclass
 class ExperimentResult:
+    """Every run of an experiment (:func:`run_experiment`), with its configuration."""
+
     config: ExperimentConfig
     runs: list[RunResult]
 
     def summary(self) -> list[dict[str, Any]]:
-        """Mean ± std over seeds of each algorithm's final metrics."""
+        """Per algorithm: the mean and std over seeds of its final metrics (fractions), its
+        bytes and seconds, and every privacy guarantee it claims (``guarantees``, ε the mean
+        over seeds; ``epsilon``: the first one's)."""
         rows = []
         for algo in dict.fromkeys(r.algorithm for r in self.runs):
             runs = [r for r in self.runs if r.algorithm == algo]
             row: dict[str, Any] = {
                 "algorithm": algo,
                 "federated": runs[0].federated,
+                "setting": runs[0].setting,
                 "seeds": len(runs),
             }
             for key in ("test_acc", "test_f1", "val_acc", "best_last_test_acc"):
                 if key not in runs[0].final:  # graph tasks: no validation split
                     continue
-                values = np.array([r.final[key] for r in runs]) * 100
+                values = np.array([r.final[key] for r in runs])
                 row[key] = float(values.mean())
                 row[f"{key}_std"] = float(values.std())
             row["bytes"] = float(np.mean([r.bytes for r in runs]))
@@ -148,18 +163,32 @@ class ExperimentResult:
             row["bytes_by_family"] = {
                 k: float(np.mean([r.bytes_by_family.get(k, 0) for r in runs])) for k in families
             }
-            eps = [r.privacy.get("epsilon") for r in runs]
-            row["epsilon"] = None if None in eps else float(np.mean(eps))
-            row["delta"] = runs[0].privacy.get("delta")
-            row["adversary"] = runs[0].privacy.get("adversary")
-            row["private"] = all(r.privacy.get("private", True) for r in runs)
             errors = [r.aggregate_error for r in runs]
             row["aggregate_max_abs_error"] = None if None in errors else max(errors)
+            row["guarantees"] = _mean_guarantees([r.privacy.get("guarantees", []) for r in runs])
+            first = row["guarantees"][0] if row["guarantees"] else {}
+            row["epsilon"] = first.get("epsilon")
+            row["delta"] = first.get("delta")
+            row["adversary"] = first.get("adversary")
+            row["noise"] = runs[0].privacy.get("noise", noise_label(False, False))
             row["model"] = runs[0].model
+            row["model_short"] = runs[0].model_short
+            row["local_work"] = runs[0].local_work
             row["seconds"] = float(np.mean([r.seconds for r in runs]))
             row["setup_seconds"] = float(np.mean([r.setup_seconds for r in runs]))
             rows.append(row)
         return rows
+
+
+def _mean_guarantees(per_run: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The guarantees of the first run with each ε the mean over the runs (None if a run
+    lacks it)."""
+    out = []
+    for i, claim in enumerate(per_run[0]):
+        eps = [g[i].get("epsilon") if i < len(g) else None for g in per_run]
+        mean = None if None in eps else float(np.mean(eps))
+        out.append({**{k: v for k, v in claim.items() if k != "epsilon"}, "epsilon": mean})
+    return out
 
 
 _GENERATED = ("csbm", "sbm", "synthetic")  # dataset names that mean the CSBM generator
@@ -211,9 +240,12 @@ def draw_world(
     graph.train_mask, graph.val_mask, graph.test_mask = random_split(
         graph.num_nodes, *config.split, seed=split_seed
     )
-    part = partition_graph(
-        graph, config.clients, config.partition, seed=part_seed, cut=config.partition_cut
-    )
+    try:
+        part = partition_graph(
+            graph, config.clients, config.partition, seed=part_seed, cut=config.partition_cut
+        )
+    except ValueError as err:  # the configuration does not fit the data (clients, cut)
+        raise ConfigError(f"partition {config.partition} of {config.dataset}: {err}") from None
     if config.split_scope == "client":  # the fractions inside each client (FedSage+, FedGLS)
         graph.train_mask, graph.val_mask, graph.test_mask = client_split(
             part.assignment, *config.split, seed=split_seed
@@ -269,23 +301,18 @@ def run_single(
             "party_timeout": config.party_timeout, "threads": config.threads,
             "co_host": config.ray_co_host,
         }  # fmt: skip
-    with closing(federation):  # ends remote workers, whatever happens
+    label = f"{algorithm} seed={seed}"
+    with closing(federation), Progress(label, config.rounds, progress, PROGRESS_LOG_SECONDS) as bar:
         with channel.transcript.family_scope(SETUP):  # the algorithm marks its structure
             algo.setup(federation, graph if algo.needs_global_graph else None)
         setup_seconds = time.perf_counter() - t_setup
-        if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
-            log.info("%s seed=%d: set-up took %.0f s", algorithm, seed, setup_seconds)
-        last_log = time.perf_counter()
+        if setup_seconds >= PROGRESS_LOG_SECONDS:
+            log.info("%s: set-up took %.0f s", label, setup_seconds)
+        bar.start_rounds()
         transcript = channel.transcript
         setup_bytes = transcript.total_bytes()
         history: list[dict[str, Any]] = []
-        bar = tqdm(
-            range(config.rounds),
-            desc=f"{algorithm} seed={seed}",
-            disable=None if progress else True,
-            leave=False,
-        )
-        for r in bar:
+        for r in range(config.rounds):
             start, t0 = len(transcript.entries), time.perf_counter()
             with transcript.family_scope(ROUNDS):
                 loss = algo.train_round(r)
@@ -302,21 +329,13 @@ def run_single(
                 row.update(metrics(predictions, int(graph.num_classes)))
                 if "epsilon" in (spent := stack.privacy()):
                     row["epsilon"] = spent["epsilon"]
-                bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
-                log.debug("%s seed=%d round=%d %s", algorithm, seed, r, row)
+                log.debug("%s round=%d %s", label, r, row)
             history.append(row)
-            if not progress and time.perf_counter() - last_log >= PROGRESS_LOG_SECONDS:
-                last_log = time.perf_counter()
-                spent = sum(h["seconds"] for h in history)
-                log.info(
-                    "%s seed=%d: round %d/%d, loss %.4f, %.0f s in rounds, ~%.0f s to go",
-                    algorithm, seed, r + 1, config.rounds, loss, spent,
-                    spent / (r + 1) * (config.rounds - r - 1),
-                )  # fmt: skip
+            bar.step(loss=loss, test_acc=row.get("test_acc"))
         final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
         if graph_task:
             final.update(best_of_last(history, last))
-        log.info("%s seed=%d: test acc %.4f", algorithm, seed, final["test_acc"])
+        log.info("%s: test acc %.4f", label, final["test_acc"])
         return RunResult(
             algorithm,
             seed,
@@ -333,17 +352,23 @@ def run_single(
             setup_seconds,
             algo.protection(),
             algo.model_label(),
+            algo.model_short(),
+            algo.setting,
+            algo.local_work(),
             transcript.bytes_by_family(),
             algo.aggregate_error(),
         )
 
 
 def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> dict[str, Any]:
-    """The run's privacy claims; with seeded noise every claim is void and says so."""
+    """The run's privacy claims: every ε under ``guarantees`` (the stack's, then the
+    algorithm's own, e.g. FedStruct's edge DP), and ``noise`` (secret, seeded: every claim
+    void, or none)."""
     out = {**stack, **algorithm}
-    if out:
-        out["noise"] = "seeded from the public experiment seed: NOT PRIVATE" if seeded else "secret"
-        out["private"] = not seeded
+    claims = [*stack.get("guarantees", []), *algorithm.get("guarantees", [])]
+    if claims:
+        out["guarantees"] = claims
+    out["noise"] = noise_label(seeded, bool(claims))
     return out
 
 

@@ -31,6 +31,8 @@ FAMILIES = (SETUP, STRUCTURE, ROUNDS, EVALUATION)
 
 @dataclass(frozen=True)
 class TranscriptEntry:
+    """One envelope as the channel carried it: round, sender, receiver, tag, size, bytes."""
+
     round: int
     sender: str
     receiver: str
