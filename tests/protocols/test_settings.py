@@ -81,3 +81,11 @@ def test_the_ring_follows_from_the_settings() -> None:
 def test_settings_are_checked(field, value, match) -> None:
     with pytest.raises(ValueError, match=match):
         ProtocolSettings(stack=["secagg"], **{field: value})
+
+
+def test_the_settings_name_the_rings_of_the_fixed_point_codec():
+    """protocols.settings reads no numpy, so it names the rings itself: they must agree."""
+    from protocols import fixedpoint, settings
+
+    assert settings.WORD_BITS == fixedpoint.WORD_BITS
+    assert settings.DEFAULT_PRECISION_BITS == fixedpoint.DEFAULT_PRECISION_BITS
