@@ -7,7 +7,9 @@ the parameters only (no secret, public, relinearisation or Galois key: a sum nee
 and each client the secret context sealed with ChaCha20-Poly1305 under an X25519 key agreed
 with it. Round phases: client ``encrypt`` -> server ``add_and_broadcast`` -> client
 ``decrypt``. Parameters (:class:`CKKSParams`): N = 4096, moduli (60, 40) bits (128-bit
-security by the HE Standard), scale 2^36, symmetric-key encryption; 32 bytes per value.
+security by the HE Standard), scale 2^36, symmetric-key encryption, two reals per complex
+slot and seeded ciphertexts (:mod:`protocols.ckks_codec`): about 8 bytes per value up (2x
+float32), 16 down (the sum is an expanded ciphertext).
 
 Threat model: protects each update from an honest-but-curious server; against a malicious
 one, :mod:`protocols.ckks_signed` (signed keys, checked aggregates). Not protected: a
@@ -21,11 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,17 @@ from protocols.base import (
     ProtocolError,
     Role,
 )
+from protocols.ckks_codec import (
+    MAX_COEFF_BITS_128,
+    MAX_PRIME_BITS,
+    CiphertextError,
+    CKKSCodec,
+    CKKSParams,
+    chunk_sizes,
+    encrypt_chunks,
+    load_chunk,
+    make_codec,
+)
 from protocols.crypto.aead import open_sealed, seal
 from protocols.crypto.keyagreement import KeyAgreementError, KeyPair, agree, check_public_key
 from protocols.identity import HONEST_BUT_CURIOUS
@@ -51,97 +62,18 @@ from protocols.wire import Payload, WireFormatError
 
 logger = logging.getLogger(__name__)
 
+__all__ = [  # the parameters and chunk codec live in protocols.ckks_codec
+    "MAX_COEFF_BITS_128", "MAX_PRIME_BITS", "CKKSAggregation", "CKKSClient", "CKKSKeyAuthority",
+    "CKKSParams", "CKKSServer", "CiphertextError", "ckks_encrypt_throughput", "encrypt_chunks",
+    "load_chunk", "serialize_public", "serialize_secret",
+]  # fmt: skip
+
 DEFAULT_AUTHORITY_ID = "key-authority"
 TAG_CLIENT_KEY = "ckks/client-key"
 TAG_PUBLIC_CONTEXT = "ckks/public-context"
 TAG_SECRET_CONTEXT = "ckks/secret-context"
 TAG_UPDATE = "ckks/update"
 TAG_AGGREGATE = "ckks/aggregate"
-
-#: HE Standard (Albrecht et al. 2018, table for ternary secrets), 128-bit classical
-#: security: the largest total coefficient-modulus bit count per ring degree (SEAL's tc128).
-MAX_COEFF_BITS_128 = {1024: 27, 2048: 54, 4096: 109, 8192: 218, 16384: 438, 32768: 881}
-MAX_PRIME_BITS = 60  # SEAL's limit on one prime of the coefficient modulus
-
-
-class CiphertextError(WireFormatError):
-    """A ciphertext blob does not parse or does not fit the protocol's CKKS parameters."""
-
-
-@dataclass(frozen=True)
-class CKKSParams:
-    """CKKS parameters; the defaults are justified in ``docs/protocols.md``.
-
-    ``coeff_mod_bit_sizes``: data primes first, then the special (key-switching) prime.
-    ``round_bits``: decrypted sums are rounded to multiples of ``2^-round_bits``
-    (``None``: no rounding). 20 bits (≈1e-6) sit well above the noise (≈1e-7 for 20
-    clients), so an exact zero stays zero: an adaptive optimizer (Adam) downstream would
-    otherwise blow noise on a zero coordinate up into a full step.
-    """
-
-    poly_modulus_degree: int = 4096
-    coeff_mod_bit_sizes: tuple[int, ...] = (60, 40)
-    scale_bits: int = 36
-    round_bits: int | None = 20
-
-    def __post_init__(self) -> None:
-        n, bits = self.poly_modulus_degree, tuple(self.coeff_mod_bit_sizes)
-        if n not in MAX_COEFF_BITS_128:
-            raise ValueError(f"poly_modulus_degree must be one of {sorted(MAX_COEFF_BITS_128)}")
-        if len(bits) < 2:
-            raise ValueError("TenSEAL needs at least a data prime and a special prime")
-        if not all(isinstance(b, int) and 20 <= b <= MAX_PRIME_BITS for b in bits):
-            raise ValueError(f"each prime must have 20..{MAX_PRIME_BITS} bits, got {bits}")
-        if sum(bits) > MAX_COEFF_BITS_128[n]:
-            raise ValueError(
-                f"{sum(bits)} modulus bits at N={n} is below 128-bit security "
-                f"(HE Standard allows at most {MAX_COEFF_BITS_128[n]})"
-            )
-        if not 20 <= self.scale_bits <= self.data_bits - 4:
-            raise ValueError(
-                f"scale_bits must be in 20..{self.data_bits - 4} (data modulus "
-                f"{self.data_bits} bits); below 2^20 CKKS is too imprecise for updates"
-            )
-        if self.round_bits is not None and not 0 <= self.round_bits <= self.scale_bits - 8:
-            raise ValueError("round_bits must be in 0..scale_bits-8 (coarser than the noise)")
-        object.__setattr__(self, "coeff_mod_bit_sizes", bits)
-
-    @property
-    def slots(self) -> int:
-        return self.poly_modulus_degree // 2
-
-    @property
-    def data_bits(self) -> int:
-        """Bits of the modulus a fresh ciphertext lives under (all but the special prime)."""
-        return sum(self.coeff_mod_bit_sizes[:-1])
-
-    @property
-    def scale(self) -> float:
-        return float(2**self.scale_bits)
-
-    def n_chunks(self, dim: int) -> int:
-        """Ciphertexts per update: ``dim`` values plus the weight."""
-        return math.ceil((dim + 1) / self.slots)
-
-    def value_bound(self, n_clients: int) -> float:
-        """Largest ``|w_i x_i|`` (and ``w_i``) a client may encrypt so no sum of
-        ``n_clients`` of them exceeds half the headroom ``2^(data_bits - 1 - scale_bits)``."""
-        return 2.0 ** (self.data_bits - 2 - self.scale_bits) / max(n_clients, 1)
-
-    def make_context(self, asymmetric: bool = False) -> ts.Context:
-        """A fresh private (secret-key) context, one thread; with ``asymmetric`` it also
-        has a public key, so parties without the secret key can encrypt."""
-        kind = ts.ENCRYPTION_TYPE.ASYMMETRIC if asymmetric else ts.ENCRYPTION_TYPE.SYMMETRIC
-        ctx = ts.context(
-            ts.SCHEME_TYPE.CKKS,
-            self.poly_modulus_degree,
-            coeff_mod_bit_sizes=list(self.coeff_mod_bit_sizes),
-            encryption_type=kind,
-            n_threads=1,  # SEAL objects are not thread-safe (PySyft #5404, SEAL #364)
-        )
-        ctx.global_scale = self.scale
-        return ctx
-
 
 def serialize_public(ctx: ts.Context) -> bytes:
     """The parameters only: no secret, public, relinearisation or Galois key."""
@@ -161,42 +93,6 @@ def serialize_secret(ctx: ts.Context) -> bytes:
         save_galois_keys=False,
         save_relin_keys=False,
     )
-
-
-def encrypt_chunks(ctx: ts.Context, values: np.ndarray, slots: int) -> list[bytes]:
-    """Encrypt ``values`` as ``ceil(len/slots)`` one-ciphertext CKKS vectors, serialized."""
-    values = np.asarray(values, dtype=np.float64)
-    return [
-        ts.ckks_vector(ctx, values[i : i + slots]).serialize() for i in range(0, len(values), slots)
-    ]
-
-
-def load_chunk(
-    ctx: ts.Context, blob: bytes, size: int, params: CKKSParams, what: str
-) -> ts.CKKSVector:
-    """Parse one ciphertext blob and check it is a fresh-level, 2-part, ``size``-slot vector
-    at the protocol's scale; raises :class:`CiphertextError` naming ``what`` otherwise."""
-    if not isinstance(blob, bytes):
-        raise CiphertextError(f"{what}: expected a byte blob, got {type(blob).__name__}")
-    try:
-        vec = ts.ckks_vector_from(ctx, blob)
-        cts = vec.ciphertext()
-    except (ValueError, RuntimeError, TypeError) as err:
-        raise CiphertextError(f"{what}: not a CKKS ciphertext for this context ({err})") from err
-    if vec.size() != size or len(cts) != 1:
-        raise CiphertextError(
-            f"{what}: {vec.size()} values in {len(cts)} ciphertexts, expected {size} in 1"
-        )
-    ct = cts[0]
-    first = ctx.seal_context().data.first_parms_id()
-    if ct.size() != 2 or ct.parms_id() != first or ct.scale != params.scale:
-        raise CiphertextError(
-            f"{what}: ciphertext has {ct.size()} parts, scale 2^{math.log2(ct.scale):g} "
-            f"or a wrong level; expected a fresh 2-part ciphertext at 2^{params.scale_bits}"
-        )
-    if ct.is_transparent():
-        raise CiphertextError(f"{what}: transparent (unencrypted) ciphertext")
-    return vec
 
 
 def _binding(experiment_id: str, authority_id: str, client_id: str) -> bytes:
@@ -222,9 +118,9 @@ def _chunk_blobs(
     return [payload.blob(name) for name in names]
 
 
-def _chunk_sizes(dim: int, slots: int) -> list[int]:
+def _chunk_sizes(dim: int, per_chunk: int) -> list[int]:
     total = dim + 1
-    return [min(slots, total - i) for i in range(0, total, slots)]
+    return chunk_sizes(total, per_chunk)
 
 
 class CKKSKeyAuthority(AggregationAuthority):
@@ -312,6 +208,7 @@ class CKKSServer(AggregationServer):
         self.params = params
         self.dim = dim
         self.context: ts.Context | None = None
+        self.codec: CKKSCodec | None = None
         self._round: int | None = None
         self._expected: frozenset[str] = frozenset()
         self.payload_dim = dim  # values per update besides the weight (plus check slots)
@@ -330,7 +227,7 @@ class CKKSServer(AggregationServer):
             raise ProtocolError("server: refusing a context that holds the secret key")
         if ctx.global_scale != self.params.scale:
             raise ProtocolError("server: public context does not match the CKKS parameters")
-        self.context = ctx
+        self.context, self.codec = ctx, make_codec(ctx, self.params)
         return []
 
     def begin_round(self, round_idx: int, participants: Sequence[str]) -> None:
@@ -341,8 +238,10 @@ class CKKSServer(AggregationServer):
         if self.context is None:
             raise ProtocolError("server: no CKKS context (run setup_parties first)")
         assert not self.context.is_private(), "the server must not hold the secret key"
-        sizes = _chunk_sizes(self.payload_dim, self.params.slots)
-        total: list[ts.CKKSVector] | None = None
+        sizes = _chunk_sizes(self.payload_dim, self.params.values_per_ciphertext)
+        codec = self.codec
+        assert codec is not None
+        total: list[Any] | None = None
         senders: list[str] = []
         self._received: dict[str, Payload] = {}
         for env in (e for e in inbox if e.tag == TAG_UPDATE):
@@ -355,18 +254,18 @@ class CKKSServer(AggregationServer):
             )
             self._received[env.sender] = env.payload
             vecs = [
-                load_chunk(self.context, b, n, self.params, f"update from {env.sender!r}[{j}]")
+                codec.load(b, n, f"update from {env.sender!r}[{j}]")
                 for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
             ]
             if total is None:
                 total = vecs
             else:
                 for acc, vec in zip(total, vecs, strict=True):
-                    acc.add_(vec)
+                    codec.add_(acc, vec)
             senders.append(env.sender)
         if total is None:
             raise ProtocolError("ckks aggregation: no client update arrived")
-        fields: dict[str, Any] = dict(_chunk_fields([vec.serialize() for vec in total]))
+        fields: dict[str, Any] = dict(_chunk_fields([codec.dump(vec) for vec in total]))
         fields.update(self._attest(senders))
         meta = {"round": self._round, "participants": senders}
         return [
@@ -399,6 +298,7 @@ class CKKSClient(AggregationClient):
         self.n_clients = n_clients
         self.experiment_id = experiment_id
         self.context: ts.Context | None = None
+        self.codec: CKKSCodec | None = None
         self._keypair: KeyPair | None = None
         self._round: int | None = None
         self._plain: np.ndarray | None = None
@@ -454,6 +354,7 @@ class CKKSClient(AggregationClient):
         if not ctx.is_private() or ctx.global_scale != self.params.scale:
             raise ProtocolError(f"{self.party_id}: the authority sent an unusable context")
         self.context, self._keypair = ctx, None
+        self.codec = make_codec(ctx, self.params)
         return []
 
     # -- rounds ------------------------------------------------------------------------
@@ -481,7 +382,8 @@ class CKKSClient(AggregationClient):
             raise ProtocolError(f"{self.party_id}: no CKKS secret context (run setup first)")
         if self._plain is None:
             raise ProtocolError(f"{self.party_id}: begin_round was not called")
-        blobs = encrypt_chunks(self.context, self._plain, self.params.slots)
+        assert self.codec is not None
+        blobs = self.codec.encrypt(self._plain)
         self._plain = None
         fields: dict[str, Any] = dict(_chunk_fields(blobs))
         fields.update(self._sign_update(blobs))
@@ -503,11 +405,13 @@ class CKKSClient(AggregationClient):
         if not all(isinstance(p, str) for p in participants):
             raise ProtocolError(f"{self.party_id}: malformed participant list")
         self._verify_aggregate(envs[0].payload, participants)
-        sizes = _chunk_sizes(self.payload_dim, self.params.slots)
+        sizes = _chunk_sizes(self.payload_dim, self.params.values_per_ciphertext)
         blobs = _chunk_blobs(envs[0].payload, len(sizes), "aggregate", self.aggregate_extra)
+        codec = self.codec
+        assert codec is not None
         sums = np.concatenate(
             [
-                np.asarray(load_chunk(self.context, b, n, self.params, f"aggregate[{j}]").decrypt())
+                codec.decrypt(codec.load(b, n, f"aggregate[{j}]"), n)
                 for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
             ]
         )
@@ -585,5 +489,5 @@ def ckks_encrypt_throughput(
     ctx = params.make_context()
     values = np.random.default_rng(seed).uniform(-1.0, 1.0, dim)
     start = time.perf_counter()
-    encrypt_chunks(ctx, values, params.slots)
+    make_codec(ctx, params).encrypt(values)
     return dim / (time.perf_counter() - start)

@@ -178,7 +178,7 @@ class SignedCKKSServer(CKKSServer):
         return super().install_public_context(inbox)
 
     def _attest(self, senders: list[str]) -> dict[str, Any]:
-        n = len(_chunk_sizes(self.payload_dim, self.params.slots))
+        n = len(_chunk_sizes(self.payload_dim, self.params.values_per_ciphertext))
         digests, sigs = [], []
         for cid in senders:
             payload = self._received[cid]

@@ -1,5 +1,5 @@
 """Fixed-point encoding of real vectors into Z_2^w (w = 64 or 32) for masked sums, with a
-headroom check.
+headroom check, and the choice of the smallest ring that holds a sum (:func:`ring_codec`).
 
 ``encode(x) = round(x * 2^frac_bits) mod 2^w`` (two's complement); numpy's unsigned
 arithmetic wraps modulo 2^w, so masked sums need no explicit reduction, and ``decode`` reads
@@ -20,6 +20,11 @@ import numpy as np
 from protocols.base import ProtocolError
 
 WORD_BITS = (32, 64)
+#: default precision of :func:`ring_codec`: one summand's entries are resolved to at least
+#: ``bound * 2^-20`` (about 1e-6 of the bound), so a 32-bit ring holds 1024 to 2047 summands
+DEFAULT_PRECISION_BITS = 20
+#: fractional bits when no value bound is known (64-bit ring, the headroom's largest bound)
+DEFAULT_FRAC_BITS = 24
 
 
 class FixedPointOverflowError(ProtocolError, OverflowError):
@@ -181,3 +186,66 @@ class FixedPointCodec:
         if arr.dtype != self.dtype:
             raise TypeError(f"decode expects {self.dtype} words, got {arr.dtype}")
         return arr.view(self._signed).astype(np.float64) / self.scale
+
+
+def ring_codec(
+    bound: float | None,
+    max_summands: int,
+    *,
+    ring_bits: int | None = None,
+    precision_bits: int = DEFAULT_PRECISION_BITS,
+    frac_bits: int | None = None,
+) -> FixedPointCodec:
+    """The codec of a masked sum of ``max_summands`` vectors whose entries satisfy
+    ``|x| <= bound``: the smallest ring Z_2^w (``ring_bits=None``: 32, else 64; or the
+    ring named) whose finest codec resolves one entry to ``bound * 2^-precision_bits`` or
+    finer, with every fractional bit the headroom leaves (``frac_bits`` fixes them instead).
+
+    The ring holds the worst case exactly: ``max_summands`` entries all at ``±bound`` sum to
+    at most ``2^(w-1) - 1`` in magnitude, so no sum of honest inputs wraps, and the decoded
+    sum is the exact sum of the rounded entries. That needs ``1 + log2(max_summands) +
+    precision_bits`` bits, up to one more depending on where the bound falls between powers
+    of two, whatever its size: with the default 20 bits, 32-bit words hold 1024 to 2047
+    summands. ``bound=None`` (nothing known about the values): the 64-bit ring with
+    ``frac_bits`` (default 24) and the largest bound its headroom allows; a 32-bit ring is
+    refused then (``ValueError``). Raises :class:`FixedPointOverflowError` naming what to
+    change when no allowed ring fits.
+    """
+    if ring_bits is not None and ring_bits not in WORD_BITS:
+        raise ValueError(f"ring_bits must be one of {WORD_BITS} or None, got {ring_bits!r}")
+    if not isinstance(precision_bits, int) or not 0 <= precision_bits <= 62:
+        raise ValueError(f"precision_bits must be an int in [0, 62], got {precision_bits!r}")
+    if bound is None:
+        if ring_bits == 32:
+            raise ValueError(
+                "a 32-bit ring needs a bound on the values (declare one, or clip them: "
+                "without it only the 64-bit ring's headroom protects the sum)"
+            )
+        f = DEFAULT_FRAC_BITS if frac_bits is None else frac_bits
+        return FixedPointCodec(f, None, max_summands, 64)
+    _check_finest_args(bound, ring_bits or 64)
+    rings = WORD_BITS if ring_bits is None else (ring_bits,)
+    needed = bound * 2.0**-precision_bits
+    reasons = []
+    for w in rings:
+        try:
+            if frac_bits is not None:
+                return FixedPointCodec(frac_bits, bound, max_summands, w)
+            codec = FixedPointCodec.finest(bound, max_summands, w)
+        except FixedPointOverflowError as err:
+            reasons.append(f"{w} bits: {err}")
+            continue
+        except ValueError as err:  # frac_bits beyond this ring
+            reasons.append(f"{w} bits: {err}")
+            continue
+        if codec.resolution <= needed:
+            return codec
+        reasons.append(
+            f"{w} bits: {max_summands} summands of |x| <= {bound:g} leave {codec.frac_bits} "
+            f"fractional bits (steps of 2^-{codec.frac_bits}), coarser than {bound:g} x "
+            f"2^-{precision_bits}"
+        )
+    raise FixedPointOverflowError(
+        "no ring holds the masked sum: " + "; ".join(reasons) + ". Lower the precision, the "
+        "value bound or the number of clients, or allow the 64-bit ring"
+    )

@@ -46,8 +46,9 @@ TAG_EVAL = "gram/evaluation-keys"
 DEFAULT_AUTHORITY = "gram-authority"
 
 GRAM_PARAMS = CKKSParams(
-    poly_modulus_degree=4096, coeff_mod_bit_sizes=(38, 33, 38), scale_bits=33, round_bits=12
-)
+    poly_modulus_degree=4096, coeff_mod_bit_sizes=(38, 33, 38), scale_bits=33, round_bits=12,
+    packing="real", seeded=False,  # products: one real per slot (TenSEAL's CKKSVector)
+)  # fmt: skip
 
 
 def pairs(k: int) -> list[tuple[int, int]]:
@@ -262,6 +263,8 @@ class GramProtocol:
                  authority_id: str = DEFAULT_AUTHORITY) -> None:  # fmt: skip
         if mode not in GRAMS:
             raise ValueError(f"unknown Gram mode {mode!r}; choose from {list(GRAMS)}")
+        if params.packing != "real":
+            raise ValueError("the Gram protocol multiplies ciphertexts: packing must be 'real'")
         self.mode, self.params, self.authority_id = mode, params, authority_id
 
     def create_parties(

@@ -21,6 +21,7 @@ from protocols.ckks import CKKSAggregation, CKKSParams
 from protocols.ckks_signed import SignedCKKSAggregation
 from protocols.dp.clip_noise import ClipNoiseMechanism
 from protocols.dp.ldp import GaussianLDP, LaplaceLDP
+from protocols.fixedpoint import DEFAULT_PRECISION_BITS
 from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
 from protocols.names import SECURE_SUM_FOR_TRANSPORT, parse_stack, secure_sum_for_stack
 from protocols.plain import PlainAggregation
@@ -63,6 +64,9 @@ def make_transport(
     threat_model: str = HONEST_BUT_CURIOUS,
     pki: Pki | None = None,
     min_cohort: int | None = None,
+    value_bound: float | None = None,
+    ring_bits: int | None = None,
+    precision_bits: int = DEFAULT_PRECISION_BITS,
 ) -> AggregationProtocol:
     """The transport ``name``; ``experiment_id`` binds every key and mask of the run.
 
@@ -75,7 +79,11 @@ def make_transport(
     ``secagg`` / ``secagg+`` round (None: 2 honest-but-curious, the whole federation
     malicious; :class:`~protocols.secagg.SecAggregation`), of an aggregate in malicious
     ``ckks`` (None: a majority; :class:`~protocols.ckks_signed.SignedCKKSAggregation`);
-    honest-but-curious ``ckks`` and ``plain`` ignore it.
+    honest-but-curious ``ckks`` and ``plain`` ignore it. ``value_bound`` (max ``|w x_i|``
+    and ``w``), ``ring_bits`` and ``precision_bits`` choose the ring of ``secagg`` /
+    ``secagg+`` (:class:`~protocols.secagg.SecAggregation`;
+    :meth:`~protocols.settings.ProtocolSettings.secagg_options` derives them from the
+    settings); the other transports ignore them.
     """
     if name not in TRANSPORTS:
         raise ValueError(f"unknown transport {name!r}; choose from {list(TRANSPORTS)}")
@@ -89,8 +97,9 @@ def make_transport(
             experiment_id=experiment_id, pki=pki, min_cohort=min_cohort
         )
     secure = {
-        "threshold": threshold, "threat_model": threat_model, "pki": pki, "min_cohort": min_cohort
-    }
+        "threshold": threshold, "threat_model": threat_model, "pki": pki, "min_cohort": min_cohort,
+        "value_bound": value_bound, "ring_bits": ring_bits, "precision_bits": precision_bits,
+    }  # fmt: skip
     if name == "secagg+":
         return SecAggPlus(experiment_id, k=neighbours, **secure)
     return SecAggregation(experiment_id, **secure)

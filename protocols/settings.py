@@ -12,6 +12,7 @@ number of clients) are the experiment's.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,11 @@ from protocols.names import (
     parse_stack,
     secure_sum_for_stack,
 )
+
+#: the rings and default precision of ``protocols.fixedpoint`` (``WORD_BITS``,
+#: ``DEFAULT_PRECISION_BITS``), named here so that reading the settings loads no numpy
+WORD_BITS = (32, 64)
+DEFAULT_PRECISION_BITS = 20
 
 DP_MODES = ("auto", "central", "distributed")
 
@@ -49,6 +55,24 @@ class ProtocolSettings:
     secagg_threshold: float | None = _option(
         None, "Shamir t: a count (≥ 2) or a fraction in (0.5, 1] of the share holders"
     )
+    secagg_ring_bits: int | None = _option(
+        None, "secagg / secagg+: the ring Z_2^w of the masked values, 32 or 64 bits (default: "
+        "the smallest that holds the sum of a round's clients at the value bound; 64 when no "
+        "bound is known)", (32, 64),
+    )  # fmt: skip
+    secagg_value_bound: float | None = _option(
+        None, "secagg / secagg+: the largest |x_i| of an update entry a client masks (a larger "
+        "one is refused, never wrapped); default: under clip_noise the clip (plus 10 σ of a "
+        "noise share), else unknown",
+    )  # fmt: skip
+    secagg_weight_bound: float | None = _option(
+        None, "secagg / secagg+: the largest client weight (FedAvg: training nodes); default: "
+        "clip_noise's weight, else 1",
+    )  # fmt: skip
+    secagg_precision_bits: int = _option(
+        DEFAULT_PRECISION_BITS, "secagg / secagg+: resolve every masked entry to (bound × "
+        "2^-bits) or finer; with the number of clients, this picks the ring",
+    )  # fmt: skip
     min_cohort: int | None = _option(
         None, "the fewest clients in a round (secagg, secagg+) or an aggregate (malicious "
         "ckks) that every client accepts, whatever the server sends (default: 2 when "
@@ -98,6 +122,16 @@ class ProtocolSettings:
             raise ValueError(f"min_cohort must be an integer ≥ 2, got {self.min_cohort}")
         if k is not None and (k < 2 or k % 2):
             raise ValueError(f"secagg_k must be an even integer ≥ 2, got {k}")
+        for name in ("secagg_value_bound", "secagg_weight_bound"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value}")
+        if self.secagg_ring_bits not in (None, *WORD_BITS):
+            raise ValueError(f"secagg_ring_bits must be 32 or 64, got {self.secagg_ring_bits}")
+        if not 0 <= self.secagg_precision_bits <= 62:
+            raise ValueError(
+                f"secagg_precision_bits must lie in [0, 62], got {self.secagg_precision_bits}"
+            )
         for name in ("dp_clip", "dp_epsilon"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -139,6 +173,38 @@ class ProtocolSettings:
     def label(self) -> str:
         """The stack as written in result tables (``clip_noise+secagg``, ``plain``)."""
         return "+".join(self.stack) or "plain"
+
+    def masked_value_bound(self, mechanism: Any = None) -> float | None:
+        """The bound a secagg / secagg+ client checks before masking: max ``|w·x_i|`` and
+        ``w`` (:class:`~protocols.secagg.SecAggregation`'s ``value_bound``), from
+
+        * a declared ``secagg_value_bound`` B and weight bound W: ``max(W·B, W)``;
+        * else the DP clip when ``mechanism`` is a :class:`ClipNoiseMechanism`:
+          ``max(w_max·C + 10 σ_share, w_max)`` (:meth:`ClipNoiseMechanism.entry_bound`);
+        * else None: nothing is known (the 64-bit ring and its headroom).
+
+        W is ``secagg_weight_bound``, else the mechanism's weight bound, else 1."""
+        from protocols.dp.clip_noise import ClipNoiseMechanism
+
+        clip = mechanism if isinstance(mechanism, ClipNoiseMechanism) else None
+        weight = self.secagg_weight_bound
+        if weight is None:
+            weight = clip.max_client_weight if clip is not None else 1.0
+        if self.secagg_value_bound is not None:
+            return max(weight * self.secagg_value_bound, weight)
+        if clip is not None:
+            return max(clip.entry_bound(), weight)
+        return None
+
+    def secagg_options(self, mechanism: Any = None) -> dict[str, Any]:
+        """The ring options of a secagg / secagg+ transport
+        (:func:`protocols.registry.make_transport`): ``value_bound`` (
+        :meth:`masked_value_bound`), ``ring_bits`` and ``precision_bits``."""
+        return {
+            "value_bound": self.masked_value_bound(mechanism),
+            "ring_bits": self.secagg_ring_bits,
+            "precision_bits": self.secagg_precision_bits,
+        }
 
     def secure_sum_mode(self) -> str:
         """The secure-sum mode that gives sums to one receiver this stack's guarantee

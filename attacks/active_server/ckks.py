@@ -23,7 +23,7 @@ import numpy as np
 from attacks.active_server.driver import Outcome, check_threat_model, inputs_for, outcome
 from attacks.active_server.driver import run_round as run_one
 from protocols.base import Envelope, Inbox, setup_parties
-from protocols.ckks import _chunk_blobs, _chunk_sizes, load_chunk
+from protocols.ckks import _chunk_blobs, _chunk_sizes
 from protocols.registry import make_transport
 
 SERVER = "server"
@@ -42,24 +42,28 @@ def _forger(server: Any, mode: str) -> Callable[[Inbox], list[Envelope]]:
         out = honest(inbox)
         if not out:
             return out
-        sizes = _chunk_sizes(server.payload_dim, server.params.slots)
+        sizes = _chunk_sizes(server.payload_dim, server.params.values_per_ciphertext)
+        codec = server.codec
         first = dict(out[0].payload.fields)
         if mode == "offset":
-            vec = load_chunk(server.context, first["ct00000"], sizes[0], server.params, "sum")
+            vec = codec.load(first["ct00000"], sizes[0], "sum")
             offset = [0.0] * sizes[0]
             offset[0] = 0.25  # one coordinate of w·x: the tag and sketch slots untouched
-            first["ct00000"] = (vec + offset).serialize()
+            first["ct00000"] = codec.dump(codec.add_plain(vec, offset))
         elif mode == "subset":
             senders = out[0].payload.meta["participants"]
             total = None
             for cid in senders[1:]:  # leave the first participant out, keep listing it
                 blobs = _chunk_blobs(server._received[cid], len(sizes), cid, server.update_extra)
-                vecs = [load_chunk(server.context, b, n, server.params, cid)
-                        for b, n in zip(blobs, sizes, strict=True)]  # fmt: skip
-                total = vecs if total is None else [a + b for a, b in zip(total, vecs, strict=True)]
+                vecs = [codec.load(b, n, cid) for b, n in zip(blobs, sizes, strict=True)]
+                if total is None:
+                    total = vecs
+                else:
+                    for acc, vec in zip(total, vecs, strict=True):
+                        codec.add_(acc, vec)
             assert total is not None
             names = chunks(first)
-            first.update({name: v.serialize() for name, v in zip(names, total, strict=True)})
+            first.update({name: codec.dump(v) for name, v in zip(names, total, strict=True)})
         elif mode == "stale":
             previous = memory.get("fields")
             memory["fields"] = dict(first)

@@ -13,6 +13,9 @@ Run (from the repository root, in the venv)::
     python -m benchmarks.protocol_overhead --plan     # print the cost model's plan, run nothing
     python -m benchmarks.protocol_overhead --report-only   # re-render .md/.png from the JSON
     python -m benchmarks.protocol_overhead --threat-models malicious --merge   # add variants
+    python -m benchmarks.protocol_overhead --bytes-only --dims 100000 1000000 --merge
+        # bytes and aggregate errors only (deterministic): one round a cell, no re-runs;
+        # its timings are marked not comparable
 
 Every cell runs under each ``--threat-models`` entry (default both: ``honest-but-curious``
 and ``malicious``, the signed and consistency-checked variants of secagg, secagg+ and ckks;
@@ -122,13 +125,17 @@ def measure_into(
         extra["loadavg_remeasure"] = load_before
 
 
-def build_row(rec: dict[str, Any], prims: Primitives) -> dict[str, Any]:
+def build_row(rec: dict[str, Any], prims: Primitives, bytes_only: bool = False) -> dict[str, Any]:
     measured = None
     if rec["runs"]:
         measured = combine_repeats(rec["runs"])
         measured.update(rec["extra"])
     row = make_row(rec["cell"], prims, measured, rec["skipped"], rec["pred"], rec["corr"])
     row["mem_available_bytes"] = rec["avail"]
+    if bytes_only:  # a bytes / error run on a busy machine: its seconds are not a result
+        row["timings_comparable"] = False
+        if row["protocol"] in ("secagg", "secagg+"):  # their target is a time ratio
+            row["target_met"] = None
     return row
 
 
@@ -205,6 +212,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="after the grid, this many back-to-back honest-but-curious/malicious pairs of "
         "rounds at the target cell (n = 100, d = 1e5) for the malicious-mode verdict; 0: none",
     )
+    parser.add_argument(
+        "--bytes-only",
+        action="store_true",
+        help="measure bytes and aggregate errors (deterministic) on a busy machine: one round "
+        "per cell, no re-measuring, no paired rounds; rows and report mark the timings as "
+        "not comparable",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT, help="results directory")
     parser.add_argument("--plan", action="store_true", help="print the plan, run nothing")
@@ -237,6 +251,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             parser.error(f"--drop-phase: {proto} client phases are {client_phases}, not {phase!r}")
         overrides[proto] = phase
     args.drop_phase = overrides
+    if args.bytes_only:
+        args.repeats, args.remeasure, args.paired = 1, False, 0
     return args
 
 
@@ -292,13 +308,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     meta: dict[str, Any] = {
         "machine": machine,
         "primitives": prims.to_json(),
-        "mode": "quick" if args.quick else "default grid",
+        "mode": ("bytes only, " if args.bytes_only else "")
+        + ("quick" if args.quick else "default grid"),
         "args": {
             k: (str(v) if isinstance(v, Path) else v)
             for k, v in vars(args).items()
             if k not in ("plan", "report_only")
         },
         "drop_phase": {p: args.drop_phase.get(p, DROP_PHASE[p]) for p in args.protocols},
+        "timings_comparable": not args.bytes_only,
         "ed25519": threat.ed25519_seconds(),
         "targets": {
             "secagg": f"client_seconds <= {SECAGG_TARGET:g} x limit_seconds",
@@ -367,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             print(f"{label}: skipped ({rec['skipped']})", flush=True)
         records.append(rec)
-        rows = [build_row(r, prims) for r in records]
+        rows = [build_row(r, prims, args.bytes_only) for r in records]
         meta["runtime_seconds"] = time.time() - t_start
         meta["loadavg_at_end"] = loadavg()
         write_json_file(json_path, sorted(rows + kept, key=sort_key))
@@ -385,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Second chance for cheap cells that missed a timing target: a contention spike from
     # other users of the machine can slow every round of a short cell. Their rounds are
     # re-run once now; the row keeps the best over all rounds and says so.
-    rows = [build_row(r, prims) for r in records]
+    rows = [build_row(r, prims, args.bytes_only) for r in records]
     retry = [
         (rec, row)
         for rec, row in zip(records, rows, strict=True)
@@ -409,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         measure_into(rec, max(1, args.repeats), args, seed_offset=len(rec["runs"]))
         print(f"client {fmt_s(combine_repeats(rec['runs'])['client_seconds'])}", flush=True)
     meta["remeasured_cells"] = len(retry)
-    rows = [build_row(r, prims) for r in records] + kept
+    rows = [build_row(r, prims, args.bytes_only) for r in records] + kept
     rows.sort(key=sort_key)
     target = [p for p in args.protocols if p in MALICIOUS_PROTOCOLS]
     if args.paired and target and MALICIOUS in args.threat_models:
@@ -424,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         meta["paired"] = threat.paired(target, args.paired, client_seconds)
     if earlier_pairs:  # --merge: the pairs of protocols this run did not pair
         meta["paired"] = {**earlier_pairs, **meta.get("paired", {})}
+        meta["paired_from_earlier_run"] = args.bytes_only
     meta["runtime_seconds"] = time.time() - t_start
     meta["loadavg_at_end"] = loadavg()
     meta["summary"] = summary_lines(rows, meta)

@@ -9,12 +9,17 @@ from collections import defaultdict
 from typing import Any
 
 from benchmarks.protocol_overhead.cells import (
+    BYTES_TARGET_MIN_DIM,
     CKKS_BYTES_TARGET,
+    CKKS_PARAMS,
     N_DISTINCT_INPUTS,
+    SECAGG_BYTES_TARGET,
     SECAGG_TARGET,
+    VALUE_BOUND,
     Cell,
     ckks_chunks,
     mask_degree,
+    ring_bits,
 )
 from benchmarks.protocol_overhead.primitives import Primitives
 
@@ -26,15 +31,17 @@ def limit_of(cell: Cell, prims: Primitives) -> dict[str, Any]:
         k = mask_degree(cell.protocol, n)
         prg = prims.prg_limit(d)
         masks, agreements = k + 1, 2 * k
+        width = ring_bits(cell.protocol, n) / 64  # mask keystream in uint64 words per value
         return {
-            "limit_seconds": masks * d / prg + agreements * prims.agree_limit,
+            "limit_seconds": masks * d * width / prg + agreements * prims.agree_limit,
             "limit_basis": {
                 "mask_neighbours": k,
                 "masks": masks,
                 "key_agreements": agreements,
+                "ring_bits": ring_bits(cell.protocol, n),
                 "prg_uint64_per_s": prg,
                 "x25519_agree_s": prims.agree_limit,
-                "formula": "(k + 1) * d / prg + 2 k * agree",
+                "formula": "(k + 1) * d * (w / 64) / prg + 2 k * agree (w: the ring's bits)",
             },
         }
     if cell.protocol == "ckks":
@@ -57,12 +64,13 @@ def server_limit_of(cell: Cell, prims: Primitives) -> float | None:
     """Server-side primitive limit: the masks it must regenerate / the sums it must add."""
     d, n, drop = cell.dim, cell.clients, cell.n_dropped
     if cell.protocol in ("secagg", "secagg+"):
+        words = d * ring_bits(cell.protocol, n) / 64  # keystream per mask, in uint64 words
         if cell.dropped_in_sum:  # self masks of all n clients; pairwise masks cancel
-            return n * d / prims.prg_limit(d)
+            return n * words / prims.prg_limit(d)
         # self masks of the survivors + the pairwise masks of each dropped client
         k = mask_degree(cell.protocol, n)
         masks = (n - drop) + drop * k
-        return masks * d / prims.prg_limit(d) + drop * k * prims.agree_limit
+        return masks * words / prims.prg_limit(d) + drop * k * prims.agree_limit
     if cell.protocol == "ckks":
         add = prims.ckks_chunk.get("add_s")
         return n * ckks_chunks(d) * add if add else None
@@ -99,11 +107,12 @@ def predict(cell: Cell, prims: Primitives) -> dict[str, float]:
             server += drop * (combine + k * (prims.agree_s + add))
         transport = 3 * n * vec / mem + 6 * n * k * 10e-6
         peak = 2 * n * vec + base_mem + 6 * n * k * 400
-        up = vec + 2 * 32 + k * (12 + 2 * 68 + 16 + 50) + h * (68 + 30) + 1200
+        words = ring_bits(cell.protocol, n) // 8 * (d + 1)
+        up = words + 2 * 32 + k * (12 + 2 * 68 + 16 + 50) + h * (68 + 30) + 1200
     elif cell.protocol == "ckks":
         c = prims.ckks_chunk
         m = ckks_chunks(d)
-        chunk_bytes = c.get("chunk_bytes", 65676.0)
+        chunk_bytes = c.get("chunk_bytes", 33000.0)
         ct = m * (chunk_bytes + 30)
         client = m * (c.get("encrypt_s", 1e-3) + c.get("load_decrypt_s", 6e-4)) + 6 * 8 * d / mem
         server = n * m * (c.get("load_s", 3e-4) + c.get("add_s", 3e-5)) + m * c.get(
@@ -187,6 +196,8 @@ def make_row(
         "threat_model": cell.threat_model,
         "clients": cell.clients,
         "dim": cell.dim,
+        "n": cell.clients,  # the names issue 49's checks read
+        "d": cell.dim,
         "dropout": cell.dropout,
         "dropped_clients": cell.n_dropped,
         "drop_phase": cell.phase if cell.n_dropped else None,
@@ -207,9 +218,20 @@ def make_row(
     if cell.protocol in ("secagg", "secagg+"):
         row["target"] = f"client_seconds <= {SECAGG_TARGET:g} x limit_seconds"
         row["mask_neighbours"] = mask_degree(cell.protocol, cell.clients)
+        row["ring_bits"] = ring_bits(cell.protocol, cell.clients)
+        row["value_bound"] = VALUE_BOUND
+        row["bytes_target"] = SECAGG_BYTES_TARGET if cell.dim >= BYTES_TARGET_MIN_DIM else None
     elif cell.protocol == "ckks":
         row["target"] = f"client_bytes_up <= {CKKS_BYTES_TARGET:g} x plain_bytes"
         row["ckks_chunks"] = ckks_chunks(cell.dim)
+        row["bytes_target"] = CKKS_BYTES_TARGET if cell.dim >= BYTES_TARGET_MIN_DIM else None
+        if CKKS_PARAMS is not None:
+            row["ckks_params"] = {
+                "poly_modulus_degree": CKKS_PARAMS.poly_modulus_degree,
+                "coeff_mod_bit_sizes": list(CKKS_PARAMS.coeff_mod_bit_sizes),
+                "scale_bits": CKKS_PARAMS.scale_bits, "packing": CKKS_PARAMS.packing,
+                "seeded": CKKS_PARAMS.seeded, "security_bits": 128,
+            }  # fmt: skip
     scaled = {
         "client_seconds": prediction["client_seconds"] * correction["client"],
         "server_seconds": prediction["server_seconds"] * correction["server"],
@@ -237,6 +259,9 @@ def make_row(
             row["ratio_to_limit"] = row["client_seconds"] / row["limit_seconds"]
             row["ratio_to_limit_wall"] = row["client_wall_seconds"] / row["limit_seconds"]
         row["bytes_ratio"] = row["client_bytes_up"] / plain_bytes
+        row["bytes_up"] = row["client_bytes_up"]
+        if row.get("bytes_target") is not None:
+            row["bytes_target_met"] = bool(row["bytes_ratio"] <= row["bytes_target"])
         if cell.protocol in ("secagg", "secagg+"):
             row["target_met"] = bool(row["ratio_to_limit"] <= SECAGG_TARGET)
         elif cell.protocol == "ckks":

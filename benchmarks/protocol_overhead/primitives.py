@@ -23,11 +23,10 @@ try:  # TenSEAL is a dependency, but keep the PRG / secagg part usable without i
     from protocols.ckks import (
         CKKSParams,
         ckks_encrypt_throughput,
-        encrypt_chunks,
-        load_chunk,
         serialize_public,
         serialize_secret,
     )
+    from protocols.ckks_codec import make_codec
 except ImportError:  # pragma: no cover
     ts = None
 
@@ -104,30 +103,33 @@ class Primitives:
             self.ckks_floats_per_s[d] = max(ckks_encrypt_throughput(d) for _ in range(repeats))
         self.ckks_headline = self.ckks_floats_per_s.get(10**5) or ckks_encrypt_throughput(10**5)
         ctx = params.make_context()
+        client = make_codec(ctx, params)  # the aggregation's codec (packing, seeding)
+        per = params.values_per_ciphertext
         for d in self.dims:  # what ckks_encrypt_throughput times, in CPU seconds
             repeats = 3 if d <= 10**5 else 1
             vals = np.random.default_rng(0).uniform(-1.0, 1.0, d)
-            cpu = best_cpu(lambda v=vals: encrypt_chunks(ctx, v, params.slots), repeats)
+            cpu = best_cpu(lambda v=vals: client.encrypt(v), repeats)
             self.ckks_cpu_floats_per_s[d] = d / cpu
         public = ts.context_from(serialize_public(ctx), n_threads=1)
+        server = make_codec(public, params)
         m = 16
-        values = np.random.default_rng(1).uniform(-1, 1, m * params.slots)
+        values = np.random.default_rng(1).uniform(-1, 1, m * per)
         start = time.perf_counter()
-        blobs = encrypt_chunks(ctx, values, params.slots)
+        blobs = client.encrypt(values)
         enc = (time.perf_counter() - start) / m
         start = time.perf_counter()
-        vecs = [load_chunk(public, blob, params.slots, params, "bench") for blob in blobs]
+        vecs = [server.load(blob, per, "bench") for blob in blobs]
         load = (time.perf_counter() - start) / m
         start = time.perf_counter()
         for v in vecs[1:]:
-            vecs[0].add_(v)
+            server.add_(vecs[0], v)
         add = (time.perf_counter() - start) / (m - 1)
         start = time.perf_counter()
-        ser = [v.serialize() for v in vecs]
+        ser = [server.dump(v) for v in vecs]
         serialize = (time.perf_counter() - start) / m
         start = time.perf_counter()
         for blob in ser:
-            np.asarray(load_chunk(ctx, blob, params.slots, params, "bench").decrypt())
+            client.decrypt(client.load(blob, per, "bench"), per)
         decrypt = (time.perf_counter() - start) / m
         secret = serialize_secret(ctx)
         start = time.perf_counter()

@@ -117,6 +117,8 @@ def summary(rows: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> l
             if pair
             else f"{item['client_ratio']:.2f}x the honest-but-curious one"
         )
+        if pair and (meta or {}).get("paired_from_earlier_run"):
+            how += " (pairs of an earlier timing run, kept by --merge; this run measured bytes)"
         lines.append(
             f"- **{item['protocol']} malicious** at n = 100, d = 1e5: client time {how} "
             f"(target <= {MALICIOUS_TARGET:g}x: {'met' if met else 'NOT met'}), server "

@@ -280,12 +280,17 @@ class SecAggClient(AggregationClient):
                 f"{who}: only {len(self._mask_set) + 1} share holders remain, threshold {info.t}"
             )
         vec, weight = self._input
-        # Weights travel inside the protected sum: y = enc(w x || w), encoded in place.
-        y = np.empty(self.dim + 1, dtype=np.uint64)
-        as_float = y.view(np.float64)
+        # Weights travel inside the protected sum: y = enc(w x || w), words of the ring's
+        # width (encoded in place when they are 64-bit).
+        codec = self.config.codec
+        as_float = np.empty(self.dim + 1, dtype=np.float64)
         np.multiply(vec, weight, out=as_float[:-1])
         as_float[-1] = weight
-        self.config.codec.encode(as_float, out=y)
+        if codec.word_bits == 64:
+            y = codec.encode(as_float, out=as_float.view(np.uint64))
+        else:
+            y = codec.encode(as_float)
+            del as_float
         assert self._self_seed is not None
         add_mask(y, self._self_seed, +1)
         for v in self._mask_set:

@@ -7,9 +7,10 @@ reveals shares only after seeing at least t signatures on the very set it signed
 al. (CCS 2020) carry this to SecAgg+.
 
 What is signed here (a :func:`protocols.identity.statement`, domain ``secagg``): the keys
-(experiment, round, client, ``c_pk``, ``s_pk``) and the survivor statement (experiment,
-round, participants, U2 = clients whose shares were routed, U3 = clients whose masked input
-arrived, and a digest of the round's keys: every advertised client's ``(c_pk, s_pk)``).
+(experiment, round, client, the ring, ``c_pk``, ``s_pk``) and the survivor statement
+(experiment, round, the ring, participants, U2 = clients whose shares were routed, U3 =
+clients whose masked input arrived, and a digest of the round's keys: every advertised
+client's ``(c_pk, s_pk)``).
 Deviation: the statement also fixes the participants, U2 and the keys, and a client signs
 only if its own mask set equals ``U2 ∩ N(u)`` and the keys it lists for the client and its
 neighbours are the ones it used; with U3 alone a server that withholds routed shares can
@@ -59,7 +60,8 @@ def key_statement(
     config: SecAggConfig, round_idx: int, cid: str, c_pk: bytes, s_pk: bytes
 ) -> bytes:
     """What client ``cid`` signs with its round keys (Bonawitz et al. 2017, round 0)."""
-    return statement(DOMAIN, config.experiment_id, round_idx, "keys", cid, c_pk, s_pk)
+    return statement(DOMAIN, config.experiment_id, round_idx, "keys", cid, config.ring, c_pk,
+                     s_pk)  # fmt: skip
 
 
 def key_digest(cid: str, c_pk: bytes, s_pk: bytes) -> bytes:
@@ -89,6 +91,7 @@ def survivor_statement(
         round_idx,
         "consistency",
         "",
+        config.ring,
         sorted(participants),
         sorted(u2),
         sorted(u3),

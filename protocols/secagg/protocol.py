@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from protocols.base import AggregationParties, AggregationProtocol, Phase, Role
-from protocols.fixedpoint import FixedPointCodec
+from protocols.fixedpoint import DEFAULT_PRECISION_BITS, WORD_BITS, ring_codec
 from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
 from protocols.secagg.client import SecAggClient
 from protocols.secagg.rounds import (
@@ -33,9 +33,15 @@ class SecAggregation(AggregationProtocol):
     ``experiment_id`` is bound into every derived key. ``threshold``: an int, a fraction in
     (1/2, 1] of the share holders, or None (floor(h/2) + 1); it must exceed half of the
     share holders (``ValueError`` otherwise, naming the minimum), so fewer than half of
-    them may drop. ``value_bound``: max ``|w_i x_i|`` coordinate and
-    max ``w_i``, checked by each client before masking and against the fixed-point headroom
-    (None = the largest the headroom allows for the federation size). ``threat_model``:
+    them may drop. ``value_bound``: max ``|w_i x_i|`` coordinate and max ``w_i``, checked
+    by each client before masking and against the fixed-point headroom (None = nothing
+    known: the 64-bit ring and the largest bound its headroom allows for the federation
+    size). ``ring_bits``: the ring Z_2^w of the masked values, 32 or 64, or None for the
+    smallest that holds the sum of the federation's inputs at ``±value_bound`` resolved to
+    ``value_bound * 2^-precision_bits`` (:func:`protocols.fixedpoint.ring_codec`; refused
+    with :class:`~protocols.fixedpoint.FixedPointOverflowError` when none does).
+    ``frac_bits``: None = every fractional bit the ring leaves (24 without a bound).
+    ``threat_model``:
     ``"honest-but-curious"`` (default) or ``"malicious"``; ``pki``: the experiment's
     :class:`~protocols.identity.Pki` (None: one is issued for the clients when the parties
     are made, the protocol object acting as the experiment's registrar).
@@ -77,8 +83,10 @@ class SecAggregation(AggregationProtocol):
         experiment_id: str,
         *,
         threshold: int | float | None = None,
-        frac_bits: int = 24,
+        frac_bits: int | None = None,
         value_bound: float | None = None,
+        ring_bits: int | None = None,
+        precision_bits: int = DEFAULT_PRECISION_BITS,
         threat_model: str = HONEST_BUT_CURIOUS,
         pki: Pki | None = None,
         min_cohort: int | None = None,
@@ -95,8 +103,17 @@ class SecAggregation(AggregationProtocol):
             check_fraction(threshold)
         self.experiment_id = experiment_id
         self.threshold = threshold
+        if ring_bits is not None and ring_bits not in WORD_BITS:
+            raise ValueError(f"ring_bits must be one of {WORD_BITS} or None, got {ring_bits!r}")
+        if ring_bits == 32 and value_bound is None:
+            raise ValueError(
+                "ring_bits=32 needs a value_bound (the largest |w x| and w of a client): "
+                "without one only the 64-bit ring's headroom protects the sum"
+            )
         self.frac_bits = frac_bits
         self.value_bound = value_bound
+        self.ring_bits = ring_bits
+        self.precision_bits = precision_bits
         self.threat_model = check_threat_model(threat_model)
         self.pki = pki
         self.min_cohort = min_cohort
@@ -125,8 +142,12 @@ class SecAggregation(AggregationProtocol):
     def config_for(self, n_clients: int) -> SecAggConfig:
         """Public parameters for ``n_clients``; refuses (``ValueError``) a threshold that is
         at most half of the share holders of a full round (smaller rounds have fewer) and a
-        minimum cohort larger than the federation."""
-        codec = FixedPointCodec(self.frac_bits, self.value_bound, max_summands=n_clients)
+        minimum cohort larger than the federation, and (``FixedPointOverflowError``) a ring
+        that cannot hold the sum of ``n_clients`` inputs at the value bound."""
+        codec = ring_codec(
+            self.value_bound, max(n_clients, 1), ring_bits=self.ring_bits,
+            precision_bits=self.precision_bits, frac_bits=self.frac_bits,
+        )  # fmt: skip
         k = self._degree(n_clients)
         if isinstance(self.threshold, int) and n_clients >= 2:  # fractions: checked in __init__
             check_threshold(self.threshold, holders_for(k, n_clients))

@@ -38,7 +38,13 @@ from protocols.fixedpoint import FixedPointCodec
 
 @dataclass(frozen=True)
 class SecAggConfig:
-    """Public parameters every party of a federation agrees on."""
+    """Public parameters every party of a federation agrees on.
+
+    ``codec``: the ring Z_2^w of the masked values (w = 32 or 64 bits: the width of every
+    masked word on the wire and of every mask) and its fixed-point encoding; both are bound
+    into every derived key and signed statement (:attr:`ring`), so parties that disagree on
+    them never combine masks read at different widths.
+    """
 
     experiment_id: str
     codec: FixedPointCodec
@@ -61,10 +67,15 @@ class SecAggConfig:
             return self.threshold
         return resolve_threshold(self.threshold, holders_for(self.k, max(self.min_cohort, 2)))
 
+    @property
+    def ring(self) -> str:
+        """The ring and encoding as bound into keys and statements, e.g. ``Z_2^32/f22``."""
+        return f"Z_2^{self.codec.word_bits}/f{self.codec.frac_bits}"
+
     def context(self, round_idx: int, step: str, *parts: str) -> bytes:
-        """HKDF info / AEAD associated data: experiment, round, protocol step, parties."""
+        """HKDF info / AEAD associated data: experiment, ring, round, protocol step, parties."""
         return json.dumps(
-            ["securefgl/secagg/v1", self.experiment_id, round_idx, step, *parts],
+            ["securefgl/secagg/v1", self.experiment_id, self.ring, round_idx, step, *parts],
             separators=(",", ":"),
         ).encode()
 

@@ -1,9 +1,10 @@
 """The SecAgg / SecAgg+ server: routes sealed shares, sums masked inputs, removes the masks.
 
 It forwards each client's neighbours' public keys and sealed shares, adds the masked inputs
-mod 2^64, asks the survivors for shares, reconstructs every survivor's self-mask seed
-(checked against its commitment) and every dropped client's mask key (checked against its
-public key), removes the masks and decodes the weighted mean. Honest-but-curious: it learns
+mod 2^w (the ring of :class:`~protocols.secagg.rounds.SecAggConfig`, 32 or 64 bits), asks
+the survivors for shares, reconstructs every survivor's self-mask seed (checked against its
+commitment) and every dropped client's mask key (checked against its public key), removes
+the masks and decodes the weighted mean. Honest-but-curious: it learns
 the sum and who took part, nothing else (package docstring); below t live share holders
 anywhere it aborts rather than return a wrong sum. A masked input that arrives after the
 survivor set is fixed (its sender is already counted as dropped) is ignored, never added:
@@ -301,18 +302,19 @@ class SecAggServer(AggregationServer):
         info = self._info
         got = self._collect(inbox, TAG_MASKED, set(self._mask_sets))
         assert info is not None
-        total = np.zeros(self.dim + 1, dtype=np.uint64)
+        words = self.config.codec.dtype  # the ring's width: uint32 or uint64
+        total = np.zeros(self.dim + 1, dtype=words)
         for u, msg in got.items():
             y = msg.fields.get("y")
             if (
                 set(msg.fields) != {"y"}
                 or not isinstance(y, np.ndarray)
-                or y.dtype != np.uint64
+                or y.dtype != words
                 or y.shape != (self.dim + 1,)
             ):
                 desc = (y.dtype, y.shape) if isinstance(y, np.ndarray) else type(y).__name__
                 raise ProtocolError(
-                    f"secagg server: garbled masked input from {u}: expected uint64 of shape "
+                    f"secagg server: garbled masked input from {u}: expected {words} of shape "
                     f"({self.dim + 1},), got {desc}"
                 )
             np.add(total, y, out=total)

@@ -42,8 +42,9 @@ TAG_CONTEXT = "secure-sum/ckks/public-context"
 TAG_CONTEXTS = "secure-sum/ckks/public-contexts"
 
 DEFAULT_PARAMS = CKKSParams(
-    poly_modulus_degree=4096, coeff_mod_bit_sizes=(60, 40), scale_bits=40, round_bits=24
-)
+    poly_modulus_degree=4096, coeff_mod_bit_sizes=(60, 40), scale_bits=40, round_bits=24,
+    packing="real", seeded=False,  # public-key ciphertexts cannot be seeded
+)  # fmt: skip
 
 
 def make_keypair_context(params: CKKSParams) -> ts.Context:
@@ -284,6 +285,11 @@ class CKKSSum(SecureSum):
             signing_id=experiment_id,
         )
         self.params = params or DEFAULT_PARAMS
+        if self.params.packing != "real":
+            raise ValueError(
+                "ckks secure sums encrypt under the receiver's public key with TenSEAL vectors: "
+                "packing must be 'real' (and seeded False)"
+            )
 
     def bytes_per_value(self, n_clients: int) -> float:
         """A ciphertext: two polynomials of N 8-byte words per data prime, for N/2 values."""

@@ -69,6 +69,13 @@ class Algorithm(ABC):
         label up to its first parenthesis, comma or `` on ``."""
         return re.split(r" \(|, | on ", self.model_label(), maxsplit=1)[0]
 
+    def aggregate_error(self) -> float | None:
+        """The largest absolute error of any aggregate of the run (max over rounds and
+        coordinates) against the float64 weighted mean of the inputs the clients handed to
+        the transport: the secure transport's quantisation (fixed point, CKKS noise).
+        Measured by the simulator where it holds the parties; None when not measured."""
+        return None
+
     def privacy(self) -> dict[str, Any]:
         """Guarantees the algorithm adds beyond its protocol stack (e.g. FedStruct's edge DP
         on Ā's inputs: ``{"edge_dp": ..., "edge_epsilon": ...}``)."""

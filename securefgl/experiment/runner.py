@@ -3,8 +3,9 @@
 Per round it records the training loss, wall time and the bytes that crossed the channel
 (up to the server, down from it, client-to-client); on the evaluation schedule (every
 ``eval_every`` rounds and the last) it adds accuracy and macro-F1 on the validation and
-test nodes. The reported result is the last round's model (FedStruct's protocol, no model
-selection).
+test nodes. The run's bytes are also broken down by message family (set-up, structure,
+rounds, evaluation: :mod:`securefgl.federation.transcript`). The reported result is the
+last round's model (FedStruct's protocol, no model selection).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from securefgl.federation import Channel, Transcript
 from securefgl.federation.federation import Federation
 from securefgl.federation.progress import Progress
 from securefgl.federation.stack import build_stack
+from securefgl.federation.transcript import EVALUATION, ROUNDS, SETUP
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,18 @@ class RunResult:
     model_short: str = ""  # its short name for the printed table ("MLP")
     setting: str = "federated"  # or "local" / "central" (securefgl.algorithms.base.SETTINGS)
     local_work: str = ""  # what a client trains per round ("1 local epoch")
+    bytes_by_family: dict[str, int] = field(default_factory=dict)  # setup, structure, ...
+    aggregate_error: float | None = None  # max |aggregate - float64 mean| (Algorithm)
+
+    @property
+    def bytes(self) -> int:
+        """Every byte the channel carried in the run (the sum of :attr:`bytes_by_family`;
+        the set-up's, the rounds' and evaluation's messages)."""
+        if self.bytes_by_family:
+            return sum(self.bytes_by_family.values())
+        return self.setup_bytes + sum(
+            h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in self.history
+        )
 
     @property
     def seconds(self) -> float:
@@ -104,6 +118,9 @@ class RunResult:
             "setting": self.setting,
             "final": self.final,
             "setup_bytes": self.setup_bytes,
+            "bytes": self.bytes,
+            "bytes_by_family": self.bytes_by_family,
+            "aggregate_max_abs_error": self.aggregate_error,
             "setup_seconds": self.setup_seconds,
             "history": self.history,
             "partition": self.partition,
@@ -141,15 +158,13 @@ class ExperimentResult:
                 values = np.array([r.final[key] for r in runs])
                 row[key] = float(values.mean())
                 row[f"{key}_std"] = float(values.std())
-            row["bytes"] = float(
-                np.mean(
-                    [
-                        sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in r.history)
-                        + r.setup_bytes
-                        for r in runs
-                    ]
-                )
-            )
+            row["bytes"] = float(np.mean([r.bytes for r in runs]))
+            families = dict.fromkeys(k for r in runs for k in r.bytes_by_family)
+            row["bytes_by_family"] = {
+                k: float(np.mean([r.bytes_by_family.get(k, 0) for r in runs])) for k in families
+            }
+            errors = [r.aggregate_error for r in runs]
+            row["aggregate_max_abs_error"] = None if None in errors else max(errors)
             row["guarantees"] = _mean_guarantees([r.privacy.get("guarantees", []) for r in runs])
             first = row["guarantees"][0] if row["guarantees"] else {}
             row["epsilon"] = first.get("epsilon")
@@ -288,7 +303,8 @@ def run_single(
         }  # fmt: skip
     label = f"{algorithm} seed={seed}"
     with closing(federation), Progress(label, config.rounds, progress, PROGRESS_LOG_SECONDS) as bar:
-        algo.setup(federation, graph if algo.needs_global_graph else None)
+        with channel.transcript.family_scope(SETUP):  # the algorithm marks its structure
+            algo.setup(federation, graph if algo.needs_global_graph else None)
         setup_seconds = time.perf_counter() - t_setup
         if setup_seconds >= PROGRESS_LOG_SECONDS:
             log.info("%s: set-up took %.0f s", label, setup_seconds)
@@ -298,7 +314,8 @@ def run_single(
         history: list[dict[str, Any]] = []
         for r in range(config.rounds):
             start, t0 = len(transcript.entries), time.perf_counter()
-            loss = algo.train_round(r)
+            with transcript.family_scope(ROUNDS):
+                loss = algo.train_round(r)
             row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
             row.update(
                 {
@@ -307,7 +324,9 @@ def run_single(
                 }
             )
             if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
-                row.update(metrics(algo.predict(), int(graph.num_classes)))
+                with transcript.family_scope(EVALUATION):
+                    predictions = algo.predict()
+                row.update(metrics(predictions, int(graph.num_classes)))
                 if "epsilon" in (spent := stack.privacy()):
                     row["epsilon"] = spent["epsilon"]
                 log.debug("%s round=%d %s", label, r, row)
@@ -336,6 +355,8 @@ def run_single(
             algo.model_short(),
             algo.setting,
             algo.local_work(),
+            transcript.bytes_by_family(),
+            algo.aggregate_error(),
         )
 
 

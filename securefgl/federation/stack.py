@@ -223,10 +223,15 @@ def protocol_stack(
     elif pki is None:  # the experiment is the registrar, never the server
         ids = [client_party_id(i) for i in range(clients)]
         pki = Pki.issue([SERVER, DEFAULT_AUTHORITY_ID, *ids])
+    mechanism = (
+        None if mech_name is None
+        else _mechanism(mech_name, settings, transport_name, clients_per_round)
+    )  # fmt: skip
     transport = make_transport(
         transport_name, experiment_id, threshold=settings.threshold(),
         neighbours=settings.secagg_k, threat_model=threat, pki=pki,
         min_cohort=settings.cohort_floor(clients_per_round, sampling),
+        **settings.secagg_options(mechanism),
     )  # fmt: skip
     names = [n for n in (mech_name, transport_name) if n]
     colluding = settings.dp_colluding_clients
@@ -235,7 +240,6 @@ def protocol_stack(
         return ProtocolStack(
             transport, names, sampling=sampling, threat_model=threat, pki=pki, **built
         )
-    mechanism = _mechanism(mech_name, settings, transport_name, clients_per_round)
 
     def ledger(adversary: str, amplified: bool, assumes: str = "", **how: Any) -> Ledger:
         accountant = mechanism.new_accountant(settings.dp_accountant, settings.dp_delta)

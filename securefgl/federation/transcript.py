@@ -1,8 +1,15 @@
 """The transcript: what every party received, so "what did the server see?" is a query.
 
-Each entry records (round, sender, receiver, tag) and the serialized size; the serialized
-payload itself is kept unless payload storage is switched off (sizes are always counted).
-Attacks consume a :class:`PartyView`: the messages one party received, decoded.
+Each entry records (round, sender, receiver, tag), the message family it belongs to and the
+serialized size; the serialized payload itself is kept unless payload storage is switched
+off (sizes are always counted). Attacks consume a :class:`PartyView`: the messages one
+party received, decoded.
+
+Message families (:data:`FAMILIES`), set by whoever drives the parties
+(:meth:`Transcript.family_scope`): ``setup`` (keys, contexts, the initial model),
+``structure`` (the graph's cross-client structure before training: FedStruct's Ā and NSFs,
+FedGCN's neighbour sums, FedSage+'s neighbour generation), ``rounds`` (per-round model
+traffic, the default) and ``evaluation`` (messages sent to evaluate a model).
 """
 
 from __future__ import annotations
@@ -10,12 +17,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from protocols.base import Envelope
 from protocols.wire import Payload
+
+SETUP, STRUCTURE, ROUNDS, EVALUATION = "setup", "structure", "rounds", "evaluation"
+FAMILIES = (SETUP, STRUCTURE, ROUNDS, EVALUATION)
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,7 @@ class TranscriptEntry:
     tag: str
     nbytes: int
     data: bytes | None  # the serialized payload, None when storage is off
+    family: str = ROUNDS  # the message family (module docstring)
 
     def payload(self) -> Payload:
         if self.data is None:
@@ -67,6 +79,18 @@ class Transcript:
         self.payload_rounds = payload_rounds  # keep payloads only up to this round (None: all)
         self.keep_tags = frozenset(keep_tags)  # ... and these tags' payloads in every round
         self.entries: list[TranscriptEntry] = []
+        self.family = ROUNDS  # the family of the entries recorded now
+
+    @contextmanager
+    def family_scope(self, family: str) -> Iterator[None]:
+        """Record the messages sent inside the ``with`` block under ``family``."""
+        if family not in FAMILIES:
+            raise ValueError(f"message family must be one of {FAMILIES}, got {family!r}")
+        previous, self.family = self.family, family
+        try:
+            yield
+        finally:
+            self.family = previous
 
     def record(self, round: int, envelope: Envelope, data: bytes) -> TranscriptEntry:
         entry = TranscriptEntry(
@@ -76,6 +100,7 @@ class Transcript:
             envelope.tag,
             len(data),
             data if self._keeps(round, envelope.tag) else None,
+            self.family,
         )
         self.entries.append(entry)
         return entry
@@ -93,6 +118,14 @@ class Transcript:
 
     def total_bytes(self, round: int | None = None) -> int:
         return sum(e.nbytes for e in self.entries if round is None or e.round == round)
+
+    def bytes_by_family(self) -> dict[str, int]:
+        """Bytes of every message family (each of :data:`FAMILIES`, 0 if none); they sum to
+        :meth:`total_bytes`."""
+        out = dict.fromkeys(FAMILIES, 0)
+        for e in self.entries:
+            out[e.family] = out.get(e.family, 0) + e.nbytes
+        return out
 
     def bytes_by_direction(self, servers: Iterable[str], since: int = 0) -> dict[str, int]:
         """Bytes ``up`` (to a server), ``down`` (from one) and ``p2p`` in ``entries[since:]``."""
@@ -126,6 +159,7 @@ class Transcript:
                             "receiver": e.receiver,
                             "tag": e.tag,
                             "nbytes": e.nbytes,
+                            "family": e.family,
                             "offset": offset if stored else None,
                         }
                     )
@@ -149,7 +183,8 @@ class Transcript:
                 )
                 transcript.entries.append(
                     TranscriptEntry(
-                        r["round"], r["sender"], r["receiver"], r["tag"], r["nbytes"], data
+                        r["round"], r["sender"], r["receiver"], r["tag"], r["nbytes"], data,
+                        r.get("family", ROUNDS),
                     )
                 )
         transcript.store_payloads = all(e.data is not None for e in transcript.entries)

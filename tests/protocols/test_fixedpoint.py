@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from protocols.base import ProtocolError
-from protocols.fixedpoint import FixedPointCodec, FixedPointOverflowError
+from protocols.fixedpoint import (
+    DEFAULT_PRECISION_BITS,
+    FixedPointCodec,
+    FixedPointOverflowError,
+    ring_codec,
+)
 
 
 def _sum(words: list[np.ndarray]) -> np.ndarray:
@@ -167,3 +172,84 @@ def test_sum_bound_codec_lets_partial_sums_wrap() -> None:
         codec.encode(np.array([1000.5]))
     with pytest.raises(FixedPointOverflowError, match="headroom"):
         FixedPointCodec.for_sum_bound(2.0**31, 2, word_bits=32)
+
+
+# ------------------------------------------------------------------ the ring of a masked sum
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 5000),
+    bound=st.floats(1e-6, 1e9, allow_nan=False),
+    precision=st.integers(0, 40),
+    signs=st.lists(st.sampled_from([1.0, -1.0]), min_size=1, max_size=8),
+)
+def test_worst_case_sum_is_exact_in_the_chosen_ring(
+    n: int, bound: float, precision: int, signs: list[float]
+) -> None:
+    """n inputs all at +bound (or all at -bound, per coordinate): the decoded sum is exactly
+    n times the rounded bound, in whichever ring was chosen; the ring is the smallest that
+    resolves the bound to 2^-precision of itself."""
+    try:
+        codec = ring_codec(bound, n, precision_bits=precision)
+    except FixedPointOverflowError:
+        # nothing fits: even 64 bits cannot hold n x bound at this precision
+        assert np.log2(n) + precision > 60 or bound * 2.0**-precision > 2.0**62 / n
+        return
+    assert codec.resolution <= bound * 2.0**-precision
+    if codec.word_bits == 64:  # 32 bits could not do it
+        with pytest.raises(FixedPointOverflowError):
+            ring_codec(bound, n, ring_bits=32, precision_bits=precision)
+    worst = np.array(signs) * bound
+    words = codec.encode(worst)
+    total = np.zeros_like(words)
+    for _ in range(min(n, 64)):  # n additions, by doubling past 64 to stay quick
+        total += words
+    if n > 64:
+        total = codec.encode(worst) * np.array(n, dtype=codec.dtype)
+    rounded = np.rint(worst * codec.scale)
+    np.testing.assert_array_equal(codec.decode(total), n * rounded / codec.scale)
+    # the signed range holds it: one more step would not (the headroom is tight)
+    assert n * abs(rounded).max() <= 2 ** (codec.word_bits - 1) - 1
+
+
+@pytest.mark.parametrize(
+    ("bound", "n", "ring"),
+    [
+        (1.0, 10, 32), (3.0, 100, 32), (2000.0, 10, 32), (1.0, 2047, 32),  # 2047 x 2^20 < 2^31
+        (1.0, 2048, 64), (1e6, 100, 32), (1.0, 10**6, 64),
+    ],
+)  # fmt: skip
+def test_smallest_ring_that_holds_the_sum(bound: float, n: int, ring: int) -> None:
+    codec = ring_codec(bound, n)
+    assert codec.word_bits == ring
+    assert codec.resolution <= bound * 2.0**-DEFAULT_PRECISION_BITS
+    assert codec.effective_bound == bound
+    # every fractional bit the ring leaves: one more would overflow the worst case
+    with pytest.raises(FixedPointOverflowError):
+        FixedPointCodec(codec.frac_bits + 1, bound, n, ring)
+
+
+def test_ring_codec_without_a_bound_keeps_the_64_bit_headroom() -> None:
+    codec = ring_codec(None, 10)
+    assert (codec.word_bits, codec.frac_bits) == (64, 24)
+    assert codec.effective_bound == FixedPointCodec(24, max_summands=10).effective_bound
+    assert ring_codec(None, 10, frac_bits=16).frac_bits == 16
+    with pytest.raises(ValueError, match="32-bit ring needs a bound"):
+        ring_codec(None, 10, ring_bits=32)
+
+
+def test_ring_codec_refuses_what_no_ring_holds() -> None:
+    with pytest.raises(FixedPointOverflowError, match="no ring holds.*coarser than"):
+        ring_codec(1.0, 4096, ring_bits=32)  # 12 + 20 bits > 31
+    with pytest.raises(FixedPointOverflowError, match="32 bits.*64 bits"):
+        ring_codec(1.0, 2**20, precision_bits=50)
+    with pytest.raises(FixedPointOverflowError, match="headroom"):
+        ring_codec(2.0**40, 10, ring_bits=32)
+    assert ring_codec(1.0, 4096, ring_bits=32, precision_bits=18).word_bits == 32
+    assert ring_codec(1.0, 10, ring_bits=64).word_bits == 64  # a ring can be forced
+    assert ring_codec(1.0, 10, frac_bits=8).frac_bits == 8
+    with pytest.raises(ValueError, match="ring_bits"):
+        ring_codec(1.0, 10, ring_bits=16)
+    with pytest.raises(ValueError, match="precision_bits"):
+        ring_codec(1.0, 10, precision_bits=-1)

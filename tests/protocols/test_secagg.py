@@ -206,7 +206,11 @@ def test_overflow_check_fires() -> None:
     with pytest.raises(FixedPointOverflowError, match="bound"):
         aggregate(protocol, parties, 0, inputs)
     with pytest.raises(OverflowError, match="headroom"):
-        SecAggregation("exp-of", value_bound=2.0**40).create_parties(SERVER, _ids(1000), 2)
+        SecAggregation("exp-of", value_bound=2.0**40, frac_bits=24).create_parties(
+            SERVER, _ids(1000), 2
+        )
+    with pytest.raises(OverflowError, match="no ring holds"):
+        SecAggregation("exp-of", value_bound=2.0**60).create_parties(SERVER, _ids(1000), 2)
 
 
 # ------------------------------------------------------------------------- tampering / view

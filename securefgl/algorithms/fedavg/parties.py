@@ -43,6 +43,9 @@ class RoundClient(ABC):
     global_opt: GlobalOptimizer | None
     weight: float
     coin: np.random.Generator  # this client's own secret randomness for Poisson sampling
+    #: the (vector, weight) this client last handed to its protocol: its own data, read only
+    #: by the simulator's audit of the aggregate (:meth:`FedAvg.aggregate_error`)
+    last_input: tuple[np.ndarray, float] | None = None
 
     def training_weight(self) -> float:
         """This client's weight in the federated mean (e.g. its labelled nodes)."""
@@ -75,6 +78,11 @@ class RoundClient(ABC):
     @abstractmethod
     def predict(self) -> Any:
         """Predictions on the client's own data (the simulator's evaluation oracle)."""
+
+    def submit(self, round_idx: int, vector: np.ndarray, weight: float) -> None:
+        """Hand this round's update to the protocol (and keep it as :attr:`last_input`)."""
+        self.last_input = (vector, weight)
+        self.agg.begin_round(round_idx, vector, weight)
 
     def apply_result(self, round_idx: int) -> None:
         result = self.agg.result()
@@ -121,7 +129,7 @@ class FedAvgClient(RoundClient, Party):
         with party_torch_rng(self.seed, self.party_id, round_idx):
             loss = train_epochs(self.model, self.data, opt, self.config.local_epochs, center, mu)
         delta = get_flat(self.model).astype(np.float64) - self.params
-        self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
+        self.submit(round_idx, delta, max(self.weight, 1e-12))
         return loss
 
     def optimizer_settings(self) -> tuple[str, float, float]:

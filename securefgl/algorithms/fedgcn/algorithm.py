@@ -31,6 +31,7 @@ from securefgl.data import ClientGraph
 from securefgl.federation.builders import view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import Recipe, recipe
+from securefgl.federation.transcript import STRUCTURE
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +77,11 @@ class FedGCN(FedAvg):
         """The neighbour sums (pre-training, counted as set-up), then every client turns
         its propagated features into its training view."""
         fed = self.federation
-        self.report = run_neighbour_sums(
-            ids, self.executor, fed.channel, self.settings,
-            f"securefgl/fedgcn|seed={fed.seed}", sum_options=fed.stack.sum_options(),
-        )  # fmt: skip
+        with fed.channel.transcript.family_scope(STRUCTURE):
+            self.report = run_neighbour_sums(
+                ids, self.executor, fed.channel, self.settings,
+                f"securefgl/fedgcn|seed={fed.seed}", sum_options=fed.stack.sum_options(),
+            )  # fmt: skip
         log.info(
             "fedgcn pre-training (%s, %d hops): %.1f s, %.1f MB",
             self.report.sum_mode, self.report.hops, self.report.seconds, self.report.bytes / 1e6,

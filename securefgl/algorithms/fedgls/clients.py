@@ -164,7 +164,7 @@ class FederatedClient(RoundClient, Party):
             b: get_flat(net).astype(np.float64) - self.params[self.layout.block(b)]
             for b, net in self.nets.items()
         }
-        self.agg.begin_round(round_idx, self.layout.encode(deltas), max(self.weight, 1e-12))
+        self.submit(round_idx, self.layout.encode(deltas), max(self.weight, 1e-12))
 
     def optimizer(self, key: str, module: nn.Module) -> torch.optim.Optimizer:
         """Adam with α (= β) and the experiment's weight decay: fresh each round, or kept."""

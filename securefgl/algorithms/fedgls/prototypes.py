@@ -102,7 +102,7 @@ class FedProtoClient(OwnModelClient, RoundClient):
         sums = torch.zeros(self.classes, self.proto_dim, dtype=torch.float64).index_add_(0, y, z)
         counts = torch.bincount(y, minlength=self.classes).double()
         vector = torch.cat([sums.reshape(-1), counts]).numpy()
-        self.agg.begin_round(round_idx, vector, 1.0)
+        self.submit(round_idx, vector, 1.0)
         return loss
 
     def apply_result(self, round_idx: int) -> None:

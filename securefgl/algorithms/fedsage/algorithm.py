@@ -28,6 +28,7 @@ from securefgl.data import ClientGraph
 from securefgl.federation import client_party_id
 from securefgl.federation.builders import view_payload
 from securefgl.federation.recipes import Recipe, recipe
+from securefgl.federation.transcript import STRUCTURE
 
 CROSS = "fGen queries and answered gradients (client <-> client)"
 
@@ -65,10 +66,11 @@ class FedSagePlus(FedSage):
     def before_training(self) -> None:
         ids, ex = list(self.clients), self.executor
         ex.map(ids, NeighGenState.pretrain)
-        for epoch in range(self.config.fedsage.fed_gen_epochs):
-            queries = [e for out in ex.map(ids, NeighGenState.query, epoch) for e in out]
-            answers = [e for out in self._deliver(queries, NeighGenState.answer) for e in out]
-            self._deliver(answers, NeighGenState.step, to=ids)
+        with self.federation.channel.transcript.family_scope(STRUCTURE):
+            for epoch in range(self.config.fedsage.fed_gen_epochs):
+                queries = [e for out in ex.map(ids, NeighGenState.query, epoch) for e in out]
+                answers = [e for out in self._deliver(queries, NeighGenState.answer) for e in out]
+                self._deliver(answers, NeighGenState.step, to=ids)
         ex.map(ids, FedSageClient.mend_graph)
 
     def protection(self) -> dict[str, str]:

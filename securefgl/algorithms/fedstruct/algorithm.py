@@ -60,6 +60,7 @@ from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.builders import view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import recipe
+from securefgl.federation.transcript import STRUCTURE
 from securefgl.models import get_flat
 
 __all__ = ["FedStruct", "oracle_abar_rows", "pooled_edges"]
@@ -195,8 +196,9 @@ class FedStruct(FedAvg):
                 seed=seed, noise_seed=noise,
             ),  # fmt: skip
         )
-        self._build_abar(ids)
-        self._share_nsf(ids)
+        with federation.channel.transcript.family_scope(STRUCTURE):
+            self._build_abar(ids)
+            self._share_nsf(ids)
         self._setup_and_start(federation, protocol, ids)
 
     def _perturb_edges(self, ids: list[str]) -> None:

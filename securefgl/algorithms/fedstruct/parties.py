@@ -219,7 +219,7 @@ class FedStructClient(RoundClient, Party):
             g_s = self.s.grad if self.s.grad is not None else torch.zeros_like(self.s)
             parts.append(g_s.detach().double().reshape(-1))
         update = -torch.cat(parts).numpy()
-        self.agg.begin_round(round_idx, update, max(self.weight, 1e-12))
+        self.submit(round_idx, update, max(self.weight, 1e-12))
         return loss
 
     def optimizer_settings(self) -> tuple[str, float, float]:

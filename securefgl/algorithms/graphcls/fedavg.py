@@ -123,7 +123,7 @@ class GraphFedAvgClient(RoundClient, GraphLearner, Party):
         loss = self.train_local(round_idx, center=mu > 0, mu=mu)
         new = self.flat if self.shared is None else self.flat[self.shared]
         delta = new.astype(np.float64) - self.params  # type: ignore[operator]
-        self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
+        self.submit(round_idx, delta, max(self.weight, 1e-12))
         return loss
 
     def optimizer_settings(self) -> tuple[str, float, float]:

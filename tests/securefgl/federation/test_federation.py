@@ -189,3 +189,27 @@ def test_executor_accounts_seconds_per_call_and_party():
     assert ex.overlap_seconds == 10  # the batch and the phase each overlap one 5-unit call
     assert set(ex.seconds_by_party(wall=True)) == {"p", "q"}
     assert all(s >= 0 for s in ex.wall_seconds_by_call.values())
+
+
+def test_message_families_mark_entries_and_sum_to_the_total(tmp_path):
+    from securefgl.federation.transcript import FAMILIES, ROUNDS, SETUP, STRUCTURE
+
+    channel = Channel()
+    transcript = channel.transcript
+    with transcript.family_scope(SETUP):
+        channel.transmit(_envelopes(np.random.default_rng(4), 2))
+        with transcript.family_scope(STRUCTURE):
+            channel.send("c0", "c1", "sums", Payload({"s": np.ones(7)}))
+        channel.send("server", "c0", "key", Payload({"k": b"x" * 5}))
+    channel.transmit(_envelopes(np.random.default_rng(5), 3))
+    families = [e.family for e in transcript.entries]
+    assert families == [SETUP, SETUP, STRUCTURE, SETUP, ROUNDS, ROUNDS, ROUNDS]
+    by_family = transcript.bytes_by_family()
+    assert set(by_family) == set(FAMILIES) and by_family["evaluation"] == 0
+    assert sum(by_family.values()) == transcript.total_bytes()
+    assert by_family[STRUCTURE] == transcript.entries[2].nbytes
+    loaded = Transcript.load(transcript.save(tmp_path / "t"))
+    assert [e.family for e in loaded.entries] == families
+    with pytest.raises(ValueError, match="family"), transcript.family_scope("model"):
+        pass
+    assert transcript.family == ROUNDS

@@ -47,7 +47,7 @@ def test_protected_transports_match_plaintext(graph, transport, algo):
     for r_ref, r_got in zip(ref.history, got.history, strict=True):
         assert r_got["loss"] == pytest.approx(r_ref["loss"], abs=1e-4)
     assert abs(got.final["test_acc"] - ref.final["test_acc"]) <= 0.01
-    assert got.privacy == {}
+    assert "guarantees" not in got.privacy and "epsilon" not in got.privacy  # no DP claimed
 
 
 def test_protected_transports_cost_more_bytes_than_plain(graph, plain_run):
@@ -173,3 +173,61 @@ def test_cli_protocol_flag_and_toml(tmp_path):
     assert a["summary"][0]["epsilon"] == pytest.approx(b["summary"][0]["epsilon"])
     assert a["summary"][0]["epsilon"] > 0
     assert "ε" in (tmp_path / "a" / "result.md").read_text()
+
+
+def _masked_codec(cfg):
+    stack = build_stack(cfg, clients_per_round=cfg.clients)
+    parties = stack.parties("server", [f"client-{i}" for i in range(cfg.clients)], 10)
+    server = getattr(parties.server, "inner", parties.server)  # under a DP wrapper
+    return server.config.codec
+
+
+def test_secagg_ring_from_the_experiment():
+    """The ring is a public parameter of the experiment: 32 bits under clip_noise (the clip
+    bounds the values) or with a declared bound, 64 when nothing is known or asked."""
+    assert _masked_codec(_cfg(protocol=["secagg"])).word_bits == 64
+    assert _masked_codec(_cfg(protocol=["clip_noise", "secagg+"])).word_bits == 32
+    declared = {"stack": ["secagg"], "secagg_value_bound": 1.0, "secagg_weight_bound": 100.0}
+    codec = _masked_codec(_cfg(protocol=declared))
+    assert codec.word_bits == 32 and codec.effective_bound == 100.0
+    forced = {**declared, "secagg_ring_bits": 64}
+    assert _masked_codec(_cfg(protocol=forced)).word_bits == 64
+    with pytest.raises(ValueError, match="needs a value_bound"):
+        _masked_codec(_cfg(protocol={"stack": ["secagg"], "secagg_ring_bits": 32}))
+
+
+def test_secagg_32_bit_ring_matches_plaintext(graph):
+    opts = dict(local_epochs=2, server_optimizer="sgd", lr=1.0, client_lr=0.5, weight_decay=0)
+    ref = run_single(_cfg(**opts), "fedavg", 0, graph, progress=False)
+    ring = {"stack": ["secagg"], "secagg_value_bound": 4.0, "secagg_weight_bound": 200.0,
+            "secagg_ring_bits": 32}  # fmt: skip
+    got = run_single(_cfg(protocol=ring, **opts), "fedavg", 0, graph, progress=False)
+    for r_ref, r_got in zip(ref.history, got.history, strict=True):
+        assert r_got["loss"] == pytest.approx(r_ref["loss"], abs=1e-4)
+    assert abs(got.final["test_acc"] - ref.final["test_acc"]) <= 0.01
+
+
+def test_every_secure_run_reports_its_aggregate_error(graph, plain_run):
+    """The aggregate's max abs error against the float64 mean of the clients' inputs:
+    within the transport's bound, above zero where it quantises, none under DP noise."""
+    ring = {"stack": ["secagg"], "secagg_value_bound": 4.0, "secagg_weight_bound": 200.0}
+    codec = _masked_codec(_cfg(protocol=ring))
+    assert codec.word_bits == 32
+    runs = {
+        name: run_single(_cfg(protocol=protocol), "fedavg", 0, graph, progress=False)
+        for name, protocol in [
+            ("secagg-32", ring),
+            ("secagg-64", ["secagg"]),
+            ("ckks", ["ckks"]),
+            ("dp", ["clip_noise", "secagg"]),
+        ]
+    }
+    errors = {name: run.aggregate_error for name, run in runs.items()}
+    assert plain_run.aggregate_error is not None and plain_run.aggregate_error < 1e-6
+    # fixed point: every entry of w·x and w rounds by at most 2^-(f+1); 4 clients, Σ w ≥ 1
+    half_step = 2.0 ** -(codec.frac_bits + 1)
+    assert 0 < errors["secagg-32"] <= 2 * 4 * half_step * (1 + 4.0), errors
+    assert 0 < errors["secagg-64"] < errors["secagg-32"], errors
+    assert 0 < errors["ckks"] < 1e-5, errors
+    assert errors["dp"] is None
+    assert runs["secagg-32"].to_dict()["aggregate_max_abs_error"] == errors["secagg-32"]
