@@ -26,6 +26,7 @@ FEDPUB_PROTECTIONS: dict[str, dict[str, Any]] = {
     "ckks": {"sums": "ckks"},
     "dp-embedding-0.05": {"embedding": "gaussian", "embedding_noise": 0.05},
     "dp-embedding-0.5": {"embedding": "gaussian", "embedding_noise": 0.5},
+    "dp-embedding-5": {"embedding": "gaussian", "embedding_noise": 5.0},
 }
 EVAL_EVERY = 5
 
