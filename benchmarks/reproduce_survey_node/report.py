@@ -125,7 +125,12 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
     above = [c for c in both if plain[("fed-pub", *c)]["mean"] > plain[("fedavg", *c)]["mean"]]
     missing = [f"{d} K={k}" for d in FEDPUB_DATASETS for k in FEDPUB_CLIENTS
                if (d, k) not in ran]  # fmt: skip
+    absent = [LABEL[m] for m in ORDER if not any(k[0] == m for k in plain)]
+    seeds = sorted({r["seeds"] for r in rows if r["protection"] == "plain"})
     return [
+        f"- Seeds per cell: {', '.join(map(str, seeds)) or '–'} (each cell's count in brackets "
+        "below; target 5). Methods not run at all (CPU time): "
+        f"{', '.join(absent) or 'none'}.",
         f"- FED-PUB within 2 points of the slide table: **{len(within)} of the {len(ran)} cells "
         f"run** (target: 12 of 15): {', '.join(f'{d} K={k}' for d, k in within) or 'none'}.",
         f"- FED-PUB above our FedAvg: **{len(above)} of the {len(both)}** cells where both ran "
@@ -199,6 +204,23 @@ def _fedsage_md(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _leak_summary(att: list[dict[str, Any]], sage: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in att:
+        eps = "plain" if r["epsilon"] is None else f"ε = {r['epsilon']:.1f}"
+        out.append(f"- FED-PUB embeddings ({r['dataset']} K={r['clients']}, {eps}): community "
+                   f"AUC {_f(r['value'], 3)} vs 0.5 ({'leaks' if r['leaks'] else 'no leak'}), "
+                   f"label TV {_f(r['label_tv'], 3)} vs {_f(r['label_tv_baseline'], 3)}, "
+                   f"accuracy {_f(r['acc_val_selected'])} %.")  # fmt: skip
+    for r in sage:
+        eps = "" if r["epsilon"] is None else f", ε = {r['epsilon']:.1f}"
+        out.append(f"- FedSage+ answers ({r['dataset']} K={r['clients']}, {r['protection']}): "
+                   f"feature cosine {_f(r['cosine'], 3)} (baseline "
+                   f"{_f(r['cosine_baseline'], 3)}), accuracy {_f(r['acc_val_selected'])} %"
+                   f"{eps}.")  # fmt: skip
+    return out
+
+
 SETTINGS = """## Settings
 
 FED-PUB's disjoint setting as its official code builds it: largest connected component,
@@ -225,9 +247,11 @@ def write_report() -> None:
     sage = read_json(FEDSAGE, [])
     write_json(RESULTS / "survey_node.json", pub + ego + att)
     md = ["# Survey node-level systems: FED-PUB (and FedEgo) reproduction, protections, leaks",
-          "", "## FED-PUB, Table 1 (disjoint, accuracy %)", "",
-          "Cell: ours mean ± std [seeds] (paper; ours − paper).", ""]  # fmt: skip
-    md += _fedpub_table(pub) + [""] + _targets(pub) + _protected(pub)
+          "", "## Conclusion", ""]  # fmt: skip
+    md += _targets(pub) + _leak_summary(att, sage)
+    md += ["", "## FED-PUB, Table 1 (disjoint, accuracy %)", "",
+           "Cell: ours mean ± std [seeds] (paper; ours − paper).", ""]  # fmt: skip
+    md += _fedpub_table(pub) + _protected(pub)
     md += _attack_md(att) + _fedsage_md(sage)
     if ego:
         md += ["", "## FedEgo (label skew, micro-F1)", "",
