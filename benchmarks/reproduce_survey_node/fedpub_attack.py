@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                        for r in rows):  # fmt: skip
                     continue
                 row = attack_cell(dataset, args.clients, prot, seed, args.rounds)
+                rows = [r for r in read_json(ATTACK_RUNS, [])  # saved meanwhile elsewhere
+                        if (r["dataset"], r["clients"], r["protection"], r["seed"]) != key]
                 rows.append(row)
                 write_json(ATTACK_RUNS, rows)
                 log.info("attack %s: %s", key, row)

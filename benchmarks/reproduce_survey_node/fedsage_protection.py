@@ -78,9 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         key = (args.dataset, args.clients, prot, args.seed)
         if any((r["dataset"], r["clients"], r["protection"], r["seed"]) == key for r in rows):
             continue
-        rows.append(cell(args.dataset, args.clients, prot, args.seed, args.rounds))
+        row = cell(args.dataset, args.clients, prot, args.seed, args.rounds)
+        rows = [r for r in read_json(OUT, [])  # another process may have saved meanwhile
+                if (r["dataset"], r["clients"], r["protection"], r["seed"]) != key] + [row]
         write_json(OUT, rows)
-        log.info("fedsage %s: %s", key, rows[-1])
+        log.info("fedsage %s: %s", key, row)
     return 0
 
 
