@@ -32,7 +32,7 @@ def test_sum_replaces_every_answer_and_only_the_mean_row_leaks(graph, mode):
     res = run(graph, cross_sum=mode)
     assert not any(e.tag == ANSWER_TAG for e in res.transcript.entries)
     algo = res.state.algorithm
-    for cid, client in algo.clients.items():  # i's sum = Σ_j 2(g − x_{u*_j}) over its peers
+    for client in algo.clients.values():  # i's sum = Σ_j 2(g − x_{u*_j}) over its peers
         g, total, peers = client.neighgen.received_sum
         want = np.zeros_like(g)
         for p in peers:
