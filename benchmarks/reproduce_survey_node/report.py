@@ -191,7 +191,10 @@ def _fedsage_md(rows: list[dict[str, Any]]) -> list[str]:
              "`attacks.fedsage_gradients` (mean cosine of the recovered rows to the true "
              "nearest rows; baseline: client i's own mean row) and test accuracy at the round "
              "of best validation accuracy. Dataset: Cora (smaller than Amazon Computers: CPU "
-             "time), Louvain, 60/20/20, one seed.", "",
+             "time), Louvain, 60/20/20, one seed. The protections change only fGen's "
+             "training; the classifier sees it only through the rows NeighGen mends (in the "
+             "tests' small world dGen mends none under any option), so equal accuracies mean "
+             "the cross-client term did not change the mended graph, not that it is free.", "",
              "| dataset | K | protection | settings | cosine (baseline) | exact | leaks | acc "
              "(val-selected) | acc (last) | ε (δ) |",
              "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
