@@ -23,7 +23,7 @@ MODEL_HOLDER = "model holder"  # anyone with query access to a released / deploy
 THIRD_PARTY = "third party"
 
 #: metrics where smaller is better for the adversary (leakage = advantage < −margin)
-LOWER_IS_BETTER = frozenset({"mse"})
+LOWER_IS_BETTER = frozenset({"mse", "label_tv"})
 #: margin of a metric whose attack states none (absolute, in the metric's unit)
 DEFAULT_MARGIN = 0.05
 

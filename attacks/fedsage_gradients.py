@@ -15,6 +15,10 @@ exactly (every feature within 1e-3), and the fraction of distinct nodes of ``j``
 Baseline: ``i``'s own mean feature row (:func:`attacks.naive.mean_row_guess`). With
 ``cross_clip`` / ``cross_noise`` the answer is clipped and noised and ``i`` rescales
 nothing (it does not know the clip was active).
+
+Under ``cross_sum`` client ``i`` holds only ``Σ_j answer_j`` over its n answerers for one
+common query ``g``: it reads ``x̂ = g − Σ_j answer_j / (2n)``, the mean of their nearest
+rows, and the metrics score it against each answerer's true nearest row in turn.
 """
 
 from __future__ import annotations
@@ -47,6 +51,22 @@ def fedsage_gradient_features(run: AuditRun) -> AttackResult:
         for env in run.view(cid).messages(ANSWER_TAG):
             answers[(env.sender, env.payload.meta["epoch"])] = env.payload.array("grad")
         if not answers:
+            got = getattr(client.neighgen, "received_sum", None) if client.neighgen else None
+            if got is None:
+                continue
+            g, total, peers = got
+            est = g - total / (2.0 * len(peers))
+            for peer in peers:  # the same estimate against each answerer's nearest rows
+                x = clients[peer].x_own.toarray().astype(np.float64)
+                nearest = ((g**2).sum(1)[:, None] - 2 * g @ x.T + (x**2).sum(1)[None]).argmin(1)
+                true = x[nearest]
+                est_all.append(est)
+                true_all.append(true)
+                exact.append(np.abs(est - true).max(axis=1) < 1e-3)
+                hit.append(len(np.unique(nearest)) / len(x))
+                live = true[np.abs(true).sum(axis=1) > 0]
+                if len(live):
+                    base_cos.append(mean_row_guess(client.x_own.toarray(), live)["cosine"])
             continue
         last = max(epoch for _, epoch in answers)
         for (peer, epoch), grad in answers.items():

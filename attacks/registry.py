@@ -17,6 +17,8 @@ from attacks.base import AttackResult, not_applicable
 from attacks.deployment import FEDGLS_FAMILY
 from attacks.dp_audit import dp_audit
 from attacks.fedgls_leakage import REPLAY, SUPPORT, learned_graph_replay, update_feature_support
+from attacks.fedpub_embedding import NAME as FEDPUB_EMBEDDING
+from attacks.fedpub_embedding import fedpub_embedding_inference
 from attacks.fedsage_gradients import fedsage_gradient_features
 from attacks.generated_features import generated_feature_inference
 from attacks.gpfl_inference import label_distribution_inference, property_inference
@@ -30,6 +32,7 @@ from attacks.neighbour_features import neighbour_features
 from attacks.simulation import AuditRun, World
 from attacks.structure_reconstruction import structure_reconstruction
 from protocols.registry import parse_stack, secure_sum_for_stack
+from securefgl.algorithms.fedpub.parties import TAG_EMBEDDING
 from securefgl.algorithms.spreadfgl.client import H_TAG
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
 
@@ -156,6 +159,8 @@ ATTACKS: dict[str, AttackSpec] = {
                    (PATCH_TAG,)),  # fmt: skip
         AttackSpec("fedsage_gradient_features", ("fedsage+",),
                    lambda c: fedsage_gradient_features(c.run), "cosine"),  # fmt: skip
+        AttackSpec(FEDPUB_EMBEDDING, ("fed-pub",), lambda c: fedpub_embedding_inference(c.run),
+                   "community_auc", (TAG_EMBEDDING,)),  # fmt: skip
     )
 }
 

@@ -11,3 +11,7 @@ from hypothesis import HealthCheck, settings
 torch.set_num_threads(1)
 settings.register_profile("securefgl", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("securefgl")
+
+from benchmarks.harness.checkout_families import register_checkout_families  # noqa: E402
+
+register_checkout_families()  # families this checkout adds before it is re-installed

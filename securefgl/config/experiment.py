@@ -47,7 +47,7 @@ from securefgl.data.catalog import resolve_graph_name, resolve_name, resolve_rat
 from securefgl.data.synthetic import check_csbm_options
 
 EXECUTORS = ("local", "ray")
-PARTITIONS = ("random", "louvain", "kmeans", "louvain-largest", "louvain-chunks")
+PARTITIONS = ("random", "louvain", "kmeans", "louvain-largest", "louvain-chunks", "metis")
 SPLIT_SCOPES = ("global", "client")
 CROSS_EDGES = ("hidden", "known")
 MODEL_NAMES = ("gcn", "sage", "mlp")
@@ -96,6 +96,9 @@ class ExperimentConfig:
         False, "divide each node's non-negative features by their sum (at least 1; PyG's "
         "NormalizeFeatures; a per-node step each client can do on its own nodes)", "data",
     )  # fmt: skip
+    largest_component: bool = _opt(
+        False, "keep only the largest connected component (FED-PUB's preprocessing)", "data"
+    )
     train_fraction: float = _opt(0.1, "training nodes", "data")
     val_fraction: float = _opt(0.1, "validation nodes", "data")
     test_fraction: float = _opt(0.8, "test nodes", "data")

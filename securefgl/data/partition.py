@@ -25,6 +25,9 @@ first client it fits, and cut a piece that fits nowhere to fill the least-loaded
 Deviation: the code gives such a piece whole to the smallest client; here no client exceeds
 ``cap``.
 
+* ``metis``: METIS k-way (Karypis & Kumar 1998) through pymetis, seeded, the partition of
+  FED-PUB's disjoint setting (Baek et al., ICML 2023, §5.1; :mod:`securefgl.data.metis`).
+
 ``cut`` (any method): swap the clients of random node pairs until that fraction of the edges
 is cut, sizes unchanged (:func:`raise_cut`): a stress test for a paper whose reported
 missing links no community partition reaches (SpreadFGL's Table I on Coauthor CS: 44-64 %).
@@ -44,6 +47,8 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 from torch_geometric.data import Data
+
+from securefgl.data.metis import metis_assignment
 
 __all__ = [
     "METHODS",
@@ -67,8 +72,8 @@ logger = logging.getLogger(__name__)
 _RANDOM_SALT = 0x9A27
 _CUT_SALT = 0x5C07
 
-METHODS = ("random", "louvain", "kmeans", "louvain-largest", "louvain-chunks")
-Method = Literal["random", "louvain", "kmeans", "louvain-largest", "louvain-chunks"]
+METHODS = ("random", "louvain", "kmeans", "louvain-largest", "louvain-chunks", "metis")
+Method = Literal["random", "louvain", "kmeans", "louvain-largest", "louvain-chunks", "metis"]
 UNASSIGNED = -1  # a node in no client (``louvain-largest`` keeps only K communities)
 
 
@@ -265,6 +270,8 @@ def partition_graph(
         assignment = np.empty(n, dtype=np.int64)
         for k, part in enumerate(np.array_split(order, K)):
             assignment[part] = k
+    elif method == "metis":
+        assignment = metis_assignment(data.edge_index, n, K, seed)
     elif method == "louvain-largest":
         pairs = undirected_pairs(data.edge_index, n)
         assignment = largest_communities(_louvain(pairs, n, seed), K)

@@ -34,6 +34,7 @@ from securefgl.data import (
     partition_graph,
     random_split,
 )
+from securefgl.data.metis import largest_component
 from securefgl.data.synthetic import csbm
 from securefgl.experiment.graph_world import (
     best_of_last,
@@ -202,7 +203,7 @@ def data_identity(config: ExperimentConfig) -> tuple[Any, ...]:
         source = config.graph.synthetic
     return (
         config.task, config.dataset.lower(), config.data_root, config.download,
-        repr(source), config.normalize_features,
+        repr(source), config.normalize_features, config.largest_component,
     )  # fmt: skip
 
 
@@ -214,6 +215,8 @@ def load_graph(config: ExperimentConfig) -> Any:
         data = csbm(**config.csbm)
     else:
         data = load_dataset(config.dataset, config.data_root, download=config.download)
+    if config.largest_component:
+        data = largest_component(data)
     if config.normalize_features:
         if bool((data.x < 0).any()):
             raise ConfigError("normalize_features needs non-negative features (e.g. word counts)")

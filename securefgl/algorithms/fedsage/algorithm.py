@@ -14,6 +14,10 @@ with one server, the configured protocol stack, ``local_steps`` Adam steps per r
 cross-entropy). Deviations: full-batch local steps (the official code uses mini-batches of
 32 with neighbour sampling [5, 5]); NeighGen is not averaged across clients (as in the
 official code: a personal generator per client).
+
+``cross_sum`` (:mod:`~securefgl.algorithms.fedsage.clients`): the answered gradients reach
+client i only as a hosted secure sum relayed by the edge server (one server), optionally
+with accounted Gaussian noise (``cross_sum_noise``; ε in the run's privacy report).
 """
 
 from __future__ import annotations
@@ -21,12 +25,22 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, ClassVar
 
+import numpy as np
+
+from protocols.dp.accounting import PrivacyAccountant
 from securefgl.algorithms.common.edge.client import LocalTraining
 from securefgl.algorithms.common.edge.runtime import EdgeFGL
-from securefgl.algorithms.fedsage.clients import FedSageClient, NeighGenState, fedsage_client
+from securefgl.algorithms.fedsage.clients import (
+    FedSageClient,
+    NeighGenState,
+    fedsage_client,
+    fedsage_server,
+)
+from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
-from securefgl.federation import client_party_id
+from securefgl.federation import Call, client_party_id
 from securefgl.federation.builders import view_payload
+from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec
 from securefgl.federation.recipes import Recipe, recipe
 from securefgl.federation.transcript import STRUCTURE
 
@@ -63,21 +77,60 @@ class FedSagePlus(FedSage):
     generator = True
     repairs_cross_edges = True
 
+    def server_recipe(
+        self, params: np.ndarray, stack: dict[str, Any], neighbours: dict[str, int],
+        holds: bool, num_classes: int, num_features: int,
+    ) -> Recipe:  # fmt: skip
+        return recipe(fedsage_server, params=params, stack=stack, neighbours=neighbours,
+                      holds_model=holds)  # fmt: skip
+
     def before_training(self) -> None:
-        ids, ex = list(self.clients), self.executor
+        ids, ex, st = list(self.clients), self.executor, self.config.fedsage
         ex.map(ids, NeighGenState.pretrain)
         with self.federation.channel.transcript.family_scope(STRUCTURE):
-            for epoch in range(self.config.fedsage.fed_gen_epochs):
+            driver = None
+            if st.cross_sum is not None:
+                if len(self.server_list) != 1:
+                    raise ConfigError("fedsage+ cross_sum needs one edge server")
+                fed = self.federation
+                spec = SumSpec(st.cross_sum, f"securefgl/fedsage+|seed={fed.seed}")
+                spec = spec.authenticated(dict(fed.stack.sum_options()))
+                driver = SecureSumDriver(ex, fed.channel, spec, ids, self.server_list[0])
+                driver.setup()
+            self.accountant = None
+            if st.cross_sum_noise > 0:
+                self.accountant = PrivacyAccountant("rdp", st.cross_delta)
+            prepare, finish = NeighGenState.prepare_answers, NeighGenState.finish_answers
+            for epoch in range(st.fed_gen_epochs):
                 queries = [e for out in ex.map(ids, NeighGenState.query, epoch) for e in out]
-                answers = [e for out in self._deliver(queries, NeighGenState.answer) for e in out]
-                self._deliver(answers, NeighGenState.step, to=ids)
+                if driver is None:
+                    replies = self._deliver(queries, NeighGenState.answer)
+                    answers = [e for out in replies for e in out]
+                    self._deliver(answers, NeighGenState.step, to=ids)
+                    continue
+                self._deliver(queries, NeighGenState.receive_queries, to=ids)
+                driver.round(epoch, prepare=lambda c, e=epoch: Call.to(c, prepare, e),
+                             finish=lambda c, e=epoch: Call.to(c, finish, e))  # fmt: skip
+                if self.accountant is not None:
+                    self.accountant.step(st.cross_sum_noise, 1.0)  # one sum per receiver
         ex.map(ids, FedSageClient.mend_graph)
+
+    def privacy(self) -> dict[str, Any]:
+        out = super().privacy()
+        if getattr(self, "accountant", None) is not None:
+            out = {**out, "answers_epsilon": self.accountant.epsilon(),
+                   "answers_delta": self.config.fedsage.cross_delta,
+                   "answers_adversary": "client i (node level: one node of one other client; "
+                                        "the answering clients honest)"}  # fmt: skip
+        return out
 
     def protection(self) -> dict[str, str]:
         st = self.config.fedsage
-        how = "plain"
+        how = "plain" if st.cross_sum is None else f"{st.cross_sum} secure sum over the answerers"
         if st.cross_clip > 0:
             how += f", answers clipped to {st.cross_clip}"
             if st.cross_noise > 0:
                 how += f" + Gaussian noise σ = {st.cross_noise}·C (no ε claimed)"
+            if st.cross_sum_noise > 0:
+                how += f" + Gaussian noise σ = {st.cross_sum_noise}·Δ on the sum (RDP-accounted)"
         return {**super().protection(), CROSS: how}

@@ -14,6 +14,13 @@ noise each answer row (a heuristic defence: a node may be the nearest neighbour 
 number of queries, so no ε is claimed). Deviation: the mean squared distance per feature
 (the official ``mse_loss``) and all ``num_pred`` rows of a query node are sent (sending
 only the first ``ñ_v`` would reveal ``ñ_v``); ``i`` keeps the first ``ñ_v``.
+
+With ``cross_sum`` (a secure-sum mode) client ``i`` sends ONE batch of generated rows to
+every other client and receives only ``Σ_j answer_j`` through a hosted secure sum relayed by
+the server (the loss term is ``α · rows · Σ_j answer_j``, the same gradient as the per-peer
+answers of that batch): ``i`` then reads ``Σ_j x_{u*_j}``, the sum of the other clients'
+nearest rows, not any one of them; ``cross_sum_noise`` adds accounted Gaussian noise to the
+sum, each answering client drawing its share from its secret generator.
 """
 
 from __future__ import annotations
@@ -29,15 +36,18 @@ from torch import nn
 from protocols.base import Envelope
 from protocols.dp.rng import make_rng
 from protocols.dp.rows import clip_rows
+from protocols.secure_sum import SumRequest
 from protocols.wire import Payload
 from securefgl.algorithms.common.edge.client import EdgeClient, LocalTraining
 from securefgl.algorithms.common.edge.model import Features, propagation
+from securefgl.algorithms.common.edge.server import EdgeServer
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.fedsage.neighgen import NeighGen, counts, greedy_loss, impair, mended
 from securefgl.algorithms.fedsage.settings import FedSageSettings
 from securefgl.data import ClientGraph
 from securefgl.federation import client_party_id
 from securefgl.federation.builders import config_from_json, protocol_party, view_from_payload
+from securefgl.federation.hosted_sums import HostedSum
 from securefgl.federation.recipes import party_builder
 
 QUERY_TAG = "fedsage/query"
@@ -75,6 +85,13 @@ class NeighGenState:
         self._epoch: tuple[torch.Tensor, np.ndarray] | None = None
         self._epoch_idx = -1
         self.fgen_opt: torch.optim.Optimizer | None = None
+        self.sums = HostedSum(party_id)  # used with ``cross_sum``
+        self._queries: dict[str, np.ndarray] = {}  # received this epoch (cross_sum)
+        #: the last (query rows, summed answers, answerers) it received (cross_sum; its own view)
+        self.received_sum: tuple[np.ndarray, np.ndarray, tuple[str, ...]] | None = None
+
+    def roles(self) -> Iterable[object | None]:
+        return (self, *self.sums.roles())
 
     def _noise(self, n: int) -> torch.Tensor:
         return torch.randn(n, self.settings.latent, generator=self.torch_gen)
@@ -141,11 +158,14 @@ class NeighGenState:
             gen = self.net.generate(z[g.train], self._noise(len(g.train)))
         self._epoch = (z, counts(self.net.degree(z[g.train]), st.num_pred))
         self._gen = gen
-        out = []
+        out, common = [], None
         for peer in self.peers:
-            batch = self.rng.choice(len(g.train), size=min(st.cross_queries, len(g.train)),
-                                    replace=False)  # fmt: skip
-            rows = gen[torch.as_tensor(batch)].reshape(-1, gen.shape[2])
+            if common is None or st.cross_sum is None:  # one batch for all under cross_sum
+                batch = self.rng.choice(len(g.train), size=min(st.cross_queries, len(g.train)),
+                                        replace=False)  # fmt: skip
+                rows = gen[torch.as_tensor(batch)].reshape(-1, gen.shape[2])
+                common = (rows, batch)
+            rows, batch = common
             self._pending[peer] = (rows, batch)
             payload = Payload({"g": rows.detach().numpy().astype(np.float32)}, {"epoch": epoch})
             out.append(Envelope(self.party_id, peer, QUERY_TAG, payload))
@@ -157,19 +177,55 @@ class NeighGenState:
         for env in inbox:
             if env.tag != QUERY_TAG:
                 continue
-            g = env.payload.array("g").astype(np.float64)
-            dist = (g**2).sum(1)[:, None] - 2 * np.asarray(self.x @ g.T).T + self.x_sq[None, :]
-            nearest = dist.argmin(axis=1)
-            grad = 2.0 * (g - self.x[nearest].toarray())
-            if st.cross_clip > 0:
-                grad = clip_rows(grad, st.cross_clip)
-                if st.cross_noise > 0:
-                    grad = grad + self.answer_rng.normal(
-                        0, st.cross_noise * st.cross_clip, grad.shape
-                    )
+            grad = self._answer_rows(env.payload.array("g").astype(np.float64))
+            if st.cross_clip > 0 and st.cross_noise > 0:
+                grad = grad + self.answer_rng.normal(0, st.cross_noise * st.cross_clip,
+                                                     grad.shape)  # fmt: skip
             payload = Payload({"grad": grad.astype(np.float32)}, dict(env.payload.meta))
             out.append(Envelope(self.party_id, env.sender, ANSWER_TAG, payload))
         return out
+
+    def _answer_rows(self, g: np.ndarray) -> np.ndarray:
+        """``2(g − x_{u*})`` per row (clipped to ``cross_clip`` when set)."""
+        dist = (g**2).sum(1)[:, None] - 2 * np.asarray(self.x @ g.T).T + self.x_sq[None, :]
+        grad = 2.0 * (g - self.x[dist.argmin(axis=1)].toarray())
+        return clip_rows(grad, self.settings.cross_clip) if self.settings.cross_clip > 0 else grad
+
+    # -- cross_sum: i receives only Σ_j answer_j ------------------------------------------
+    def receive_queries(self, inbox: list[Envelope]) -> None:
+        self._queries = {e.sender: e.payload.array("g").astype(np.float64)
+                         for e in inbox if e.tag == QUERY_TAG}  # fmt: skip
+
+    def prepare_answers(self, epoch: int) -> int:
+        """Answer every query into its sender's sum (plus this client's share of the sum's
+        noise); request the sum of the answers to this client's own query."""
+        st = self.settings
+        for sender, g in self._queries.items():
+            grad = self._answer_rows(g)
+            if st.cross_sum_noise > 0:
+                std = st.cross_sum_noise * sensitivity(st, g.shape[0])
+                grad = grad + self.answer_rng.normal(0, std / np.sqrt(len(self.peers)), grad.shape)
+            self.sums.client.add_contribution(sender, grad)
+        self._queries = {}
+        if not self._pending:
+            return 0
+        rows, _ = next(iter(self._pending.values()))
+        self.sums.client.expect_sum(SumRequest(tuple(self._pending), tuple(rows.shape)))
+        return len(self._pending)
+
+    def finish_answers(self, epoch: int) -> float:
+        """The second half of the epoch with the summed answers."""
+        if not self._pending:
+            return self.step([])
+        result = self.sums.client.result()
+        assert result is not None
+        total = np.asarray(result.total, dtype=np.float32)
+        first = next(iter(self._pending))
+        rows = self._pending[first][0].detach().numpy().astype(np.float64)
+        self.received_sum = (rows, total.astype(np.float64), tuple(self._pending))
+        self._pending = {first: self._pending[first]}  # one common batch
+        return self.step([Envelope(first, self.party_id, ANSWER_TAG,
+                                   Payload({"grad": total}, {"epoch": epoch}))])  # fmt: skip
 
     def step(self, inbox: list[Envelope]) -> float:
         """Second half: local fGen loss plus ``α`` × each peer's answered gradient."""
@@ -209,6 +265,23 @@ class NeighGenState:
         return rows.numpy().astype(np.float32), new_edges
 
 
+def sensitivity(settings: FedSageSettings, rows: int) -> float:
+    """L2 sensitivity of one client's answers to one query of ``rows`` rows when one of its
+    nodes changes: every row may change, each clipped to C: 2·C·√rows."""
+    return 2.0 * settings.cross_clip * float(np.sqrt(rows))
+
+
+class FedSageServer(EdgeServer):
+    """FedSage's edge server; with ``cross_sum`` it also relays the answers' secure sums."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sums = HostedSum(self.party_id)
+
+    def roles(self) -> Iterable[object | None]:
+        return (*super().roles(), *self.sums.roles())
+
+
 class FedSageClient(EdgeClient):
     """The classifier client of FedSage(+) with its NeighGen as a role."""
 
@@ -218,7 +291,8 @@ class FedSageClient(EdgeClient):
         self.neighgen = neighgen
 
     def roles(self) -> Iterable[object | None]:
-        return (*super().roles(), self.neighgen)
+        own = self.neighgen.roles() if self.neighgen is not None else ()
+        return (*super().roles(), *own)
 
     def mend_graph(self) -> int:
         """Mend this client's graph with its own NeighGen's output; returns the rows added."""
@@ -227,6 +301,14 @@ class FedSageClient(EdgeClient):
         rows, edges = self.neighgen.mending()
         self.mend([rows], edges)
         return len(rows)
+
+
+@party_builder
+def fedsage_server(params: np.ndarray, stack: dict[str, Any], neighbours: dict[str, int],
+                   holds_model: bool) -> FedSageServer:  # fmt: skip
+    sid = stack["server"]
+    return FedSageServer(sid, params, protocol_party(stack, sid), stack["clients"], neighbours,
+                         holds_model)  # fmt: skip
 
 
 @party_builder

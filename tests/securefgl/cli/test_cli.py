@@ -70,9 +70,9 @@ def test_run_from_toml_with_flag_override(tmp_path):
 
 
 def test_config_error_exit_code(tmp_path, capsys):
-    assert main(["run", "--partition", "metis", "--output-dir", str(tmp_path)]) == 2
+    assert main(["run", "--partition", "spectral", "--output-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "--partition" in err and "'metis'" in err and "louvain" in err  # names the choices
+    assert "--partition" in err and "'spectral'" in err and "louvain" in err  # names the choices
     assert main(["run", "--clients", "0", "--output-dir", str(tmp_path)]) == 2
     assert "configuration error: clients must be" in capsys.readouterr().err
 

@@ -12,7 +12,7 @@ from securefgl.experiment import run_experiment
     [
         ({"dataset": "NoSuchGraph"}, "unknown dataset"),
         ({"algorithms": ["fedavg", "magic"]}, "unknown algorithm 'magic'"),
-        ({"partition": "metis"}, "unknown partition"),
+        ({"partition": "spectral"}, "unknown partition"),
         ({"partition_cut": 1.0}, "partition_cut"),
         ({"partition_cut": 0.0}, "partition_cut"),
         ({"model": "gat9"}, "unknown model"),

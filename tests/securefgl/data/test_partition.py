@@ -227,7 +227,7 @@ def test_kmeans_handles_duplicate_points():
 @pytest.mark.parametrize(
     ("k", "method", "msg"),
     [
-        (2, "metis", "unknown partition method"),
+        (2, "spectral", "unknown partition method"),
         (0, "random", ">= 1"),
         (601, "random", "exceeds"),
         (2.5, "random", "integer"),

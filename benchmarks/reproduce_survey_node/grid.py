@@ -1,0 +1,64 @@
+"""The grid of the survey-node reproduction: cells, configurations, paper values."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from securefgl.config import ExperimentConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+PAPER = json.loads((ROOT / "benchmarks" / "data" / "survey_node_paper.json").read_text())
+
+FEDPUB_DATASETS = ("Cora", "CiteSeer", "Photo", "PubMed", "Computers")
+FEDPUB_CLIENTS = (5, 10, 20)
+#: result-file method name -> our algorithm (the baselines on FED-PUB's client training)
+FEDPUB_METHODS = {
+    "fed-pub": "fed-pub", "fedavg": "fedpub-fedavg", "fedprox": "fedpub-fedprox",
+    "fedper": "fedper", "gcfl": "gcfl", "local": "fedpub-local", "fedsage+": "fedsage+",
+}  # fmt: skip
+#: protection name -> [experiment.fedpub] changes
+FEDPUB_PROTECTIONS: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "masked": {"sums": "masked"},
+    "ckks": {"sums": "ckks"},
+    "dp-embedding-0.05": {"embedding": "gaussian", "embedding_noise": 0.05},
+    "dp-embedding-0.5": {"embedding": "gaussian", "embedding_noise": 0.5},
+    "dp-embedding-5": {"embedding": "gaussian", "embedding_noise": 5.0},
+}
+EVAL_EVERY = 5
+
+
+@dataclass(frozen=True)
+class Cell:
+    method: str
+    dataset: str
+    clients: int
+    protection: str = "plain"
+
+    @property
+    def key(self) -> tuple[str, str, int, str]:
+        return (self.method, self.dataset, self.clients, self.protection)
+
+
+def fedpub_config(cell: Cell, seed: int, rounds: int = 100) -> ExperimentConfig:
+    """FED-PUB's disjoint setting (§5.1 and its code): LCC, row-normalised features, one
+    20/40/40 split of all nodes, METIS k-way into K clients, cross edges dropped."""
+    extra: dict[str, Any] = {}
+    if cell.method == "fed-pub":
+        extra["fedpub"] = dict(FEDPUB_PROTECTIONS[cell.protection])
+    if cell.method == "fedsage+":
+        extra["lr"] = 0.01
+    return ExperimentConfig(
+        dataset=cell.dataset, clients=cell.clients, partition="metis", largest_component=True,
+        normalize_features=True, train_fraction=0.2, val_fraction=0.4, test_fraction=0.4,
+        rounds=rounds, eval_every=EVAL_EVERY, seeds=[seed], hidden=128, dropout=0.5,
+        weight_decay=1e-6, name=f"survey-{cell.method}-{cell.dataset}-{cell.clients}",
+        **extra,
+    )  # fmt: skip
+
+
+def fedpub_paper(method: str, dataset: str, clients: int) -> dict[str, float] | None:
+    return PAPER["fedpub_table1_acc"].get(dataset, {}).get(method, {}).get(str(clients))

@@ -1,0 +1,192 @@
+"""FED-PUB (Baek et al., ICML 2023, Algorithm 1) with the server blind to every model, and
+the baselines of its Table 1 trained the same way.
+
+Per round: every client loads its personalised model θ̄_i of the last round (masks stay
+local), takes one full-batch Adam step, and sends h̃_i (its mean embedding of the public
+proxy graph; plain or clipped + Gaussian noise, accounted); the server forms
+α = row-softmax(τ·cos(h̃_i, h̃_j)) (Eq. 3-4) and θ̄_i = Σ_j α_ij θ_j (Eq. 5) reaches client
+i either by the server mixing the plain θ_j (``sums = "plain"``, the paper) or as a secure
+sum addressed to i (``masked``: pairwise masks; ``ckks``: under i's CKKS key), the server
+learning only α. The baselines share the client: FedAvg (uniform mean, as the authors'
+code), FedProx, FedPer (classifier local), GCFL (cluster means of updates), Local.
+Deviations and the channel: securefgl/algorithms/fedpub/README.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from torch_geometric.data import Data
+
+from protocols.dp.accounting import PrivacyAccountant
+from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.common.graph.learner import deliver
+from securefgl.algorithms.common.training import party_torch_rng
+from securefgl.algorithms.fedpub.model import MaskedGCN
+from securefgl.algorithms.fedpub.parties import (
+    PubClient,
+    PubServer,
+    _flat,
+    make_proxy,
+    pub_client,
+    pub_server,
+)
+from securefgl.algorithms.fedpub.settings import FedPubSettings
+from securefgl.config import ConfigError
+from securefgl.federation import SERVER, Call, client_party_id
+from securefgl.federation.builders import config_json, view_payload
+from securefgl.federation.federation import Federation
+from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec
+from securefgl.federation.recipes import recipe
+
+INITIAL = "initial model and proxy graph (server -> clients)"
+EMBEDDINGS = "functional embeddings h̃_i (clients -> server)"
+MODELS = "personalised aggregation θ̄_i = Σ_j α_ij θ_j"
+WEIGHTS = "mixing weights α (server -> clients)"
+
+
+class PersonalisedSubgraphFL(Algorithm):
+    """The round loop shared by FED-PUB and its baselines (``variant``)."""
+
+    variant: ClassVar[str] = "fed-pub"
+
+    def setup(self, federation: Federation, global_data: Data | None = None) -> None:
+        cfg = self.config
+        if cfg.protocol.mechanism is not None or cfg.client_fraction < 1:
+            raise ConfigError(f"{self.name} needs every client every round and takes no update "
+                              f"mechanism (got {cfg.protocol.label}, client_fraction "
+                              f"{cfg.client_fraction}); its privacy settings are in "
+                              "[experiment.fedpub]")  # fmt: skip
+        s = cfg.section(FedPubSettings).resolved(cfg.protocol.secure_sum_mode())
+        if self.variant != "fed-pub" and s.sums != "plain":
+            raise ConfigError(f"{self.name}: secure personalised sums are FED-PUB's; the "
+                              "baselines aggregate in the clear (use sums = plain)")  # fmt: skip
+        self.s, self.federation = s, federation
+        views = federation.views
+        if len(views) < 2:
+            raise ConfigError(f"{self.name} needs at least 2 clients")
+        self.ids = ids = [client_party_id(v.client_id) for v in views]
+        v0 = views[0]
+        with party_torch_rng(federation.seed, SERVER, "fedpub-init"):
+            init = MaskedGCN(v0.num_features, s.hidden, v0.num_classes, cfg.dropout)
+        params = _flat(init, init.shared_names())
+        proxy_x, proxy_ei = make_proxy(s, v0.num_features, federation.seed)
+        config = config_json(cfg)
+        recipes = {
+            SERVER: recipe(pub_server, params=params, proxy_x=proxy_x, proxy_edges=proxy_ei,
+                           clients=ids, config=config, variant=self.variant),
+            **{pid: recipe(pub_client, view=view_payload(v), config=config,
+                           variant=self.variant, seed=federation.seed,
+                           noise_seed=federation.noise_seed)
+               for pid, v in zip(ids, views, strict=True)},
+        }  # fmt: skip
+        self.executor = ex = federation.make_executor(recipes)
+        self.clients = {pid: ex.held(pid) for pid in ids}
+        self.server = ex.held(SERVER)
+        channel = federation.channel
+        channel.round = -1
+        sizes = ex.map(ids, PubClient.training_weight)
+        ex.call([Call.to(SERVER, PubServer.receive_sizes, sizes)])
+        self._weights = np.asarray(sizes)
+        sent = ex.call([Call.to(SERVER, PubServer.broadcast_initial, ids)])[0]
+        deliver(ex, channel, sent, PubClient.receive_initial)
+        self.driver: SecureSumDriver | None = None
+        if s.sums != "plain":
+            experiment = f"{cfg.name or 'run'}|fed-pub|seed={federation.seed}"
+            spec = SumSpec(str(s.sums), experiment, {"min_senders": s.min_senders})
+            self.driver = SecureSumDriver(ex, channel, spec, ids, SERVER)
+            self.driver.setup()
+        self.accountant = PrivacyAccountant("rdp", s.delta) if s.embedding == "gaussian" else None
+
+    def train_round(self, round_idx: int) -> float:
+        ex, channel, s, t = self.executor, self.federation.channel, self.s, round_idx
+        channel.round = t
+        mu = s.mu if self.variant == "fedprox" else 0.0
+        losses = ex.map(self.ids, PubClient.local_round, t, mu)
+        if self.variant == "local":
+            return float(np.average(losses, weights=self._weights))
+        if self.variant == "fed-pub":
+            sent = [env for out in ex.map(self.ids, PubClient.embedding, t) for env in out]
+            ex.call([Call.to(SERVER, PubServer.receive_embeddings, t, channel.transmit(sent))])
+            if self.accountant is not None:
+                self.accountant.step(s.embedding_noise, 1.0)  # one release per client
+        if s.sums == "plain":
+            ups = [env for out in ex.map(self.ids, PubClient.send_model, t) for env in out]
+            mixed = ex.call([Call.to(SERVER, PubServer.mix, t, channel.transmit(ups))])[0]
+            deliver(ex, channel, mixed, PubClient.receive_mix, t)
+        else:
+            assert self.driver is not None
+            sent = ex.call([Call.to(SERVER, PubServer.send_weights, t, s.min_senders)])[0]
+            deliver(ex, channel, sent, PubClient.receive_weights, t)
+            self.driver.round(t, prepare=lambda c: Call.to(c, PubClient.prepare_sum, t),
+                              finish=lambda c: Call.to(c, PubClient.finish_sum, t))  # fmt: skip
+        return float(np.average(losses, weights=self._weights))
+
+    def predict(self) -> list[SplitPredictions]:
+        return self.executor.map(self.ids, PubClient.predict)
+
+    def privacy(self) -> dict[str, Any]:
+        if self.variant != "fed-pub" or self.accountant is None:
+            return {}
+        return {
+            "embedding_epsilon": self.accountant.epsilon(),
+            "embedding_delta": self.s.delta,
+            "adversary": "the server (client-level DP of the functional embeddings only)",
+            "accountant": "rdp",
+        }
+
+    def protection(self) -> dict[str, str]:
+        s = self.s
+        out = {INITIAL: "plain (public)"}
+        if self.variant == "local":
+            return out
+        if self.variant == "fed-pub":
+            out[EMBEDDINGS] = ("plain" if s.embedding == "plain" else
+                               f"clipped to {s.embedding_clip:g}, Gaussian σ = "
+                               f"{s.embedding_noise:g} (client-level, RDP-accounted)")  # fmt: skip
+        out[MODELS] = ("plain (every θ_j to the server, which mixes)" if s.sums == "plain"
+                       else f"{s.sums} secure sums addressed to each client")  # fmt: skip
+        if s.sums != "plain":
+            out[WEIGHTS] = "plain (each client learns its row and column of α)"
+        return out
+
+    def model_label(self) -> str:
+        return "masked GCN" if self.variant == "fed-pub" and self.s.masks else "GCN"
+
+
+class FedPub(PersonalisedSubgraphFL):
+    name = "fed-pub"
+    variant = "fed-pub"
+
+
+class PubFedAvg(PersonalisedSubgraphFL):
+    """FedAvg as FED-PUB's repository runs it: uniform mean of the client models, Adam
+    state kept on every client."""
+
+    name = "fedpub-fedavg"
+    variant = "fedavg"
+
+
+class PubFedProx(PersonalisedSubgraphFL):
+    name = "fedpub-fedprox"
+    variant = "fedprox"
+
+
+class PubLocal(PersonalisedSubgraphFL):
+    name = "fedpub-local"
+    variant = "local"
+
+
+class FedPer(PersonalisedSubgraphFL):
+    """FedPer (Arivazhagan et al. 2019): the GCN layers averaged, the classifier local."""
+
+    name = "fedper"
+    variant = "fedper"
+
+
+class GCFL(PersonalisedSubgraphFL):
+    """GCFL (Xie et al., NeurIPS 2021): clusters of clients by their updates' cosines."""
+
+    name = "gcfl"
+    variant = "gcfl"
