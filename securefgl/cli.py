@@ -39,6 +39,7 @@ from securefgl.config.experiment import GRAPH_TASKS
 from securefgl.config.families import task_defaults, task_runner
 from securefgl.config.fields import hints, public_fields
 from securefgl.data.integrity import DatasetError
+from securefgl.deploy.cli import register_commands as deployment_commands
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -232,6 +233,7 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
         "run": _cmd_run,
         "datasets": _cmd_datasets,
         "recommend": lambda args: _cmd_recommend(args, _recommend_reports(plugins)),
+        **deployment_commands(sub),  # securefgl party, securefgl deploy
     }
     for plugin in plugins:
         register = getattr(plugin, "register_commands", None)

@@ -43,7 +43,7 @@ from securefgl.experiment.graph_world import (
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.federation import Federation
-from securefgl.federation.stack import build_stack
+from securefgl.federation.stack import ProtocolStack, build_stack
 
 log = logging.getLogger(__name__)
 
@@ -259,41 +259,12 @@ def run_single(
         setup_seconds = time.perf_counter() - t_setup
         if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
             log.info("%s seed=%d: set-up took %.0f s", algorithm, seed, setup_seconds)
-        last_log = time.perf_counter()
         transcript = channel.transcript
         setup_bytes = transcript.total_bytes()
-        history: list[dict[str, Any]] = []
-        bar = tqdm(
-            range(config.rounds),
-            desc=f"{algorithm} seed={seed}",
-            disable=None if progress else True,
-            leave=False,
-        )
-        for r in bar:
-            start, t0 = len(transcript.entries), time.perf_counter()
-            loss = algo.train_round(r)
-            row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
-            row.update(
-                {
-                    f"bytes_{k}": v
-                    for k, v in transcript.bytes_by_direction(algo.server_ids, since=start).items()
-                }
-            )
-            if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
-                row.update(metrics(algo.predict(), int(graph.num_classes)))
-                if "epsilon" in (spent := stack.privacy()):
-                    row["epsilon"] = spent["epsilon"]
-                bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
-                log.debug("%s seed=%d round=%d %s", algorithm, seed, r, row)
-            history.append(row)
-            if not progress and time.perf_counter() - last_log >= PROGRESS_LOG_SECONDS:
-                last_log = time.perf_counter()
-                spent = sum(h["seconds"] for h in history)
-                log.info(
-                    "%s seed=%d: round %d/%d, loss %.4f, %.0f s in rounds, ~%.0f s to go",
-                    algorithm, seed, r + 1, config.rounds, loss, spent,
-                    spent / (r + 1) * (config.rounds - r - 1),
-                )  # fmt: skip
+        history = train_rounds(
+            config, algo, stack, transcript, int(graph.num_classes), f"{algorithm} seed={seed}",
+            progress, metrics, last,
+        )  # fmt: skip
         final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
         if graph_task:
             final.update(best_of_last(history, last))
@@ -315,6 +286,52 @@ def run_single(
             algo.protection(),
             algo.model_label(),
         )
+
+
+def train_rounds(
+    config: ExperimentConfig,
+    algo: Algorithm,
+    stack: ProtocolStack,
+    transcript: Transcript,
+    num_classes: int,
+    label: str,
+    progress: bool = True,
+    metrics: Callable[[Any, int], dict[str, float]] = pooled_metrics,
+    last: int = 0,
+) -> list[dict[str, Any]]:
+    """The rounds of a set-up ``algo``: per round its loss, wall time and bytes, plus the
+    metrics on the evaluation schedule (every ``eval_every`` rounds and the last ``last``,
+    at least one); one row per round. The deployment driver (``securefgl.deploy``) runs
+    the same loop, so both give the same history for the same parties."""
+    last_log = time.perf_counter()
+    history: list[dict[str, Any]] = []
+    bar = tqdm(range(config.rounds), desc=label, disable=None if progress else True, leave=False)
+    for r in bar:
+        start, t0 = len(transcript.entries), time.perf_counter()
+        loss = algo.train_round(r)
+        row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
+        row.update(
+            {
+                f"bytes_{k}": v
+                for k, v in transcript.bytes_by_direction(algo.server_ids, since=start).items()
+            }
+        )
+        if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
+            row.update(metrics(algo.predict(), num_classes))
+            if "epsilon" in (spent := stack.privacy()):
+                row["epsilon"] = spent["epsilon"]
+            bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
+            log.debug("%s round=%d %s", label, r, row)
+        history.append(row)
+        if not progress and time.perf_counter() - last_log >= PROGRESS_LOG_SECONDS:
+            last_log = time.perf_counter()
+            spent = sum(h["seconds"] for h in history)
+            log.info(
+                "%s: round %d/%d, loss %.4f, %.0f s in rounds, ~%.0f s to go",
+                label, r + 1, config.rounds, loss, spent,
+                spent / (r + 1) * (config.rounds - r - 1),
+            )  # fmt: skip
+    return history
 
 
 def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> dict[str, Any]:
