@@ -49,22 +49,21 @@ def register_commands(sub: Any) -> dict[str, Handler]:
 
 
 def _cmd_party(args: argparse.Namespace) -> int:
-    from protocols.identity import Identity
-    from securefgl.deploy import keys, settings
+    from securefgl.deploy import settings
     from securefgl.federation.party import SERVER
 
     deploy = settings.load(args.config)
     if args.keygen:
+        from securefgl.deploy.keygen import keygen
+
         keydir = deploy.server_keydir if args.party == SERVER else deploy.party(args.party).keydir
-        identity: Identity = keys.own_identity(keydir, args.party)
-        path = keys.publish(identity, Path(args.publish or keydir))
-        print(f"{args.party}: signing key {keys.fingerprint(identity.public)} -> {path}")
-        if args.party != SERVER:
-            _, node_pub = keys.node_key(keydir)
-            print(f"{args.party}: SuperNode key -> {node_pub} (for the SuperLink's operator)")
+        print("\n".join(keygen(args.party, keydir, Path(args.publish) if args.publish else None)))
         return 0
+    import signal
+
     from securefgl.deploy.daemon import PartyDaemon, serve
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a clean stop removes the socket
     daemon = PartyDaemon(deploy, args.party)
     node = None
     if args.supernode:

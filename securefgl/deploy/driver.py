@@ -11,6 +11,7 @@ no other party's (:attr:`DeployedRun.server_keystore` records what it held mid-r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -48,6 +49,7 @@ class DeployedRun:
     server_keystore: list[str]  # the parties whose signing keys the server's process held
     wall_seconds: float
     silent: dict[str, str] = field(default_factory=dict)  # party -> why it went silent
+    transcript: Transcript | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,12 +57,21 @@ class DeployedRun:
             "endpoints": dict(self.directory.endpoint), "refused": dict(self.directory.refused),
             "server_keystore": self.server_keystore, "wall_seconds": self.wall_seconds,
             "silent": self.silent,
+            "messages": len(self.transcript.entries) if self.transcript else None,
+            "transcript_digest": transcript_digest(self.transcript) if self.transcript else None,
         }  # fmt: skip
 
     def transcript_bytes(self) -> int:
         r = self.result
         rounds = sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in r.history)
         return int(r.setup_bytes + rounds)
+
+
+def transcript_digest(transcript: Transcript) -> str:
+    """SHA-256 of every message's (round, sender, receiver, tag, size), in order: equal
+    digests mean the same messages of the same sizes."""
+    rows = [[e.round, e.sender, e.receiver, e.tag, e.nbytes] for e in transcript.entries]
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
 class Progress:
@@ -165,7 +176,7 @@ def run_deployment(
         None, None, setup_seconds, algo.protection(), algo.model_label(),
     )  # fmt: skip
     progress(event="done", final=final)
-    return DeployedRun(result, directory, held, time.perf_counter() - t0, silent)
+    return DeployedRun(result, directory, held, time.perf_counter() - t0, silent, transcript)
 
 
 def _check_facts(directory: Directory, ids: list[str]) -> None:

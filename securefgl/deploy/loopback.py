@@ -104,11 +104,12 @@ def prepare(
     config.write_text(toml_text(tables))
     env = python_env()
     published = folder / "published"
+    keydirs = {SERVER: folder / "keys/server", **{p: folder / f"keys/{p}" for p in parties}}
     makers = [  # each party makes its keys in its own process
-        subprocess.Popen(securefgl_cmd("party", "--config", str(config), "--party", pid,
-                                       "--keygen", "--publish", str(published)),
+        subprocess.Popen([sys.executable, "-m", "securefgl.deploy.keygen", "--party", pid,
+                          "--keydir", str(keydir), "--publish", str(published)],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        for pid in [SERVER, *parties]
+        for pid, keydir in keydirs.items()
     ]  # fmt: skip
     split = subprocess.run(securefgl_cmd("deploy", "split", "--config", str(config)), env=env,
                            capture_output=True, text=True)  # fmt: skip
@@ -167,6 +168,18 @@ class Processes:
             fh.close()
 
 
+def answers(sock: Path) -> bool:
+    """Whether a party daemon answers on ``sock`` (a status request)."""
+    from securefgl.deploy.framing import exchange
+    from securefgl.federation.codec import encode_value
+
+    try:
+        exchange(str(sock), encode_value({"kind": "status"}), timeout=30)
+    except OSError:
+        return False
+    return True
+
+
 def start_parties(config: Path, parties: Iterable[str], procs: Processes,
                   supernode: bool = False, wait: float = 120.0) -> None:  # fmt: skip
     """``securefgl party`` for each of ``parties``; returns when every socket is up."""
@@ -174,12 +187,13 @@ def start_parties(config: Path, parties: Iterable[str], procs: Processes,
 
     deploy = load(config)
     for pid in parties:
+        deploy.party(pid).socket.unlink(missing_ok=True)  # a stale socket is not a party
         extra = ["--supernode"] if supernode else []
         procs.start(pid, securefgl_cmd("party", "--config", str(config), "--party", pid, *extra))
     deadline = time.monotonic() + wait
     for pid in parties:
         sock = deploy.party(pid).socket
-        while not sock.exists():
+        while not answers(sock):
             if procs.procs[pid].poll() is not None:
                 raise RuntimeError(f"{pid} exited: {procs.log(pid)[-2000:]}")
             if time.monotonic() > deadline:
