@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from securefgl import extras
+
 
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
@@ -115,13 +117,12 @@ class PartialFile:
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the non-interactive Agg backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    """``matplotlib.pyplot`` on the non-interactive Agg backend; without matplotlib (the
+    ``plots`` extra) the benchmark ends with one line saying what to install."""
+    try:
+        return extras.pyplot("a benchmark figure")
+    except extras.MissingExtraError as err:
+        raise SystemExit(f"securefgl: {err}") from None
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 120, tight: bool = True) -> None:
