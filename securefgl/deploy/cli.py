@@ -32,16 +32,18 @@ def register_commands(sub: Any) -> dict[str, Handler]:
     reg = steps.add_parser("register", help="sign the registry of the published public keys")
     reg.add_argument("--keydir", required=True, help="the registrar's (registrar-keygen)")
     reg.add_argument("--out", required=True, help="the signed registry to publish")
-    reg.add_argument("published", nargs="+", help="the parties' <party>.pub.json files")
+    reg.add_argument("published", nargs="+", help="the parties' <party>.pub.json files and "
+                     "<party>.csr.pem TLS certificate requests (certificates go beside --out)")
     split = steps.add_parser(
         "split", help="demo data: write each client's view of the experiment to its data path"
     )
     split.add_argument("--config", required=True, help="deploy.toml")
     run = steps.add_parser("run", help="the server side: run the experiment over the parties")
     run.add_argument("--config", required=True, help="deploy.toml")
-    run.add_argument("--engine", choices=("sockets", "flower-sim"), default="sockets",
-                     help="sockets: the daemons' Unix sockets on this machine; flower-sim: "
-                     "Flower's simulation engine (the flower extra)")  # fmt: skip
+    run.add_argument("--engine", choices=("tls", "sockets", "flower-sim"), default="tls",
+                     help="tls: the daemons' addresses over mutual TLS; sockets: their Unix "
+                     "sockets on this machine; flower-sim: Flower's simulation engine (the "
+                     "flower extra; the deployment engine runs with `flwr run`)")  # fmt: skip
     run.add_argument("--out", help="write the run (result, endpoints, key store) as JSON")
     app = steps.add_parser("flower-app", help="write the Flower app to submit with `flwr run`")
     app.add_argument("--out", required=True, help="folder (created)")
@@ -67,7 +69,10 @@ def _cmd_party(args: argparse.Namespace) -> int:
     daemon = PartyDaemon(deploy, args.party)
     node = None
     if args.supernode:
+        from securefgl import extras
         from securefgl.deploy.flower_launch import start_supernode
+
+        extras.check("flower", "--supernode")
 
         node = start_supernode(deploy, args.party)
     print(f"{args.party}: serving on {daemon.own.socket}", flush=True)
@@ -88,10 +93,18 @@ def _cmd_deploy(args: argparse.Namespace) -> int:
         return 0
     if args.step == "register":
         registrar = keys.own_identity(Path(args.keydir), keys.REGISTRAR, create=False)
-        published = keys.read_published([Path(p) for p in args.published])
+        files = [Path(p) for p in args.published]
+        published = keys.read_published([p for p in files if p.name.endswith(".pub.json")])
         Path(args.out).write_bytes(keys.sign_registry(published, registrar))
         for pid, key in sorted(published.items()):
             print(f"{pid}: {keys.fingerprint(key)}")
+        requests = [p for p in files if p.name.endswith(".csr.pem")]
+        if requests:
+            from securefgl.deploy.tls import issue
+
+            issued = issue(Path(args.keydir), requests, Path(args.out).parent)
+            for pid, cert in sorted(issued.items()):
+                print(f"{pid}: TLS certificate {cert}")
         return 0
     from securefgl.deploy import settings
 
@@ -113,11 +126,26 @@ def _cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def _run(deploy: Any, args: argparse.Namespace) -> int:
+    from securefgl.config import ConfigError
+
     logging.getLogger("securefgl").setLevel(logging.INFO)
     if args.engine == "flower-sim":
+        from securefgl import extras
+
+        extras.check("flower", "--engine flower-sim")
+        extras.check("ray", "--engine flower-sim (Flower's simulation engine)")
         from securefgl.deploy.flower_server import run_simulation
 
         run = run_simulation(deploy)
+    elif args.engine == "tls":
+        from securefgl.deploy.driver import run_deployment
+        from securefgl.deploy.tls import TlsTransport, server_context
+
+        addresses = [p.address for p in deploy.parties.values()]
+        if deploy.tls_ca is None or None in addresses:
+            raise ConfigError("--engine tls needs [deployment] tls_ca and every party's address")
+        ctx = server_context(deploy.server_keydir, deploy.tls_ca)
+        run = run_deployment(deploy, TlsTransport([str(a) for a in addresses], ctx))
     else:
         from securefgl.deploy.driver import run_deployment
         from securefgl.deploy.sockets import SocketTransport
