@@ -3,8 +3,10 @@
 It holds the party's data (its view file), the signing key it made itself, the
 registrar's signed registry and the party's protocol state across requests, and answers
 the requests of :mod:`securefgl.federation.remote` on a Unix socket (mode 0600) that only
-its node's Flower ClientApp (or a local driver) talks to. What it checks before it acts,
-since the driver may be the adversary:
+its node's Flower ClientApp (or a local driver) talks to, and, given an ``address``, on a
+TCP port that takes only mutual-TLS connections from the server's certificate
+(:mod:`securefgl.deploy.tls`). What it checks before it acts, since the driver may be the
+adversary:
 
 * a *hello* is answered with the party's id, its public facts and its signature over the
   driver's nonce and the endpoint (so no relay can re-route it);
@@ -141,8 +143,50 @@ class _Handler(socketserver.BaseRequestHandler):
         send_frame(self.request, daemon.handle(request))
 
 
+class _TlsHandler(socketserver.BaseRequestHandler):
+    """A connection on the TLS port: the handshake (TLS 1.3, a client certificate the
+    registrar's CA issued to the server), then one request."""
+
+    def handle(self) -> None:
+        import ssl
+
+        from securefgl.deploy.tls import peer_name
+        from securefgl.federation.party import SERVER
+
+        daemon: PartyDaemon = self.server.daemon  # type: ignore[attr-defined]
+        ctx: ssl.SSLContext = self.server.ctx  # type: ignore[attr-defined]
+        self.request.settimeout(daemon.settings.party_timeout)
+        try:
+            with ctx.wrap_socket(self.request, server_side=True) as conn:
+                if peer_name(conn) != SERVER:
+                    log.warning("%s: refused a TLS client named %r", daemon.party_id,
+                                peer_name(conn))  # fmt: skip
+                    return
+                request = recv_frame(conn)
+                send_frame(conn, daemon.handle(request))
+        except (ssl.SSLError, ConnectionError, OSError) as err:
+            log.info("%s: TLS connection dropped: %s", daemon.party_id, err)
+
+
+def _serve_tls(daemon: PartyDaemon) -> socketserver.ThreadingTCPServer:
+    from securefgl.deploy.tls import daemon_context, split_address
+
+    if daemon.settings.tls_ca is None:
+        raise ConfigError(f"{daemon.party_id} has an address but [deployment] no tls_ca")
+    ctx = daemon_context(daemon.own.keydir, daemon.settings.tls_ca)
+    socketserver.ThreadingTCPServer.allow_reuse_address = True
+    server = socketserver.ThreadingTCPServer(split_address(str(daemon.own.address)), _TlsHandler)
+    server.daemon_threads = True
+    server.daemon = daemon  # type: ignore[attr-defined]
+    server.ctx = ctx  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    log.info("%s: mutual TLS on %s", daemon.party_id, daemon.own.address)
+    return server
+
+
 def serve(daemon: PartyDaemon, ready: threading.Event | None = None) -> None:
-    """Answer requests on the party's Unix socket until interrupted."""
+    """Answer requests on the party's Unix socket (and its TLS port, given an address)
+    until interrupted."""
     path = Path(daemon.own.socket)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.unlink(missing_ok=True)
@@ -151,6 +195,7 @@ def serve(daemon: PartyDaemon, ready: threading.Event | None = None) -> None:
         server = socketserver.ThreadingUnixStreamServer(str(path), _Handler)
     finally:
         os.umask(old)
+    tls = _serve_tls(daemon) if daemon.own.address else None
     with server:
         server.daemon = daemon  # type: ignore[attr-defined]
         log.info("%s: serving on %s", daemon.party_id, path)
@@ -160,3 +205,5 @@ def serve(daemon: PartyDaemon, ready: threading.Event | None = None) -> None:
             server.serve_forever()
         finally:
             path.unlink(missing_ok=True)
+            if tls is not None:
+                tls.shutdown()

@@ -9,15 +9,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from securefgl.deploy import keys
+from securefgl.deploy.tls import tls_request
 from securefgl.federation.party import SERVER
 
 
 def keygen(party_id: str, keydir: Path, publish: Path | None = None) -> list[str]:
-    """Make ``party_id``'s keys in ``keydir`` if missing; publish the public signing key;
-    what to tell the registrar and the SuperLink's operator."""
+    """Make ``party_id``'s keys in ``keydir`` if missing; publish the public signing key
+    and the TLS certificate request; what to tell the registrar and the SuperLink's
+    operator."""
     identity = keys.own_identity(keydir, party_id)
     path = keys.publish(identity, Path(publish or keydir))
     lines = [f"{party_id}: signing key {keys.fingerprint(identity.public)} -> {path}"]
+    request = tls_request(keydir, party_id, Path(publish or keydir))
+    lines.append(f"{party_id}: TLS certificate request -> {request} (for the registrar)")
     if party_id != SERVER:  # the server organisation runs the SuperLink, not a SuperNode
         _, node_pub = keys.node_key(keydir)
         lines.append(f"{party_id}: SuperNode key -> {node_pub} (for the SuperLink's operator)")

@@ -11,6 +11,7 @@ process plays the registrar (its own key, the signed registry) and the data owne
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -77,10 +78,13 @@ def prepare(
     experiment: Mapping[str, Any],
     deployment: Mapping[str, Any] | None = None,
     first_port: int | None = None,
+    tls_port: int | None = None,
 ) -> Path:
     """A deployment folder for ``experiment`` (the ``[experiment]`` table): deploy.toml,
-    every party's keys (made by the party's own process), the signed registry and the
-    clients' view files. ``first_port``: SuperNode ports from here (deployment engine)."""
+    every party's keys (made by the party's own process), the signed registry, the
+    registrar's TLS certificates and the clients' view files. ``first_port``: SuperNode
+    ports from here (deployment engine); ``tls_port``: the daemons' mutual-TLS ports on
+    127.0.0.1 from here."""
     folder = Path(folder).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     registrar = keys.own_identity(folder / "registrar", keys.REGISTRAR)
@@ -89,7 +93,8 @@ def prepare(
         "experiment": dict(experiment),
         "deployment": {
             "registry": "registrar/registry.signed", "registrar_key": registrar.public.hex(),
-            "server_keydir": "keys/server", **(deployment or {}),
+            "server_keydir": "keys/server", "tls_ca": "published/ca.crt",
+            **(deployment or {}),
         },  # fmt: skip
         "party": {},
     }
@@ -99,6 +104,8 @@ def prepare(
             table["data"] = f"data/{pid}.view"
         if first_port is not None:
             table["supernode_port"] = first_port + i
+        if tls_port is not None:
+            table["address"] = f"127.0.0.1:{tls_port + i}"
         tables["party"][pid] = table
     config = folder / "deploy.toml"
     config.write_text(toml_text(tables))
@@ -123,6 +130,11 @@ def prepare(
         keys.read_published(sorted(published.glob("*.pub.json"))), registrar
     )
     (folder / "registrar" / "registry.signed").write_bytes(signed)
+    from securefgl.deploy.tls import TLS_CERT, issue
+
+    issued = issue(folder / "registrar", sorted(published.glob("*.csr.pem")), published)
+    for pid, cert in issued.items():  # each party installs the certificate it got back
+        (keydirs[pid] / TLS_CERT).write_bytes(cert.read_bytes())
     return config
 
 
@@ -137,7 +149,7 @@ class Processes:
 
     def start(self, name: str, cmd: list[str], env: Mapping[str, str] | None = None,
               **kw: Any) -> subprocess.Popen[bytes]:  # fmt: skip
-        log = open(self.logs / f"{name}.log", "wb")
+        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - closed by stop()
         self._files.append(log)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                 env=dict(env or python_env()), **kw)  # fmt: skip
@@ -147,10 +159,8 @@ class Processes:
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Signal the process group of ``name`` (its own session: it and its children)."""
         proc = self.procs[name]
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:

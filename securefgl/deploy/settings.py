@@ -12,12 +12,14 @@ party_timeout = 120.0                  # seconds before a party that does not an
 server_keydir = "keys/server"          # the server organisation's own keys
 superlink = "127.0.0.1:9092"           # Flower's SuperLink (deployment engine only)
 root_certificates = "certs/ca.crt"     # the CA that signed the SuperLink's TLS certificate
+tls_ca = "published/ca.crt"            # the registrar's CA (mutual TLS to the daemons)
 
 [party.client-3]         # one table per party (client-<i>, and ckks-authority with ckks)
 keydir = "keys/client-3"               # made by `securefgl party --keygen`; mode 0700
 data = "data/client-3.view"            # its own view (clients only)
 socket = "run/client-3.sock"           # where its daemon listens (mode 0600)
 supernode_port = 9103                  # its SuperNode's local port (deployment engine)
+address = "10.0.0.3:9300"              # where its daemon takes mutual-TLS connections
 ```
 
 Relative paths are relative to the file's folder.
@@ -44,6 +46,7 @@ class PartySettings:
     socket: Path
     data: Path | None = None
     supernode_port: int | None = None
+    address: str | None = None  # host:port of its mutual-TLS listener
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class DeploySettings:
     party_timeout: float = 120.0
     superlink: str | None = None
     root_certificates: Path | None = None
+    tls_ca: Path | None = None  # the registrar's CA certificate (mutual TLS)
 
     @property
     def algorithm(self) -> str:
@@ -96,7 +100,7 @@ def load(path: str | Path) -> DeploySettings:
     for pid, table in _table(raw, "party", path).items():
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [party.{pid}] must be a table")
-        unknown = set(table) - {"keydir", "socket", "data", "supernode_port"}
+        unknown = set(table) - {"keydir", "socket", "data", "supernode_port", "address"}
         if unknown:
             raise ConfigError(f"{path}: [party.{pid}] has unknown keys {sorted(unknown)}")
         parties[pid] = PartySettings(
@@ -104,9 +108,10 @@ def load(path: str | Path) -> DeploySettings:
             where(table.get("socket"), f"party.{pid}.socket"),
             where(table["data"], f"party.{pid}.data") if "data" in table else None,
             int(table["supernode_port"]) if "supernode_port" in table else None,
+            str(table["address"]) if "address" in table else None,
         )  # fmt: skip
     unknown = set(dep) - {"registry", "registrar_key", "server_keydir", "party_timeout",
-                          "superlink", "root_certificates"}  # fmt: skip
+                          "superlink", "root_certificates", "tls_ca"}  # fmt: skip
     if unknown:
         raise ConfigError(f"{path}: [deployment] has unknown keys {sorted(unknown)}")
     settings = DeploySettings(
@@ -115,6 +120,7 @@ def load(path: str | Path) -> DeploySettings:
         parties, float(dep.get("party_timeout", 120.0)), dep.get("superlink"),
         where(dep["root_certificates"], "root_certificates") if "root_certificates" in dep
         else None,
+        where(dep["tls_ca"], "tls_ca") if "tls_ca" in dep else None,
     )  # fmt: skip
     check(settings)
     return settings

@@ -18,13 +18,16 @@ from securefgl.deploy import loopback
 from securefgl.deploy.settings import DeploySettings, load
 from securefgl.experiment.runner import load_graph, run_single
 
+# min_cohort 3: a round goes on with a client gone (malicious secagg+ otherwise insists
+# on every client of the round; a public parameter all parties agree on)
 FEDAVG = {
     "dataset": "csbm", "clients": 5, "rounds": 2, "algorithms": ["fedavg"], "seeds": [0],
-    "protocol": {"stack": ["secagg+"], "threat_model": "malicious"},
+    "protocol": {"stack": ["secagg+"], "threat_model": "malicious", "min_cohort": 3},
 }  # fmt: skip
 FEDSTRUCT = {
     "dataset": "csbm", "clients": 5, "rounds": 2, "algorithms": ["fedstruct"], "seeds": [0],
-    "cross_edges": "known", "protocol": {"stack": ["secagg+"], "threat_model": "malicious"},
+    "cross_edges": "known",
+    "protocol": {"stack": ["secagg+"], "threat_model": "malicious", "min_cohort": 3},
     "fedstruct": {"sum_mode": "masked", "structure_hops": 2, "nsf_dim": 8,
                   "structure_hidden": [8], "feature_hidden": [8]},
 }  # fmt: skip
@@ -33,7 +36,8 @@ FEDSTRUCT = {
 class Deployment:
     """A prepared deployment folder and its running parties."""
 
-    def __init__(self, folder: Path, experiment: dict, flower_port: int | None = None) -> None:
+    def __init__(self, folder: Path, experiment: dict, flower_port: int | None = None,
+                 tls_port: int | None = None) -> None:  # fmt: skip
         extra = {"party_timeout": 60.0}
         if flower_port is not None:
             from securefgl.deploy.flower_launch import make_certificates
@@ -41,7 +45,8 @@ class Deployment:
             make_certificates(folder / "certs")
             extra |= {"superlink": f"127.0.0.1:{flower_port}", "root_certificates": "certs/ca.crt"}
         self.config = loopback.prepare(folder, experiment, extra,
-                                       None if flower_port is None else flower_port + 10)
+                                       None if flower_port is None else flower_port + 10,
+                                       tls_port)  # fmt: skip
         self.folder = folder
         self.settings: DeploySettings = load(self.config)
         self.procs = loopback.Processes(folder / "logs")
@@ -85,8 +90,13 @@ def assert_same_as_local(run: dict, deployment: Deployment) -> None:
     json.dumps(run, default=str)
 
 
+# The daemons' mutual-TLS ports on 127.0.0.1 (a deployment's parties take consecutive ones)
+TLS_PORTS = {"fedavg": 29610, "fedstruct": 29630}
+
+
 def _deployment(tmp_path_factory, name: str, experiment: dict) -> Iterator[Deployment]:
-    deployment = Deployment(tmp_path_factory.mktemp(name), experiment)
+    port = TLS_PORTS[name.split("-")[0]]
+    deployment = Deployment(tmp_path_factory.mktemp(name), experiment, tls_port=port)
     try:
         deployment.start()
         yield deployment
