@@ -43,7 +43,8 @@ class Deployment:
             from securefgl.deploy.flower_launch import make_certificates
 
             make_certificates(folder / "certs")
-            extra |= {"superlink": f"127.0.0.1:{flower_port}", "root_certificates": "certs/ca.crt"}
+            extra |= {"superlink": f"127.0.0.1:{flower_port}", "root_certificates": "certs/ca.crt",
+                      "party_timeout": 180.0}  # seconds per message under Flower (see test_flower)
         self.config = loopback.prepare(folder, experiment, extra,
                                        None if flower_port is None else flower_port + 10,
                                        tls_port)  # fmt: skip
