@@ -11,14 +11,13 @@ one row per metric (the headline first, ``primary: true``) with its naive ``base
 :mod:`attacks.naive`), the cell's test accuracy and ε with what that ε ``covers``; an
 attack that does not apply yields ``value: null`` and a ``reason``.
 
-Outputs (:func:`save_audit`): ``<name>.json`` (the rows), ``<name>_meta.json`` (settings),
-``<name>.md`` (headline rows) and ``<name>.png`` (accuracy vs attack value per attack;
-accuracy vs ε).
+Outputs (:func:`save_audit`), in ``<output_dir>/<name>/`` as for ``securefgl run``:
+``result.json`` (settings, units, the rows and the provenance), ``result.md`` (headline
+rows) and ``result.png`` (accuracy vs attack value per attack; accuracy vs ε).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -33,6 +32,7 @@ from attacks.base import AttackResult
 from attacks.defences import edge_dp_hook
 from attacks.registry import ATTACKS, Cell, attacks_for
 from attacks.simulation import make_world, simulate
+from protocols.dp.rng import NOISE_SEEDED
 from protocols.registry import parse_stack, secure_sum_for_stack
 from securefgl.algorithms.fedstruct.settings import EDGE_DP_MECHANISMS as EDGE_DP
 from securefgl.algorithms.fedstruct.settings import apply_preset
@@ -101,7 +101,9 @@ def cell_config(
 def guarantees(
     algorithm: str, stack: list[str], edge_dp: tuple[str, float] | None, run: Any
 ) -> list[dict[str, Any]]:
-    """Each ε of a cell with its unit and what it ``covers`` (edge DP first)."""
+    """Each ε of a cell with its unit and what it ``covers`` (the edge-DP defence first):
+    every claim of the run's ``privacy.guarantees`` (the stack's headline ledger, SpreadFGL's
+    H uploads, GPFL's property LDP, ...)."""
     out = []
     if edge_dp is not None:
         mech, eps = edge_dp
@@ -115,21 +117,33 @@ def guarantees(
         out.append({"epsilon": eps, "unit": f"edge-level ({mech})", "covers": covers})
     privacy = run.result.privacy
     mech = parse_stack(stack)[1]
-    if privacy.get("h_epsilon") is not None:  # SpreadFGL / FedGL: the H uploads' own ledger
-        covers = (f"each node's released H row (local DP, {privacy.get('h_mechanism')}, over "
-                  f"{privacy.get('h_uploads')} uploads; against the {privacy.get('h_adversary')});"
-                  " not the model updates")  # fmt: skip
-        out.append({"epsilon": privacy["h_epsilon"], "unit": "node-row (H uploads)",
-                    "covers": covers})  # fmt: skip
-    if run.epsilon is not None and mech is not None:
-        against = f"; against the {privacy['adversary']}" if privacy.get("adversary") else ""
-        covers = (
-            f"released model updates (client-level, clip_noise{against})"
-            if mech == "clip_noise"
-            else f"each client's uploaded update (client-level local DP, {mech}{against})"
-        )
-        out.append({"epsilon": run.epsilon, "unit": "client-level (accountant)", "covers": covers})
-    if privacy.get("private") is False:  # seeded noise: every claim is void
+    stack_claimed = False
+    for g in privacy.get("guarantees", []):
+        unit = str(g.get("unit") or "")
+        if g.get("epsilon") is None or (edge_dp is not None and unit.startswith("edge-level")):
+            continue  # the defence's own claim, above
+        against = f"; against the {g['adversary']}" if g.get("adversary") else ""
+        if unit.startswith("client-level"):
+            if stack_claimed or mech is None:
+                continue  # the headline ledger only
+            stack_claimed = True
+            covers = (
+                f"released model updates (client-level, clip_noise{against})"
+                if mech == "clip_noise"
+                else f"each client's uploaded update (client-level local DP, {mech}{against})"
+            )
+            out.append({"epsilon": g["epsilon"], "unit": "client-level (accountant)",
+                        "covers": covers})  # fmt: skip
+        elif privacy.get("h_epsilon") is not None and g["epsilon"] == privacy["h_epsilon"]:
+            covers = (f"each node's released H row (local DP, {privacy.get('h_mechanism')}, over "
+                      f"{privacy.get('h_uploads')} uploads; against the "
+                      f"{privacy.get('h_adversary')}); not the model updates")  # fmt: skip
+            out.append({"epsilon": g["epsilon"], "unit": "node-row (H uploads)",
+                        "covers": covers})  # fmt: skip
+        else:
+            covers = str(g.get("covers") or f"{unit}{against}")
+            out.append({"epsilon": g["epsilon"], "unit": unit, "covers": covers})
+    if privacy.get("noise") == NOISE_SEEDED:  # seeded noise: every claim is void
         for g in out:
             g["covers"] += " — seeded noise: NOT PRIVATE"
     return out
@@ -352,25 +366,33 @@ def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:
     return path
 
 
+#: the units of an audit's result.json
+UNITS = {
+    "accuracy": "fraction in [0, 1] (the cell's test accuracy; tables show %)",
+    "value": "the attack's metric (AUC, accuracy, ... in [0, 1]; see metric)",
+    "epsilon": "(ε, δ)-DP of each claim in guarantees, in the claim's unit",
+}
+
+
 def save_audit(
     rows: list[dict[str, Any]],
     folder: str | Path,
-    name: str = "audit",
     settings: dict[str, Any] | None = None,
+    config: ExperimentConfig | None = None,
 ) -> dict[str, Path]:
-    """Write ``<name>.json`` (the rows, a list), ``<name>_meta.json`` (settings),
-    ``<name>.md`` and ``<name>.png`` into ``folder``."""
+    """Write ``result.json`` (settings, units, rows and provenance), ``result.md`` and
+    ``result.png`` into ``folder`` (a run's ``<output_dir>/<name>/``, as ``securefgl run``);
+    ``config``: the base experiment, for the provenance."""
+    from securefgl.experiment.provenance import provenance
+    from securefgl.experiment.results import save_payload
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    out = {
-        "json": folder / f"{name}.json",
-        "meta": folder / f"{name}_meta.json",
-        "md": folder / f"{name}.md",
-    }
-    out["json"].write_text(json.dumps(rows, indent=1, default=str) + "\n")
-    out["meta"].write_text(json.dumps(settings or {}, indent=1, default=str) + "\n")
-    out["md"].write_text(markdown_table(rows))
-    png = plot_audit(rows, folder / f"{name}.png")
+    payload = {"settings": settings or {}, "units": UNITS, "rows": rows,
+               "provenance": provenance(config)}  # fmt: skip
+    save_payload(folder, payload, markdown_table(rows))
+    out = {"json": folder / "result.json", "md": folder / "result.md"}
+    png = plot_audit(rows, folder / "result.png")
     if png is not None:
         out["png"] = png
     return out

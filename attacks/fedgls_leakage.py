@@ -118,6 +118,14 @@ def update_feature_support(run: AuditRun, round_idx: int = 0) -> AttackResult:
     cat = {k: np.concatenate(v) for k, v in rows.items()}
     only = cat["only"] | cat["absent"]  # test-only features vs features nobody has
     pos, neg = int(cat["all"].sum()), int((~cat["all"]).sum())
+    if pos == 0 or neg == 0:  # the support AUC needs present and absent (feature, client)s
+        which = "every feature occurs on every client" if neg == 0 else "no client has a feature"
+        return not_applicable(
+            SUPPORT, SERVER,
+            f"{which} (dense features, e.g. a generated graph): a client's support is then "
+            "known without its update, and the support AUC is undefined",
+            features_present=pos, features_absent=neg,
+        )  # fmt: skip
     metrics = {
         "support_auc_phi": roc_auc(cat["phi"], cat["all"]),
         "support_auc_theta": roc_auc(cat["theta"], cat["all"]),

@@ -37,10 +37,10 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from protocols.base import ProtocolError
+from protocols.names import HONEST_BUT_CURIOUS as HONEST_BUT_CURIOUS  # re-exported
+from protocols.names import MALICIOUS as MALICIOUS
+from protocols.names import THREAT_MODELS
 
-HONEST_BUT_CURIOUS = "honest-but-curious"
-MALICIOUS = "malicious"
-THREAT_MODELS = (HONEST_BUT_CURIOUS, MALICIOUS)
 PUBLIC_KEY_BYTES = 32
 SIGNATURE_BYTES = 64
 DEFAULT_REGISTRAR = "experiment"

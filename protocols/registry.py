@@ -14,7 +14,6 @@ recommendation path, the benchmarks, the attack suite) goes through this module.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from protocols.base import AggregationProtocol
@@ -23,9 +22,21 @@ from protocols.ckks_signed import SignedCKKSAggregation
 from protocols.dp.clip_noise import ClipNoiseMechanism
 from protocols.dp.ldp import GaussianLDP, LaplaceLDP
 from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
+from protocols.names import SECURE_SUM_FOR_TRANSPORT, parse_stack, secure_sum_for_stack
 from protocols.plain import PlainAggregation
 from protocols.secagg import SecAggPlus, SecAggregation
 from protocols.secure_sum import CKKSSum, MaskedSum, PlainSum, SecureSum
+
+__all__ = [
+    "MECHANISMS",
+    "SECURE_SUMS",
+    "SECURE_SUM_FOR_TRANSPORT",
+    "TRANSPORTS",
+    "make_secure_sum",
+    "make_transport",
+    "parse_stack",
+    "secure_sum_for_stack",
+]
 
 TRANSPORTS: dict[str, type[AggregationProtocol]] = {
     "plain": PlainAggregation,
@@ -43,33 +54,6 @@ SECURE_SUMS: dict[str, type[SecureSum]] = {
     "masked": MaskedSum,
     "ckks": CKKSSum,
 }
-SECURE_SUM_FOR_TRANSPORT: dict[str, str] = {
-    "plain": "plain",
-    "secagg": "masked",
-    "secagg+": "masked",
-    "ckks": "ckks",
-}
-
-
-def parse_stack(stack: Sequence[str]) -> tuple[str, str | None]:
-    """``(transport, mechanism)`` of a stack such as ``["clip_noise", "secagg"]``.
-
-    At most one transport (default ``plain``) and at most one mechanism, in any order.
-    """
-    names = [s.strip().lower() for s in stack if s.strip()]
-    unknown = [n for n in names if n not in TRANSPORTS and n not in MECHANISMS]
-    if unknown:
-        raise ValueError(
-            f"unknown protocol(s) {unknown}; transports {list(TRANSPORTS)}, "
-            f"mechanisms {list(MECHANISMS)}"
-        )
-    transports = [n for n in names if n in TRANSPORTS]
-    mechanisms = [n for n in names if n in MECHANISMS]
-    if len(transports) > 1 or len(mechanisms) > 1:
-        raise ValueError(f"a stack has at most one transport and one mechanism, got {names}")
-    return (transports[0] if transports else "plain"), (mechanisms[0] if mechanisms else None)
-
-
 def make_transport(
     name: str,
     experiment_id: str,
@@ -128,8 +112,3 @@ def make_secure_sum(sum_mode: str, experiment_id: str, **options: Any) -> Secure
     if sum_mode == "ckks":
         options = {"experiment_id": experiment_id, **options}
     return SECURE_SUMS[sum_mode](**options)
-
-
-def secure_sum_for_stack(stack: Sequence[str]) -> str:
-    """The secure-sum mode that matches a stack's transport (``secagg`` → ``masked``)."""
-    return SECURE_SUM_FOR_TRANSPORT[parse_stack(stack)[0]]

@@ -15,10 +15,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.base import Role
 from protocols.dp.accounting import KINDS as ACCOUNTANT_KINDS
-from protocols.identity import HONEST_BUT_CURIOUS, THREAT_MODELS
-from protocols.registry import TRANSPORTS, parse_stack, secure_sum_for_stack
+from protocols.names import (
+    HONEST_BUT_CURIOUS,
+    MECHANISM_NAMES,
+    MULTI_PARTY_TRANSPORTS,
+    THREAT_MODELS,
+    TRANSPORT_NAMES,
+    parse_stack,
+    secure_sum_for_stack,
+)
 
 DP_MODES = ("auto", "central", "distributed")
 
@@ -35,8 +41,9 @@ class ProtocolSettings:
     """How every aggregation of a run is protected, and against whom."""
 
     stack: list[str] = _option(
-        [], "aggregation stack: a transport and/or a DP mechanism, e.g. secagg,clip_noise "
-        "(empty: plain)", flag="protocol",
+        [], f"aggregation stack: at most one transport ({', '.join(TRANSPORT_NAMES)}) and one "
+        f"DP mechanism ({', '.join(MECHANISM_NAMES)}), e.g. secagg,clip_noise (empty: plain)",
+        flag="protocol", metavar="NAME",
     )  # fmt: skip
     secagg_k: int | None = _option(None, "secagg+ neighbours (default 2⌈log2 n⌉)")
     secagg_threshold: float | None = _option(
@@ -106,6 +113,9 @@ class ProtocolSettings:
         if self.dp_colluding_clients < 0:
             raise ValueError(f"dp_colluding_clients must be ≥ 0, got {self.dp_colluding_clients}")
         if mechanism == "clip_noise" and self.dp_mode == "central":
+            from protocols.base import Role
+            from protocols.registry import TRANSPORTS
+
             role = TRANSPORTS[transport].output_role
             if role is not Role.SERVER:
                 raise ValueError(
@@ -158,6 +168,17 @@ class ProtocolSettings:
                 "round would be refused"
             )
         return m
+
+    def check_cohort(self, clients_per_round: int) -> None:
+        """``ValueError`` when the transport cannot run rounds of ``clients_per_round``
+        clients (secagg and secagg+ need two: one client's masked "sum" is its update)."""
+        transport = self.transport
+        if transport in MULTI_PARTY_TRANSPORTS and clients_per_round < 2:
+            raise ValueError(
+                f"{transport} needs at least 2 clients per round (a sum of one client's update "
+                f"is that update), got {clients_per_round}: raise clients (or "
+                "client_fraction), or use the plain transport"
+            )
 
     def threshold(self) -> int | float | None:
         """Shamir t as the transport takes it: a count (> 1) or a fraction (≤ 1)."""

@@ -2,193 +2,145 @@
 commands of installed plug-ins (``securefgl audit`` comes from the ``attacks`` package).
 
 Every :class:`~securefgl.config.ExperimentConfig` field is a flag, in one argparse group per
-topic (data, federation, protocol stack, training, output) and one per installed family's
-settings section, with the help text and choices of its field metadata
-(:mod:`securefgl.config.families`). Plug-ins are modules named in the ``securefgl.plugins``
+topic (data, federation, protocol stack, training, execution, output) and one per installed
+family's settings section, with the help text and choices of its field metadata
+(:mod:`securefgl.config.families`); ``--help`` lists a family section's flags by name,
+``--help-all`` explains each. Plug-ins are modules named in the ``securefgl.plugins``
 entry-point group; each may define ``register_commands(subparsers) -> {name: handler}`` and
 ``recommend_reports``, callables ``(trainer, views, aggregation) -> dict`` whose results
-``securefgl recommend`` prints.
+``securefgl recommend`` prints. A new command is a ``sub.add_parser`` call, its handler
+``(args) -> exit status`` in :func:`build_parser`'s table, and :func:`add_config_flags` if
+it reads an experiment. Building the parser imports no torch, so ``--help`` answers at once.
 
 Errors (every command, plug-ins included): one line ``securefgl: ...`` on stderr, no
 traceback unless ``-v``; exit status 2 for usage and configuration errors, 1 for data,
-protocol and other run-time errors, 130 when interrupted (docs/robustness.md).
+protocol and other run-time errors, 130 when interrupted (docs/robustness.md). Progress:
+a bar when stderr is a terminal, else a line a minute on stderr; ``--quiet`` hides both.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
+import difflib
 import importlib
 import json
 import logging
 import sys
+import textwrap
 import traceback
-import types
 import typing
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
 
-from protocols.base import ProtocolError
-from protocols.fixedpoint import FixedPointOverflowError
-from protocols.settings import ProtocolSettings
-from securefgl.config import ConfigError, ExperimentConfig, families, sections
-from securefgl.config.experiment import GRAPH_TASKS
-from securefgl.config.families import task_defaults, task_runner
-from securefgl.config.fields import hints, public_fields
+from securefgl.config import ConfigError
+from securefgl.config.flags import add_config_flags, config_from_args
 from securefgl.data.integrity import DatasetError
 from securefgl.deploy.cli import register_commands as deployment_commands
+
+__all__ = ["add_config_flags", "build_parser", "config_from_args", "main", "report_error"]
 
 Handler = Callable[[argparse.Namespace], int]
 
 #: Exit statuses: usage / configuration errors, run-time errors (data, protocol, I/O).
 EXIT_USAGE, EXIT_RUNTIME, EXIT_INTERRUPTED = 2, 1, 130
+#: The logger of progress lines (shown at the default level, hidden by ``--quiet``).
+PROGRESS_LOGGER = "securefgl.progress"
+
+RUN_EXAMPLES = """\
+examples:
+  securefgl run                    # fedavg, local and central on a generated graph
+  securefgl run --dataset Cora --clients 10 --algorithms fedavg,fedstruct \\
+      --protocol secagg --seeds 0,1,2
+  securefgl run --protocol secagg,clip_noise --dp-noise 1.1 --dp-clip 1
+  securefgl run --task graph --dataset PROTEINS --algorithms fedavg,gpfl
+  securefgl run --config experiment.toml --rounds 50   # flags override the file
+
+Results: <output-dir>/<name>/result.json (every number, the resolved configuration and
+where it ran) and result.md. Family sections list their flags by name; --help-all
+explains every flag (docs/configuration.md: the same keys in TOML)."""
+
+DESCRIPTION = (
+    "Privacy-hardened federated graph learning: compare algorithms under secure aggregation, "
+    "homomorphic encryption and differential privacy, and audit what leaks."
+)
+MAIN_EXAMPLES = """\
+examples:
+  securefgl datasets               # which datasets are present offline
+  securefgl run --help             # flags, algorithms and protocols
+  securefgl run --dataset Cora --algorithms fedavg,central --protocol secagg
+  securefgl recommend --dataset FilmTrust --time-budget 600
+  securefgl audit --list-attacks"""
+
+
+class Formatter(argparse.HelpFormatter):
+    """Help text whose line breaks are kept: each line is wrapped on its own, lines that
+    start with a space (examples) are left as they are."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=26)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)  # fmt: skip
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines: list[str] = []
+        paragraph: list[str] = []
+        for line in [*text.splitlines(), ""]:
+            if line.strip() and not line.startswith(" "):
+                paragraph.append(line)
+                continue
+            if paragraph:
+                lines += textwrap.wrap(" ".join(paragraph), width, initial_indent=indent,
+                                       subsequent_indent=indent, break_on_hyphens=False,
+                                       break_long_words=False)  # fmt: skip
+                paragraph = []
+            lines.append(indent + line)
+        return "\n".join(lines[:-1])
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (``securefgl: usage error: ...``, exit status 2)."""
+    """argparse with one-line errors (``securefgl: usage error: ...``, exit status 2) that
+    suggest the closest flag for a misspelt one."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> typing.NoReturn:  # type: ignore[override]
         hint = f"(see '{self.prog} --help')"
         self.exit(EXIT_USAGE, f"securefgl: usage error: {self.prog}: {message} {hint}\n")
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self.command(getattr(parsed, "command", None)) or self
+            hint = flag_hint(extras, command)
+            command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return parsed
 
-_NAMES = {int: "integer", float: "number", str: "string"}
-
-
-def _csv(kind: type) -> Callable[[str], list]:
-    def parse(text: str) -> list:
-        try:
-            return [kind(t) for t in text.split(",") if t.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not a comma-separated list of {_NAMES[kind]}s"
-            ) from None
-
-    return parse
-
-
-def _json_table(text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"{text!r} is not valid JSON: {err}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object ({{...}})")
-    return value
+    def command(self, name: str | None) -> argparse.ArgumentParser | None:
+        """The parser of command ``name`` (None: no such command)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]
+        return None
 
 
-def _add_flag(
-    group: Any, f: dataclasses.Field, hint: Any, names: list[str], dest: str, default: Any,
-    choices: tuple[Any, ...] | None = None,
-) -> None:  # fmt: skip
-    """One flag for field ``f`` of type ``hint``; unset flags stay None (the TOML / default
-    value wins)."""
-    meta = f.metadata
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1:
-        hint = args[0]  # X | None
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    help_text = meta.get("help", "")
-    if default is not None:
-        help_text += f" (default: {default})"
-    options: dict[str, Any] = {"dest": dest, "default": None, "help": help_text.replace("%", "%%")}
-    if hint is bool:
-        group.add_argument(*names, action=argparse.BooleanOptionalAction, **options)
-        return
-    if origin in (list, tuple):
-        options.update(type=_csv(args[0]), metavar="A,B,...")
-    elif origin is dict or hint is dict:
-        options.update(type=_json_table, metavar="JSON")
-    else:
-        options["type"] = hint
-    if choices or meta.get("choices"):
-        options["choices"] = choices or meta["choices"]
-    elif "metavar" not in options:
-        options["metavar"] = dest.rsplit(".", 1)[-1].upper()
-    group.add_argument(*names, **options)
-
-
-def _default(f: dataclasses.Field) -> Any:
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return None if f.default is dataclasses.MISSING else f.default
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _section_flags(parser: Any, name: str, kind: type, title: str, prefix: str) -> None:
-    group = parser.add_argument_group(title)
-    kinds = hints(kind)
-    for f in public_fields(kind):
-        names = [_flag(f.metadata.get("flag") or prefix + f.name)]
-        if prefix and f.metadata.get("unprefixed"):  # also without the prefix
-            names.append(_flag(f.name))
-        _add_flag(group, f, kinds[f.name], names, f"{name}.{f.name}", _default(f))
-
-
-def add_config_flags(parser: argparse.ArgumentParser, tasks: Sequence[str] = GRAPH_TASKS) -> None:
-    """Flags for the generic fields of ExperimentConfig that apply to ``tasks``, the
-    protocol section, and the sections and presets of the families of ``tasks``."""
-    groups: dict[str, Any] = {}
-    own = task_defaults(tasks[0]) if len(tasks) == 1 else {}
-    for f in dataclasses.fields(ExperimentConfig):
-        if f.metadata.get("internal") or f.metadata.get("section"):
-            continue
-        if not set(f.metadata.get("tasks", ())) & set(tasks):
-            continue
-        topic = f.metadata.get("group") or "other"
-        group = groups.get(topic) or groups.setdefault(topic, parser.add_argument_group(topic))
-        choices = tuple(tasks) if f.name == "task" else None  # the command's tasks only
-        _add_flag(group, f, hints(ExperimentConfig)[f.name], [_flag(f.name)], f.name,
-                  own.get(f.name, _default(f)), choices)  # fmt: skip
-    _section_flags(parser, "protocol", ProtocolSettings, "protocol stack", "")
-    shown: set[str] = set()
-    for family in families().values():
-        if family.task not in tasks:
-            continue
-        section = family.section
-        if section is not None and section.name not in shown:
-            shown.add(section.name)
-            _section_flags(parser, section.name, section.settings, section.title, section.prefix)
-        for preset in family.presets:
-            parser.add_argument(_flag(preset.flag), action="store_true", help=preset.help)
-
-
-def config_from_args(
-    args: argparse.Namespace, task: str | None = None, tables: Collection[str] = ()
-) -> ExperimentConfig:
-    """The TOML file (if any), then the presets given, then every flag that was given;
-    ``task``: the command's task when it has one (``securefgl recommend``); ``tables``: the
-    command's own top-level TOML tables (:meth:`ExperimentConfig.from_toml`)."""
-    given = {k: v for k, v in vars(args).items() if v is not None}
-    if task is not None:
-        given["task"] = task
-    if getattr(args, "config", None):
-        config = ExperimentConfig.from_toml(args.config, tables)
-        if task is not None and config.task != task:
-            config = config.replace(task=task)
-    else:
-        config = ExperimentConfig(**({"task": task} if task else {}))
-    dataset = given.get("dataset") or config.dataset
-    for family in families().values():
-        for preset in family.presets:
-            if given.get(preset.flag.replace("-", "_")):
-                config = preset.apply(config, dataset)
-    changes: dict[str, Any] = {
-        f.name: given[f.name]
-        for f in dataclasses.fields(ExperimentConfig)
-        if not f.metadata.get("internal") and not f.metadata.get("section") and f.name in given
-    }
-    for name in ("protocol", *sections()):
-        section = {k.split(".", 1)[1]: v for k, v in given.items() if k.startswith(f"{name}.")}
-        if section:
-            changes[name] = section
-    return config.replace(**changes)
+def flag_hint(words: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """`` (did you mean '--clients'?)`` for the first misspelt flag among ``words``."""
+    known = [o for o in parser._option_string_actions if o.startswith("--")]
+    for word in words:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+            if close:
+                return f" (did you mean {close[0]!r}?)"
+    return ""
 
 
 def load_plugins() -> list[ModuleType]:
@@ -203,31 +155,83 @@ def load_plugins() -> list[ModuleType]:
     return plugins
 
 
+def version() -> str:
+    """The installed package's version (the source tree's when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("securefgl")
+    except PackageNotFoundError:  # pragma: no cover - a source tree on PYTHONPATH only
+        from securefgl import __version__
+
+        return __version__
+
+
+def add_run_options(parser: argparse.ArgumentParser, what: str = "experiment") -> Any:
+    """``--config`` and ``--no-progress``, in a ``general`` group (returned) that a command
+    may extend; ``-v``, ``-q``, ``--log-file`` are added to every command."""
+    group = parser.add_argument_group("general")
+    group.add_argument("--config", metavar="FILE",
+                       help=f"TOML file of the {what} ([experiment] table or top-level keys; "
+                       "flags override it)")  # fmt: skip
+    group.add_argument(
+        "--no-progress", action="store_true",
+        help="no progress bar (a line a minute instead; --quiet: neither)",
+    )  # fmt: skip
+    return group
+
+
+def _logging_flags(parser: argparse.ArgumentParser, top: bool) -> None:
+    """``-v``, ``-q`` and ``--log-file`` (on a command: they keep the values given before
+    it unless given again)."""
+    keep = {} if top else {"default": argparse.SUPPRESS}
+    groups = [g for g in parser._action_groups if g.title == "general"]
+    add = (groups[0] if groups else parser).add_argument
+    add("-v", "--verbose", action="count", **({"default": 0} | keep),
+        help="more logging (-vv: debug); tracebacks on errors")  # fmt: skip
+    add("-q", "--quiet", action="store_true", **({"default": False} | keep),
+        help="errors only: no progress bar, no progress lines, no warnings")  # fmt: skip
+    add("--log-file", metavar="FILE", **({"default": None} | keep),
+        help="also write the log (progress lines, -v detail) to FILE")  # fmt: skip
+
+
 def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentParser, dict]:
     """The parser and the handler of each command (plug-ins add theirs)."""
-    parser = Parser(prog="securefgl", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="more logging; tracebacks on errors"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="train and compare algorithms; saves JSON + Markdown")
-    run.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
-    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser = Parser(prog="securefgl", description=DESCRIPTION, epilog=MAIN_EXAMPLES)
+    parser.add_argument("--version", action="version", version=f"securefgl {version()}")
+    _logging_flags(parser, top=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser(
+        "run", help="train and compare algorithms; saves JSON + Markdown",
+        usage="%(prog)s [--config FILE] [options]", epilog=RUN_EXAMPLES,
+        description="Train every algorithm × seed on one dataset, partition and protocol "
+        "stack, and compare them: accuracy, macro-F1, ε, bytes and seconds.",
+    )  # fmt: skip
+    add_run_options(run)
     add_config_flags(run)
-    ds = sub.add_parser("datasets", help="which datasets are available offline")
+    ds = sub.add_parser("datasets", help="which datasets are available offline, by task",
+                        description="Every dataset each task reads, and whether it is "
+                        "present under the data root.")  # fmt: skip
     ds.add_argument(
-        "--data-root", "--root", dest="root", help="data root (default: $SECUREFGL_DATA)"
-    )
+        "--data-root", "--root", dest="root", metavar="DIR",
+        help="data root (default: $SECUREFGL_DATA)",
+    )  # fmt: skip
     rec = sub.add_parser(
-        "recommend", help="federated recommendation (FeSoG / FedGNN) on a rating dataset"
-    )
-    rec.add_argument("--config", help="TOML file ([experiment] table or top-level keys)")
-    rec.add_argument(
-        "--checkpoint",
+        "recommend", help="federated recommendation (FeSoG / FedGNN) on a rating dataset",
+        usage="%(prog)s [--config FILE] [options]",
+        description="Train FeSoG / FedGNN (and the central reference) on a rating dataset; "
+        "saves <output-dir>/<name>/result.json and result.md, like `securefgl run`.",
+        epilog="examples:\n  securefgl recommend --dataset FilmTrust --protocol secagg "
+        "--time-budget 600\n  securefgl recommend --algorithms fedgnn,central --ldp laplace",
+    )  # fmt: skip
+    general = add_run_options(rec)
+    general.add_argument(
+        "--checkpoint", metavar="DIR",
         help="directory where the run saves itself every 10 evaluations and from which it "
         "resumes (each party writes its own file)",
-    )
-    rec.add_argument("--json", action="store_true", help="print the results as JSON")
+    )  # fmt: skip
+    general.add_argument("--json", action="store_true", help="print the results as JSON")
     add_config_flags(rec, tasks=("recommendation",))
     handlers: dict[str, Handler] = {
         "run": _cmd_run,
@@ -239,11 +243,9 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
         register = getattr(plugin, "register_commands", None)
         if register is not None:
             handlers.update(register(sub))
-    for command in sub.choices.values():  # -v after the command too (plug-ins included)
-        with contextlib.suppress(argparse.ArgumentError):  # the command has its own -v
-            command.add_argument(
-                "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="as above"
-            )
+    for command in sub.choices.values():  # -v, -q, --log-file after the command too
+        with contextlib.suppress(argparse.ArgumentError):  # the command has its own
+            _logging_flags(command, top=False)
     return parser, handlers
 
 
@@ -251,54 +253,30 @@ def _recommend_reports(plugins: Sequence[ModuleType]) -> list[Callable[..., dict
     return [r for p in plugins for r in getattr(p, "recommend_reports", ())]
 
 
-def print_table(result: Any, folder: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from securefgl.experiment.results import format_epsilon
-
-    cfg = result.config
-    split = f"Dirichlet α={cfg.graph.dirichlet:g}" if cfg.task == "graph" else cfg.partition
-    table = Table(
-        title=f"{cfg.dataset} · {split} · K={cfg.clients} · "
-        f"{cfg.protocol.label} · {len(cfg.seeds)} seed(s)"
-    )
-    columns = (
-        "algorithm", "model", "federated", "test acc %", "test macro-F1 %", "ε (δ)", "MB",
-        "seconds",
-    )  # fmt: skip
-    for col in columns:
-        table.add_column(col, justify="left" if col == "algorithm" else "right")
-    for row in result.summary():
-        table.add_row(
-            row["algorithm"],
-            row.get("model", ""),
-            "yes" if row["federated"] else "no (upper bound)",
-            f"{row['test_acc']:.2f} ± {row['test_acc_std']:.2f}",
-            f"{row['test_f1']:.2f} ± {row['test_f1_std']:.2f}",
-            format_epsilon(row),
-            f"{row['bytes'] / 1e6:.2f}",
-            f"{row['seconds']:.1f}",
-        )
-    console = Console()
-    console.print(table)
-    console.print(f"results: {folder}/result.json, {folder}/result.md")
+def show_progress(args: argparse.Namespace) -> bool:
+    """Whether a command may draw a progress bar (lines are the logging's business)."""
+    return not (getattr(args, "no_progress", False) or args.quiet)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from securefgl.experiment import run_experiment
+    from securefgl.experiment.report import text_table
     from securefgl.experiment.results import check_output_dir, save_result
 
     config = config_from_args(args)
     check_output_dir(config.output_dir)  # before hours of training, not after
-    result = run_experiment(config, progress=not args.no_progress)
-    print_table(result, save_result(result))
+    result = run_experiment(config, progress=show_progress(args))
+    folder = save_result(result)
+    print(text_table(result))
+    print(f"results: {folder}/result.json, {folder}/result.md")
     return 0
 
 
 def _cmd_recommend(args: argparse.Namespace, reports: Sequence[Callable[..., dict]]) -> int:
     """Train every algorithm × seed, then run every ``report(trainer, views, aggregation)``
     on each trained federated model; their ``summary`` lines are printed."""
+    from securefgl.config.families import task_runner
+    from securefgl.experiment.report import recommendation_lines
     from securefgl.experiment.results import check_output_dir, save_rows
 
     config = config_from_args(args, task="recommendation")
@@ -306,24 +284,22 @@ def _cmd_recommend(args: argparse.Namespace, reports: Sequence[Callable[..., dic
     if run is None:
         raise ConfigError("no installed family runs the recommendation task")
     check_output_dir(config.output_dir)
-    rows = run(config, reports, args.checkpoint)
+    rows = run(config, reports, args.checkpoint, progress=show_progress(args))
     folder = save_rows(config, rows)
     if args.json:
         print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=1, default=str))
-        print(f"saved: {folder}/result.json", file=sys.stderr)
+        print(f"results: {folder}/result.json, {folder}/result.md", file=sys.stderr)
         return 0
-    for row in rows:
-        print(
-            f"{row['method']} on {row['dataset']['dataset']} (seed {row['seed']}): test RMSE "
-            f"{row['test_rmse']:.4f}  MAE {row['test_mae']:.4f}  ({row['rounds']} rounds, "
-            f"{row['seconds']:.0f}s)"
-        )
-        print(f"privacy: {row['privacy']}")
-        for value in row.values():
-            if isinstance(value, dict) and "summary" in value:
-                print(value["summary"])
-    print(f"saved: {folder}/result.json")
+    print(recommendation_lines(rows))
+    print(f"results: {folder}/result.json, {folder}/result.md")
     return 0
+
+
+_TASK_TITLES = {
+    "node": "node classification (securefgl run)",
+    "graph": "graph classification (securefgl run --task graph)",
+    "recommendation": "recommendation (securefgl recommend)",
+}
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
@@ -334,9 +310,13 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
         raise DatasetNotAvailableError(f"the data root {root} does not exist or is not a folder")
     rows = available_datasets(args.root)
     width = max(len(r["name"]) for r in rows)
-    for r in rows:
-        state = "present" if r["present"] else "missing"
-        print(f"{r['name']:<{width}}  {state:<8} {r.get('path') or ''}")
+    print(f"data root: {root or 'none (--data-root or $SECUREFGL_DATA)'}")
+    for task, title in _TASK_TITLES.items():
+        print(f"\n{title}:")
+        for r in (r for r in rows if r["task"] == task):
+            state = "generated" if r["class"] == "generated" else (
+                "present" if r["present"] else "missing")  # fmt: skip
+            print(f"  {r['name']:<{width}}  {state:<9} {r.get('path') or ''}".rstrip())
     return 0
 
 
@@ -346,6 +326,9 @@ def _one_line(err: BaseException) -> str:
 
 def report_error(err: BaseException) -> tuple[int, str]:
     """``(exit status, message)`` of an error raised by a command."""
+    from protocols.base import ProtocolError  # here: the parser is built without them
+    from protocols.fixedpoint import FixedPointOverflowError
+
     if isinstance(err, ConfigError):
         return EXIT_USAGE, f"configuration error: {_one_line(err)}"
     if isinstance(err, DatasetError):
@@ -365,6 +348,42 @@ def report_error(err: BaseException) -> tuple[int, str]:
     )
 
 
+class _Shown(logging.Filter):
+    """What stderr shows: records at ``level`` and above, and progress lines unless quiet."""
+
+    def __init__(self, level: int, progress: bool) -> None:
+        super().__init__()
+        self.level, self.progress = level, progress
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= self.level:
+            return True
+        return self.progress and record.name == PROGRESS_LOGGER and record.levelno >= logging.INFO
+
+
+def setup_logging(args: argparse.Namespace) -> list[logging.Handler]:
+    """Log to stderr (warnings, or more with ``-v``; errors only with ``-q``; progress lines
+    unless ``-q``) and, with ``--log-file``, everything at INFO (DEBUG with ``-vv``) to
+    the file; returns the handlers added."""
+    level = logging.ERROR if args.quiet else logging.WARNING - 10 * min(args.verbose, 2)
+    stderr = logging.StreamHandler()
+    stderr.addFilter(_Shown(level, not args.quiet))
+    stderr.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handlers: list[logging.Handler] = [stderr]
+    floor = min(level, logging.INFO)
+    if args.log_file:
+        file = logging.FileHandler(args.log_file, encoding="utf-8")
+        file.setLevel(logging.DEBUG if args.verbose >= 2 else logging.INFO)
+        file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handlers.append(file)
+        floor = min(floor, file.level)
+    root = logging.getLogger()
+    root.setLevel(floor)
+    for handler in handlers:
+        root.addHandler(handler)
+    return handlers
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; errors become one line on stderr and an exit status."""
     parser, handlers = build_parser(load_plugins())
@@ -372,16 +391,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as done:  # --help, or a bad flag (the parser printed why)
         return int(done.code or 0)
-    level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    root, level = logging.getLogger(), logging.getLogger().level
+    try:
+        added = setup_logging(args)
+    except OSError as err:
+        print(f"securefgl: error: --log-file: {_one_line(err)}", file=sys.stderr)
+        return EXIT_RUNTIME
     try:
         return handlers[args.command](args)
     except (Exception, KeyboardInterrupt) as err:
         code, message = report_error(err)
         if args.verbose:
             traceback.print_exc()
+        for handler in added[1:]:  # the log file gets the traceback
+            handler.handle(root.makeRecord("securefgl", logging.ERROR, __file__, 0, message, (),
+                                           sys.exc_info()))  # fmt: skip
         print(f"securefgl: {message}", file=sys.stderr)
         return code
+    finally:
+        for handler in added:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
 
 
 if __name__ == "__main__":

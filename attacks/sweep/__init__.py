@@ -13,15 +13,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from attacks.sweep.frontier import frontier_rows, markdown
-from attacks.sweep.plots import plot_frontier
-
 
 def save_frontier(
     records: list[dict[str, Any]], folder: str | Path, name: str = "frontier"
 ) -> dict[str, Path]:
     """Write ``<name>.json`` (the frontier rows), ``<name>.md`` and the figures into
     ``folder``; returns the paths."""
+    from attacks.sweep.frontier import frontier_rows, markdown  # here: ``--help`` stays light
+    from attacks.sweep.plots import plot_frontier
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rows = frontier_rows(records)

@@ -7,14 +7,14 @@ import argparse
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from attacks.sweep import save_frontier
-from attacks.sweep.engine import run_sweep
-from attacks.sweep.grid import SweepConfig
-from securefgl.cli import add_config_flags, config_from_args
+from securefgl.cli import add_config_flags, add_run_options, config_from_args, show_progress
 from securefgl.config import ConfigError
 from securefgl.config.fields import unknown_keys
+
+if TYPE_CHECKING:
+    from attacks.sweep.grid import SweepConfig
 
 DEFAULTS: dict[str, Any] = {
     "protections": ["plain", "secagg,clip_noise", "ckks"],
@@ -43,10 +43,10 @@ def register_sweep(sub: argparse._SubParsersAction) -> Callable[[argparse.Namesp
     sweep = sub.add_parser(
         "sweep", help="privacy–utility frontier: protections × privacy levels × algorithms × "
         "seeds, attacked; resumable; JSON + Markdown + plots",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="%(prog)s [--config FILE] [options]", epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    sweep.add_argument("--config", help="TOML file: [experiment] (the base) and [sweep]")
-    sweep.add_argument("--no-progress", action="store_true", help="no bars nor progress lines")
+    add_run_options(sweep, "base experiment and the grid ([sweep] table)")
     group = sweep.add_argument_group("sweep")
     group.add_argument("--protections", type=lambda s: [p for p in s.split(";") if p.strip()],
                        help="semicolon-separated protections, e.g. "
@@ -78,6 +78,8 @@ def _table(path: str | None) -> dict[str, Any]:
 
 
 def sweep_from_args(args: argparse.Namespace) -> SweepConfig:
+    from attacks.sweep.grid import SweepConfig
+
     base = config_from_args(args, tables=("sweep",))
     table = _table(args.config)
     given = {k: getattr(args, k) for k in ("protections", "epsilons", "noise", "ldp_epsilons",
@@ -94,11 +96,16 @@ def sweep_from_args(args: argparse.Namespace) -> SweepConfig:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from attacks.sweep import save_frontier
+    from attacks.sweep.engine import run_sweep
+    from securefgl.experiment.results import check_output_dir
+
     sweep = sweep_from_args(args)
+    check_output_dir(sweep.base.output_dir)
     name = sweep.base.name or f"sweep_{sweep.base.dataset.lower()}"
     folder = Path(sweep.base.output_dir) / name
     try:
-        records = run_sweep(sweep, folder, progress=not args.no_progress, restart=args.restart)
+        records = run_sweep(sweep, folder, progress=show_progress(args), restart=args.restart)
     except ValueError as err:
         raise ConfigError(str(err)) from err
     out = save_frontier(records, folder, "frontier")

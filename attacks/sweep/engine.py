@@ -104,7 +104,7 @@ def run_cell(sweep: SweepConfig, cell: Cell, data: Any, progress: bool) -> dict[
         "cell": cell.key, "algorithm": cell.algorithm, "protection": p.spec,
         "level": cell.level, "level_kind": cell.level_kind, "seed": cell.seed,
         "unit": p.unit, "dp_noise": cfg.protocol.dp_noise if p.mechanism else None,
-        "utility": 100 * float(run.final["test_acc"]), "guarantees": claims,
+        "utility": float(run.final["test_acc"]), "guarantees": claims,
         "epsilon": _epsilon(claims, p.unit), "private": run.privacy.get("private"),
         "attacks": attacks, "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
@@ -159,5 +159,6 @@ def _line(n: int, total: int, r: dict[str, Any]) -> str:
         f"{a['attack']} {a['metric']} {a['value']:.3f}" for a in r["attacks"]
         if a["value"] is not None
     )  # fmt: skip
+    acc = f"accuracy {100 * r['utility']:.1f} %"
     return (f"[{n}/{total}] {r['algorithm']} · {r['protection']} · seed {r['seed']}: {eps}, "
-            f"accuracy {r['utility']:.1f} %{', ' + hits if hits else ''} ({r['seconds']:.0f} s)")
+            f"{acc}{', ' + hits if hits else ''} ({r['seconds']:.0f} s)")

@@ -4,8 +4,9 @@ privacy level, attack), as JSON and a Markdown table.
 A row: ``algorithm``, ``protection``, ``epsilon`` (the ε the runs reported, mean over
 seeds; ``null`` for ε = ∞, no DP), ``epsilon_unit`` (``client-level`` or ``edge-level``),
 ``level`` / ``level_kind`` (the sweep's target ε, σ or per-release ε), ``dp_noise``,
-``seeds``, ``utility`` / ``utility_std`` (test accuracy in %, mean and sample std over
-seeds), ``attack``, ``metric``, ``adversary``, ``attack_value`` / ``attack_value_std`` and
+``seeds``, ``utility`` / ``utility_std`` (test accuracy as a fraction in [0, 1], as in
+result.json; mean and sample std over seeds; tables and figures show %), ``attack``,
+``metric``, ``adversary``, ``attack_value`` / ``attack_value_std`` and
 ``attack_baseline`` (the attack's naive baseline, mean over seeds). An attack that did not
 apply has ``attack_value`` null and its ``reason``.
 """
@@ -89,8 +90,8 @@ def markdown(rows: list[dict[str, Any]], title: str = "Privacy–utility frontie
         return (r["algorithm"], r["protection"], -(r["epsilon"] or math.inf), r["attack"] or "")
 
     for r in sorted(rows, key=order):
-        acc = _num(r["utility"], 1) + (
-            "" if r["utility_std"] is None else f" ± {r['utility_std']:.1f}"
+        acc = _num(None if r["utility"] is None else 100 * r["utility"], 1) + (
+            "" if r["utility_std"] is None else f" ± {100 * r['utility_std']:.1f}"
         )
         value = _num(r["attack_value"]) + (
             "" if r["attack_value_std"] is None else f" ± {r['attack_value_std']:.3f}"

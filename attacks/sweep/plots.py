@@ -138,7 +138,7 @@ def _save(fig: Any, path: Path, legend_rows: int) -> Path:
 def plot_utility(rows: list[dict[str, Any]], path: Path) -> Path:
     """Test accuracy vs ε, one panel per ε unit."""
     plt, look, units = _pyplot(), _Look(rows), _units(rows)
-    cells = _first_attack(rows)
+    cells = [_percent(r) for r in _first_attack(rows)]
     fig = plt.figure(figsize=(6.5 * len(units), 5.2))
     outer = fig.add_gridspec(1, len(units), wspace=0.3)
     for i, unit in enumerate(units):
@@ -183,7 +183,7 @@ def plot_tradeoff(rows: list[dict[str, Any]], path: Path) -> Path | None:
         for (algo, prot), rs in groups.items():
             rs = sorted(rs, key=lambda r: math.inf if r["epsilon"] is None else r["epsilon"])
             label = f"{algo} · {prot}" + (" (ε = ∞)" if rs[0]["epsilon_unit"] is None else "")
-            ax.plot([r["attack_value"] for r in rs], [r["utility"] for r in rs],
+            ax.plot([r["attack_value"] for r in rs], [100 * r["utility"] for r in rs],
                     color=look.color[algo], marker=look.marker[prot],
                     linestyle=look.style[prot], label=label)  # fmt: skip
         for algo in dict.fromkeys(r["algorithm"] for r in sel):
@@ -200,6 +200,13 @@ def plot_tradeoff(rows: list[dict[str, Any]], path: Path) -> Path | None:
     _legend(fig, rows, extra="naive baseline of the attack (per algorithm, its colour)")
     pairs = len({(r["algorithm"], r["protection"]) for r in rows}) + 1
     return _save(fig, path, math.ceil(pairs / 3))
+
+
+def _percent(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its utility (a fraction) in %, as the figures show it."""
+    value, std = row["utility"], row["utility_std"]
+    return {**row, "utility": None if value is None else 100 * value,
+            "utility_std": None if std is None else 100 * std}  # fmt: skip
 
 
 def _first_attack(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from securefgl.data.datasets import DATASETS, ENV_CACHE, ENV_DATA
+from securefgl.data.catalog import DATASETS, ENV_CACHE, ENV_DATA
 
 TINY = '{"num_nodes": 60, "num_classes": 3, "num_features": 4}'
 FAST = ("--csbm", TINY, "--rounds", "1", "--clients", "3", "--no-progress")
@@ -105,7 +105,7 @@ CASES: list[Case] = [
     Case("JSON flag", "usage", ("run", "--csbm", "{num_nodes: 5}"),
          "argument --csbm: '{num_nodes: 5}' is not valid JSON", CONFIG_ERROR),
     Case("misspelt flag", "usage", ("run", "--clinets", "3"),
-         "unrecognized arguments: --clinets", CONFIG_ERROR),
+         "unrecognized arguments: --clinets 3 (did you mean '--clients'?)", CONFIG_ERROR),
     Case("unknown command", "usage", ("train",), "invalid choice: 'train'", CONFIG_ERROR),
     Case("plug-in flag (audit)", "usage", ("audit", "--rounds", "many"),
          "securefgl audit: argument --rounds: invalid int value: 'many'", CONFIG_ERROR),
@@ -129,6 +129,13 @@ CASES: list[Case] = [
           "keys ['clients'] are outside [experiment]"),
     _toml("TOML syntax", "clients = \n", "is not valid TOML"),
     _toml("misplaced key", 'nsf = "degree"\n', "'nsf' belongs under [experiment.fedstruct]"),
+    _toml("misspelt key", "clinets = 3\n", "unknown config keys ['clinets'] (did you mean "
+          "'clients'?)"),
+    _toml("misspelt section key", "nsf_dimm = 3\n",
+          "(did you mean 'nsf_dim' under [experiment.fedstruct]?)"),
+    _toml("key in the wrong section", "[experiment.fedstruct]\ndp_noise = 1.0\n",
+          "unknown [fedstruct] keys ['dp_noise']; 'dp_noise' belongs under "
+          "[experiment.protocol]"),
     _toml("plug-in config (audit)", 'seeds = "0"\n',
           "seeds must be a list of integers, got '0'", command="audit"),
     Case("missing config file", "config type (TOML)",
@@ -151,6 +158,29 @@ CASES: list[Case] = [
          "secagg_k", CONFIG_ERROR),
     _run("more clients than nodes", "config value", ("--clients", "80"),
          "clients=80 exceeds the 60 nodes", CONFIG_ERROR),
+    _run("DP clip zero", "config value", ("--protocol", "clip_noise", "--dp-clip", "0"),
+         "protocol: dp_clip must be > 0, got 0.0", CONFIG_ERROR),
+    _run("secagg with one client", "config value",
+         ("--algorithms", "fedavg", "--clients", "1", "--protocol", "secagg"),
+         "protocol: secagg needs at least 2 clients per round", CONFIG_ERROR),
+    _run("masked sums with one client", "config value",
+         ("--algorithms", "fedstruct", "--clients", "1", "--sum-mode", "masked"),
+         "fedstruct: sum_mode = 'masked' needs at least 2 clients", CONFIG_ERROR),
+    Case("negative Dirichlet α", "config value",
+         ("run", "--task", "graph", "--dataset", "synthetic-graphs", "--dirichlet", "-1",
+          "--rounds", "1", "--no-progress", "--output-dir", "{out}"),
+         "graph: dirichlet must be > 0, got -1.0", CONFIG_ERROR),
+    _run("more clients than communities", "config value",
+         ("--algorithms", "local", "--partition", "louvain-largest", "--clients", "50"),
+         "partition louvain-largest of csbm: Louvain found", CONFIG_ERROR),
+    _run("misspelt algorithm", "config value", ("--algorithms", "fedavgg"),
+         "unknown algorithm 'fedavgg' for task 'node' (did you mean 'fedavg'?)", CONFIG_ERROR),
+    _run("graph-task algorithm", "config value", ("--algorithms", "gpfl"),
+         "unknown algorithm 'gpfl' for task 'node' (it is a graph-task algorithm: --task graph)",
+         CONFIG_ERROR),
+    _run("fedsage+ with known cross edges", "config value",
+         ("--algorithms", "fedsage+", "--cross-edges", "known"),
+         "fedsage+ generates what its clients miss across clients", CONFIG_ERROR),
     Case("rating dataset name", "config value", ("recommend", "--dataset", "Netflix"),
          "unknown rating dataset 'Netflix'", CONFIG_ERROR),
     Case("recommend rounds", "config value", ("recommend", "--rounds", "0"),

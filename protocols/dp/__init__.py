@@ -15,42 +15,55 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from protocols.dp.accounting import (
-    AccountantKind,
-    PrivacyAccountant,
-    PureDPAccountant,
-    noise_for_budget,
-)
-from protocols.dp.aggregation import DPAggregation, DPClient, DPServer, UpdateMechanism
-from protocols.dp.clip_noise import ClipNoiseMechanism, clip_l2, enforced_noise_multiplier
-from protocols.dp.graph_dp import edge_rand, edge_rand_flip_probability, lap_graph
-from protocols.dp.ldp import (
-    GaussianLDP,
-    HeuristicLDP,
-    LaplaceLDP,
-    clip_coordinates,
-    fedgnn_epsilon,
-)
-from protocols.dp.rng import make_rng
-
-#: Stack names → mechanism classes, for building ``DPAggregation`` from a config.
-MECHANISMS: dict[str, type] = {
-    ClipNoiseMechanism.name: ClipNoiseMechanism,
-    LaplaceLDP.name: LaplaceLDP,
-    GaussianLDP.name: GaussianLDP,
-    HeuristicLDP.name: HeuristicLDP,
+_EXPORTS = {
+    **dict.fromkeys(
+        ("AccountantKind", "PrivacyAccountant", "PureDPAccountant", "noise_for_budget"),
+        "protocols.dp.accounting",
+    ),
+    **dict.fromkeys(
+        ("DPAggregation", "DPClient", "DPServer", "UpdateMechanism"), "protocols.dp.aggregation"
+    ),
+    **dict.fromkeys(
+        ("ClipNoiseMechanism", "clip_l2", "enforced_noise_multiplier"), "protocols.dp.clip_noise"
+    ),
+    **dict.fromkeys(
+        ("edge_rand", "edge_rand_flip_probability", "lap_graph"), "protocols.dp.graph_dp"
+    ),
+    **dict.fromkeys(
+        ("GaussianLDP", "HeuristicLDP", "LaplaceLDP", "clip_coordinates", "fedgnn_epsilon"),
+        "protocols.dp.ldp",
+    ),
+    "make_rng": "protocols.dp.rng",
+    # DP-SGD needs torch
+    **dict.fromkeys(
+        ("make_private", "make_private_with_epsilon", "PrivateTraining"), "protocols.dp.dpsgd"
+    ),
 }
 
-_LAZY = {"make_private", "make_private_with_epsilon", "PrivateTraining"}
+
+def _mechanisms() -> dict[str, type]:
+    """Stack names → mechanism classes, for building ``DPAggregation`` from a config."""
+    from protocols.dp.clip_noise import ClipNoiseMechanism
+    from protocols.dp.ldp import GaussianLDP, HeuristicLDP, LaplaceLDP
+
+    return {
+        ClipNoiseMechanism.name: ClipNoiseMechanism,
+        LaplaceLDP.name: LaplaceLDP,
+        GaussianLDP.name: GaussianLDP,
+        HeuristicLDP.name: HeuristicLDP,
+    }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from protocols.dp import dpsgd
-
-        return getattr(dpsgd, name)
+    """The names of the submodules, imported on first use (``import protocols.dp.accounting``
+    stays cheap)."""
+    if name == "MECHANISMS":
+        return _mechanisms()
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'protocols.dp' has no attribute {name!r}")
 
 

@@ -27,6 +27,18 @@ from typing import Any
 
 import numpy as np
 
+#: How a run's privacy noise was drawn, as its results say it (``"noise"``): from secret
+#: seeds, from the public experiment seed (every privacy claim void), or not at all.
+NOISE_SECRET, NOISE_SEEDED, NOISE_NONE = "secret", "seeded (NOT PRIVATE)", "none"
+
+
+def noise_label(seeded: bool, claims: bool) -> str:
+    """``"noise"`` of a run's results: seeded (NOT PRIVATE) whenever ``seeded_noise`` is on;
+    otherwise secret when the run claims a privacy guarantee (``claims``), else none."""
+    if seeded:
+        return NOISE_SEEDED
+    return NOISE_SECRET if claims else NOISE_NONE
+
 
 def make_rng(seed: int | None = None, *key: str | int) -> np.random.Generator:
     """A generator seeded from ``secrets`` (``seed=None``) or from ``(seed, *key)``.

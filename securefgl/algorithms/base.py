@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -15,14 +16,22 @@ from securefgl.federation.federation import Federation
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
 
 
+#: How an algorithm trains: ``federated``; ``local``: each client alone, no message (the
+#: lower reference); ``central``: one model on the whole graph, not federated (the upper one)
+SETTINGS = ("federated", "local", "central")
+
+
 class Algorithm(ABC):
-    """One training method. ``federated`` is False for methods that are not (central)."""
+    """One training method; ``setting`` says whether it is federated (:data:`SETTINGS`)."""
 
     name: ClassVar[str]
     task: ClassVar[str] = "node"  # "graph": graph classification (securefgl.algorithms.registry)
-    federated: ClassVar[bool] = True
+    setting: ClassVar[str] = "federated"
     needs_global_graph: ClassVar[bool] = False
     needs_cross_edges: ClassVar[bool] = False  # clients must know their cross-client edges
+    #: it makes up for the cross-client edges its clients lack (generated neighbours or
+    #: links): giving them those edges (cross_edges = "known") contradicts the method
+    repairs_cross_edges: ClassVar[bool] = False
     server_ids: ClassVar[frozenset[str]] = frozenset({"server"})
 
     def __init__(self, config: ExperimentConfig) -> None:
@@ -41,9 +50,24 @@ class Algorithm(ABC):
         "secagg", ...}``), as applied: recorded in result.json."""
         return {}
 
+    @property
+    def federated(self) -> bool:
+        """False for the local and central references (:data:`SETTINGS`)."""
+        return self.setting == "federated"
+
     def model_label(self) -> str:
-        """The model as it is (e.g. ``"GCN"``, ``"MLP on ÂᴸX"``) for result tables."""
+        """The model as it is (e.g. ``"GCN"``, ``"MLP on ÂᴸX"``) for result.md."""
         return str(self.config.model).upper()
+
+    def local_work(self) -> str:
+        """What each client (or the central model) trains per round, for result headers."""
+        n = int(self.config.local_epochs)
+        return f"{n} local epoch{'s' * (n != 1)}"
+
+    def model_short(self) -> str:
+        """A short name of the model for the printed table (``"MLP"``): by default the
+        label up to its first parenthesis, comma or `` on ``."""
+        return re.split(r" \(|, | on ", self.model_label(), maxsplit=1)[0]
 
     def privacy(self) -> dict[str, Any]:
         """Guarantees the algorithm adds beyond its protocol stack (e.g. FedStruct's edge DP

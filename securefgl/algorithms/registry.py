@@ -12,8 +12,7 @@ import functools
 from securefgl import extras
 from securefgl.algorithms.base import Algorithm
 from securefgl.config import ConfigError, ExperimentConfig
-from securefgl.config.families import algorithm_names, families, family_of
-from securefgl.config.fields import did_you_mean
+from securefgl.config.families import algorithm_names, check_algorithm, families
 
 
 @functools.cache
@@ -35,16 +34,7 @@ def _classes(family: str) -> dict[str, type[Algorithm]]:
 
 def algorithm_class(name: str, task: str = "node") -> type[Algorithm]:
     """The class of algorithm ``name`` for ``task`` (imports its family)."""
-    family = family_of(name, task)
-    if family is None:
-        names = algorithm_names(task)
-        others = [t for t in ("node", "graph") if t != task and name in algorithm_names(t)]
-        hint = f" (it is a {others[0]}-task algorithm: --task {others[0]})" if others else ""
-        raise ConfigError(
-            f"unknown algorithm {name!r} for task {task!r}{hint or did_you_mean(name, names)}; "
-            f"choose from {names}"
-        )
-    return _classes(family.name)[name]
+    return _classes(check_algorithm(name, task).name)[name]
 
 
 def algorithms(task: str = "node") -> dict[str, type[Algorithm]]:
@@ -73,5 +63,11 @@ def check_config(config: ExperimentConfig) -> ExperimentConfig:
             raise ConfigError(
                 f"{name} needs cross_edges = 'known' (its clients know their edges to other "
                 "clients' nodes)"
+            )
+        if cls.repairs_cross_edges and config.cross_edges == "known":
+            raise ConfigError(
+                f"{name} generates what its clients miss across clients (it assumes they do "
+                "not know their cross-client edges): cross_edges = 'known' contradicts it; "
+                "leave cross_edges unset or 'hidden'"
             )
     return config

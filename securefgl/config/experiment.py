@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import os
 import tomllib
 from collections.abc import Collection
@@ -22,7 +23,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from protocols.settings import ProtocolSettings
-from securefgl.config.families import TASKS, default_algorithms, sections, task_defaults
+from securefgl.config.families import (
+    TASKS,
+    check_algorithm,
+    default_algorithms,
+    sections,
+    task_defaults,
+)
 from securefgl.config.fields import (
     ConfigError,
     checked,
@@ -36,9 +43,7 @@ from securefgl.config.fields import (
     updated,
 )
 from securefgl.config.topology import parse_topology
-from securefgl.data.datasets import resolve_name
-from securefgl.data.graph_datasets import resolve_graph_name
-from securefgl.data.ratings import resolve_rating_name
+from securefgl.data.catalog import resolve_graph_name, resolve_name, resolve_rating_name
 from securefgl.data.synthetic import check_csbm_options
 
 EXECUTORS = ("local", "ray")
@@ -54,9 +59,9 @@ S = TypeVar("S")
 
 def _opt(
     default: Any, help: str, group: str, choices: tuple[Any, ...] | None = None,
-    tasks: tuple[str, ...] = GRAPH_TASKS,
+    tasks: tuple[str, ...] = GRAPH_TASKS, **extra: Any,
 ) -> Any:  # fmt: skip
-    return option(default, help, group, choices, tasks=tasks)
+    return option(default, help, group, choices, tasks=tasks, **extra)
 
 
 @dataclass(init=False)
@@ -75,7 +80,7 @@ class ExperimentConfig:
         "csbm", "dataset name (`securefgl datasets`) or csbm", "data", tasks=ALL_TASKS
     )
     data_root: str | None = _opt(
-        None, "data root (default: $SECUREFGL_DATA)", "data", tasks=ALL_TASKS
+        None, "data root (default: $SECUREFGL_DATA)", "data", tasks=ALL_TASKS, metavar="DIR"
     )
     download: bool = _opt(
         False, "let PyG download a dataset missing from the data root (off: never)", "data"
@@ -126,7 +131,7 @@ class ExperimentConfig:
                              "federation")  # fmt: skip
     server_topology: str = _opt(
         "ring", "edge-server adjacency: ring, line, complete, star, none or '0-1,1-2'",
-        "federation",
+        "federation", metavar="SPEC",
     )  # fmt: skip
     # the protocol stack (its own section: transport, DP, secagg, threat model)
     protocol: ProtocolSettings = field(
@@ -159,7 +164,7 @@ class ExperimentConfig:
                         tasks=ALL_TASKS)  # fmt: skip
     ray_address: str | None = _opt(
         None, "ray: a running cluster's address (default: start a local Ray)", "execution",
-        tasks=ALL_TASKS,
+        tasks=ALL_TASKS, metavar="ADDRESS",
     )  # fmt: skip
     party_timeout: float | None = _opt(
         None, "ray: seconds a batch of party calls may take (default: no limit)", "execution",
@@ -173,7 +178,8 @@ class ExperimentConfig:
     threads: int = _opt(1, "torch intra-op threads", "output", tasks=ALL_TASKS)
     seeds: list[int] = _opt([0], "seeds (each draws its split and partition)", "output",
                             tasks=ALL_TASKS)  # fmt: skip
-    output_dir: str = _opt("results", "results folder", "output", tasks=ALL_TASKS)
+    output_dir: str = _opt("results", "results folder: each run writes <output-dir>/<name>/",
+                           "output", tasks=ALL_TASKS, metavar="DIR")  # fmt: skip
     name: str | None = _opt(None, "run name (default: from the dataset)", "output",
                             tasks=ALL_TASKS)  # fmt: skip
     store_payloads: bool = _opt(False, "keep every message's payload in the transcript", "output")
@@ -242,6 +248,8 @@ class ExperimentConfig:
             self.algorithms = default_algorithms(self.task)
             if not self.algorithms:
                 raise ConfigError(f"algorithms: give at least one algorithm for task {self.task}")
+        for name in self.algorithms:
+            check_algorithm(name, self.task)
         _choice("partition", self.partition, PARTITIONS)
         if self.partition_cut is not None and not 0 < self.partition_cut < 1:
             raise ConfigError(f"partition_cut must lie in (0, 1), got {self.partition_cut!r}")
@@ -292,6 +300,8 @@ class ExperimentConfig:
             )
         try:
             self.protocol.cohort_floor(self.clients_per_round, self.client_sampling)
+            if self.task != "recommendation":  # recommendation: users are its clients
+                self.protocol.check_cohort(self.clients_per_round)
         except ValueError as err:
             raise ConfigError(f"protocol: {err}") from None
         for name, value in self.sections.items():
@@ -354,14 +364,35 @@ class ExperimentConfig:
             out[name] = {f.name: getattr(settings, f.name) for f in public_fields(type(settings))}
         return copy.deepcopy(out)
 
+    def resolved(self) -> dict[str, Any]:
+        """:meth:`to_dict` with what a run derives filled in: the protocol stack's transport,
+        DP mechanism, secure-sum mode and enforced minimum cohort, and every section that
+        resolves itself against the experiment (``resolve(config)``, e.g. FedStruct's
+        dataset preset)."""
+        out = self.to_dict()
+        p = self.protocol
+        out["protocol"].update(
+            transport=p.transport, mechanism=p.mechanism, secure_sum_mode=p.secure_sum_mode(),
+            min_cohort_enforced=p.cohort_floor(self.clients_per_round, self.client_sampling),
+        )  # fmt: skip
+        for name, settings in self.sections.items():
+            resolve = getattr(settings, "resolve", None)
+            if resolve is not None:
+                done = resolve(self)
+                out[name] = {f.name: getattr(done, f.name) for f in public_fields(type(done))}
+        return copy.deepcopy(out)
+
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ExperimentConfig:
         """From plain data (a TOML table): sections are sub-tables; unknown keys are
         refused with the section they belong to, if any."""
         values = dict(values)
         known = sections()
+        if isinstance(values.get("protocol"), dict):
+            _refuse_misplaced("protocol", values["protocol"])
         for name, section in known.items():
             if isinstance(values.get(name), dict):
+                _refuse_misplaced(name, values[name])
                 values[name] = settings_from_dict(name, section.settings, values[name])
         return cls(**values)
 
@@ -414,19 +445,51 @@ def _protocol(value: Any, base: ProtocolSettings | None = None) -> ProtocolSetti
     return updated("protocol", base, value)
 
 
+def _tables() -> list[tuple[str, list[str]]]:
+    """Every settings table (``protocol`` and each section) with its keys."""
+    kinds = [("protocol", ProtocolSettings)] + [(n, s.settings) for n, s in sections().items()]
+    return [(name, [f.name for f in public_fields(kind)]) for name, kind in kinds]
+
+
+def _where(key: str, tables: list[tuple[str, list[str]]], here: str | None = None) -> str:
+    """``; 'nsf' belongs under [experiment.fedstruct]`` or ``(did you mean 'nsf_dim' under
+    [experiment.fedstruct]?)`` for a key that is not where it was given; ``""`` if none."""
+    home = next((n for n, keys in tables if key in keys and n != here), None)
+    if home is not None:
+        return f"; {key!r} belongs under [experiment.{home}]"
+    owner = {k: n for n, keys in reversed(tables) if n != here for k in keys}
+    close = difflib.get_close_matches(key, list(owner), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r} under [experiment.{owner[close[0]]}]?)" if close else ""
+
+
 def _refuse_unknown(values: dict[str, Any], known: list[str]) -> None:
-    """Refuse unknown keys, naming the section a key belongs to, or the closest key."""
+    """Refuse unknown keys, naming the section a key belongs to, or the closest key (among
+    the generic keys first, then every section's)."""
     unknown = sorted(set(values) - set(known))
     if not unknown:
         return
-    tables = [("protocol", ProtocolSettings)] + [(n, s.settings) for n, s in sections().items()]
-    notes = []
-    for key in unknown:
-        home = next((n for n, kind in tables
-                     if key in {f.name for f in public_fields(kind)}), None)  # fmt: skip
-        notes.append(f"; {key!r} belongs under [experiment.{home}]" if home
-                     else did_you_mean(key, known))  # fmt: skip
+    tables = _tables()
+    notes = [did_you_mean(key, known) or _where(key, tables) for key in unknown]
     raise ConfigError(f"unknown config keys {unknown}{''.join(notes)}; known keys: {sorted(known)}")
+
+
+def _refuse_misplaced(name: str, table: dict[str, Any]) -> None:
+    """Refuse a key of section ``name``'s table that belongs to another table (``dp_noise``
+    under ``[experiment.fedstruct]``) or is a misspelling of one."""
+    tables = _tables()
+    keys = dict(tables).get(name, [])
+    for key in sorted(set(table) - set(keys)):
+        if did_you_mean(key, keys):
+            continue  # the section's own check suggests its closest key
+        note = _where(key, tables, here=name) or _where(key, [("", _generic_keys())], here=name)
+        if note:
+            note = note.replace("[experiment.]", "[experiment]")
+            raise ConfigError(f"unknown [{name}] keys [{key!r}]{note}; known keys: {sorted(keys)}")
+
+
+def _generic_keys() -> list[str]:
+    return [f.name for f in dataclasses.fields(ExperimentConfig)
+            if f.name not in ("protocol", "sections")]  # fmt: skip
 
 
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:

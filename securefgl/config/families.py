@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
-from securefgl.config.fields import ConfigError
+from securefgl.config.fields import ConfigError, did_you_mean
 
 ENTRY_POINTS = "securefgl.algorithms"
 TASKS = ("node", "graph", "recommendation")
@@ -134,3 +134,21 @@ def family_of(name: str, task: str) -> Family | None:
     """The family that declares algorithm ``name`` for ``task``."""
     return next((f for f in families().values() if f.task == task and name in f.algorithms),
                 None)  # fmt: skip
+
+
+def check_algorithm(name: str, task: str) -> Family:
+    """The family of algorithm ``name`` for ``task``, or a :class:`ConfigError` saying which
+    task it belongs to (``gpfl`` without ``--task graph``) or the closest name."""
+    family = family_of(name, task)
+    if family is not None:
+        return family
+    names = algorithm_names(task)
+    others = [t for t in TASKS if t != task and name in algorithm_names(t)]
+    hint = did_you_mean(name, names)
+    if others:
+        how = {"recommendation": "`securefgl recommend`", "node": "--task node",
+               "graph": "--task graph"}[others[0]]  # fmt: skip
+        if task == "recommendation":  # securefgl recommend has no --task
+            how = f"`securefgl run {how}`".replace(" --task node", "")
+        hint = f" (it is a {others[0]}-task algorithm: {how})"
+    raise ConfigError(f"unknown algorithm {name!r} for task {task!r}{hint}; choose from {names}")

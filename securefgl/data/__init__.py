@@ -1,63 +1,56 @@
 """Data layer: datasets, generated graphs, splits, partitions and client views.
 
 Flow: ``load_dataset`` / ``csbm`` -> ``random_split`` -> ``partition_graph``
--> ``build_client_views`` (each client receives only what it may see).
+-> ``build_client_views`` (each client receives only what it may see). The names below
+are imported on first use: :mod:`securefgl.data.catalog` (every dataset's name, no torch)
+can be read without loading torch and PyG.
 """
 
-from securefgl.data.datasets import (
-    DATASETS,
-    DatasetCorruptError,
-    DatasetError,
-    DatasetIntegrityError,
-    DatasetNotAvailableError,
-    available_datasets,
-    cache_dir,
-    data_root,
-    load_dataset,
-    resolve_name,
-)
-from securefgl.data.partition import (
-    METHODS,
-    Partition,
-    PartitionReport,
-    balance_communities,
-    kmeans,
-    partition_graph,
-    partition_report,
-)
-from securefgl.data.splits import client_split, random_split
-from securefgl.data.synthetic import csbm, edge_homophily
-from securefgl.data.views import (
-    CROSS_EDGE_MODES,
-    ClientGraph,
-    build_client_views,
-    opaque_id_permutation,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CROSS_EDGE_MODES",
-    "DATASETS",
-    "METHODS",
-    "ClientGraph",
-    "DatasetCorruptError",
-    "DatasetError",
-    "DatasetIntegrityError",
-    "DatasetNotAvailableError",
-    "Partition",
-    "PartitionReport",
-    "available_datasets",
-    "balance_communities",
-    "build_client_views",
-    "cache_dir",
-    "client_split",
-    "csbm",
-    "data_root",
-    "edge_homophily",
-    "kmeans",
-    "load_dataset",
-    "opaque_id_permutation",
-    "partition_graph",
-    "partition_report",
-    "random_split",
-    "resolve_name",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    **dict.fromkeys(
+        (
+            "DATASETS", "available_datasets", "cache_dir", "data_root", "resolve_name",
+        ),
+        "securefgl.data.catalog",
+    ),
+    **dict.fromkeys(
+        (
+            "DatasetCorruptError", "DatasetError", "DatasetIntegrityError",
+            "DatasetNotAvailableError",
+        ),
+        "securefgl.data.integrity",
+    ),
+    "load_dataset": "securefgl.data.datasets",
+    **dict.fromkeys(
+        (
+            "METHODS", "Partition", "PartitionReport", "balance_communities", "kmeans",
+            "partition_graph", "partition_report",
+        ),
+        "securefgl.data.partition",
+    ),
+    "client_split": "securefgl.data.splits",
+    "random_split": "securefgl.data.splits",
+    "csbm": "securefgl.data.synthetic",
+    "edge_homophily": "securefgl.data.synthetic",
+    **dict.fromkeys(
+        ("CROSS_EDGE_MODES", "ClientGraph", "build_client_views", "opaque_id_permutation"),
+        "securefgl.data.views",
+    ),
+}  # fmt: skip
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'securefgl.data' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -26,9 +26,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,16 @@ from torch_geometric.data import Data
 from torch_geometric.utils import remove_self_loops, to_undirected
 
 from securefgl.data import processed_cache
+from securefgl.data.catalog import (
+    DATASETS,
+    ENV_CACHE,
+    ENV_DATA,
+    DatasetSpec,
+    available_datasets,
+    cache_dir,
+    data_root,
+    resolve_name,
+)
 from securefgl.data.integrity import (
     DatasetCorruptError,
     DatasetError,
@@ -61,166 +70,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-ENV_DATA = "SECUREFGL_DATA"
-ENV_CACHE = "SECUREFGL_CACHE"
-_DEFAULT_CACHE = Path("~/.cache/securefgl/datasets")
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """Where a named dataset lives in the PyG raw layout and how PyG builds it."""
-
-    name: str  # canonical name, e.g. "Cora"
-    pyg_class: str  # e.g. "Planetoid"
-    raw_subdir: str  # raw folder relative to ``<root>/<pyg_class>``
-    raw_files: tuple[str, ...]  # files PyG 2.8 needs in the raw folder
-    num_classes: int
-    factory: Callable[[str], object]  # family root -> PyG dataset
-
-    def raw_dir(self, root: str | Path) -> Path:
-        return Path(root) / self.pyg_class / self.raw_subdir
-
-    def present(self, root: str | Path) -> bool:
-        raw = self.raw_dir(root)
-        return all((raw / f).is_file() for f in self.raw_files)
-
-
-def _planetoid(name: str) -> Callable[[str], object]:
-    def make(family_root: str) -> object:
-        from torch_geometric.datasets import Planetoid
-
-        return Planetoid(family_root, name)
-
-    return make
-
-
-def _amazon(name: str) -> Callable[[str], object]:
-    def make(family_root: str) -> object:
-        from torch_geometric.datasets import Amazon
-
-        return Amazon(family_root, name)
-
-    return make
-
-
-def _coauthor(name: str) -> Callable[[str], object]:
-    def make(family_root: str) -> object:
-        from torch_geometric.datasets import Coauthor
-
-        return Coauthor(family_root, name)
-
-    return make
-
-
-def _wiki(name: str) -> Callable[[str], object]:
-    def make(family_root: str) -> object:
-        from torch_geometric.datasets import WikipediaNetwork
-
-        return WikipediaNetwork(family_root, name, geom_gcn_preprocess=True)
-
-    return make
-
-
-def _planetoid_files(name: str) -> tuple[str, ...]:
-    parts = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
-    return tuple(f"ind.{name.lower()}.{p}" for p in parts)
-
-
-def _wiki_files(name: str) -> tuple[str, ...]:
-    splits = tuple(f"{name}_split_0.6_0.2_{i}.npz" for i in range(10))
-    return ("out1_node_feature_label.txt", "out1_graph_edges.txt", *splits)
-
-
-DATASETS: dict[str, DatasetSpec] = {
-    s.name.lower(): s
-    for s in (
-        DatasetSpec(
-            "Cora", "Planetoid", "Cora/raw", _planetoid_files("Cora"), 7, _planetoid("Cora")
-        ),
-        DatasetSpec(
-            "CiteSeer",
-            "Planetoid",
-            "CiteSeer/raw",
-            _planetoid_files("CiteSeer"),
-            6,
-            _planetoid("CiteSeer"),
-        ),
-        DatasetSpec(
-            "PubMed", "Planetoid", "PubMed/raw", _planetoid_files("PubMed"), 3, _planetoid("PubMed")
-        ),
-        DatasetSpec(
-            "Photo", "Amazon", "Photo/raw", ("amazon_electronics_photo.npz",), 8, _amazon("Photo")
-        ),
-        DatasetSpec(
-            "Computers",
-            "Amazon",
-            "Computers/raw",
-            ("amazon_electronics_computers.npz",),
-            10,
-            _amazon("Computers"),
-        ),
-        DatasetSpec("CS", "Coauthor", "CS/raw", ("ms_academic_cs.npz",), 15, _coauthor("CS")),
-        DatasetSpec(
-            "chameleon",
-            "WikipediaNetwork",
-            "chameleon/geom_gcn/raw",
-            _wiki_files("chameleon"),
-            5,
-            _wiki("chameleon"),
-        ),
-        DatasetSpec(
-            "squirrel",
-            "WikipediaNetwork",
-            "squirrel/geom_gcn/raw",
-            _wiki_files("squirrel"),
-            5,
-            _wiki("squirrel"),
-        ),
-    )
-}
-
-GENERATED = ("csbm",)
-
-# Normalised alias (lower case, no '-', '_', ' ') -> canonical key.
-_ALIASES: dict[str, str] = {
-    **{k: k for k in DATASETS},
-    "amazonphoto": "photo",
-    "amazonphotos": "photo",
-    "amazoncomputers": "computers",
-    "amazoncomputer": "computers",
-    "computer": "computers",
-    "coauthorcs": "cs",
-    "wikichameleon": "chameleon",
-    "wikisquirrel": "squirrel",
-    "csbm": "csbm",
-    "sbm": "csbm",
-    "synthetic": "csbm",
-}
-
-
-def resolve_name(name: str) -> str:
-    """Canonical key of a dataset name or alias (``"Amazon-Photo"`` -> ``"photo"``)."""
-    key = "".join(ch for ch in str(name).lower() if ch not in "-_ ")
-    if key not in _ALIASES:
-        known = ", ".join([s.name for s in DATASETS.values()] + list(GENERATED))
-        raise ValueError(f"unknown dataset {name!r}; known: {known} (case-insensitive)")
-    return _ALIASES[key]
-
-
-def data_root(root: str | Path | None = None) -> Path | None:
-    """The offline root: ``root`` if given, else ``$SECUREFGL_DATA``, else None."""
-    if root is not None:
-        return Path(root).expanduser()
-    env = os.environ.get(ENV_DATA)
-    return Path(env).expanduser() if env else None
-
-
-def cache_dir() -> Path:
-    """The writable cache: ``$SECUREFGL_CACHE`` or ``~/.cache/securefgl/datasets``."""
-    env = os.environ.get(ENV_CACHE)
-    return (Path(env) if env else _DEFAULT_CACHE).expanduser()
-
 
 def private_dir(path: Path, stop: Path | None = None) -> Path:
     """Create ``path`` and its missing parents with mode 0700; folders between ``stop``
@@ -456,29 +305,3 @@ def load_dataset(
         num_classes,
     )
     return data
-
-
-def available_datasets(root: str | Path | None = None) -> list[dict]:
-    """Which named datasets are present offline (for ``securefgl datasets``).
-
-    One dict per dataset: ``name``, ``class`` (PyG class), ``path`` (raw folder under the
-    resolved root, or None without a root), ``present`` (all raw files there) and
-    ``cached`` (raw files already in the cache). The generated ``csbm`` is always present.
-    """
-    resolved = data_root(root)
-    cache = cache_dir()
-    rows: list[dict] = []
-    for spec in DATASETS.values():
-        rows.append(
-            {
-                "name": spec.name,
-                "class": spec.pyg_class,
-                "path": str(spec.raw_dir(resolved)) if resolved is not None else None,
-                "present": bool(resolved is not None and spec.present(resolved)),
-                "cached": spec.present(cache),
-            }
-        )
-    rows.append(
-        {"name": "csbm", "class": "generated", "path": None, "present": True, "cached": False}
-    )
-    return rows

@@ -12,7 +12,6 @@ without self-loops. ``synthetic-graphs`` is a small generated dataset for tests 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,8 @@ import numpy as np
 import torch
 from torch_geometric.utils import remove_self_loops, to_undirected
 
-from securefgl.data.datasets import DatasetSpec, data_root, load_pyg_dataset
+from securefgl.data.catalog import GENERATED_GRAPHS, TU_DATASETS, data_root, resolve_graph_name
+from securefgl.data.datasets import load_pyg_dataset
 
 __all__ = [
     "GENERATED_GRAPHS",
@@ -90,45 +90,6 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
     return np.arange(total, dtype=np.int64) + offsets
-
-
-def _tu(name: str) -> Callable[[str], object]:
-    def make(family_root: str) -> object:
-        from torch_geometric.datasets import TUDataset
-
-        return TUDataset(family_root, name, use_node_attr=False)
-
-    return make
-
-
-def _tu_spec(name: str, parts: tuple[str, ...], num_classes: int) -> DatasetSpec:
-    files = tuple(f"{name}_{p}.txt" for p in ("A", "graph_indicator", "graph_labels", *parts))
-    return DatasetSpec(name, "TUDataset", f"{name}/raw", files, num_classes, _tu(name))
-
-
-#: The TU datasets of GPFL's experiments and of the shared data root (Table 1).
-TU_DATASETS: dict[str, DatasetSpec] = {
-    s.name.lower(): s
-    for s in (
-        _tu_spec("NCI1", ("node_labels",), 2),
-        _tu_spec("PROTEINS", ("node_labels",), 2),
-        _tu_spec("MUTAG", ("node_labels",), 2),
-        _tu_spec("ENZYMES", ("node_labels",), 6),
-        _tu_spec("IMDB-BINARY", (), 2),
-    )
-}
-GENERATED_GRAPHS = ("synthetic-graphs",)
-
-
-def resolve_graph_name(name: str) -> str:
-    """Canonical key of a graph dataset (``"nci1"``, ``"imdb-binary"``, ``"synthetic-graphs"``)."""
-    key = str(name).strip().lower().replace("_", "-")
-    if key in TU_DATASETS or key in GENERATED_GRAPHS:
-        return key
-    if key.replace("-", "") == "imdbbinary":
-        return "imdb-binary"
-    known = ", ".join([s.name for s in TU_DATASETS.values()] + list(GENERATED_GRAPHS))
-    raise ValueError(f"unknown graph dataset {name!r}; known: {known} (case-insensitive)")
 
 
 def load_graph_dataset(

@@ -8,10 +8,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from securefgl.data.datasets import DATASETS
-from securefgl.data.graph_datasets import TU_DATASETS
+from securefgl.data.catalog import DATASETS, RATING_DATASETS, TU_DATASETS
 from securefgl.data.integrity import KNOWN_HASHES, parse_sums
-from securefgl.data.ratings import RATING_DATASETS
 
 
 def loader_files() -> list[str]:

@@ -362,8 +362,9 @@ def largest_communities(communities: np.ndarray, num_clients: int) -> np.ndarray
     sizes = np.bincount(labels)
     if sizes.size < num_clients:
         raise ValueError(
-            f"louvain-largest: Louvain found {sizes.size} communities, fewer than the "
-            f"{num_clients} clients"
+            f"Louvain found {sizes.size} communities, fewer than the {num_clients} clients "
+            f"(louvain-largest gives each client one community): use at most {sizes.size} "
+            "clients, or another partition (louvain, louvain-chunks)"
         )
     ranked = np.argsort(-sizes, kind="stable")[:num_clients]
     client_of = np.full(sizes.size, UNASSIGNED, dtype=np.int64)

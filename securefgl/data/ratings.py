@@ -21,21 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from securefgl.data.datasets import ENV_DATA, data_root
+from securefgl.data.catalog import ENV_DATA, RATING_DATASETS, data_root, resolve_rating_name
 from securefgl.data.integrity import (
     DatasetCorruptError,
     DatasetError,
     DatasetNotAvailableError,
     read_verified,
 )
-
-RATING_DATASETS: dict[str, tuple[str, ...]] = {
-    "FilmTrust": ("SocialRec/FilmTrust/ratings.txt", "SocialRec/FilmTrust/trust.txt"),
-    "Ciao": ("SocialRec/Ciao/rating.mat", "SocialRec/Ciao/trustnetwork.mat"),
-    "Epinions": ("SocialRec/Epinions/rating.mat", "SocialRec/Epinions/trustnetwork.mat"),
-    "MovieLens100K": ("MovieLens100K/raw/u.data",),
-}
-_ALIASES = {k.lower(): k for k in RATING_DATASETS} | {"ml100k": "MovieLens100K"}
 
 
 @dataclass(frozen=True)
@@ -69,13 +61,6 @@ class RatingData:
             "rating_min": self.rating_min,
             "rating_max": self.rating_max,
         }
-
-
-def resolve_rating_name(name: str) -> str:
-    key = name.lower().replace("-", "").replace("_", "")
-    if key not in _ALIASES:
-        raise ValueError(f"unknown rating dataset {name!r}; known: {', '.join(RATING_DATASETS)}")
-    return _ALIASES[key]
 
 
 def _columns(name: str, root: Path, relpath: str, verify: bool) -> np.ndarray:

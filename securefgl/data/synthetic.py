@@ -24,11 +24,13 @@ import inspect
 import logging
 import math
 import numbers
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch_geometric.data import Data
+
+if TYPE_CHECKING:  # torch is imported by csbm() itself: checking options needs none
+    import torch
+    from torch_geometric.data import Data
 
 __all__ = ["check_csbm_options", "csbm", "edge_homophily"]
 
@@ -143,6 +145,9 @@ def csbm(
     key = key[np.concatenate([key[:1] == key[:1], key[1:] != key[:-1]])]
     lo, hi = key // n, key % n
     directed = np.sort(np.concatenate([lo * n + hi, hi * n + lo]))  # coalesced order
+    import torch
+    from torch_geometric.data import Data
+
     edge_index = torch.from_numpy(np.stack([directed // n, directed % n]))
 
     means = rng.standard_normal((C, num_features), dtype=np.float32) * np.float32(feature_signal)

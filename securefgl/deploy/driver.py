@@ -166,14 +166,15 @@ def run_deployment(
         setup_bytes = transcript.total_bytes()
         progress(event="set up", seconds=setup_seconds, bytes=setup_bytes)
         history = train_rounds(config, algo, stack, transcript, stubs[0].num_classes,
-                               f"{algorithm} seed={seed}", progress=False)  # fmt: skip
+                               f"{algorithm} seed={seed}")  # fmt: skip
         silent = {p: w for ex in federation._made if isinstance(ex, RemoteExecutor)
                   for p, w in ex.why_silent.items()}  # fmt: skip
     final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
     result = RunResult(
         algorithm, seed, algo.federated, final, history, {}, setup_bytes,
         _privacy(stack.privacy(), algo.privacy(), config.protocol.seeded_noise),
-        None, None, setup_seconds, algo.protection(), algo.model_label(),
+        None, None, setup_seconds, algo.protection(), algo.model_label(), algo.model_short(),
+        algo.setting, algo.local_work(),
     )  # fmt: skip
     progress(event="done", final=final)
     return DeployedRun(result, directory, held, time.perf_counter() - t0, silent, transcript)

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch_geometric.data import Data
-from tqdm.auto import tqdm
 
+from protocols.dp.rng import noise_label
 from securefgl.algorithms.base import Algorithm
 from securefgl.algorithms.registry import algorithm_class, check_config, cross_edge_mode
 from securefgl.config import ConfigError, ExperimentConfig
@@ -43,12 +43,13 @@ from securefgl.experiment.graph_world import (
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.federation import Federation
+from securefgl.federation.progress import Progress
 from securefgl.federation.stack import ProtocolStack, build_stack
 
 log = logging.getLogger(__name__)
 
-#: Without a progress bar, a run logs its progress at most this often (seconds), so only
-#: long runs (e.g. FedStruct under CKKS on PubMed, hours per seed) write progress lines.
+#: Without a progress bar, a run writes a progress line this often (seconds; progress
+#: lines: :mod:`securefgl.federation.progress`).
 PROGRESS_LOG_SECONDS = 60.0
 
 
@@ -70,8 +71,8 @@ class SimulationState:
 
 @dataclass
 class RunResult:
-    """One algorithm × seed: final metrics, per-round history (metrics, bytes, seconds),
-    the partition, the privacy spent and how each message family was protected."""
+    """One algorithm × seed. Accuracy and macro-F1 are fractions in [0, 1] (as everywhere in
+    result.json; the printed tables show %)."""
 
     algorithm: str
     seed: int
@@ -86,6 +87,9 @@ class RunResult:
     setup_seconds: float = 0.0  # algo.setup: e.g. FedStruct's Ā build, FedGCN's sums
     protection: dict[str, str] = field(default_factory=dict)  # per message family, as applied
     model: str = ""  # the model as it is (e.g. "MLP on ÂᴸX" for FedGCN)
+    model_short: str = ""  # its short name for the printed table ("MLP")
+    setting: str = "federated"  # or "local" / "central" (securefgl.algorithms.base.SETTINGS)
+    local_work: str = ""  # what a client trains per round ("1 local epoch")
 
     @property
     def seconds(self) -> float:
@@ -97,6 +101,7 @@ class RunResult:
             "algorithm": self.algorithm,
             "seed": self.seed,
             "federated": self.federated,
+            "setting": self.setting,
             "final": self.final,
             "setup_bytes": self.setup_bytes,
             "setup_seconds": self.setup_seconds,
@@ -105,6 +110,8 @@ class RunResult:
             "privacy": self.privacy,
             "protection": self.protection,
             "model": self.model,
+            "model_short": self.model_short,
+            "local_work": self.local_work,
         }
 
 
@@ -116,19 +123,22 @@ class ExperimentResult:
     runs: list[RunResult]
 
     def summary(self) -> list[dict[str, Any]]:
-        """Mean ± std over seeds of each algorithm's final metrics."""
+        """Per algorithm: the mean and std over seeds of its final metrics (fractions), its
+        bytes and seconds, and every privacy guarantee it claims (``guarantees``, ε the mean
+        over seeds; ``epsilon``: the first one's)."""
         rows = []
         for algo in dict.fromkeys(r.algorithm for r in self.runs):
             runs = [r for r in self.runs if r.algorithm == algo]
             row: dict[str, Any] = {
                 "algorithm": algo,
                 "federated": runs[0].federated,
+                "setting": runs[0].setting,
                 "seeds": len(runs),
             }
             for key in ("test_acc", "test_f1", "val_acc", "best_last_test_acc"):
                 if key not in runs[0].final:  # graph tasks: no validation split
                     continue
-                values = np.array([r.final[key] for r in runs]) * 100
+                values = np.array([r.final[key] for r in runs])
                 row[key] = float(values.mean())
                 row[f"{key}_std"] = float(values.std())
             row["bytes"] = float(
@@ -140,16 +150,30 @@ class ExperimentResult:
                     ]
                 )
             )
-            eps = [r.privacy.get("epsilon") for r in runs]
-            row["epsilon"] = None if None in eps else float(np.mean(eps))
-            row["delta"] = runs[0].privacy.get("delta")
-            row["adversary"] = runs[0].privacy.get("adversary")
-            row["private"] = all(r.privacy.get("private", True) for r in runs)
+            row["guarantees"] = _mean_guarantees([r.privacy.get("guarantees", []) for r in runs])
+            first = row["guarantees"][0] if row["guarantees"] else {}
+            row["epsilon"] = first.get("epsilon")
+            row["delta"] = first.get("delta")
+            row["adversary"] = first.get("adversary")
+            row["noise"] = runs[0].privacy.get("noise", noise_label(False, False))
             row["model"] = runs[0].model
+            row["model_short"] = runs[0].model_short
+            row["local_work"] = runs[0].local_work
             row["seconds"] = float(np.mean([r.seconds for r in runs]))
             row["setup_seconds"] = float(np.mean([r.setup_seconds for r in runs]))
             rows.append(row)
         return rows
+
+
+def _mean_guarantees(per_run: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The guarantees of the first run with each ε the mean over the runs (None if a run
+    lacks it)."""
+    out = []
+    for i, claim in enumerate(per_run[0]):
+        eps = [g[i].get("epsilon") if i < len(g) else None for g in per_run]
+        mean = None if None in eps else float(np.mean(eps))
+        out.append({**{k: v for k, v in claim.items() if k != "epsilon"}, "epsilon": mean})
+    return out
 
 
 _GENERATED = ("csbm", "sbm", "synthetic")  # dataset names that mean the CSBM generator
@@ -201,9 +225,12 @@ def draw_world(
     graph.train_mask, graph.val_mask, graph.test_mask = random_split(
         graph.num_nodes, *config.split, seed=split_seed
     )
-    part = partition_graph(
-        graph, config.clients, config.partition, seed=part_seed, cut=config.partition_cut
-    )
+    try:
+        part = partition_graph(
+            graph, config.clients, config.partition, seed=part_seed, cut=config.partition_cut
+        )
+    except ValueError as err:  # the configuration does not fit the data (clients, cut)
+        raise ConfigError(f"partition {config.partition} of {config.dataset}: {err}") from None
     if config.split_scope == "client":  # the fractions inside each client (FedSage+, FedGLS)
         graph.train_mask, graph.val_mask, graph.test_mask = client_split(
             part.assignment, *config.split, seed=split_seed
@@ -259,21 +286,22 @@ def run_single(
             "party_timeout": config.party_timeout, "threads": config.threads,
             "co_host": config.ray_co_host,
         }  # fmt: skip
-    with closing(federation):  # ends remote workers, whatever happens
+    label = f"{algorithm} seed={seed}"
+    with closing(federation), Progress(label, config.rounds, progress, PROGRESS_LOG_SECONDS) as bar:
         algo.setup(federation, graph if algo.needs_global_graph else None)
         setup_seconds = time.perf_counter() - t_setup
-        if not progress and setup_seconds >= PROGRESS_LOG_SECONDS:
-            log.info("%s seed=%d: set-up took %.0f s", algorithm, seed, setup_seconds)
+        if setup_seconds >= PROGRESS_LOG_SECONDS:
+            log.info("%s: set-up took %.0f s", label, setup_seconds)
+        bar.start_rounds()
         transcript = channel.transcript
         setup_bytes = transcript.total_bytes()
         history = train_rounds(
-            config, algo, stack, transcript, int(graph.num_classes), f"{algorithm} seed={seed}",
-            progress, metrics, last,
-        )  # fmt: skip
+            config, algo, stack, transcript, int(graph.num_classes), label, bar, metrics, last
+        )
         final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
         if graph_task:
             final.update(best_of_last(history, last))
-        log.info("%s seed=%d: test acc %.4f", algorithm, seed, final["test_acc"])
+        log.info("%s: test acc %.4f", label, final["test_acc"])
         return RunResult(
             algorithm,
             seed,
@@ -290,6 +318,9 @@ def run_single(
             setup_seconds,
             algo.protection(),
             algo.model_label(),
+            algo.model_short(),
+            algo.setting,
+            algo.local_work(),
         )
 
 
@@ -300,18 +331,17 @@ def train_rounds(
     transcript: Transcript,
     num_classes: int,
     label: str,
-    progress: bool = True,
+    bar: Progress | None = None,
     metrics: Callable[[Any, int], dict[str, float]] = pooled_metrics,
     last: int = 0,
 ) -> list[dict[str, Any]]:
     """The rounds of a set-up ``algo``: per round its loss, wall time and bytes, plus the
     metrics on the evaluation schedule (every ``eval_every`` rounds and the last ``last``,
-    at least one); one row per round. The deployment driver (``securefgl.deploy``) runs
-    the same loop, so both give the same history for the same parties."""
-    last_log = time.perf_counter()
+    at least one); one row per round, each reported to ``bar``. The deployment driver
+    (``securefgl.deploy``) runs the same loop, so both give the same history for the same
+    parties."""
     history: list[dict[str, Any]] = []
-    bar = tqdm(range(config.rounds), desc=label, disable=None if progress else True, leave=False)
-    for r in bar:
+    for r in range(config.rounds):
         start, t0 = len(transcript.entries), time.perf_counter()
         loss = algo.train_round(r)
         row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
@@ -325,26 +355,22 @@ def train_rounds(
             row.update(metrics(algo.predict(), num_classes))
             if "epsilon" in (spent := stack.privacy()):
                 row["epsilon"] = spent["epsilon"]
-            bar.set_postfix(loss=f"{loss:.3f}", test_acc=f"{row['test_acc']:.3f}")
             log.debug("%s round=%d %s", label, r, row)
         history.append(row)
-        if not progress and time.perf_counter() - last_log >= PROGRESS_LOG_SECONDS:
-            last_log = time.perf_counter()
-            spent = sum(h["seconds"] for h in history)
-            log.info(
-                "%s: round %d/%d, loss %.4f, %.0f s in rounds, ~%.0f s to go",
-                label, r + 1, config.rounds, loss, spent,
-                spent / (r + 1) * (config.rounds - r - 1),
-            )  # fmt: skip
+        if bar is not None:
+            bar.step(loss=loss, test_acc=row.get("test_acc"))
     return history
 
 
 def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> dict[str, Any]:
-    """The run's privacy claims; with seeded noise every claim is void and says so."""
+    """The run's privacy claims: every ε under ``guarantees`` (the stack's, then the
+    algorithm's own, e.g. FedStruct's edge DP), and ``noise`` (secret, seeded: every claim
+    void, or none)."""
     out = {**stack, **algorithm}
-    if out:
-        out["noise"] = "seeded from the public experiment seed: NOT PRIVATE" if seeded else "secret"
-        out["private"] = not seeded
+    claims = [*stack.get("guarantees", []), *algorithm.get("guarantees", [])]
+    if claims:
+        out["guarantees"] = claims
+    out["noise"] = noise_label(seeded, bool(claims))
     return out
 
 

@@ -38,6 +38,8 @@ from securefgl.federation.party import SERVER, client_party_id
 SERVER_ADVERSARY = "server"
 OBSERVERS = "model observers"
 LOCAL = "everyone (local DP)"
+#: the unit of the stack's guarantees: one client's model updates, over the whole run
+CLIENT_LEVEL = "client-level (a client's model updates)"
 
 
 @dataclass
@@ -133,12 +135,14 @@ class ProtocolStack:
 
     def privacy(self) -> dict[str, Any]:
         """The headline ``{"epsilon", "delta", "accountant", "adversary", ...}`` and every
-        ledger under ``"guarantees"``; empty without DP or rounds."""
+        ledger under ``"guarantees"`` (each with its ``unit``: client-level, a client's
+        whole contribution); empty without DP or rounds."""
         if not self.ledgers or self.rounds == 0:
             return {}
         guarantees = [
             {
                 **ledger.accountant.report(),
+                "unit": CLIENT_LEVEL,
                 "adversary": ledger.adversary,
                 "sampling": self._sampling_claim(ledger),
                 **({"collusion": ledger.assumes} if ledger.assumes else {}),

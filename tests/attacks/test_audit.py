@@ -99,9 +99,12 @@ def test_audit_grid_rows_and_outputs(tmp_path):
     assert all(r["metric"] == ATTACKS[r["attack"]].metric for r in na)
     dp = [r for r in rows if r["attack"] == "dp_audit" and r["value"] is not None]
     assert dp and all(np.isfinite(r["epsilon"]) for r in dp)
-    out = save_audit(rows, tmp_path, "grid")
-    assert json.loads(out["json"].read_text()) == json.loads(json.dumps(rows))
-    assert json.loads(out["meta"].read_text()) == {}
+    out = save_audit(rows, tmp_path / "grid", config=base)
+    saved = json.loads(out["json"].read_text())
+    assert saved["rows"] == json.loads(json.dumps(rows)) and saved["settings"] == {}
+    assert saved["provenance"]["config"]["protocol"]["dp_noise"] == 2.0
+    assert saved["units"]["accuracy"].startswith("fraction")
+    assert out["json"] == tmp_path / "grid" / "result.json"
     assert "n/a [1]" in out["md"].read_text() and out["png"].stat().st_size > 0
 
 
@@ -146,7 +149,7 @@ def test_rows_carry_baselines_and_what_each_epsilon_covers(tmp_path):
     assert covers["fedstruct", "edgerand:2"].startswith("Ā and structural NSFs")
     assert "feature branch" in covers["fedstruct", "edgerand:2"]
     assert covers["fedavg", "clip_noise"].startswith("released model updates (client-level")
-    md = save_audit(rows, tmp_path, "grid")["md"].read_text()
+    md = save_audit(rows, tmp_path / "grid")["md"].read_text()
     assert "| baseline | advantage | leaks |" in md and "ε covers" in md
     assert "Ā and structural NSFs" in md and "released model updates" in md
 
@@ -167,5 +170,37 @@ def test_a_refuted_claim_is_flagged_in_rows_table_and_exit_code(monkeypatch, tmp
     assert main(argv) == 0  # reported, not fatal by default ...
     assert main([*argv, "--strict"]) == 3  # ... but fatal with --strict
     assert "refuted" in capsys.readouterr().err
-    rows = json.loads((tmp_path / "audit_csbm.json").read_text())
+    rows = json.loads((tmp_path / "audit_csbm" / "result.json").read_text())["rows"]
     assert violations(rows) and "above the claimed ε" in markdown_table(rows)
+
+
+def test_gpfl_property_ldp_is_the_rows_epsilon():
+    """GPFL's property LDP is a guarantee of the run: its rows carry that ε (not "–")."""
+    from tests.attacks.test_gpfl_inference import config
+
+    base = config(property_epsilon=1.0)
+    audit = AuditConfig(base=base, algorithms=["gpfl"], protocols=["plain"],
+                        attacks=["property_inference"])  # fmt: skip
+    rows = run_audit(audit, progress=False)
+    assert rows and all(r["epsilon"] is not None and r["epsilon"] > 0 for r in rows)
+    assert rows[0]["epsilon_unit"].startswith("graph properties")
+
+
+def test_the_audit_command_writes_one_folder_per_run(tmp_path, capsys):
+    argv = ["audit", "--csbm", '{"num_nodes": 120}', "--clients", "3", "--rounds", "1",
+            "--algorithms", "fedavg", "--protocols", "plain", "--attacks", "link_stealing",
+            "--output-dir", str(tmp_path), "--name", "grid", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid"]
+    saved = json.loads((tmp_path / "grid" / "result.json").read_text())
+    assert {"rows", "settings", "units", "provenance"} <= set(saved)
+    assert (tmp_path / "grid" / "result.md").exists()
+
+
+def test_audit_help_shows_its_own_defaults(capsys):
+    from attacks.audit import DEFAULT_PROTOCOLS
+
+    assert main(["audit", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"(default: {';'.join(DEFAULT_PROTOCOLS)})" in out
+    assert "(default: central,fedavg)" in out

@@ -74,3 +74,13 @@ def test_link_stealing_headline_pools_the_graph_clients_only(graph):
     result = link_stealing(run(graph, [], rounds=2))
     assert result.details["deployments"] == {"graph": 2, "graphless": 2}
     assert "auc_graphless" in result.metrics
+
+
+def test_dense_features_make_the_support_attack_not_applicable_with_a_reason():
+    """A plain CSBM graph: every feature is non-zero on every node, so every client has every
+    feature and the support AUC has no negatives: the row says why, not "undefined"."""
+    dense = tiny_graph(n=120, features=8)
+    dense.x = dense.x + 1.0  # no zero anywhere
+    result = update_feature_support(run(dense, [], rounds=1))
+    assert not result.applicable
+    assert "every feature occurs on every client" in result.reason

@@ -49,12 +49,12 @@ def test_update_noise_is_not_a_function_of_what_a_run_publishes(protocol):
         protocol={"stack": protocol, "dp_noise": 0.5},
     )
     (a, b), (pub_a, pub_b) = _twice(cfg, "fedavg")
-    assert a.to_dict()["seed"] == b.to_dict()["seed"] and a.privacy["private"]
+    assert a.to_dict()["seed"] == b.to_dict()["seed"] and a.privacy["noise"] == "secret"
     assert pub_a == pub_b  # the same public record ...
     assert not np.allclose(_server_params(a), _server_params(b))  # ... and other noise
     (c, d), _ = _twice(cfg.replace(protocol={"seeded_noise": True}), "fedavg")
     np.testing.assert_array_equal(_server_params(c), _server_params(d))
-    assert c.privacy["private"] is False and "NOT PRIVATE" in c.privacy["noise"]
+    assert c.privacy["noise"] == "seeded (NOT PRIVATE)" and "private" not in c.privacy
 
 
 def test_poisson_participation_is_each_clients_secret_coin():

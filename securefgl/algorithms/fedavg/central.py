@@ -1,7 +1,7 @@
 """Central training on the global graph: the upper bound. NOT federated.
 
 It sees every node, feature and edge, so it exists only as a reference point; results
-carry ``federated: false``.
+carry ``setting: central`` (``federated: false``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from securefgl.models import build_model
 
 class Central(Algorithm):
     name = "central"
-    federated = False
+    setting = "central"
     needs_global_graph = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:

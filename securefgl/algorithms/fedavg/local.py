@@ -16,6 +16,7 @@ from securefgl.models import build_model
 
 class Local(Algorithm):
     name = "local"
+    setting = "local"
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

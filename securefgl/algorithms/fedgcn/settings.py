@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.registry import SECURE_SUMS
+from protocols.names import SECURE_SUM_NAMES as SECURE_SUMS
 
 SUM_MODES = tuple(SECURE_SUMS)
 NORMS = ("sym", "rw")
@@ -57,6 +57,17 @@ class FedGCNSettings:
             raise ValueError(f"min_senders must be an int >= 1, got {self.min_senders!r}")
         if self.min_senders < 1:
             raise ValueError(f"min_senders must be >= 1, got {self.min_senders}")
+
+    def check(self, config: Any) -> None:
+        """Secure sums need at least two clients to sum over (run when the configuration is
+        built)."""
+        mode = self.sum_mode or config.protocol.secure_sum_mode()
+        ours = {"fedgcn", "fedgcn-1hop"} & set(config.algorithms)
+        if ours and mode != "plain" and config.clients < 2:
+            raise ValueError(
+                f"sum_mode = {mode!r} needs at least 2 clients (a secure sum over one client "
+                "is that client's own value): raise clients, or use sum_mode = 'plain'"
+            )
 
     def replace(self, **changes: Any) -> FedGCNSettings:
         return dataclasses.replace(self, **changes)

@@ -114,6 +114,7 @@ class LocalGNNk(Algorithm):
     """No communication: each client's GCN on Â, or on its feature kNN if graphless."""
 
     name = "local-gnnk"
+    setting = "local"
 
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:

@@ -195,3 +195,6 @@ class FedProto(FedAvg):
 
     def model_label(self) -> str:
         return "own GCN per graph client, own MLP per graphless client (prototypes shared)"
+
+    def model_short(self) -> str:
+        return "own GCN/MLP"

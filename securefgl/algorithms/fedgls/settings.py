@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from securefgl.data.datasets import resolve_name
+from securefgl.data.catalog import resolve_name
 
 SPLITS = ("A", "C")
 KD_REDUCTIONS = ("sum", "batchmean")

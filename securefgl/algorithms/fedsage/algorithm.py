@@ -60,6 +60,7 @@ class FedSage(EdgeFGL):
 class FedSagePlus(FedSage):
     name = "fedsage+"
     generator = True
+    repairs_cross_edges = True
 
     def before_training(self) -> None:
         ids, ex = list(self.clients), self.executor

@@ -241,10 +241,13 @@ class FedStruct(FedAvg):
         dp = self.settings.edge_privacy
         if dp is None:
             return {}
+        claim = {"epsilon": dp.epsilon, "delta": 0.0, "unit": f"edge-level ({dp.mechanism})",
+                 "adversary": "everyone", "covers": EDGE_DP_COVERS}  # fmt: skip
         return {
             "edge_dp": dp.mechanism,
             "edge_epsilon": dp.epsilon,
             "edge_dp_covers": EDGE_DP_COVERS,
+            "guarantees": [claim],
         }
 
     def _build_abar(self, ids: list[str]) -> None:

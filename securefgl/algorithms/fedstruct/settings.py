@@ -22,14 +22,14 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import scipy.sparse as sp
+from protocols.names import SECURE_SUM_NAMES as SECURE_SUMS
+from securefgl.data.catalog import resolve_name
 
-from protocols.dp.graph_dp import edge_rand, lap_graph
-from protocols.registry import SECURE_SUMS
-from securefgl.data.datasets import resolve_name
+if TYPE_CHECKING:
+    import numpy as np
+    import scipy.sparse as sp
 
 __all__ = [
     "GENERIC",
@@ -69,6 +69,8 @@ class EdgeDP:
     def perturb(
         self, block: sp.csr_matrix, symmetric: bool, rng: np.random.Generator
     ) -> sp.csr_matrix:
+        from protocols.dp.graph_dp import edge_rand, lap_graph
+
         if self.mechanism == "lapgraph":
             return lap_graph(block, self.epsilon, symmetric=symmetric, rng=rng)
         return edge_rand(block, self.epsilon, symmetric=symmetric, preserve_sparsity=True, rng=rng)
@@ -253,8 +255,14 @@ class FedStructSettings:
         return self.replace(**{k: v for k, v in given.items() if getattr(self, k) is None})
 
     def check(self, config: Any) -> None:
-        """The section resolves for ``config`` (run when the configuration is built)."""
-        self.resolve(config)
+        """The section resolves for ``config`` and its secure sums have at least two
+        clients to sum over (run when the configuration is built)."""
+        mode = self.resolve(config).sum_mode
+        if "fedstruct" in config.algorithms and mode != "plain" and config.clients < 2:
+            raise ValueError(
+                f"sum_mode = {mode!r} needs at least 2 clients (a secure sum over one client "
+                "is that client's own value): raise clients, or use sum_mode = 'plain'"
+            )
 
     @classmethod
     def of(cls, config: Any) -> FedStructSettings:

@@ -164,13 +164,14 @@ class GPFL(GraphAlgorithm):
     def privacy(self) -> dict[str, Any]:
         if self.s.property_epsilon is None:
             return {}
-        return {
+        claim = {
             "epsilon": self.accountant.epsilon(),
             "delta": 0.0,
             "adversary": "everyone (local DP on the graph-property release only)",
             "accountant": self.accountant.kind,
-            "property_unit": self.s.property_unit,
+            "unit": f"graph properties ({self.s.property_unit}; local DP)",
         }
+        return {**claim, "property_unit": self.s.property_unit, "guarantees": [claim]}
 
     def protection(self) -> dict[str, str]:
         s = self.s

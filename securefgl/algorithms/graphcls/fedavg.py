@@ -55,6 +55,7 @@ PLAIN_AVERAGE = ("sgd", 1.0, 0.0)  # the server step that turns the mean delta i
 
 class SelfTrain(GraphAlgorithm):
     name = "self-train"
+    setting = "local"
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import torch
 
+from protocols.dp.rng import NOISE_NONE
 from securefgl.algorithms.recommendation import fesog
 from securefgl.algorithms.recommendation.segment import expanded, segment_sum
 from securefgl.algorithms.recommendation.trainer import RecResult, rmse_detail
@@ -42,7 +43,7 @@ def train_central(
     params = {k: v.requires_grad_(True) for k, v in state.items()}
     opt = torch.optim.Adam(params.values(), lr=lr, weight_decay=weight_decay)
     active = views.active_users()
-    t0 = time.perf_counter()
+    t0, stopped = time.perf_counter(), "rounds"
     best, detail, bad, history, ep = np.inf, {}, 0, [], 0
     mu = float(views.train.val.mean())
     warm = views.warm_items()
@@ -81,8 +82,10 @@ def train_central(
         else:
             bad += 1
             if bad > patience:
+                stopped = "patience"
                 break
         if time_budget_s and time.perf_counter() - t0 > time_budget_s:
+            stopped = "time budget"
             break
     secs = time.perf_counter() - t0
     cfg = {
@@ -102,7 +105,8 @@ def train_central(
         ep + 1,
         secs,
         secs / max(ep + 1, 1),
-        {"mode": "none (not federated)"},
+        {"mode": "none (not federated)", "noise": NOISE_NONE},
         history,
         detail,
+        stopped,
     )

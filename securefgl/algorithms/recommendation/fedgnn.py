@@ -51,13 +51,12 @@ from securefgl.algorithms.recommendation.segment import (
     segment_softmax,
     segment_sum,
 )
+from securefgl.algorithms.recommendation.settings import ARCHS, LOSSES, OFFSETS
 from securefgl.algorithms.recommendation.uploads import Uploads
 from securefgl.data.rating_views import ClientViews
 
 LEAKY = 0.1
 MODEL_KEYS = ("W_1", "a_1", "W_2", "a_2")
-ARCHS = ("two-level", "star")
-LOSSES = ("rmse", "mse", "sse")
 
 
 def model_keys(arch: str) -> tuple[str, ...]:
@@ -76,8 +75,6 @@ class FedGNNConfig:
     arch: str = "two-level"  # or "star" (the paper's local graph)
     loss: str = "rmse"  # per-user RMSE (FeSoG's), or the paper's MSE
 
-
-OFFSETS = ("none", "user-mean")
 
 
 def user_offsets(views: ClientViews, users: np.ndarray, offset: str) -> torch.Tensor:

@@ -15,38 +15,16 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 
 from protocols.dp.accounting import PureDPAccountant
-from protocols.dp.ldp import LaplaceLDP, fedgnn_epsilon
 from securefgl.algorithms.recommendation.segment import segment_mean
+from securefgl.algorithms.recommendation.settings import LDPConfig
 from securefgl.algorithms.recommendation.uploads import Uploads
-
-Mode = Literal["none", "heuristic", "laplace"]
-
-
-@dataclass(frozen=True)
-class LDPConfig:
-    """``clip`` = δ (L∞ clip bound); ``lam`` = λ (heuristic factor, or Laplace scale)."""
-
-    mode: Mode = "none"
-    clip: float = 0.3
-    lam: float = 0.1
-    per: Literal["coordinate", "vector"] = "coordinate"
-
-    def mechanism(self) -> LaplaceLDP:
-        """The formal mechanism: ε_coordinate = 2δ/λ (FedGNN) unless ``per='vector'``."""
-        return LaplaceLDP(clip=self.clip, epsilon=fedgnn_epsilon(self.clip, self.lam), per=self.per)
-
-    @property
-    def paper_epsilon(self) -> float | None:
-        """FedGNN's reported per-coordinate ε = 2δ/λ (``None`` for the heuristic)."""
-        return fedgnn_epsilon(self.clip, self.lam) if self.mode == "laplace" else None
 
 
 def _laplace(shape: torch.Size, scale: torch.Tensor, gen: torch.Generator | None) -> torch.Tensor:

@@ -42,9 +42,11 @@ def rating_views(config: ExperimentConfig, seed: int) -> tuple[Any, ClientViews]
 
 
 def run_recommendation(
-    config: ExperimentConfig, reports: Sequence[Report] = (), checkpoint: str | Path | None = None
-) -> list[dict[str, Any]]:
-    """Every algorithm × seed of ``config``; one result dict per run."""
+    config: ExperimentConfig, reports: Sequence[Report] = (),
+    checkpoint: str | Path | None = None, progress: bool = False,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Every algorithm × seed of ``config``; one result dict per run. ``progress``: a bar on
+    a terminal, else a progress line a minute (:mod:`securefgl.federation.progress`)."""
     if checkpoint is not None and (len(config.seeds) > 1 or len(config.algorithms) > 1):
         raise ConfigError("a checkpoint holds one run: give one algorithm and one seed")
     if config.executor == "ray":  # before any data is loaded
@@ -63,12 +65,13 @@ def run_recommendation(
             else:
                 cfg = RecConfig.from_experiment(config, method, seed)
                 with FedRecTrainer(views, cfg) as trainer:
-                    res = trainer.run(checkpoint=checkpoint)
+                    res = trainer.run(checkpoint=checkpoint, progress=progress)
                     for report in reports:
                         row.update(report(trainer, views, cfg.aggregation))
             row |= {
                 "test_rmse": res.test_rmse, "test_mae": res.test_mae, "val_rmse": res.val_rmse,
-                "rounds": res.rounds, "seconds": res.seconds, "privacy": res.privacy,
+                "rounds": res.rounds, "seconds": res.seconds, "stopped": res.stopped,
+                "privacy": res.privacy, "settings": res.config,
             }  # fmt: skip
             out.append(row)
     return out

@@ -8,18 +8,47 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from protocols.identity import HONEST_BUT_CURIOUS
-from protocols.registry import TRANSPORTS
-from securefgl.algorithms.recommendation.fedgnn import ARCHS, LOSSES, OFFSETS
-from securefgl.algorithms.recommendation.ldp import LDPConfig
+from protocols.names import HONEST_BUT_CURIOUS
+from protocols.names import TRANSPORT_NAMES as TRANSPORTS
 from securefgl.config import ConfigError
+
+if TYPE_CHECKING:
+    from protocols.dp.ldp import LaplaceLDP
 
 Method = Literal["fesog", "fedgnn"]
 LDP_MODES = ("none", "heuristic", "laplace")
 SPLITS = ("per-user", "u1", "u2", "u3", "u4", "u5", "ua", "ub")
 VARIANTS = ("raw", "fesog")
+ARCHS = ("two-level", "star")  # FedGNN's local graph: ours, or the paper's star
+LOSSES = ("rmse", "mse", "sse")
+OFFSETS = ("none", "user-mean")
+
+Mode = Literal["none", "heuristic", "laplace"]
+
+
+@dataclass(frozen=True)
+class LDPConfig:
+    """``clip`` = δ (L∞ clip bound); ``lam`` = λ (heuristic factor, or Laplace scale)."""
+
+    mode: Mode = "none"
+    clip: float = 0.3
+    lam: float = 0.1
+    per: Literal["coordinate", "vector"] = "coordinate"
+
+    def mechanism(self) -> LaplaceLDP:
+        """The formal mechanism: ε_coordinate = 2δ/λ (FedGNN) unless ``per='vector'``."""
+        from protocols.dp.ldp import LaplaceLDP, fedgnn_epsilon
+
+        return LaplaceLDP(clip=self.clip, epsilon=fedgnn_epsilon(self.clip, self.lam), per=self.per)
+
+    @property
+    def paper_epsilon(self) -> float | None:
+        """FedGNN's reported per-coordinate ε = 2δ/λ (``None`` for the heuristic)."""
+        from protocols.dp.ldp import fedgnn_epsilon
+
+        return fedgnn_epsilon(self.clip, self.lam) if self.mode == "laplace" else None
 
 
 def aggregating(aggregation: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from protocols.dp.rng import noise_label
 from securefgl.algorithms.recommendation.aggregation import (
     ServerView,
     aggregate_uploads,
@@ -47,6 +48,7 @@ from securefgl.data.datasets import private_dir
 from securefgl.data.rating_views import ClientViews
 from securefgl.federation import SERVER, Call, Executor, LocalExecutor, PartyError, Target
 from securefgl.federation.channel import Channel
+from securefgl.federation.progress import Progress
 from securefgl.federation.transcript import Transcript
 
 __all__ = ["FedRecTrainer", "Method", "RecConfig", "RecResult"]
@@ -86,6 +88,7 @@ class RecResult:
     privacy: dict
     history: list[dict]
     detail: dict = field(default_factory=dict)  # test metrics split by warm / cold items
+    stopped: str = "rounds"  # what ended the run: rounds, patience or time budget
 
 
 class FedRecTrainer:
@@ -299,10 +302,15 @@ class FedRecTrainer:
         )  # fmt: skip
         return progress
 
-    def run(self, checkpoint: str | Path | None = None, checkpoint_every: int = 10) -> RecResult:
-        """Train until patience, ``rounds`` or the time budget. ``checkpoint``: a directory
-        where the run saves itself every ``checkpoint_every`` evaluations and from which it
-        resumes if it holds a checkpoint of the same configuration."""
+    def run(
+        self, checkpoint: str | Path | None = None, checkpoint_every: int = 10,
+        progress: bool = False,
+    ) -> RecResult:  # fmt: skip
+        """Train until patience, ``rounds`` or the time budget (checked after every round).
+        ``checkpoint``: a directory where the run saves itself every ``checkpoint_every``
+        evaluations and from which it resumes if it holds a checkpoint of the same
+        configuration. ``progress``: a bar on a terminal (else a progress line a minute,
+        :mod:`securefgl.federation.progress`)."""
         cfg = self.cfg
         best, detail, bad, history, start, before = np.inf, {}, 0, [], 0, 0.0
         saved = None if checkpoint is None else self.resume(checkpoint)
@@ -310,37 +318,42 @@ class FedRecTrainer:
             best, bad, history = saved["best"], saved["bad"], saved["history"]
             detail, start, before = saved["detail"], saved["round"], saved["seconds"]
         t0 = time.perf_counter() - before
-        r = start - 1
-        for r in range(start, cfg.rounds):
-            t = time.perf_counter()
-            view = self.round(r)
-            self.round_seconds.append(time.perf_counter() - t)
-            if (r + 1) % cfg.eval_every == 0:
-                val = self.evaluate("val")
-                if val[0] < best:
-                    best, bad = val[0], 0
-                    detail = self.evaluate_detail("test")
-                else:
-                    bad += 1
-                history.append(
-                    {
-                        "round": r + 1,
-                        "val_rmse": val[0],
-                        "val_mae": val[1],
-                        "train_loss": view.extra["train_loss"],
-                    }
-                )
-                logger.info("round %d val rmse %.4f mae %.4f", r + 1, *val)
-                if bad > cfg.patience:
-                    break
+        r, stopped = start - 1, "rounds"
+        label = f"{cfg.method} seed={cfg.seed}"
+        with Progress(label, cfg.rounds, progress, cap=True) as bar:
+            for r in range(start, cfg.rounds):
+                t = time.perf_counter()
+                view = self.round(r)
+                self.round_seconds.append(time.perf_counter() - t)
+                if (r + 1) % cfg.eval_every == 0:
+                    val = self.evaluate("val")
+                    if val[0] < best:
+                        best, bad = val[0], 0
+                        detail = self.evaluate_detail("test")
+                    else:
+                        bad += 1
+                    history.append(
+                        {
+                            "round": r + 1,
+                            "val_rmse": val[0],
+                            "val_mae": val[1],
+                            "train_loss": view.extra["train_loss"],
+                        }
+                    )
+                    logger.info("round %d val rmse %.4f mae %.4f", r + 1, *val)
+                    if bad > cfg.patience:
+                        stopped = "patience"
+                        break
+                    if checkpoint is not None and len(history) % checkpoint_every == 0:
+                        progress_record = {"round": r + 1, "best": float(best), "bad": bad,
+                                           "history": history, "detail": detail,
+                                           "seconds": time.perf_counter() - t0}  # fmt: skip
+                        self.save_checkpoint(checkpoint, progress_record)
+                bar.step(best_val_rmse=None if not np.isfinite(best) else float(best))
                 if cfg.time_budget_s and time.perf_counter() - t0 > cfg.time_budget_s:
                     logger.info("time budget reached at round %d", r + 1)
+                    stopped = "time budget"
                     break
-                if checkpoint is not None and len(history) % checkpoint_every == 0:
-                    progress = {"round": r + 1, "best": float(best), "bad": bad,
-                                "history": history, "detail": detail,
-                                "seconds": time.perf_counter() - t0}  # fmt: skip
-                    self.save_checkpoint(checkpoint, progress)
         if not np.isfinite(best):
             best = self.evaluate("val")[0]
             detail = self.evaluate_detail("test")
@@ -349,14 +362,20 @@ class FedRecTrainer:
         if lost:  # their users dropped out: metrics cover the surviving users only
             logger.warning("user groups %s went silent; metrics cover the others", lost)
             detail = {**detail, "silent_user_groups": lost}
+        spent = self.ledger.summary()
+        claims = []
+        if cfg.ldp.mode == "laplace" and self.ledger.guaranteed:  # none / heuristic: no claim
+            claims.append({"epsilon": spent["epsilon_max_user"], "delta": 0.0,
+                           "unit": "user-level (a user's uploads; local DP, the worst user)",
+                           "adversary": "everyone (local DP)"})  # fmt: skip
         privacy = {
             "mode": cfg.ldp.mode,
             "clip": cfg.ldp.clip,
             "lam": cfg.ldp.lam,
             "paper_epsilon_per_coordinate": cfg.ldp.paper_epsilon,
-            **self.ledger.summary(),
-            "noise": "seeded from the public seed: NOT PRIVATE" if cfg.seeded_noise else "secret",
-            "private": not cfg.seeded_noise,
+            **spent,
+            "guarantees": claims,
+            "noise": noise_label(cfg.seeded_noise, cfg.ldp.mode != "none" or cfg.pseudo_items > 0),
         }
         return RecResult(
             cfg.to_dict(),
@@ -369,4 +388,5 @@ class FedRecTrainer:
             privacy,
             history,
             detail,
+            stopped,
         )

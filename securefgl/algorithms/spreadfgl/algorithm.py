@@ -55,6 +55,7 @@ class SpreadFGLFamily(EdgeFGL):
 
     name = "fedgl"
     impute: ClassVar[bool] = True
+    repairs_cross_edges = True  # its imputation links nodes across clients
     default_trace: ClassVar[float] = 0.0
 
     @property
@@ -127,9 +128,13 @@ class SpreadFGLFamily(EdgeFGL):
         out = super().privacy()
         h = self.h_guarantee()
         out.update(h)
-        if "epsilon" not in out and h.get("h_epsilon") is not None:
-            out.update({"epsilon": h["h_epsilon"], "delta": h.get("h_delta"),
-                        "accountant": h.get("h_accountant"), "adversary": H_ADVERSARY})  # fmt: skip
+        if h.get("h_epsilon") is not None:
+            claim = {"epsilon": h["h_epsilon"], "delta": h.get("h_delta"),
+                     "accountant": h.get("h_accountant"), "unit": h["h_unit"],
+                     "adversary": H_ADVERSARY}  # fmt: skip
+            out["guarantees"] = [*out.get("guarantees", []), claim]
+            if "epsilon" not in out:
+                out.update({k: claim[k] for k in ("epsilon", "delta", "accountant", "adversary")})
         return out
 
     def protection(self) -> dict[str, str]:
@@ -162,12 +167,14 @@ class FedAvgFusion(SpreadFGLFamily):
 
     name = "fedavg-fusion"
     impute = False
+    repairs_cross_edges = False
 
 
 class LocalFGL(Algorithm):
     """SpreadFGL's LocalFGL baseline: each client's classifier alone, no message (§IV-A)."""
 
     name = "localfgl"
+    setting = "local"
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         train = asdict(local_training(self.config, 0.0))
@@ -184,6 +191,10 @@ class LocalFGL(Algorithm):
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(list(self.clients), EdgeClient.predict)
+
+    def local_work(self) -> str:
+        n = local_training(self.config, 0.0).steps
+        return f"{n} local Adam step{'s' * (n != 1)}"
 
     def model_label(self) -> str:
         return "GraphSAGE-GCN (2 layers), local"

@@ -160,7 +160,7 @@ def test_root_from_environment(tmp_path, monkeypatch, no_download):
     assert rows["Photo"]["path"] == str(root / "Amazon" / "Photo" / "raw")
     assert not rows["Cora"]["present"] and not rows["Cora"]["cached"]
     assert rows["csbm"]["present"]
-    assert {r["name"] for r in available_datasets()} == {
+    assert {r["name"] for r in available_datasets() if r["task"] == "node"} == {
         "Cora",
         "CiteSeer",
         "PubMed",
@@ -171,6 +171,12 @@ def test_root_from_environment(tmp_path, monkeypatch, no_download):
         "squirrel",
         "csbm",
     }
+    names = {task: {r["name"] for r in rows.values() if r["task"] == task}
+             for task in ("graph", "recommendation")}  # fmt: skip
+    assert names["graph"] == {"NCI1", "PROTEINS", "MUTAG", "ENZYMES", "IMDB-BINARY",
+                              "synthetic-graphs"}  # fmt: skip
+    assert names["recommendation"] == {"FilmTrust", "Ciao", "Epinions", "MovieLens100K"}
+    assert not rows["FilmTrust"]["present"] and rows["synthetic-graphs"]["present"]
 
 
 def test_changed_root_file_is_recopied(tmp_path, isolated_cache, no_download):

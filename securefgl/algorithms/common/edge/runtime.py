@@ -56,6 +56,10 @@ class EdgeFGL(Algorithm):
     def training(self) -> LocalTraining:
         """How the clients train."""
 
+    def local_work(self) -> str:
+        n = self.training().steps
+        return f"{n} local Adam step{'s' * (n != 1)}"
+
     def num_servers(self) -> int:
         return int(self.config.edge_servers) if self.multi_server else 1
 

@@ -95,6 +95,12 @@ def test_cli_recommend_on_filmtrust(capsys: pytest.CaptureFixture[str], tmp_path
     assert code == 0 and out["method"] == "fesog" and out["rounds"] == 40
     assert out["dataset"]["users"] == 740 and np.isfinite(out["test_rmse"])
     assert out["attack"]["view"] == "per-user uploads" and out["privacy"]["mode"] == "heuristic"
+    # like securefgl run: result.md, units, provenance; the heuristic LDP claims no ε
+    assert saved["units"]["rmse"] and saved["provenance"]["packages"]["torch"]
+    assert out["privacy"]["guarantees"] == [] and out["privacy"]["noise"] == "secret"
+    assert out["settings"]["ldp"]["clip"] == 0.3  # the resolved default
+    md = (tmp_path / "ft" / "result.md").read_text()
+    assert md.startswith("# FilmTrust") and "| fesog | 0 |" in md
 
 
 @pytest.mark.parametrize("method", ["fesog", "fedgnn"])
@@ -205,3 +211,25 @@ def test_a_batch_without_social_links_uploads_zero_social_gradients(method: str)
         state = fedgnn.init_fedgnn(lonely.n_users, lonely.n_items, 8, gen)
         up = fedgnn.local_gradients(state, lonely, users, fedgnn.FedGNNConfig(8, 2), None, rng)[0]
     assert all(torch.isfinite(g).all() for g in up.model.values())
+
+
+def test_the_time_budget_is_checked_every_round(views: ClientViews) -> None:
+    """A budget far below one evaluation period still stops the run: it is checked after
+    every round, not only when the run evaluates."""
+    cfg = RecConfig(method="fesog", rounds=400, eval_every=400, users_per_round=32,
+                    time_budget_s=0.2)  # fmt: skip
+    with FedRecTrainer(views, cfg) as trainer:
+        res = trainer.run()
+    assert res.stopped == "time budget" and res.rounds < 400
+    assert np.isfinite(res.test_rmse)  # evaluated once at the end
+
+
+def test_recommendation_privacy_claims_only_a_guarantee(views: ClientViews) -> None:
+    for mode, claims in (("laplace", 1), ("heuristic", 0), ("none", 0)):
+        cfg = RecConfig(method="fedgnn", rounds=2, eval_every=2, users_per_round=16,
+                        ldp=LDPConfig(mode, 0.3, 0.1))  # fmt: skip
+        with FedRecTrainer(views, cfg) as trainer:
+            privacy = trainer.run().privacy
+        assert len(privacy["guarantees"]) == claims and "private" not in privacy
+        if claims:
+            assert privacy["guarantees"][0]["epsilon"] == privacy["epsilon_max_user"] > 0

@@ -34,8 +34,12 @@ def test_run_writes_json_and_markdown(tmp_path, capsys):
     assert len(result["runs"]) == 6 and result["config"]["seeds"] == [0, 1]
     central = next(r for r in result["summary"] if r["algorithm"] == "central")
     assert central["federated"] is False
+    local = next(r for r in result["summary"] if r["algorithm"] == "local")
+    assert local["federated"] is False and local["setting"] == "local"
     md = (tmp_path / "smoke" / "result.md").read_text()
-    assert "| fedavg | GCN | yes |" in md and "no (upper bound)" in md
+    assert "| fedavg | GCN | yes |" in md and "| local | GCN | no (each client alone) |" in md
+    assert "| central | GCN | no (upper bound: one model on the whole graph) |" in md
+    assert " ± " in md  # two seeds: mean ± std
     assert "fedavg" in capsys.readouterr().out
 
 
@@ -74,7 +78,7 @@ def test_config_error_exit_code(tmp_path, capsys):
 
 
 def test_flags_are_grouped_with_help_and_choices(capsys):
-    assert main(["run", "--help"]) == 0
+    assert main(["run", "--help-all"]) == 0
     out = capsys.readouterr().out
     for heading in ("data:", "federation:", "protocol stack:", "training:", "FedStruct", "FedGCN"):
         assert heading in out
@@ -87,7 +91,10 @@ def test_audit_comes_from_the_attacks_plugin(capsys):
     assert "link_stealing" in capsys.readouterr().out
 
 
-def test_datasets_command_lists_generated_and_missing(tmp_path, capsys):
+def test_datasets_command_lists_every_task(tmp_path, capsys):
     assert main(["datasets", "--data-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Cora" in out and "missing" in out
+    for task, name in (("graph classification", "PROTEINS"), ("recommendation", "FilmTrust")):
+        assert task in out and name in out
+    assert "synthetic-graphs" in out and "generated" in out
