@@ -1,7 +1,8 @@
 # Quick start: `make demo` (main job on a generated graph) and `make test`.
 # Each creates .venv if missing and installs, at the exact versions of constraints.txt (the
 # lock), torch==2.13.0 (CPU build, installed first so nothing pulls a CUDA build), then the
-# package with its extras: dev (pytest, ruff), docs (mkdocs), plots (matplotlib), ray.
+# package with its extras: dev (pytest, ruff), docs (mkdocs), plots (matplotlib), ray,
+# flower (Flower: parties across organisations; its processes get telemetry switched off).
 # `make lock` regenerates constraints.txt from a fresh install of the newest releases that
 # pyproject.toml allows (tests/test_lock.py checks the two agree).
 PY ?= python3
@@ -9,11 +10,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCK := constraints.txt
-EXTRAS := dev,docs,plots,ray
+EXTRAS := dev,docs,plots,ray,flower
 TORCH := torch==2.13.0
 PIP := $(BIN)/python -m pip install -q -c $(LOCK)
+export FLWR_TELEMETRY_ENABLED := 0
+export FLWR_DISABLE_UPDATE_CHECK := 1
 
-.PHONY: demo test lint install baselines docs lock clean
+.PHONY: demo test test-deploy lint install baselines docs lock clean
 
 # --no-build-isolation: the package is built with the locked setuptools, not the newest one
 $(STAMP): pyproject.toml $(LOCK)
@@ -33,6 +36,11 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 	$(BIN)/ruff check .
 	$(MAKE) --no-print-directory docs
+
+# Flower's deployment engine end to end on loopback: a SuperLink, TLS, one SuperNode per
+# party, a node killed mid-round, refused credentials (minutes; docs/deployment.md).
+test-deploy: $(STAMP)
+	SECUREFGL_DEPLOYMENT_TESTS=1 $(BIN)/python -m pytest -q tests/securefgl/deploy
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -37,7 +37,7 @@ MAX_LINES = 600
 FLOORS: dict[str, list[tuple[str, ...]]] = {
     "securefgl": [
         ("data", "models"), ("config", "extras"), ("federation",), ("algorithms",),
-        ("experiment",), ("cli",),
+        ("experiment",), ("deploy",), ("cli",),
     ],
     "securefgl.algorithms": [("base",), ("common",), ("fedavg",), ("*",), ("registry",)],
 }  # fmt: skip

@@ -38,6 +38,7 @@ from typing import Any
 from securefgl.config import ConfigError
 from securefgl.config.flags import add_config_flags, config_from_args
 from securefgl.data.integrity import DatasetError
+from securefgl.deploy.cli import register_commands as deployment_commands
 
 __all__ = ["add_config_flags", "build_parser", "config_from_args", "main", "report_error"]
 
@@ -236,6 +237,7 @@ def build_parser(plugins: Sequence[ModuleType] = ()) -> tuple[argparse.ArgumentP
         "run": _cmd_run,
         "datasets": _cmd_datasets,
         "recommend": lambda args: _cmd_recommend(args, _recommend_reports(plugins)),
+        **deployment_commands(sub),  # securefgl party, securefgl deploy
     }
     for plugin in plugins:
         register = getattr(plugin, "register_commands", None)

@@ -1,7 +1,8 @@
 """Optional extras: packages that only some features need, imported where they are used.
 
 ``pip install 'securefgl[ray]'`` brings Ray (``--executor ray``), ``securefgl[plots]``
-matplotlib (the audit's and the benchmarks' figures); ``make install`` installs both. No
+matplotlib (the audit's and the benchmarks' figures), ``securefgl[flower]`` Flower (parties
+across organisations, :mod:`securefgl.deploy`); ``make install`` installs them all. No
 module of ``securefgl``, ``protocols`` or ``attacks`` imports them when it is imported: a
 feature that needs one calls :func:`require` (or :func:`check` to fail early without
 importing it), which raises :class:`MissingExtraError` naming the extra to install.
@@ -15,7 +16,11 @@ from types import ModuleType
 
 from securefgl.config.fields import ConfigError
 
-EXTRAS = {"ray": ("ray", "Ray"), "plots": ("matplotlib", "matplotlib")}
+EXTRAS = {
+    "ray": ("ray", "Ray"),
+    "plots": ("matplotlib", "matplotlib"),
+    "flower": ("flwr", "Flower"),
+}
 """Each optional extra: (the module it provides, the name people know it by)."""
 
 

@@ -46,7 +46,7 @@ from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.federation import Federation
 from securefgl.federation.progress import Progress
-from securefgl.federation.stack import build_stack
+from securefgl.federation.stack import ProtocolStack, build_stack
 from securefgl.federation.transcript import EVALUATION, ROUNDS, SETUP
 
 log = logging.getLogger(__name__)
@@ -314,27 +314,9 @@ def run_single(
         bar.start_rounds()
         transcript = channel.transcript
         setup_bytes = transcript.total_bytes()
-        history: list[dict[str, Any]] = []
-        for r in range(config.rounds):
-            start, t0 = len(transcript.entries), time.perf_counter()
-            with transcript.family_scope(ROUNDS):
-                loss = algo.train_round(r)
-            row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
-            row.update(
-                {
-                    f"bytes_{k}": v
-                    for k, v in transcript.bytes_by_direction(algo.server_ids, since=start).items()
-                }
-            )
-            if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
-                with transcript.family_scope(EVALUATION):
-                    predictions = algo.predict()
-                row.update(metrics(predictions, int(graph.num_classes)))
-                if "epsilon" in (spent := stack.privacy()):
-                    row["epsilon"] = spent["epsilon"]
-                log.debug("%s round=%d %s", label, r, row)
-            history.append(row)
-            bar.step(loss=loss, test_acc=row.get("test_acc"))
+        history = train_rounds(
+            config, algo, stack, transcript, int(graph.num_classes), label, bar, metrics, last
+        )
         final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
         if graph_task:
             final.update(best_of_last(history, last))
@@ -361,6 +343,47 @@ def run_single(
             transcript.bytes_by_family(),
             algo.aggregate_error(),
         )
+
+
+def train_rounds(
+    config: ExperimentConfig,
+    algo: Algorithm,
+    stack: ProtocolStack,
+    transcript: Transcript,
+    num_classes: int,
+    label: str,
+    bar: Progress | None = None,
+    metrics: Callable[[Any, int], dict[str, float]] = pooled_metrics,
+    last: int = 0,
+) -> list[dict[str, Any]]:
+    """The rounds of a set-up ``algo``: per round its loss, wall time and bytes, plus the
+    metrics on the evaluation schedule (every ``eval_every`` rounds and the last ``last``,
+    at least one); one row per round, each reported to ``bar``. The deployment driver
+    (``securefgl.deploy``) runs the same loop, so both give the same history for the same
+    parties."""
+    history: list[dict[str, Any]] = []
+    for r in range(config.rounds):
+        start, t0 = len(transcript.entries), time.perf_counter()
+        with transcript.family_scope(ROUNDS):
+            loss = algo.train_round(r)
+        row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
+        row.update(
+            {
+                f"bytes_{k}": v
+                for k, v in transcript.bytes_by_direction(algo.server_ids, since=start).items()
+            }
+        )
+        if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
+            with transcript.family_scope(EVALUATION):
+                predictions = algo.predict()
+            row.update(metrics(predictions, num_classes))
+            if "epsilon" in (spent := stack.privacy()):
+                row["epsilon"] = spent["epsilon"]
+            log.debug("%s round=%d %s", label, r, row)
+        history.append(row)
+        if bar is not None:
+            bar.step(loss=loss, test_acc=row.get("test_acc"))
+    return history
 
 
 def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> dict[str, Any]:

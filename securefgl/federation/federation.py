@@ -3,7 +3,7 @@ protocol stack and the executor that hosts the parties (local or Ray)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,9 @@ class Federation:
     noise_seed: int | None = None  # privacy noise: None = secret (never the public seed)
     executor: str = "local"  # or "ray" (securefgl.federation.ray_executor)
     executor_options: dict[str, Any] = field(default_factory=dict)  # RayExecutor's keywords
+    #: makes every executor instead (e.g. parties across organisations, securefgl.deploy);
+    #: the parties make their own keys there, so no PKI is provisioned through it
+    executor_factory: Callable[[Mapping[str, Party | Recipe]], Executor] | None = None
     _made: list[Executor] = field(default_factory=list, repr=False)
     _pkis: list[Pki] = field(default_factory=list, repr=False)
 
@@ -42,10 +45,12 @@ class Federation:
         as that party's own keys only."""
         pkis = [s.pki for s in stacks or [self.stack] if s.pki is not None]
         self._pkis.extend(pkis)
-        if self.executor == "ray":
+        if self.executor_factory is not None:
+            made: Executor = self.executor_factory(parties)
+        elif self.executor == "ray":
             from securefgl.federation.ray_executor import RayExecutor
 
-            made: Executor = RayExecutor(
+            made = RayExecutor(
                 parties,  # type: ignore[arg-type]
                 keys=[pki.provisioning(parties) for pki in pkis],
                 clients=[client_party_id(i) for i in range(len(self.views))],
