@@ -33,6 +33,7 @@ from benchmarks.reproduce_survey_node.grid import (
 )
 
 RUNS = ROOT / "benchmarks" / "results" / "survey_node_runs.json"
+FEDEGO_RUNS = ROOT / "benchmarks" / "results" / "fedego_runs.json"
 log = logging.getLogger("survey_node")
 
 
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     register_checkout_families()
     torch.set_num_threads(1)
-    rows: list[dict[str, Any]] = read_json(RUNS, [])
+    runs = RUNS if args.part == "fedpub" else FEDEGO_RUNS
+    rows: list[dict[str, Any]] = read_json(runs, [])
     by_key = {_key(r): r for r in rows}
     for seed in (int(s) for s in args.seeds):
         for dataset in args.datasets:
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                             by_key[key] = row
                         row["runs"].append(run)
                         summarise(row)
-                        save_seed_rows(RUNS, rows, _key, summarise)
+                        save_seed_rows(runs, rows, _key, summarise)
                         log.info("done %s seed %d: %s", key, seed,
                                  {k2: v for k2, v in run.items() if k2.startswith(("acc", "f1"))})
     return 0

@@ -123,7 +123,8 @@ class EgoFL(Algorithm):
     def predict_global(self, graph: Data) -> list[float]:
         """Each client's micro-F1 on ``graph`` (FedEgo's global test; simulator oracle)."""
         y = graph.y.numpy()
-        return self.executor.map(self.ids, EgoClient.predict_on, graph.x, graph.edge_index, y)
+        x, ei = graph.x.numpy().astype(np.float32), graph.edge_index.numpy()
+        return self.executor.map(self.ids, EgoClient.predict_on, x, ei, y)
 
     def privacy(self) -> dict[str, Any]:
         out = dict(self.federation.stack.privacy())

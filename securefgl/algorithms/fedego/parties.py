@@ -97,7 +97,7 @@ class EgoClient(Party):
         if variant == "local":
             self.shared = []
         self.personal = self.model.parts(EgoNet.PERSONAL)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=settings.lr)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=settings.lr, foreach=True)
         self.rng = np.random.default_rng([seed, view.client_id, 0xE6])  # sampling, batches
         self.noise = make_rng(noise_seed, "fedego-mixup-dp", self.party_id)
         self.train_pos = np.flatnonzero(view.train_mask.numpy())
@@ -224,12 +224,13 @@ class EgoClient(Party):
             out[split] = (y[m], pred[m])
         return out
 
-    def predict_on(self, x: torch.Tensor, edge_index: torch.Tensor, y: np.ndarray) -> float:
+    def predict_on(self, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray) -> float:
         """Micro-F1 (= accuracy) of this client's model on another graph (the global test
         graph: the simulator's evaluation oracle, not a protocol message)."""
         rng = np.random.default_rng([self.seed, self.view.client_id, 0x61])
-        csr = csr_of(edge_index, x.size(0))
-        pred = predict_graph(self.model, sparse_rows(x), csr, np.arange(x.size(0)), rng)
+        csr = csr_of(torch.from_numpy(edge_index), x.shape[0])
+        xt = sparse_rows(torch.from_numpy(x).float())
+        pred = predict_graph(self.model, xt, csr, np.arange(x.shape[0]), rng)
         return float((pred == y).mean())
 
 
@@ -247,7 +248,7 @@ class EgoServer(Party):
             self.net = EgoNet(in_dim, settings.hidden, classes, 0.5)
         self.personal = self.net.parts(EgoNet.PERSONAL)
         load_flat(self.personal, personal)
-        self.opt = torch.optim.Adam(self.personal, lr=settings.lr)
+        self.opt = torch.optim.Adam(self.personal, lr=settings.lr, foreach=True)
         self.rng = np.random.default_rng([seed, 0x5E])
         self.seed = seed
         self.received: dict[str, dict[str, np.ndarray]] = {}
