@@ -16,6 +16,7 @@ from typing import Any
 from attacks.base import AttackResult, not_applicable
 from attacks.deployment import FEDGLS_FAMILY
 from attacks.dp_audit import dp_audit
+from attacks.fedego_demix import fedego_demix
 from attacks.fedgls_leakage import REPLAY, SUPPORT, learned_graph_replay, update_feature_support
 from attacks.fedsage_gradients import fedsage_gradient_features
 from attacks.generated_features import generated_feature_inference
@@ -156,6 +157,8 @@ ATTACKS: dict[str, AttackSpec] = {
                    (PATCH_TAG,)),  # fmt: skip
         AttackSpec("fedsage_gradient_features", ("fedsage+",),
                    lambda c: fedsage_gradient_features(c.run), "cosine"),  # fmt: skip
+        AttackSpec("fedego_demix", ("fedego",), lambda c: fedego_demix(c.run),
+                   "label_accuracy", ("fedego/mixed-ego-graphs",)),  # fmt: skip
     )
 }
 

@@ -60,7 +60,7 @@ class EgoFL(Algorithm):
         v0 = views[0]
         with party_torch_rng(federation.seed, "fedego-init"):
             init = EgoNet(v0.num_features, s.hidden, v0.num_classes, 0.5)
-        shared_names = EgoNet.SHARED if self.variant == "fedego" else EgoNet.SHARED + EgoNet.PERSONAL
+        shared_names = EgoNet.SHARED + (() if self.variant == "fedego" else EgoNet.PERSONAL)
         shared = flat_of(init.parts(shared_names)) if self.variant != "local" else np.zeros(1)
         self.dim = dim = int(shared.size)
         stack_ = federation.stack
