@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=csv_list, default=["0"])
     ap.add_argument("--protections", type=csv_list, default=["plain"])
     ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--fedego-hidden", type=int, default=None,
+                    help="a scaled-down FedEgo width (rows recorded as part fedego-h<width>)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -98,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
                     for prot in args.protections:
                         if prot != "plain" and method not in ("fed-pub", "fedego"):
                             continue
-                        key = (args.part, method, dataset, k, prot)
+                        part = args.part
+                        if part == "fedego" and args.fedego_hidden:
+                            part = f"fedego-h{args.fedego_hidden}"
+                        key = (part, method, dataset, k, prot)
                         row = by_key.get(key)
                         if row and any(r["seed"] == seed for r in row["runs"]):
                             continue
@@ -109,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
                         else:
                             from benchmarks.reproduce_survey_node.fedego_runs import fedego_run
 
-                            run = fedego_run(method, dataset, prot, seed, args.rounds or 200)
+                            run = fedego_run(method, dataset, prot, seed, args.rounds or 200,
+                                             args.fedego_hidden)  # fmt: skip
                         if row is None:
-                            row = {"part": args.part, "method": method, "dataset": dataset,
+                            row = {"part": part, "method": method, "dataset": dataset,
                                    "clients": k, "protection": prot, "runs": []}  # fmt: skip
                             rows.append(row)
                             by_key[key] = row
