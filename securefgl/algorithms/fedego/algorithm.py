@@ -127,13 +127,21 @@ class EgoFL(Algorithm):
         return self.executor.map(self.ids, EgoClient.predict_on, x, ei, y)
 
     def privacy(self) -> dict[str, Any]:
+        """The stack's ledgers plus the mixup's (against the server, unit one ego-graph);
+        the mixup's is the headline ε when the stack has none."""
         out = dict(self.federation.stack.privacy())
         if self.accountant is not None:
-            out.update({
-                "mixup_epsilon": self.accountant.epsilon(), "mixup_delta": self.s.delta,
-                "mixup_unit": "one ego-graph (a centre and its sampled 2-hop tree)",
-                "mixup_accountant": "rdp",
-            })  # fmt: skip
+            unit = "one ego-graph (a centre and its sampled 2-hop tree)"
+            eps = self.accountant.epsilon()
+            ledger = {"epsilon": eps, "delta": self.s.delta, "accountant": "rdp",
+                      "adversary": "server", "mechanism": "Gaussian on the mixed ego-graphs",
+                      "unit": unit}  # fmt: skip
+            out["guarantees"] = [*out.get("guarantees", []), ledger]
+            out.update({"mixup_epsilon": eps, "mixup_delta": self.s.delta, "mixup_unit": unit,
+                        "mixup_accountant": "rdp"})  # fmt: skip
+            if "epsilon" not in out:
+                out.update({k: ledger[k] for k in ("epsilon", "delta", "accountant",
+                                                   "adversary")})  # fmt: skip
         return out
 
     def protection(self) -> dict[str, str]:

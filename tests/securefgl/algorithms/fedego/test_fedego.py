@@ -148,6 +148,7 @@ def test_dp_run_states_epsilon_against_the_server():
     algo.train_round(1)
     privacy = algo.privacy()
     assert 0 < privacy["mixup_epsilon"] < 10 and privacy["mixup_unit"].startswith("one ego")
+    assert privacy["epsilon"] == privacy["mixup_epsilon"] and privacy["adversary"] == "server"
 
 
 def test_demix_attack_reads_labels_exactly_without_mixing():
