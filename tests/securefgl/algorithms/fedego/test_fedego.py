@@ -160,3 +160,15 @@ def test_demix_attack_reads_labels_exactly_without_mixing():
     res = demix_attack(algo, seen, 0, None, world.members, {}, "none")
     assert res.value == 1.0 and res.leaks()  # B = 1: every label read off ȳ₀
     assert res.metrics["r_cosine"] > 0.999  # and every r is the upload itself
+
+
+def test_secagg_gives_the_plaintext_mean_of_the_shared_layer():
+    world = tiny_world()
+    runs = []
+    for protocol in ("plain", "secagg"):
+        algo, _ = build(world, protocol)
+        for t in range(2):
+            algo.train_round(t)
+        algo.train_round(2)  # loads round 1's mean first
+        runs.append(np.stack([c.start for c in algo.clients.values()]))
+    assert np.abs(runs[0] - runs[1]).max() < 1e-4  # fixed-point encoding only
