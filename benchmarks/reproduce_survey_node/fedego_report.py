@@ -105,8 +105,9 @@ def markdown(rows: list[dict[str, Any]], attacks: list[dict[str, Any]]) -> str:
             "*none*: only what it receives. ε: RDP, δ = 1e-5, unit one ego-graph, against "
             "the server, for as many rounds as the run trained.", "",
             "| B | σ | ε | prior | label acc. | baseline (client majority) | centres identified "
-            "| chance | r cosine | baseline (r̄₀) | leaks |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| chance | r cosine 1:1 | baseline (public mean / r̄₀) | r cosine, lenient "
+            "| baseline (r̄₀) | leaks |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]  # fmt: skip
         for a in attacks:
             m, b = a["metrics"], a["baselines"]
@@ -116,7 +117,9 @@ def markdown(rows: list[dict[str, Any]], attacks: list[dict[str, Any]]) -> str:
                 f"{'∞' if eps is None else f'{eps:.1f}'} | {a['prior']} | "
                 f"{m['label_accuracy']:.3f} | {b['label_accuracy']:.3f} | "
                 f"{m.get('member_recall', float('nan')):.3f} | "
-                f"{b.get('member_recall', float('nan')):.4f} | {m['r_cosine']:.3f} | "
+                f"{b.get('member_recall', float('nan')):.4f} | "
+                f"{m.get('r_cosine_matched', float('nan')):.3f} | "
+                f"{b.get('r_cosine_matched', float('nan')):.3f} | {m['r_cosine']:.3f} | "
                 f"{b['r_cosine']:.3f} | {a['leaks']} |"
             )
         lines.append("")
