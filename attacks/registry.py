@@ -16,6 +16,7 @@ from typing import Any
 from attacks.base import AttackResult, not_applicable
 from attacks.deployment import FEDGLS_FAMILY
 from attacks.dp_audit import dp_audit
+from attacks.fedego_demix import fedego_demix
 from attacks.fedgls_leakage import REPLAY, SUPPORT, learned_graph_replay, update_feature_support
 from attacks.fedpub_embedding import NAME as FEDPUB_EMBEDDING
 from attacks.fedpub_embedding import fedpub_embedding_inference
@@ -161,6 +162,8 @@ ATTACKS: dict[str, AttackSpec] = {
                    lambda c: fedsage_gradient_features(c.run), "cosine"),  # fmt: skip
         AttackSpec(FEDPUB_EMBEDDING, ("fed-pub",), lambda c: fedpub_embedding_inference(c.run),
                    "community_auc", (TAG_EMBEDDING,)),  # fmt: skip
+        AttackSpec("fedego_demix", ("fedego",), lambda c: fedego_demix(c.run),
+                   "label_accuracy", ("fedego/mixed-ego-graphs",)),  # fmt: skip
     )
 }
 

@@ -33,6 +33,7 @@ from benchmarks.reproduce_survey_node.grid import (
 )
 
 RUNS = ROOT / "benchmarks" / "results" / "survey_node_runs.json"
+FEDEGO_RUNS = ROOT / "benchmarks" / "results" / "fedego_runs.json"
 log = logging.getLogger("survey_node")
 
 
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=csv_list, default=["0"])
     ap.add_argument("--protections", type=csv_list, default=["plain"])
     ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--fedego-hidden", type=int, default=None,
+                    help="a scaled-down FedEgo width (rows recorded as part fedego-h<width>)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -87,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     register_checkout_families()
     torch.set_num_threads(1)
-    rows: list[dict[str, Any]] = read_json(RUNS, [])
+    runs = RUNS if args.part == "fedpub" else FEDEGO_RUNS
+    rows: list[dict[str, Any]] = read_json(runs, [])
     by_key = {_key(r): r for r in rows}
     for seed in (int(s) for s in args.seeds):
         for dataset in args.datasets:
@@ -96,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
                     for prot in args.protections:
                         if prot != "plain" and method not in ("fed-pub", "fedego"):
                             continue
-                        key = (args.part, method, dataset, k, prot)
+                        part = args.part
+                        if part == "fedego" and args.fedego_hidden:
+                            part = f"fedego-h{args.fedego_hidden}"
+                        key = (part, method, dataset, k, prot)
                         row = by_key.get(key)
                         if row and any(r["seed"] == seed for r in row["runs"]):
                             continue
@@ -107,15 +114,16 @@ def main(argv: list[str] | None = None) -> int:
                         else:
                             from benchmarks.reproduce_survey_node.fedego_runs import fedego_run
 
-                            run = fedego_run(method, dataset, prot, seed, args.rounds or 200)
+                            run = fedego_run(method, dataset, prot, seed, args.rounds or 200,
+                                             args.fedego_hidden)  # fmt: skip
                         if row is None:
-                            row = {"part": args.part, "method": method, "dataset": dataset,
+                            row = {"part": part, "method": method, "dataset": dataset,
                                    "clients": k, "protection": prot, "runs": []}  # fmt: skip
                             rows.append(row)
                             by_key[key] = row
                         row["runs"].append(run)
                         summarise(row)
-                        save_seed_rows(RUNS, rows, _key, summarise)
+                        save_seed_rows(runs, rows, _key, summarise)
                         log.info("done %s seed %d: %s", key, seed,
                                  {k2: v for k2, v in run.items() if k2.startswith(("acc", "f1"))})
     return 0

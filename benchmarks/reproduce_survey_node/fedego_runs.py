@@ -36,18 +36,22 @@ FEDEGO_PROTECTIONS: dict[str, tuple[list[str], dict[str, Any]]] = {
 
 
 def fedego_config(method: str, dataset: str, protection: str, seed: int,
-                  rounds: int) -> ExperimentConfig:  # fmt: skip
+                  rounds: int, hidden: int | None = None) -> ExperimentConfig:  # fmt: skip
     stack, fedego = FEDEGO_PROTECTIONS[protection]
+    if hidden:
+        fedego = {**fedego, "hidden": hidden}
     return ExperimentConfig(dataset=dataset, clients=5, rounds=rounds, seeds=[seed],
                             protocol={"stack": stack}, fedego=dict(fedego),
                             name=f"survey-fedego-{method}-{dataset}")  # fmt: skip
 
 
-def build(method: str, dataset: str, protection: str, seed: int, rounds: int,
-          keep: bool = False) -> tuple[Any, Any, Federation]:  # fmt: skip
+def build(
+    method: str, dataset: str, protection: str, seed: int, rounds: int, keep: bool = False,
+    hidden: int | None = None,
+) -> tuple[Any, Any, Federation]:  # fmt: skip
     """The algorithm set up on the label-skew world of ``seed``; (algorithm, world,
     federation)."""
-    cfg = fedego_config(method, dataset, protection, seed, rounds)
+    cfg = fedego_config(method, dataset, protection, seed, rounds, hidden)
     world = label_skew_world(load_dataset(dataset), clients=5, seed=seed)
     channel = Channel(Transcript(store_payloads=keep, payload_rounds=None if keep else 0))
     stack = build_stack(cfg, 5, experiment_id=f"{cfg.name}|seed={seed}", seed=None)
@@ -58,9 +62,9 @@ def build(method: str, dataset: str, protection: str, seed: int, rounds: int,
 
 
 def fedego_run(method: str, dataset: str, protection: str, seed: int,
-               rounds: int) -> dict[str, Any]:  # fmt: skip
+               rounds: int, hidden: int | None = None) -> dict[str, Any]:  # fmt: skip
     t0 = time.time()
-    algo, world, fed = build(method, dataset, protection, seed, rounds)
+    algo, world, fed = build(method, dataset, protection, seed, rounds, hidden=hidden)
     hist = []
     for r in range(rounds):
         algo.train_round(r)
@@ -74,6 +78,8 @@ def fedego_run(method: str, dataset: str, protection: str, seed: int,
     best = max(hist, key=lambda h: h["val"])
     return {
         "seed": seed,
+        "rounds": rounds,
+        "hidden": algo.s.hidden,
         "f1_local_val_selected": round(best["local"], 4),
         "f1_global_val_selected": round(best["global"], 4),
         "f1_local_last": round(hist[-1]["local"], 4),

@@ -60,7 +60,7 @@ class EgoFL(Algorithm):
         v0 = views[0]
         with party_torch_rng(federation.seed, "fedego-init"):
             init = EgoNet(v0.num_features, s.hidden, v0.num_classes, 0.5)
-        shared_names = EgoNet.SHARED if self.variant == "fedego" else EgoNet.SHARED + EgoNet.PERSONAL
+        shared_names = EgoNet.SHARED + (() if self.variant == "fedego" else EgoNet.PERSONAL)
         shared = flat_of(init.parts(shared_names)) if self.variant != "local" else np.zeros(1)
         self.dim = dim = int(shared.size)
         stack_ = federation.stack
@@ -123,16 +123,25 @@ class EgoFL(Algorithm):
     def predict_global(self, graph: Data) -> list[float]:
         """Each client's micro-F1 on ``graph`` (FedEgo's global test; simulator oracle)."""
         y = graph.y.numpy()
-        return self.executor.map(self.ids, EgoClient.predict_on, graph.x, graph.edge_index, y)
+        x, ei = graph.x.numpy().astype(np.float32), graph.edge_index.numpy()
+        return self.executor.map(self.ids, EgoClient.predict_on, x, ei, y)
 
     def privacy(self) -> dict[str, Any]:
+        """The stack's ledgers plus the mixup's (against the server, unit one ego-graph);
+        the mixup's is the headline ε when the stack has none."""
         out = dict(self.federation.stack.privacy())
         if self.accountant is not None:
-            out.update({
-                "mixup_epsilon": self.accountant.epsilon(), "mixup_delta": self.s.delta,
-                "mixup_unit": "one ego-graph (a centre and its sampled 2-hop tree)",
-                "mixup_accountant": "rdp",
-            })  # fmt: skip
+            unit = "one ego-graph (a centre and its sampled 2-hop tree)"
+            eps = self.accountant.epsilon()
+            ledger = {"epsilon": eps, "delta": self.s.delta, "accountant": "rdp",
+                      "adversary": "server", "mechanism": "Gaussian on the mixed ego-graphs",
+                      "unit": unit}  # fmt: skip
+            out["guarantees"] = [*out.get("guarantees", []), ledger]
+            out.update({"mixup_epsilon": eps, "mixup_delta": self.s.delta, "mixup_unit": unit,
+                        "mixup_accountant": "rdp"})  # fmt: skip
+            if "epsilon" not in out:
+                out.update({k: ledger[k] for k in ("epsilon", "delta", "accountant",
+                                                   "adversary")})  # fmt: skip
         return out
 
     def protection(self) -> dict[str, str]:

@@ -6,7 +6,9 @@ its sampled neighbours, slots 7 + 6(j−1) … 7 + 6j − 1 the sampled neighbou
 shared reduction layer r = ReLU(Linear(F → h)) and the personalised layers: two
 GraphSAGE-mean layers (PyG's ``SAGEConv``: lin_l(mean of children) + lin_r(self)) with
 ReLU, and a bias-free linear classifier; dropout 0.5 after the reduction and after the
-SAGE layers during training; every weight matrix Kaiming-normal. Only the centre's output
+SAGE layers during training (after the reduction once per distinct node of the batch, as
+on the authors' de-duplicated sampled subgraph; the server's mixed trees get none there, as
+in the authors' server); every weight matrix Kaiming-normal. Only the centre's output
 is computed (the receptive field of a 2-layer GNN on the tree), vectorised over a batch.
 """
 
@@ -94,7 +96,6 @@ class EgoNet(nn.Module):
     def personal(self, h0: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         """Log-probabilities of the centres from the trees' slot embeddings h0 [B, 43, d]."""
         b, d = h0.size(0), h0.size(-1)
-        h0 = F.dropout(h0, self.dropout, self.training)
         kids0 = torch.cat([h0[:, 1:7].unsqueeze(1), h0[:, 7:].reshape(b, FANOUT, FANOUT, d)], 1)
         vk0 = torch.cat([valid[:, 1:7].unsqueeze(1), valid[:, 7:].reshape(b, FANOUT, FANOUT)], 1)
         h1 = F.relu(self.sage1_l(_mean_children(kids0, vk0)) + self.sage1_r(h0[:, :7]))
@@ -104,6 +105,6 @@ class EgoNet(nn.Module):
         return F.log_softmax(self.cls(h2), dim=-1)
 
     def forward(self, x: torch.Tensor, nodes: np.ndarray, valid: np.ndarray) -> torch.Tensor:
-        r = self.reduce(x)
-        idx = torch.from_numpy(nodes)
-        return self.personal(r[idx], torch.from_numpy(valid))
+        uniq, inv = np.unique(nodes, return_inverse=True)
+        r = F.dropout(self.reduce(x)[torch.from_numpy(uniq)], self.dropout, self.training)
+        return self.personal(r[torch.from_numpy(inv.reshape(nodes.shape))], torch.from_numpy(valid))

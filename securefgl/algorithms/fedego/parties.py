@@ -23,6 +23,7 @@ from protocols.dp.rng import make_rng
 from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.common.training import party_torch_rng
+from securefgl.algorithms.fedego.mixup import mix_batch
 from securefgl.algorithms.fedego.model import SLOTS, EgoNet, sample_trees, shuffle_children
 from securefgl.algorithms.fedego.settings import FedEgoSettings
 from securefgl.config import ExperimentConfig
@@ -97,7 +98,7 @@ class EgoClient(Party):
         if variant == "local":
             self.shared = []
         self.personal = self.model.parts(EgoNet.PERSONAL)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=settings.lr)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=settings.lr, foreach=True)
         self.rng = np.random.default_rng([seed, view.client_id, 0xE6])  # sampling, batches
         self.noise = make_rng(noise_seed, "fedego-mixup-dp", self.party_id)
         self.train_pos = np.flatnonzero(view.train_mask.numpy())
@@ -108,7 +109,8 @@ class EgoClient(Party):
         self.global_shared: np.ndarray | None = None
         self.start: np.ndarray | None = None
         self.upload: dict[str, np.ndarray] = {}
-        self.upload_truth: list[np.ndarray] = []  # the centres of each mixed graph (audits)
+        #: the centres of each mixed graph, by round (round 0 and the latest; audits only)
+        self.upload_truth: dict[int, list[np.ndarray]] = {}
         self.lam: float | None = None
 
     def roles(self) -> Iterable[object | None]:
@@ -151,10 +153,10 @@ class EgoClient(Party):
             delta = flat_of(self.shared) - self.start
             self.agg.begin_round(round_idx, delta, 1.0)  # the code's uniform mean
         if self.variant == "fedego":
-            self._mixup()
+            self._mixup(round_idx)
         return float(np.mean(losses)) if losses else 0.0
 
-    def _mixup(self) -> None:
+    def _mixup(self, round_idx: int) -> None:
         """Ego-graph mixup (§4.3): the upload centres in batches of ``batch_size``; per batch
         the trees aligned slot by slot and the reduction embeddings r and one-hot labels
         averaged; with ``dp_noise`` each tree's (r, y) clipped to ``dp_clip`` and the sum
@@ -170,22 +172,13 @@ class EgoClient(Party):
         for b in range(0, centres.size, size):
             batch = centres[b : b + size]
             trees, valid = sample_trees(*self.csr, batch, self.rng)
-            tr = r[trees] * valid[..., None]  # [B, 43, d]
-            ty = onehot[trees] * valid[..., None]  # [B, 43, C]
-            if s.dp_noise > 0:
-                norms = np.sqrt((tr**2).sum((1, 2)) + (ty**2).sum((1, 2)))
-                scale = np.minimum(1.0, s.dp_clip / np.maximum(norms, 1e-12))[:, None, None]
-                tr, ty = tr * scale, ty * scale
-                sd = s.dp_noise * s.dp_clip
-                sr = tr.sum(0) + self.noise.normal(0, sd, tr.shape[1:])
-                sy = ty.sum(0) + self.noise.normal(0, sd, ty.shape[1:])
-            else:
-                sr, sy = tr.sum(0), ty.sum(0)
-            rs.append(sr / batch.size)
-            ys.append(sy / batch.size)
+            mr, my = mix_batch(r, onehot, trees, valid, s.dp_clip, s.dp_noise, self.noise)
+            rs.append(mr)
+            ys.append(my)
             truth.append(batch)
         self.upload = {"r": np.stack(rs).astype(np.float32), "y": np.stack(ys).astype(np.float32)}
-        self.upload_truth = truth
+        self.upload_truth = {t: c for t, c in self.upload_truth.items() if t == 0}
+        self.upload_truth[round_idx] = truth
 
     def send_mixed(self, round_idx: int) -> list[Envelope]:
         return [Envelope(self.party_id, SERVER, TAG_MIXED, Payload(dict(self.upload),
@@ -224,12 +217,13 @@ class EgoClient(Party):
             out[split] = (y[m], pred[m])
         return out
 
-    def predict_on(self, x: torch.Tensor, edge_index: torch.Tensor, y: np.ndarray) -> float:
+    def predict_on(self, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray) -> float:
         """Micro-F1 (= accuracy) of this client's model on another graph (the global test
         graph: the simulator's evaluation oracle, not a protocol message)."""
         rng = np.random.default_rng([self.seed, self.view.client_id, 0x61])
-        csr = csr_of(edge_index, x.size(0))
-        pred = predict_graph(self.model, sparse_rows(x), csr, np.arange(x.size(0)), rng)
+        csr = csr_of(torch.from_numpy(edge_index), x.shape[0])
+        xt = sparse_rows(torch.from_numpy(x).float())
+        pred = predict_graph(self.model, xt, csr, np.arange(x.shape[0]), rng)
         return float((pred == y).mean())
 
 
@@ -247,7 +241,7 @@ class EgoServer(Party):
             self.net = EgoNet(in_dim, settings.hidden, classes, 0.5)
         self.personal = self.net.parts(EgoNet.PERSONAL)
         load_flat(self.personal, personal)
-        self.opt = torch.optim.Adam(self.personal, lr=settings.lr)
+        self.opt = torch.optim.Adam(self.personal, lr=settings.lr, foreach=True)
         self.rng = np.random.default_rng([seed, 0x5E])
         self.seed = seed
         self.received: dict[str, dict[str, np.ndarray]] = {}
