@@ -130,7 +130,7 @@ def _units(rows: list[dict[str, Any]]) -> list[str]:
 def _save(fig: Any, path: Path, legend_rows: int) -> Path:
     inches = 0.75 + 0.22 * legend_rows  # the axis labels and the legend below the panels
     fig.subplots_adjust(bottom=inches / fig.get_figheight(), top=1 - 0.45 / fig.get_figheight())
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.15)  # a wide legend stays whole
     _pyplot().close(fig)
     return path
 
