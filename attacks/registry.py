@@ -18,6 +18,9 @@ from attacks.deployment import FEDGLS_FAMILY
 from attacks.dp_audit import dp_audit
 from attacks.fedgls_leakage import REPLAY, SUPPORT, learned_graph_replay, update_feature_support
 from attacks.fedsage_gradients import fedsage_gradient_features
+from attacks.fedvn_domain import KEEP_TAGS as FEDVN_TAGS
+from attacks.fedvn_domain import NAME as FEDVN_DOMAIN
+from attacks.fedvn_domain import fedvn_domain_inference
 from attacks.generated_features import generated_feature_inference
 from attacks.gpfl_inference import label_distribution_inference, property_inference
 from attacks.gradient_inversion import gradient_inversion
@@ -156,6 +159,8 @@ ATTACKS: dict[str, AttackSpec] = {
                    (PATCH_TAG,)),  # fmt: skip
         AttackSpec("fedsage_gradient_features", ("fedsage+",),
                    lambda c: fedsage_gradient_features(c.run), "cosine"),  # fmt: skip
+        AttackSpec(FEDVN_DOMAIN, ("fedvn",), lambda c: fedvn_domain_inference(c.run),
+                   "domain_accuracy", FEDVN_TAGS),  # fmt: skip
     )
 }
 
