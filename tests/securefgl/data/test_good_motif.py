@@ -117,3 +117,25 @@ def test_the_graph_world_deals_a_domain_dataset_by_domain():
     data = good_motif("motif-size", cfg.graph.motif)
     _, part, views, _ = draw_graph_world(cfg, 0, data)
     assert [v.num_graphs for v in views] == [25] * 5 and part.val is not None
+
+
+#: GOOD-Motif's reference statistics per domain, written out (not computed from our code):
+#: mean nodes per graph is the exact expectation of GOOD's generator (its code,
+#: good_motif.py + synthetic_structsim.py; GOOD's paper gives split sizes, not per-domain
+#: node counts); graphs per client is FedVN's (1,000 per domain, 800 train / 200 test).
+REFERENCE_NODES = {
+    "motif-basis": (15.0, 10.909, 25.0, 16.0, 15.0),  # wheel, tree, ladder, star, path
+    "motif-size": (12.09, 16.38, 22.33, 39.36, 87.80),  # widths around 6, 10, 15, 30, 70
+}
+
+
+@pytest.mark.parametrize("name", ["motif-basis", "motif-size"])
+def test_the_benchmarks_draw_matches_the_reference_statistics_within_10_percent(name):
+    data = good_motif(name)  # the draw the FedVN benchmark trains on (defaults, seed 0)
+    per = 1000 + 200  # FedVN's 1,000 graphs per client, plus our 200 validation graphs
+    assert np.bincount(data.domain).tolist() == [per] * 5
+    assert data.val_per_domain == 200
+    nodes = np.asarray(data.num_nodes, dtype=np.float64)
+    for d, want in enumerate(REFERENCE_NODES[name]):
+        got = nodes[data.domain == d].mean()
+        assert abs(got / want - 1) <= 0.10, (name, d, got, want)
