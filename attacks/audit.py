@@ -38,6 +38,7 @@ from securefgl.algorithms.fedstruct.settings import EDGE_DP_MECHANISMS as EDGE_D
 from securefgl.algorithms.fedstruct.settings import apply_preset
 from securefgl.config import ExperimentConfig
 from securefgl.experiment.runner import load_graph
+from securefgl.extras import pyplot
 
 log = logging.getLogger(__name__)
 
@@ -304,11 +305,7 @@ def violations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:
     """Accuracy vs attack value (one panel per attack) and accuracy vs ε."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot("the audit plot")
     head = [r for r in rows if r.get("primary", True) and r["value"] is not None]
     attacks = sorted({r["attack"] for r in head})
     if not attacks:

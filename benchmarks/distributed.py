@@ -149,7 +149,8 @@ def run_child(workload: str, executor: str, workers: int, threads: int) -> dict[
 
 
 def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    lines = ["# Local vs Ray executor", "", section(NOTES, "intro"), "",
+    lines = ["# Local vs Ray executor", "", section(NOTES, "lead"), "",
+             "## Every workload on both executors", "",
              "| workload | executor | workers | torch threads | clients | rounds | wall s "
              "| of which set-up s | speed-up vs local (1 thread / 2 threads) | peak RSS GiB "
              "| same result |",
@@ -169,8 +170,24 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r.get('setup_seconds', float('nan')):.1f} | {ratio(r, 1)} / {ratio(r, 2)} | "
             f"{r['peak_rss_gib']:.2f} | {same} |"
         )
-    lines += ["", *per_round_overhead(rows), section(NOTES, "reading")]
-    lines += ["", f"Machine: {meta.get('machine', {}).get('cpu_count', '?')} CPUs.", ""]
+    lines += [
+        "",
+        "## Conclusion",
+        "",
+        section(NOTES, "conclusion"),
+        "",
+        "## Settings",
+        "",
+        section(NOTES, "intro"),
+        "",
+        f"Machine: {meta.get('machine', {}).get('cpu_count', '?')} CPUs.",
+        "",
+        "## Findings",
+        "",
+        *per_round_overhead(rows),
+        section(NOTES, "reading"),
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -47,10 +47,10 @@ from tqdm.auto import tqdm
 from attacks.active_server.audit import active_server_rows, merge_rows
 from attacks.active_server.audit import markdown as active_server_table
 from attacks.active_server.driver import ADVERSARY
-from attacks.audit import AuditConfig, epsilon_cells, markdown_table, plot_audit, run_audit
+from attacks.audit import AuditConfig, epsilon_cells, markdown_table, run_audit
 from attacks.dp_audit import dp_audit
-from benchmarks.harness.notes import note_path
-from benchmarks.harness.results import read_json, write_json, write_text
+from benchmarks.harness.notes import note_path, section
+from benchmarks.harness.results import pyplot, read_json, save_figure, write_json, write_text
 from securefgl.algorithms.fedgls.settings import apply_preset
 from securefgl.config import ExperimentConfig
 
@@ -326,6 +326,28 @@ def secondary_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def dp_grid_note(rows: list[dict[str, Any]], sweep: list[dict[str, Any]]) -> str:
+    """Why the sweep: the canaries and guesses of the grid's ``dp_audit`` rows and the bound
+    they cap, against the sweep's."""
+    audits = [r for r in rows if r["attack"] == "dp_audit" and r.get("value") is not None
+              and r.get("primary", True)]  # fmt: skip
+    if not audits or not sweep:
+        return ""
+    d = audits[0].get("details", {})
+    caps = sorted({round(r["details"].get("max_lower_bound_for_these_guesses", 0), 2)
+                   for r in audits if r.get("details")})  # fmt: skip
+    full = sum(1 for r in audits if r.get("details", {}).get("correct") is not None
+               and r["details"]["correct"] == r["details"].get("guesses"))  # fmt: skip
+    return (
+        f"The grid's `dp_audit` rows use {d.get('canaries')} canaries and {d.get('guesses')} "
+        f"guesses, so their bound cannot exceed {' or '.join(f'{c:.2f}' for c in caps)} however "
+        f"weak the privacy; {full} of the {len(audits)} rows reach it (every guess correct). "
+        "This sweep "
+        f"uses {sweep[0]['canaries']} canaries and {sweep[0]['guesses']} guesses on the same "
+        "mechanism (C = 1) to show where the one-run bound is informative."
+    )
+
+
 def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> None:
     if "dp_audit_sweep" not in payload:  # cheap (seconds): computed once, then stored
         payload["dp_audit_sweep"] = dp_sweep()
@@ -334,33 +356,39 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
     all_rows = [r for r in payload["rows"] if r.get("adversary") != ADVERSARY]
     st = payload.get("settings", {})
     rows = [r for r in all_rows if r.get("seed", st.get("seed", 0)) == st.get("seed", 0)]
-    notes = notes_path.read_text() if notes_path and notes_path.exists() else ""
     md = [
         "# Privacy audit: attacks × protocol stacks",
+        "",
+        section(NAME, "lead"),
+        "",
+        "## Headline numbers",
+        "",
+        "Each attack's headline value (AUC unless named) and, in brackets, its advantage over "
+        "the attack's naive baseline; n/a: the attack does not apply to that stack (the "
+        "reason is in the last table). Test accuracy in %; ε and what it covers where a DP "
+        "mechanism runs.",
+        "",
+        summary_tables(rows, st.get("seed", 0)),
+        "## Conclusion",
+        "",
+        section(NAME, "conclusion"),
+        "",
+        f"![attacks × stacks and the accuracy cost of DP]({NAME}.png)",
+        "",
+        "## Settings",
         "",
         f"K = {st.get('clients')} clients, {st.get('partition')} partition, seed "
         f"{st.get('seed')}, FedAvg {st.get('rounds')} rounds (FedSGD GCN), central "
         f"{st.get('central_rounds')} epochs, FedStruct = Hop2Vec with the Table 5 preset, "
-        "FedGCN 2-hop. Command: `python -m benchmarks.privacy_audit` (or `securefgl audit "
-        "...` for one grid). Values are the headline metric of each attack (AUC unless "
-        "named), in brackets its advantage over the attack's naive baseline (rows saved "
-        "before baselines existed show the value alone); accuracy is the cell's test "
-        "accuracy; ε is the client-level accountant ε (DP-FedAvg, δ = 1e-5) or an "
-        "edge-level ε (marked 'edge'), each with what it covers ('not stated' for rows "
-        "saved before that field existed). Every row of the JSON also carries the attack's "
-        "adversary, baseline and leak verdict and, when it does not apply, the reason "
-        "instead of a value.",
+        "FedGCN 2-hop, FedGLS on its own preset. Command: `python -m benchmarks.privacy_audit` "
+        "(or `securefgl audit ...` for one grid).",
         "",
-        "## Headline numbers",
+        section(NAME, "settings"),
         "",
-        summary_tables(rows, st.get("seed", 0)),
         spread_table(all_rows),
         "## DP audit of the clip-and-noise mechanism (one run, Dirac canaries)",
         "",
-        "The grid's `dp_audit` rows use 1000 canaries and 100 guesses, so their bound cannot "
-        "exceed 3.47 however weak the privacy; this sweep uses 5000 canaries and 1000 "
-        "guesses on the same mechanism (C = 1) to show where the one-run bound is "
-        "informative.",
+        dp_grid_note(rows, payload["dp_audit_sweep"]),
         "",
         sweep_table(payload["dp_audit_sweep"]),
         *(ACTIVE_SERVER_HEAD + [active_server_table(active)] if active else []),
@@ -370,7 +398,10 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
         "|---|---|",
         *[f"| {k} | {v} |" for k, v in BALLPARK.items()],
         "",
-        notes,
+        "## Reading the numbers (seed 0 unless stated)",
+        "",
+        section(NAME, "reading"),
+        "",
         "## All metrics",
         "",
         secondary_table(rows),
@@ -379,7 +410,98 @@ def write_outputs(payload: dict[str, Any], notes_path: Path | None = None) -> No
         markdown_table(rows),
     ]
     write_text(OUT / f"{NAME}.md", "\n".join(md))
-    plot_audit(rows, OUT / f"{NAME}.png")
+    plot(rows, OUT / f"{NAME}.png")
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Per dataset a heat map of the attacks (columns) on every stack (rows): each cell's
+    headline value, coloured by its advantage over the attack's naive baseline; below, the
+    test accuracy of every DP cell beside the same algorithm without protection."""
+    from matplotlib.colors import TwoSlopeNorm
+
+    plt = pyplot()
+    head = [r for r in rows if r.get("primary", True) and r["attack"] != "dp_audit"]
+    datasets = list(dict.fromkeys(r["dataset"] for r in head))
+    attacks = list(dict.fromkeys(r["attack"] for r in head))
+    order = {(a, p + sfx): i for i, (a, p, _, sfx) in enumerate(CELLS)}
+    cells = sorted(dict.fromkeys((r["algorithm"], r["protocol"]) for r in head),
+                   key=lambda c: order.get(c, len(order)))  # fmt: skip
+    if not head:
+        return
+    fig = plt.figure(figsize=(9 * len(datasets) + 1, 15))
+    grid = fig.add_gridspec(2, len(datasets), height_ratios=[3, 1.2], hspace=0.35, wspace=0.6)
+    norm = TwoSlopeNorm(vmin=-0.5, vcenter=0.0, vmax=0.5)
+    cmap = plt.get_cmap("RdBu_r")
+    image = None
+    for j, ds in enumerate(datasets):
+        ax = fig.add_subplot(grid[0, j])
+        by = {(r["algorithm"], r["protocol"], r["attack"]): r for r in head if r["dataset"] == ds}
+        adv = np.full((len(cells), len(attacks)), np.nan)
+        for i, (algo, proto) in enumerate(cells):
+            for k, attack in enumerate(attacks):
+                r = by.get((algo, proto, attack))
+                if r is not None and r["value"] is not None and r.get("advantage") is not None:
+                    adv[i, k] = r["advantage"]
+        ax.set_facecolor("white")
+        image = ax.imshow(adv, cmap=cmap, norm=norm, aspect="auto")
+        for i, (algo, proto) in enumerate(cells):
+            for k, attack in enumerate(attacks):
+                r = by.get((algo, proto, attack))
+                if r is None:
+                    continue
+                if r["value"] is None:
+                    ax.add_patch(plt.Rectangle((k - 0.5, i - 0.5), 1, 1, color="0.88"))
+                    ax.text(k, i, "n/a", ha="center", va="center", fontsize=7, color="0.4")
+                else:
+                    strong = abs(adv[i, k]) > 0.3 if not np.isnan(adv[i, k]) else False
+                    ax.text(k, i, f"{r['value']:.2f}", ha="center", va="center", fontsize=7.5,
+                            color="white" if strong else "black")  # fmt: skip
+        metric = {r["attack"]: r["metric"] for r in head}
+        ax.set_xticks(range(len(attacks)), [f"{a}\n({metric[a]})" for a in attacks],
+                      rotation=40, ha="right", fontsize=8)  # fmt: skip
+        acc = {(r["algorithm"], r["protocol"]): r["accuracy"] for r in head
+               if r["dataset"] == ds}  # fmt: skip
+        ax.set_yticks(range(len(cells)),
+                      [f"{a} / {p} ({100 * acc[(a, p)]:.0f} %)" if (a, p) in acc else f"{a} / {p}"
+                       for a, p in cells], fontsize=8)  # fmt: skip
+        ax.set_title(f"{ds}: attack value on each stack (test accuracy in brackets)",
+                     fontsize=10)  # fmt: skip
+        ax.set_xticks(np.arange(-0.5, len(attacks)), minor=True)
+        ax.set_yticks(np.arange(-0.5, len(cells)), minor=True)
+        ax.grid(which="minor", color="white", lw=1)
+        ax.tick_params(which="minor", length=0)
+    if image is not None:
+        bar = fig.colorbar(image, ax=[fig.axes[j] for j in range(len(datasets))],
+                           fraction=0.02, pad=0.01)  # fmt: skip
+        bar.set_label("advantage over the attack's naive baseline (red: leaks)")
+    ax = fig.add_subplot(grid[1, :])
+    dp = [
+        c
+        for c in cells
+        if any(r["epsilon"] is not None for r in head if (r["algorithm"], r["protocol"]) == c)
+    ]
+    markers = ("o", "s", "^", "D")
+    for j, ds in enumerate(datasets):
+        acc = {(r["algorithm"], r["protocol"]): r for r in head if r["dataset"] == ds}
+        xs = [100 * acc[c]["accuracy"] if c in acc else np.nan for c in dp]
+        base = [100 * acc[(a, "plain")]["accuracy"] if (a, "plain") in acc else np.nan
+                for a, _ in dp]  # fmt: skip
+        ys = np.arange(len(dp)) + (j - (len(datasets) - 1) / 2) * 0.2
+        ax.scatter(base, ys, marker="|", s=200, color=f"C{j}", alpha=0.6,
+                   label=f"{ds}: the same algorithm, plain")  # fmt: skip
+        ax.scatter(xs, ys, marker=markers[j % 4], color=f"C{j}", label=f"{ds}: with the mechanism")
+        for x, b, y in zip(xs, base, ys, strict=True):
+            ax.plot([b, x], [y, y], color=f"C{j}", lw=0.8, alpha=0.5)
+    eps = {c: epsilon_cells(next(r for r in head if (r["algorithm"], r["protocol"]) == c
+                                 and r["epsilon"] is not None))[0] for c in dp}  # fmt: skip
+    ax.set_yticks(range(len(dp)), [f"{a} / {p}: ε = {eps[(a, p)]}" for a, p in dp], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("test accuracy (%)")
+    ax.set_title("Accuracy cost of each DP mechanism (ε: client-level accountant, or edge-level)",
+                 fontsize=10)  # fmt: skip
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    save_figure(fig, path, dpi=110, tight=False)
 
 
 ACTIVE_SERVER_HEAD = [
@@ -389,7 +511,8 @@ ACTIVE_SERVER_HEAD = [
     "(`attacks/active_server`; `python -m benchmarks.privacy_audit --active-server`). "
     "**recovered**: the server read one client's input; **corrupted**: the clients accepted a "
     "result the server altered; refused: an honest client detected the lie first (the first "
-    "refusal is named). `honest-but-curious` is every protocol as before; `malicious` is "
+    "refusal is named). `honest-but-curious`: the protocols for a server that follows them; "
+    "`malicious`: "
     "`--threat-model malicious` (signed messages and consistency checks, docs/protocols.md).",
     "",
 ]

@@ -36,8 +36,8 @@ MAX_LINES = 600
 #: Floors inside a package, lowest first; "*": every sub-package not named on another floor.
 FLOORS: dict[str, list[tuple[str, ...]]] = {
     "securefgl": [
-        ("data", "models"), ("config",), ("federation",), ("algorithms",), ("experiment",),
-        ("cli",),
+        ("data", "models"), ("config", "extras"), ("federation",), ("algorithms",),
+        ("experiment",), ("cli",),
     ],
     "securefgl.algorithms": [("base",), ("common",), ("fedavg",), ("*",), ("registry",)],
 }  # fmt: skip

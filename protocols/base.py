@@ -25,6 +25,8 @@ from protocols.wire import Payload
 
 
 class Role(StrEnum):
+    """What a party is to a protocol."""
+
     SERVER = "server"
     CLIENT = "client"
     AUTHORITY = "authority"  # key authority / trusted third party, never the server
@@ -46,6 +48,9 @@ class Envelope:
 
 @dataclass(frozen=True)
 class Phase:
+    """One step of a protocol run: ``method`` is called on every party of ``role``
+    (:func:`run_phases`)."""
+
     role: Role
     method: str
 

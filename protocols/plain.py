@@ -86,6 +86,8 @@ class PlainServer(AggregationServer):
 
 
 class PlainAggregation(AggregationProtocol):
+    """The server receives every client's weighted update in the clear and averages them."""
+
     name = "plain"
     output_role = Role.SERVER
     round_phases = (Phase(Role.CLIENT, "send_update"), Phase(Role.SERVER, "collect"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from benchmarks.adjacency_construction.cells import VARIANTS, receiver_masks_only, variant
 from benchmarks.harness.notes import section
@@ -23,13 +24,104 @@ def _fmt_b(x: float | None) -> str:
     return f"{x / 1e6:.1f} MB" if x < 1e9 else f"{x / 1e9:.2f} GB"
 
 
+#: the main table's columns: the paper's scheme and the protected variants on the
+#: recommended configuration (union support, receiver pruning)
+MAIN_VARIANTS = (
+    "plain (pruned)", "masked-union (pruned)", "masked-union-t1 (pruned)",
+    "masked-union-rx (pruned)", "masked-union-z32 (pruned)", "ckks-union (pruned)",
+)  # fmt: skip
+
+
+def _short(r: dict | None) -> str:
+    if r is None:
+        return "—"
+    if r["skipped"]:
+        return "skipped"
+    par = f" / ∥×{r['parallel_ratio']}" if r.get("parallel_ratio") is not None else ""
+    return f"{_fmt_s(_cpu(r))} s, ×{r['ratio']}{par}"
+
+
+def main_table(rows: list[dict], dataset: str, k: int) -> list[str]:
+    """Per L_s: central CPU seconds (pruned) and each of :data:`MAIN_VARIANTS`' CPU seconds
+    and ratio to central (sequential / parallel critical path)."""
+    cells = [r for r in rows if r["dataset"] == dataset and r["clients"] == k]
+    names = [x for x in MAIN_VARIANTS if any(variant(r) == x for r in cells)]
+    out = ["| L_s | central s (pruned) | " + " | ".join(names) + " |",
+           "|---" * (len(names) + 2) + "|"]  # fmt: skip
+    for hops in sorted({r["hops"] for r in cells}):
+        at = {variant(r): r for r in cells if r["hops"] == hops}
+        c1 = next((_cpu(r, "central_") for r in at.values() if r["pruned"]), None)
+        out.append(f"| {hops} | {_fmt_s(c1)} | " + " | ".join(_short(at.get(x)) for x in names)
+                   + " |")  # fmt: skip
+    return out
+
+
+def _at(rows: list[dict], k: int, hops: int, name: str) -> dict | None:
+    found = (r for r in rows if r["dataset"] == "cora" and r["clients"] == k
+             and r["hops"] == hops and variant(r) == name and not r["skipped"])  # fmt: skip
+    return next(found, None)
+
+
+def conclusion(rows: list[dict], headline_k: int) -> str:
+    """The conclusion's bullets with their numbers from ``rows`` (Cora)."""
+    ran = [r for r in rows if not r["skipped"] and r["dataset"] == "cora" and r["hops"] > 1]
+    masked = [r for r in ran if r["mode"] == "masked" and not receiver_masks_only(r)
+              and not r.get("collusion_threshold") and not r.get("ring_bits")]  # fmt: skip
+    if not masked:
+        return ""
+    seq = [r for r in masked if r["ratio"] is not None and r["ratio"] <= 20]
+    par = [r for r in masked if (r.get("parallel_ratio") or math.inf) <= 20]
+    top = max((r["hops"] for r in ran if r["clients"] == headline_k), default=0)
+    rec = _at(rows, headline_k, top, "masked-union (pruned)")
+    plain = _at(rows, headline_k, top, "plain (pruned)")
+    cheap = [(x, r) for x in MAIN_VARIANTS[2:5] if (r := _at(rows, headline_k, top, x))]
+    ckks = [r["ratio"] for r in ran if variant(r) == "ckks-union (pruned)"
+            and r["clients"] == headline_k]  # fmt: skip
+    errors: dict[str, float] = {}
+    for r in rows:
+        if not r["skipped"] and r.get("max_abs_err") is not None and r["mode"] != "plain":
+            m = r["mode"] + (f" in Z_2^{r['ring_bits']}" if r.get("ring_bits") else "")
+            errors[m] = max(errors.get(m, 0.0), r["max_abs_err"])
+    return section(
+        NOTES, "conclusion", seq=len(seq), par=len(par), masked=len(masked),
+        seq_where=", ".join(f"K={r['clients']} L_s={r['hops']} {variant(r)} ×{r['ratio']}"
+                            for r in seq) or "none",
+        k=headline_k, hops=top,
+        rec_seq=rec["ratio"] if rec else "—", rec_par=rec.get("parallel_ratio") if rec else "—",
+        cheap=", ".join(f"{x.removesuffix(' (pruned)')} ×{r['ratio']}" for x, r in cheap) or "—",
+        plain=plain["ratio"] if plain else "—",
+        ckks=f"×{min(ckks)}–{max(ckks)}" if ckks else "—",
+        errors=", ".join(f"{m} {e:.1e}" for m, e in sorted(errors.items())) or "—",
+    )  # fmt: skip
+
+
 def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) -> None:
     lines = [
         "# Federated Ā construction: plain vs masked vs CKKS hop sums vs central",
         "",
+        section(NOTES, "lead"),
+        "",
+        f"## Cora, K = {headline_k}: federated Ā beside central",
+        "",
+        *main_table(rows, "cora", headline_k),
+        "",
+        section(NOTES, "main_caption"),
+        "",
+        "## Conclusion",
+        "",
+        conclusion(rows, headline_k),
+        "",
+        "![Cora: federated Ā cost vs central](adjacency.png)",
+        "",
+        "## Settings",
+        "",
         meta["header"],
         "",
         section(NOTES, "intro"),
+        "",
+        "## Findings",
+        "",
+        *meta["findings"],
         "",
     ]
     grids = [
@@ -40,11 +132,9 @@ def write_markdown(rows: list[dict], path: Path, meta: dict, headline_k: int) ->
             key=lambda x: (x != headline_k, x),
         )
     ]
-    for j, (name, k) in enumerate(grids):
-        lines += [f"## {name}, K = {k} (CPU seconds, bytes, ×ratio)", ""]
+    for name, k in grids:
+        lines += [f"## {name}, K = {k}: every variant (CPU seconds, bytes, ×ratio)", ""]
         lines += [*pivot(rows, name, k), ""]
-        if j == 0:
-            lines += ["## Findings", "", *meta["findings"], ""]
     lines += ["## All cells that ran (with the cost model's estimates)", ""]
     lines += [
         "| dataset | K | L_s | variant | CPU s (est: wall) | bytes (est) | peak RSS GiB (est "
@@ -288,14 +378,21 @@ def plot(rows: list[dict], path: Path, headline_k: int) -> None:
         if pts:
             bx.plot(*zip(*pts, strict=True), color="green", ls=ls, lw=2,
                     label=f"central{' (pruned)' if pruned else ''}")  # fmt: skip
-    ax.axhline(20, color="grey", ls="--", lw=1, label="20× (target)")
-    for a, ylabel in ((ax, "federated / central seconds (same pruning)"), (bx, "CPU seconds")):
+    ax.axhline(20, color="grey", ls=(0, (1, 3)), lw=1.5, label="20× central (target)")
+    for a, ylabel in ((ax, "federated / central CPU seconds (same pruning)"),
+                      (bx, "CPU seconds")):  # fmt: skip
         a.set_yscale("log")
         a.set_xlabel("L_s (hops)")
         a.set_ylabel(ylabel)
         a.set_xticks(sorted({r["hops"] for r in cora}))
         a.grid(alpha=0.3, which="both")
     ax.set_title(f"Cora, K = {headline_k}: federated Ā cost relative to central")
-    bx.set_title("wall time (one run; shared 2-core box)")
-    bx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bx.set_title(f"Cora, K = {headline_k}: CPU seconds (one run, shared 2-core machine)")
+    handles: dict[str, Any] = {}
+    for a in (ax, bx):
+        for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=5, fontsize=8,
+               bbox_to_anchor=(0.5, 0.0), title="solid: union support, dashed: rows "
+               "support; open squares: receiver-pruned")  # fmt: skip
     save_figure(fig, path, dpi=120)

@@ -4,8 +4,10 @@
 A notes file is split into sections by marker lines ``<!-- section: KEY -->`` (text before
 the first marker is a comment for the reader). In a section, the lines of a paragraph are
 joined with single spaces (so the file can be wrapped freely) and paragraphs are separated
-by a blank line; ``{field}`` placeholders are filled with ``str.format`` by
-:func:`section`. A notes file without markers is included whole (:func:`note_path`).
+by a blank line; a line starting with ``- `` opens a list item, and the rows of a Markdown
+table (lines starting with ``| `` or ``|-``) are kept as they are; ``{field}`` placeholders
+are filled with ``str.format`` by :func:`section`. A notes file without markers is included
+whole (:func:`note_path`).
 ``benchmarks/data/<name>.json`` holds reference numbers (papers' tables).
 """
 
@@ -41,15 +43,30 @@ def sections(name: str) -> dict[str, str]:
     return {key: _unwrap(lines) for key, lines in out.items()}
 
 
+def _table_row(line: str) -> bool:
+    return line.startswith(("| ", "|-"))
+
+
 def _unwrap(lines: list[str]) -> str:
-    paragraphs, words = [], []
-    for line in [*lines, ""]:
+    """Blocks separated by blank lines: paragraphs and list items (a line starting with
+    ``- `` opens one) joined into one line each, tables kept line by line."""
+    blocks: list[str] = []
+    words: list[str] = []
+    table = False
+
+    def close() -> None:
+        if words:
+            blocks.append(("\n" if table else " ").join(words))
+            words.clear()
+
+    for line in lines:
+        if not line or _table_row(line) != table or line.startswith("- "):
+            close()
         if line:
+            table = _table_row(line)
             words.append(line)
-        elif words:
-            paragraphs.append(" ".join(words))
-            words = []
-    return "\n\n".join(paragraphs)
+    close()
+    return "\n\n".join(blocks)
 
 
 def section(name: str, key: str, /, **fields: Any) -> str:

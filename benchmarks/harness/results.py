@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from securefgl import extras
+
 
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
@@ -115,23 +117,25 @@ class PartialFile:
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the non-interactive Agg backend."""
-    import matplotlib
+    """``matplotlib.pyplot`` on the non-interactive Agg backend; without matplotlib (the
+    ``plots`` extra) the benchmark ends with one line saying what to install."""
+    try:
+        return extras.pyplot("a benchmark figure")
+    except extras.MissingExtraError as err:
+        raise SystemExit(f"securefgl: {err}") from None
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    return plt
-
-
-def save_figure(fig: Any, path: Path, dpi: int = 120) -> None:
-    """Lay out ``fig``, save it atomically (format from the suffix of ``path``) and close it."""
+def save_figure(fig: Any, path: Path, dpi: int = 120, tight: bool = True) -> None:
+    """Lay out ``fig``, save it atomically (format from the suffix of ``path``) and close it.
+    The saved image is cropped to what is drawn, so legends placed outside the axes stay whole.
+    ``tight=False`` keeps the figure's own layout (grids whose spacing is set by hand)."""
     plt = pyplot()
     path = Path(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     try:
-        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
+        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png", bbox_inches="tight")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

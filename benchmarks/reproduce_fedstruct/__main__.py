@@ -39,6 +39,7 @@ from benchmarks.reproduce_fedstruct.grid import (
     AGGREGATIONS,
     DATASETS,
     FEDSTRUCT_NSF,
+    LABELS,
     MAX_DENSE_ABAR,
     METHODS,
     OPTIONAL_METHODS,
@@ -199,6 +200,12 @@ def feasible(cell: Cell) -> str | None:
     return None
 
 
+def cell_name(cell: Cell) -> str:
+    """A cell as the report names it, e.g. "PubMed, random K = 10, FedStruct (H2V)-F, plain"."""
+    where = "" if cell.partition is None else f", {cell.partition} K = {cell.clients}"
+    return f"{cell.dataset}{where}, {LABELS.get(cell.method, cell.method)}, {cell.aggregation}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", type=csv_list, default=list(DATASETS))
@@ -260,7 +267,7 @@ def main() -> None:
     todo: list[tuple[Cell, list[int]]] = []
     for cell in cells:
         if (why := feasible(cell)) is not None:
-            meta["skipped"].append(f"{cell.key}: {why}")
+            meta["skipped"].append(f"{cell_name(cell)}: {why}")
             continue
         done = {r["seed"] for r in by_key.get(cell.key, {"runs": []})["runs"]}
         missing = [s for s in seeds if s not in done]
@@ -311,7 +318,7 @@ def main() -> None:
     full = plan(DATASETS, PARTITIONS, RANDOM_CLIENTS, METHODS, AGGREGATIONS, [("random", 10)])
     have = {row_key(r): r["seeds"] for r in rows}
     runnable = [c for c in full if feasible(c) is None]
-    meta["skipped"] = [f"{c.key}: {feasible(c)}" for c in full if feasible(c) is not None]
+    meta["skipped"] = [f"{cell_name(c)}: {feasible(c)}" for c in full if feasible(c) is not None]
     started = sum(1 for c in runnable if have.get(c.key))
     complete = sum(1 for c in runnable if have.get(c.key, 0) >= 10)
     meta["coverage"] = (

@@ -98,10 +98,12 @@ def plot_curves(rows: list[dict[str, Any]], path: Path) -> bool:
         ax.plot(rounds, values.mean(0), color="tab:blue", lw=1, label="ours, mean")
         ax.set_title(method)
         ax.set_xlabel("round")
-        ax.set_ylabel("client-mean test accuracy (%)")
+        ax.set_ylabel("test accuracy (%)")
     for ax in list(axes.flat)[len(methods):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
+    fig.suptitle("NCI1, k = 25, α = 1, the log's split: client-mean test accuracy per round")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=3, bbox_to_anchor=(0.5, 0.0))
     save_figure(fig, path)
     return True
 

@@ -180,17 +180,21 @@ def round_table(rows: list[dict]) -> list[str]:
                            "brackets", cell)  # fmt: skip
 
 
-def table2(rows: list[dict], setting: str = "table2") -> list[str]:
+def table2(rows: list[dict], setting: str = "table2", keys: tuple[str, ...] = ("acc", "f1"),
+           methods: tuple[str, ...] = METHODS) -> list[str]:  # fmt: skip
+    """Per dataset with ``setting`` rows, a method × M table of each of ``keys`` (``acc``,
+    ``f1``), the paper's in brackets."""
     out = []
+    names = {"acc": "ACC", "f1": "macro-F1"}
     for ds in DATASETS:
         if not any(r["dataset"] == ds and r["setting"] == setting for r in rows):
             continue
-        for key, name in (("acc", "ACC"), ("f1", "macro-F1")):
+        for key, name in ((k, names[k]) for k in keys):
             how = "ours: mean ± std over 5 seeds, fewer where marked; paper in brackets"
             out += [f"**{ds}, {name}** ({how})", "",
                     "| method | " + " | ".join(f"M = {m}" for m in CLIENTS) + " |",
                     "|---|" + "---|" * len(CLIENTS)]  # fmt: skip
-            for meth in METHODS:
+            for meth in methods:
                 cells = [_cell(_find(rows, setting, ds, m, meth), key) for m in CLIENTS]
                 if any(c != "–" for c in cells):
                     out.append(f"| {LABELS[meth]} | " + " | ".join(cells) + " |")
@@ -337,47 +341,52 @@ def _privacy_order(r: dict) -> tuple:
 
 def write_markdown(rows: list[dict], path: Path) -> None:
     lines = ["# SpreadFGL, FedGL and FedSage+: reproduction, traffic and the H leak", "",
-             section(NOTES, "intro"), "", "## Table II (ACC and macro-F1, %)", ""]  # fmt: skip
-    lines += table2(rows)
-    lines += [f"Not run: {ds} — {why}." for ds, why in NOT_RUN.items()] + [""]
-    lines += ["## Targets", ""] + targets(rows)
-    lines += [section(NOTES, "targets"), "", "## FedSage / FedSage+ in their paper's setting",
-              "", section(NOTES, "survey"), ""] + survey_table(rows)
-    lines += ["", "## Causes tested: the partition", "", section(NOTES, "partition"), ""]
+             section(NOTES, "intro"), "", "## Table II beside the paper (ACC, %)", ""]  # fmt: skip
+    lines += table2(rows, keys=("acc",))
+    lines += [f"Not run: {ds}, {why}." for ds, why in NOT_RUN.items()] + [""]
+    lines += ["## Conclusion", "", section(NOTES, "conclusion"), ""]
+    lines += ["Every check, cell by cell (Table II as written):", ""] + targets(rows)
+    lines += ["## Settings", "", section(NOTES, "settings"), ""]
+    lines += ["## Table II, macro-F1", ""] + table2(rows, keys=("f1",))
+    lines += [section(NOTES, "table2"), ""]
+    lines += ["## FedSage / FedSage+ in their paper's setting", "", section(NOTES, "survey"), ""]
+    lines += ["Test ACC ± std over seeds (the survey's in brackets) · mean validation ACC; ◀ the "
+              "local steps kept on validation.", ""] + survey_table(rows)  # fmt: skip
+    lines += ["## Bytes per round per party", "", section(NOTES, "bytes"), ""] + bytes_table(rows)
+    lines += ["## The H leak and its protections (FedGL, Cora, M = 9)", ""]
+    lines += privacy_table(rows) + ["![privacy-utility](spreadfgl.png)", ""]
+    lines += [section(NOTES, "privacy"), ""]
+    lines += ["## Causes tested", "", section(NOTES, "causes"), ""]
+    lines += ["### The partition", "", section(NOTES, "partition"), ""]
     lines += table2(rows, "partition")
-    lines += ["## Causes tested: Table I's cut on Coauthor CS", "",
-              section(NOTES, "table1-cut"), ""] + table2(rows, "table1-cut")  # fmt: skip
-    lines += ["Targets at Table I's cut:", ""]
+    lines += ["### Table I's cut on Coauthor CS", "", section(NOTES, "table1-cut"), ""]
+    lines += table2(rows, "table1-cut", keys=("acc",)) + ["Targets at Table I's cut:", ""]
     lines += targets(rows, setting="table1-cut", survey=False)
-    lines += ["## Causes tested: feature normalisation", "", section(NOTES, "normfeat"), ""]
-    lines += table2(rows, "normfeat")
+    lines += ["### Feature normalisation", "", section(NOTES, "normfeat"), ""]
+    lines += table2(rows, "normfeat", keys=("acc",))
     lines += ["Each client rescaling the generated rows to its own rows' mean norm:", ""]
-    lines += table2(rows, "normfeat-scaled")
-    lines += ["## Causes tested: the loss reduction", "", section(NOTES, "mean-ce"), ""]
+    lines += table2(rows, "normfeat-scaled", keys=("acc",))
+    lines += ["### The loss reduction", "", section(NOTES, "mean-ce"), ""]
     lines += table2(rows, "mean-ce")
-    lines += ["### The reduction kept on validation", ""] + kept_table2(rows)
+    lines += [section(NOTES, "mean-ce-kept"), ""] + kept_table2(rows)
     lines += ["Targets with the reduction kept on validation:", ""]
     lines += targets(rows, REDUCTIONS)
-    lines += ["## Causes tested: T_l = 20 local steps", "", section(NOTES, "tl20"), ""]
-    lines += table2(rows, "tl20") + ["### The local steps kept on validation", ""]
+    lines += ["### T_l = 20 local steps", "", section(NOTES, "tl20"), ""]
+    lines += table2(rows, "tl20", keys=("acc",))
     lines += kept_table2(rows, LOCAL_STEPS, "the local steps")
     lines += ["Targets with the local steps kept on validation:", ""]
     lines += targets(rows, LOCAL_STEPS, survey=False)
-    lines += ["## Causes tested: the round reported", "", section(NOTES, "best-round"), ""]
+    lines += ["### The round reported", "", section(NOTES, "best-round"), ""]
     lines += round_table(rows) + ["Targets at the round of the best validation ACC:", ""]
     lines += targets(rows, setting="best-round", key="val_round_acc", survey=False)
     lines += ["Targets at the best round for test (not a method: a reading of the paper):", ""]
     lines += targets(rows, setting="best-round", key="best_round_acc", survey=False)
-    lines += ["## Causes tested: how the macro-F1 is averaged", "", section(NOTES, "f1"), ""]
+    lines += ["### How the macro-F1 is averaged", "", section(NOTES, "f1"), ""]
     lines += f1_table(rows)
-    lines += ["## Causes tested: FedGL's imputation and patcher", "",
-              section(NOTES, "patcher"), ""] + variant_table(rows, "patcher", PATCHER_VARIANTS)
-    lines += ["## Causes tested: K, k, T_l and the hidden width", "", section(NOTES, "hparams"),
-              ""] + variant_table(rows, "hparams", HPARAM_VARIANTS)  # fmt: skip
-    lines += ["## Bytes per round per party", "", section(NOTES, "bytes"), ""] + bytes_table(rows)
-    lines += ["## The H leak and its protections (FedGL, Cora, M = 9)", "",
-              section(NOTES, "privacy"), ""] + privacy_table(rows)  # fmt: skip
-    lines += ["![privacy-utility](spreadfgl.png)", ""]
+    lines += ["### FedGL's imputation and patcher", "", section(NOTES, "patcher"), ""]
+    lines += variant_table(rows, "patcher", PATCHER_VARIANTS)
+    lines += ["### K, k, T_l and the hidden width", "", section(NOTES, "hparams"), ""]
+    lines += variant_table(rows, "hparams", HPARAM_VARIANTS)
     write_text(path, "\n".join(lines))
 
 
@@ -405,34 +414,55 @@ def survey_table(rows: list[dict]) -> list[str]:
     return out + [""]
 
 
+#: where the protections without an ε (none, row subsets) are drawn on the ε axis
+NO_EPSILON = 1e4
+
+
 def write_plot(rows: list[dict], path: Path) -> None:
     priv = [r for r in rows if r["setting"] == "privacy" and r.get("acc") is not None]
     if not priv:
         return
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for kind, marker in (("gaussian", "o"), ("rr", "s"), ("rows", "^"), ("none", "*")):
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    styles = (("gaussian", "o", "C0"), ("rr", "s", "C1"), ("rows", "^", "C2"),
+              ("none", "*", "k"))  # fmt: skip
+    names = {"gaussian": "Gaussian noise", "rr": "randomised response",
+             "rows": "row subsets (no ε)", "none": "no protection"}  # fmt: skip
+    panels = (("acc", "test ACC (%)", "FedGL's test accuracy"),
+              ("h_label_accuracy", "label accuracy", "edge server: labels from H"),
+              ("h_link_auc", "link AUC", "edge server: links from H"))  # fmt: skip
+    for kind, marker, color in styles:
         sel = sorted((r for r in priv if r["protection"].split(":")[0] == kind), key=_privacy_order)
         if not sel:
             continue
-        eps = [r["h_epsilon"] if r.get("h_epsilon") is not None else 1e4 for r in sel]
-        axes[0].plot(eps, [r["acc"] for r in sel], marker=marker, label=kind)
-        axes[1].plot(
-            eps, [r.get("h_label_accuracy") for r in sel], marker=marker, label=f"{kind}: label"
-        )
-        axes[1].plot(
-            eps,
-            [r.get("h_link_auc") for r in sel],
-            marker=marker,
-            ls="--",
-            label=f"{kind}: link AUC",
-        )
-    for ax in axes:
+        eps = [r["h_epsilon"] if r.get("h_epsilon") is not None else NO_EPSILON for r in sel]
+        for ax, (key, _, _) in zip(axes, panels, strict=True):
+            ys = [r.get(key) for r in sel]
+            ax.plot(eps, ys, marker=marker, color=color, label=names[kind],
+                    ls="-" if kind in ("gaussian", "rr") else "none",
+                    ms=9 if kind == "none" else 6)  # fmt: skip
+            if kind == "rows":  # two points at one x: name them
+                for r, y in zip(sel, ys, strict=True):
+                    ax.annotate(r["protection"], (NO_EPSILON, y), xytext=(-6, 0),
+                                textcoords="offset points", ha="right", va="center",
+                                fontsize=8, color=color)  # fmt: skip
+    base = next((r for r in priv if r.get("h_label_accuracy_baseline") is not None), None)
+    if base is not None:
+        axes[1].axhline(base["h_label_accuracy_baseline"], color="grey", ls=":",
+                        label="attack baseline (majority class; chance AUC)")  # fmt: skip
+    axes[2].axhline(0.5, color="grey", ls=":", label="attack baseline (majority class; chance AUC)")
+    for ax, (_, ylabel, title) in zip(axes, panels, strict=True):
         ax.set_xscale("log")
-        ax.set_xlabel("ε per node row over all uploads (none and row subsets drawn at 1e4)")
-    axes[0].set_ylabel("test accuracy (%)")
-    axes[1].set_ylabel("edge server's attack (label accuracy / link AUC)")
-    axes[0].legend(fontsize=7)
-    axes[1].legend(fontsize=6)
-    fig.suptitle("FedGL on Cora, M = 9: protections of the H uploads")
+        ax.set_xticks([10, 100, NO_EPSILON], ["10", "100", "no ε"])
+        ax.set_xlabel("ε per node row, all 20 uploads")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    handles = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles),
+               bbox_to_anchor=(0.5, -0.08), fontsize=9)  # fmt: skip
+    fig.suptitle("FedGL on Cora, M = 9: protecting the H uploads (mean over 5 seeds)")
     save_figure(fig, path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from securefgl import extras
 from securefgl.algorithms.base import Algorithm
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.config.families import algorithm_names, families, family_of
@@ -62,7 +63,10 @@ def cross_edge_mode(config: ExperimentConfig) -> str:
 
 
 def check_config(config: ExperimentConfig) -> ExperimentConfig:
-    """The algorithms exist and their needs are met (raises :class:`ConfigError`)."""
+    """The algorithms exist and their needs are met, the executor's optional extra included
+    (raises :class:`ConfigError`)."""
+    if config.executor == "ray":  # before any data is loaded
+        extras.check("ray", "--executor ray")
     for name in config.algorithms:
         cls = algorithm_class(name, config.task)
         if cls.needs_cross_edges and cross_edge_mode(config) != "known":

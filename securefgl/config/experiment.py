@@ -61,6 +61,10 @@ def _opt(
 
 @dataclass(init=False)
 class ExperimentConfig:
+    """One experiment: the generic fields below, the protocol stack (``protocol``) and each
+    algorithm family's settings section. Every field is a ``securefgl run`` flag and a TOML
+    key (``docs/configuration.md``); the values are checked on construction."""
+
     # data
     task: str = _opt(
         "node", "node: classify the nodes of one graph; graph: classify whole graphs (each "

@@ -72,6 +72,9 @@ class SimulationState:
 
 @dataclass
 class RunResult:
+    """One algorithm × seed: final metrics, per-round history (metrics, bytes, seconds),
+    the partition, the privacy spent and how each message family was protected."""
+
     algorithm: str
     seed: int
     federated: bool
@@ -109,6 +112,8 @@ class RunResult:
 
 @dataclass
 class ExperimentResult:
+    """Every run of an experiment (:func:`run_experiment`), with its configuration."""
+
     config: ExperimentConfig
     runs: list[RunResult]
 

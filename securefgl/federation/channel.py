@@ -15,6 +15,9 @@ from securefgl.federation.transcript import Transcript
 
 
 class Channel:
+    """Carries envelopes between parties, round by round (``round``), recording each on its
+    :class:`Transcript`; a message over ``max_message_bytes`` is refused."""
+
     def __init__(
         self,
         transcript: Transcript | None = None,

@@ -31,6 +31,8 @@ class PhasedProtocol(Protocol):
 
 
 class Executor(ABC):
+    """Runs :class:`~securefgl.federation.party.Call` s on parties, wherever they live."""
+
     @abstractmethod
     def call(self, calls: Sequence[Call]) -> list[Any]:
         """Run each call; results in ``calls`` order."""

@@ -29,6 +29,7 @@ from typing import Any
 
 from protocols.base import ProtocolError
 from protocols.identity import install_provisioned, keystore_parties
+from securefgl.extras import require
 from securefgl.federation.codec import decode_value, encode_value
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, PartyError, Target
@@ -126,11 +127,9 @@ def _wire_call(call: Call) -> tuple[str, list[str], str, bytes]:
 
 
 def ray_module() -> Any:
-    try:
-        import ray
-    except ImportError:  # pragma: no cover - ray is a dependency
-        raise PartyError("the ray executor needs Ray: pip install ray") from None
-    return ray
+    """The ``ray`` module, or :class:`~securefgl.extras.MissingExtraError` naming the
+    ``ray`` extra (Ray is optional: ``pip install 'securefgl[ray]'``)."""
+    return require("ray", "--executor ray")
 
 
 class RayExecutor(Executor):

@@ -20,6 +20,8 @@ from protocols.wire import Payload
 
 @dataclass(frozen=True)
 class TranscriptEntry:
+    """One envelope as the channel carried it: round, sender, receiver, tag, size, bytes."""
+
     round: int
     sender: str
     receiver: str

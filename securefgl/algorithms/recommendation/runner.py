@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from securefgl import extras
 from securefgl.algorithms.recommendation.central import train_central
 from securefgl.algorithms.recommendation.settings import RecConfig, RecommendationSettings
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer
@@ -46,6 +47,8 @@ def run_recommendation(
     """Every algorithm × seed of ``config``; one result dict per run."""
     if checkpoint is not None and (len(config.seeds) > 1 or len(config.algorithms) > 1):
         raise ConfigError("a checkpoint holds one run: give one algorithm and one seed")
+    if config.executor == "ray":  # before any data is loaded
+        extras.check("ray", "--executor ray")
     torch.set_num_threads(config.threads)
     out = []
     for seed in config.seeds:
