@@ -53,6 +53,8 @@ from securefgl.experiment.runner import run_single
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "results"
 RUNS_PATH = OUT / "fedvn_runs.json"
+#: FedVN at a short budget (--rounds 3 --runs this): the attack and the protected pairing
+SHORT_PATH = OUT / "fedvn_short_runs.json"
 
 
 def summarise(row: dict[str, Any]) -> None:
@@ -166,7 +168,8 @@ def main() -> None:
                          run["seconds"])  # fmt: skip
     from benchmarks.reproduce_fedvn.report import write_report
 
-    write_report(read_json(args.runs, []), args.out)
+    short = read_json(SHORT_PATH, []) if args.runs != SHORT_PATH else []
+    write_report(read_json(args.runs, []), args.out, short)
     logging.info("wrote %s, .md and .png", args.out)
 
 

@@ -40,14 +40,14 @@ def _fmt(mean: float | None, std: float | None, seeds: int = 5) -> str:
     return f"{mean:.2f} ± {std:.2f}{tag}"
 
 
-def summary_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summary_rows(rows: list[dict[str, Any]], attacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The checked file's rows: one per cell (validation-selected), then the attack rows."""
     out = []
     for r in sorted(_idx(rows).values(), key=lambda r: (r["dataset"], _order(r["method"]))):
         out.append({"method": r["method"], "dataset": r["dataset"], "seeds": r["seeds"],
                     "mean": r["val_mean"], "std": r["val_std"], "paper_mean": r["paper_mean"],
                     "protection": r["protection"]})  # fmt: skip
-    for a in attack_rows(rows):
+    for a in attack_rows(attacks):
         out.append({"attack": a["attack"], "protection": a["protection"],
                     "metric": f"{a['dataset']}: {a['metric']} ({a['source']})",
                     "value": a["value"], "baseline": a["baseline"]})  # fmt: skip
@@ -58,8 +58,22 @@ def _order(method: str) -> int:
     return ORDER.index(method) if method in ORDER else len(ORDER)
 
 
+def attack_runs(rows: list[dict[str, Any]], short: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """FedVN cells with every seed's attack, from the full runs or else the short ones: the
+    attack reads round-0 payloads only, which a seed's short and full runs share."""
+    merged: dict[tuple[str, str, str], dict[int, dict[str, Any]]] = {}
+    for src in (short, rows):  # the full run's record wins
+        for r in src:
+            for x in r.get("runs", []):
+                if x.get("attack"):
+                    merged.setdefault(row_key(r), {})[x["seed"]] = x
+    return [{"dataset": k[0], "method": k[1], "protection": k[2],
+             "runs": [v[s] for s in sorted(v)]} for k, v in merged.items()]  # fmt: skip
+
+
 def attack_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (dataset, FedVN cell, metric): the attack's mean over seeds beside its baseline."""
+    """Per (dataset, FedVN cell, metric): the attack's mean over seeds beside its baseline
+    (``rows``: :func:`attack_runs`)."""
     out = []
     for r in sorted(_idx(rows).values(), key=lambda r: (r["dataset"], _order(r["method"]))):
         runs = [x["attack"] for x in r["runs"] if x.get("attack")]
@@ -115,7 +129,7 @@ def main_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def targets(rows: list[dict[str, Any]]) -> list[str]:
+def targets(rows: list[dict[str, Any]], short: list[dict[str, Any]]) -> list[str]:
     """Each target on our validation-selected numbers, the authors' best-on-test beside."""
     idx, out = _idx(rows), []
     for d in DATASETS:
@@ -135,11 +149,12 @@ def targets(rows: list[dict[str, Any]]) -> list[str]:
             best_diff = v["mean"] - o["mean"]
             notes.append(f"above {other}: {'yes' if diff > 0 else 'NO'} ({diff:+.2f}; slides "
                          f"{paper_diff:+.2f}; best-on-test {best_diff:+.2f})")  # fmt: skip
-        diffs = _paired(idx, d, "val_selected")
+        diffs, budget = _protected_diffs(rows, short, d)
         if diffs:
             ok = "within" if abs(np.mean(diffs)) <= PROTECTED_TOLERANCE else "MISSED"
             notes.append(f"protected {np.mean(diffs):+.2f} vs plaintext, paired ({ok} "
-                         f"{PROTECTED_TOLERANCE} points; {len(diffs)} seeds)")  # fmt: skip
+                         f"{PROTECTED_TOLERANCE} points; {len(diffs)} seeds of {budget} "
+                         "rounds)")  # fmt: skip
         out.append(f"| {LABELS[d]} | " + "; ".join(notes) + " |")
     return ["| dataset | targets (ours: validation-selected) |", "|---|---|", *out] if out else []
 
@@ -154,33 +169,55 @@ def _paired(idx: dict[tuple[str, str, str], dict[str, Any]], d: str, key: str) -
             if x["seed"] in pairs and x.get(key) is not None]  # fmt: skip
 
 
-def protected_table(rows: list[dict[str, Any]]) -> list[str]:
-    idx, out = _idx(rows), []
-    for d in DATASETS:
-        p, s = idx.get((d, "fedvn", "plain")), idx.get((d, "fedvn", "secagg"))
-        if p is None or s is None:
-            continue
-        dv, db, dl = (_paired(idx, d, k) for k in ("val_selected", "best", "last"))
-        if not dv:
-            continue
-        mb = (np.mean([x["mb"] for x in s["runs"]]), np.mean([x["mb"] for x in p["runs"]]))
-        sec = (s["seconds_per_seed"], p["seconds_per_seed"])
-        out.append(
-            f"| {LABELS[d]} | {_fmt(p['val_mean'], p['val_std'], p['seeds'])} | "
-            f"{_fmt(s['val_mean'], s['val_std'], s['seeds'])} | {np.mean(dv):+.2f} "
-            f"(max \\|Δ\\| {np.max(np.abs(dv)):.2f}; {len(dv)} seeds) | {np.mean(db):+.2f} | "
-            f"{np.mean(dl):+.2f} | {mb[0]:.0f} / {mb[1]:.0f} | {sec[0]:.0f} / {sec[1]:.0f} |"
-        )  # fmt: skip
-    head = ["| dataset | plaintext (val-selected) | secagg + masked s_global sums | paired Δ "
-            "val-selected (secure − plain) | paired Δ best-on-test | paired Δ last | MB per "
-            "run (secure / plain) | s per run (secure / plain) |",
-            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+def _budget(row: dict[str, Any]) -> int:
+    return max(len(x["curve"]) for x in row["runs"])
+
+
+def protected_table(rows: list[dict[str, Any]], short: list[dict[str, Any]]) -> list[str]:
+    """Paired secagg − plaintext FedVN, on the full budget and on the short runs."""
+    out = []
+    for source in (rows, short):
+        idx = _idx(source)
+        for d in DATASETS:
+            p, s = idx.get((d, "fedvn", "plain")), idx.get((d, "fedvn", "secagg"))
+            if p is None or s is None:
+                continue
+            dv, db, dl = (_paired(idx, d, k) for k in ("val_selected", "best", "last"))
+            if not dv:
+                continue
+            mb = (np.mean([x["mb"] for x in s["runs"]]), np.mean([x["mb"] for x in p["runs"]]))
+            sec = (s["seconds_per_seed"], p["seconds_per_seed"])
+            out.append(
+                f"| {LABELS[d]} | {_budget(p)} | {_fmt(p['val_mean'], p['val_std'], p['seeds'])}"
+                f" | {_fmt(s['val_mean'], s['val_std'], s['seeds'])} | {np.mean(dv):+.2f} "
+                f"(max \\|Δ\\| {np.max(np.abs(dv)):.2f}; {len(dv)} seeds) | {np.mean(db):+.2f} | "
+                f"{np.mean(dl):+.2f} | {mb[0]:.1f} / {mb[1]:.1f} | {sec[0]:.0f} / {sec[1]:.0f} |"
+            )  # fmt: skip
+    head = ["| dataset | rounds | plaintext (val-selected) | secagg + masked s_global sums | "
+            "paired Δ val-selected (secure − plain) | paired Δ best-on-test | paired Δ last | "
+            "MB per run (secure / plain) | s per run (secure / plain) |",
+            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     return [*head, *out] if out else []
 
 
-def attack_table(rows: list[dict[str, Any]]) -> list[str]:
+def _protected_diffs(
+    rows: list[dict[str, Any]],
+    short: list[dict[str, Any]],
+    d: str,
+) -> tuple[list[float], int]:
+    """Paired val-selected differences on the full budget if any seed has both, else on the
+    short runs; and that budget (rounds)."""
+    for source in (rows, short):
+        idx = _idx(source)
+        diffs = _paired(idx, d, "val_selected")
+        if diffs:
+            return diffs, _budget(idx[(d, "fedvn", "plain")])
+    return [], 0
+
+
+def attack_table(attacks: list[dict[str, Any]]) -> list[str]:
     out = []
-    for a in attack_rows(rows):
+    for a in attack_rows(attacks):
         leak = "leaks" if a["value"] - a["baseline"] > 0.4 else "no leak"
         out.append(f"| {LABELS[a['dataset']]} | {a['method']} | {a['protection']} | "
                    f"{a['metric']} | {a['value']:.3f} ± {a['value_std']:.3f} | "
@@ -251,7 +288,9 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
     save_figure(fig, path)
 
 
-def conclusion(rows: list[dict[str, Any]]) -> list[str]:
+def conclusion(
+    rows: list[dict[str, Any]], short: list[dict[str, Any]], attacks: list[dict[str, Any]]
+) -> list[str]:
     """A few computed lines: each target held or missed, on the runs there are."""
     idx, out = _idx(rows), []
     for d in DATASETS:
@@ -273,13 +312,14 @@ def conclusion(rows: list[dict[str, Any]]) -> list[str]:
                 others.append(f"{'above' if diff > 0 else 'NOT above'} {o} ({diff:+.2f})")
         if others:
             line += " FedVN is " + " and ".join(others) + "."
-        diffs = _paired(idx, d, "val_selected")
+        diffs, budget = _protected_diffs(rows, short, d)
         if diffs:
             held = "within" if abs(np.mean(diffs)) <= PROTECTED_TOLERANCE else "misses"
-            line += (f" Protected FedVN − plaintext, paired over {len(diffs)} seed(s): "
+            line += (f" Protected FedVN − plaintext, paired over {len(diffs)} seed(s) of "
+                     f"{budget} rounds: "
                      f"{np.mean(diffs):+.2f} ({held} {PROTECTED_TOLERANCE}).")  # fmt: skip
         out.append(line)
-    for a in attack_rows(rows):
+    for a in attack_rows(attacks):
         if a["metric"] == "domain_accuracy":
             out.append(f"- Domain attack, {LABELS[a['dataset']]}, {a['protection']}: "
                        f"{a['value']:.2f} of clients' domains inferred vs {a['baseline']:.2f} by "
@@ -287,8 +327,14 @@ def conclusion(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def write_report(rows: list[dict[str, Any]], out: Path) -> None:
-    write_json(out, summary_rows(rows), indent=1, newline=True)
+def write_report(
+    rows: list[dict[str, Any]], out: Path, short: list[dict[str, Any]] | None = None
+) -> None:
+    """``rows``: the full-budget runs; ``short``: the short FedVN runs (attack and the
+    protected pairing when the full budget has not finished both)."""
+    short = short or []
+    attacks = attack_runs(rows, short)
+    write_json(out, summary_rows(rows, attacks), indent=1, newline=True)
     lines = [
         "# FedVN (AAAI 2025) on GOOD-Motif: ours vs the slides", "",
         section("fedvn", "lead"), "",
@@ -298,17 +344,17 @@ def write_report(rows: list[dict[str, Any]], out: Path) -> None:
         "Not run: " + "; ".join(f"{k} ({v})" for k, v in NOT_RUN.items())
         + "; FedRep and FedALA are not implemented here.", "",
         "## Conclusion", "",
-        *conclusion(rows), "",
+        *conclusion(rows, short, attacks), "",
         section("fedvn", "conclusion"), "",
-        *targets(rows), "",
+        *targets(rows, short), "",
         "## Settings", "",
         section("fedvn", "intro", rounds=ROUNDS), "",
         "## Protected FedVN vs plaintext FedVN", "",
         section("fedvn", "protected"), "",
-        *protected_table(rows), "",
+        *protected_table(rows, short), "",
         "## Domain inference from what FedVN shares beyond the model", "",
         section("fedvn", "attack"), "",
-        *attack_table(rows), "",
+        *attack_table(attacks), "",
         "## The generated GOOD-Motif", "",
         section("fedvn", "datasets"), "",
         *dataset_table(), "",
