@@ -55,6 +55,8 @@ OUT = ROOT / "benchmarks" / "results"
 RUNS_PATH = OUT / "fedvn_runs.json"
 #: FedVN at a short budget (--rounds 3 --runs this): the attack and the protected pairing
 SHORT_PATH = OUT / "fedvn_short_runs.json"
+#: every method at 20 rounds (--rounds 20 --runs this): what fits when 100 rounds do not
+MEDIUM_PATH = OUT / "fedvn_r20_runs.json"
 
 
 def summarise(row: dict[str, Any]) -> None:
@@ -168,8 +170,8 @@ def main() -> None:
                          run["seconds"])  # fmt: skip
     from benchmarks.reproduce_fedvn.report import write_report
 
-    short = read_json(SHORT_PATH, []) if args.runs != SHORT_PATH else []
-    write_report(read_json(args.runs, []), args.out, short)
+    extra = [read_json(p, []) if args.runs == RUNS_PATH else [] for p in (SHORT_PATH, MEDIUM_PATH)]
+    write_report(read_json(args.runs, []), args.out, *extra)
     logging.info("wrote %s, .md and .png", args.out)
 
 

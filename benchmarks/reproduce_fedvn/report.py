@@ -40,11 +40,17 @@ def _fmt(mean: float | None, std: float | None, seeds: int = 5) -> str:
     return f"{mean:.2f} ± {std:.2f}{tag}"
 
 
-def summary_rows(rows: list[dict[str, Any]], attacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The checked file's rows: one per cell (validation-selected), then the attack rows."""
+def summary_rows(
+    rows: list[dict[str, Any]], attacks: list[dict[str, Any]], medium: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The checked file's rows: one per cell (validation-selected; a shorter budget's cells
+    carry it in the method's name), then the attack rows."""
     out = []
-    for r in sorted(_idx(rows).values(), key=lambda r: (r["dataset"], _order(r["method"]))):
-        out.append({"method": r["method"], "dataset": r["dataset"], "seeds": r["seeds"],
+    cells = [(r, r["method"]) for r in _idx(rows).values()]
+    cells += [(r, f"{r['method']} ({_budget(r)} rounds)") for r in _idx(medium).values()]
+    for r, method in sorted(cells, key=lambda c: (c[0]["dataset"], "(" in c[1],
+                                                  _order(c[0]["method"]))):  # fmt: skip
+        out.append({"method": method, "dataset": r["dataset"], "seeds": r["seeds"],
                     "mean": r["val_mean"], "std": r["val_std"], "paper_mean": r["paper_mean"],
                     "protection": r["protection"]})  # fmt: skip
     for a in attack_rows(attacks):
@@ -288,6 +294,25 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
     save_figure(fig, path)
 
 
+def medium_lines(medium: list[dict[str, Any]]) -> list[str]:
+    """FedVN against FedAvg and self-train at the shorter equal budget, per dataset."""
+    idx, out = _idx(medium), []
+    for d in DATASETS:
+        v = idx.get((d, "fedvn", "plain"))
+        if v is None or v["val_mean"] is None:
+            continue
+        parts = []
+        for o in ("fedavg", "self-train"):
+            r = idx.get((d, o, "plain"))
+            if r is not None and r["val_mean"] is not None:
+                parts.append(f"{o} {r['val_mean']:.2f} ({v['val_mean'] - r['val_mean']:+.2f})")
+        out.append(
+            f"- {LABELS[d]}, {_budget(v)} rounds, {v['seeds']} seed(s): FedVN "
+            f"{v['val_mean']:.2f}" + (" vs " + ", ".join(parts) if parts else "") + "."
+        )
+    return out
+
+
 def conclusion(
     rows: list[dict[str, Any]], short: list[dict[str, Any]], attacks: list[dict[str, Any]]
 ) -> list[str]:
@@ -328,13 +353,16 @@ def conclusion(
 
 
 def write_report(
-    rows: list[dict[str, Any]], out: Path, short: list[dict[str, Any]] | None = None
+    rows: list[dict[str, Any]],
+    out: Path,
+    short: list[dict[str, Any]] | None = None,
+    medium: list[dict[str, Any]] | None = None,
 ) -> None:
     """``rows``: the full-budget runs; ``short``: the short FedVN runs (attack and the
     protected pairing when the full budget has not finished both)."""
-    short = short or []
+    short, medium = short or [], medium or []
     attacks = attack_runs(rows, short)
-    write_json(out, summary_rows(rows, attacks), indent=1, newline=True)
+    write_json(out, summary_rows(rows, attacks, medium), indent=1, newline=True)
     lines = [
         "# FedVN (AAAI 2025) on GOOD-Motif: ours vs the slides", "",
         section("fedvn", "lead"), "",
@@ -347,6 +375,8 @@ def write_report(
         *conclusion(rows, short, attacks), "",
         section("fedvn", "conclusion"), "",
         *targets(rows, short), "",
+        *(["## At a shorter equal budget", "", section("fedvn", "medium"), "",
+           *main_table(medium), "", *medium_lines(medium), ""] if _idx(medium) else []),
         "## Settings", "",
         section("fedvn", "intro", rounds=ROUNDS), "",
         "## Protected FedVN vs plaintext FedVN", "",
