@@ -122,6 +122,7 @@ def main() -> None:
                         default=[*METHODS, *(v for v in VARIANTS if v != "fedvn")])  # fmt: skip
     parser.add_argument("--protections", type=csv_list, default=list(PROTECTIONS))
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
+    parser.add_argument("--from-seed", type=int, default=0, help="skip seeds below this")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--shard", default="0/1", help="i/n: run every n-th run from i")
     parser.add_argument("--runs", type=Path, default=RUNS_PATH)
@@ -140,7 +141,7 @@ def main() -> None:
     by_key = {row_key(r): r for r in rows}
     todo = []
     for group in stage_groups(stages(args.datasets, args.methods, args.protections)):
-        for seed in range(args.seeds):  # seed-major: every cell of a group gets seeds early
+        for seed in range(args.from_seed, args.seeds):  # seed-major: seeds early for every cell
             for cell in group:
                 done = {r["seed"] for r in by_key.get(cell.key, {"runs": []})["runs"]}
                 if seed not in done:
