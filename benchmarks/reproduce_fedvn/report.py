@@ -321,7 +321,9 @@ def conclusion(
     for d in DATASETS:
         v = idx.get((d, "fedvn", "plain"))
         if v is None or v["val_mean"] is None:
-            out.append(f"- {LABELS[d]}: no FedVN run finished.")
+            done = [m for m in ORDER if (d, m, "plain") in idx]
+            out.append(f"- {LABELS[d]}: no FedVN run of the full budget finished"
+                       + (f" (finished: {', '.join(done)})" if done else "") + ".")  # fmt: skip
             continue
         gap, best_gap = v["val_mean"] - v["paper_mean"], v["mean"] - v["paper_mean"]
         verdict = "within" if abs(gap) <= TOLERANCE[d] else "misses"
