@@ -322,8 +322,15 @@ def conclusion(
         v = idx.get((d, "fedvn", "plain"))
         if v is None or v["val_mean"] is None:
             done = [m for m in ORDER if (d, m, "plain") in idx]
-            out.append(f"- {LABELS[d]}: no FedVN run of the full budget finished"
-                       + (f" (finished: {', '.join(done)})" if done else "") + ".")  # fmt: skip
+            line = (f"- {LABELS[d]}: no FedVN run of the full budget finished"
+                    + (f" (finished: {', '.join(done)})" if done else "") + ".")  # fmt: skip
+            diffs, budget = _protected_diffs(rows, short, d)
+            if diffs:
+                held = "within" if abs(np.mean(diffs)) <= PROTECTED_TOLERANCE else "misses"
+                line += (f" Protected FedVN − plaintext, paired over {len(diffs)} seed(s) of "
+                         f"{budget} rounds: {np.mean(diffs):+.2f} ({held} "
+                         f"{PROTECTED_TOLERANCE}).")  # fmt: skip
+            out.append(line)
             continue
         gap, best_gap = v["val_mean"] - v["paper_mean"], v["mean"] - v["paper_mean"]
         verdict = "within" if abs(gap) <= TOLERANCE[d] else "misses"
