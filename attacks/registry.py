@@ -21,6 +21,9 @@ from attacks.fedgls_leakage import REPLAY, SUPPORT, learned_graph_replay, update
 from attacks.fedpub_embedding import NAME as FEDPUB_EMBEDDING
 from attacks.fedpub_embedding import fedpub_embedding_inference
 from attacks.fedsage_gradients import fedsage_gradient_features
+from attacks.fedvn_domain import KEEP_TAGS as FEDVN_TAGS
+from attacks.fedvn_domain import NAME as FEDVN_DOMAIN
+from attacks.fedvn_domain import fedvn_domain_inference
 from attacks.generated_features import generated_feature_inference
 from attacks.gpfl_inference import label_distribution_inference, property_inference
 from attacks.gradient_inversion import gradient_inversion
@@ -164,6 +167,8 @@ ATTACKS: dict[str, AttackSpec] = {
                    "community_auc", (TAG_EMBEDDING,)),  # fmt: skip
         AttackSpec("fedego_demix", ("fedego",), lambda c: fedego_demix(c.run),
                    "label_accuracy", ("fedego/mixed-ego-graphs",)),  # fmt: skip
+        AttackSpec(FEDVN_DOMAIN, ("fedvn",), lambda c: fedvn_domain_inference(c.run),
+                   "domain_accuracy", FEDVN_TAGS),  # fmt: skip
     )
 }
 

@@ -6,6 +6,8 @@ files it touches (``files_touched_to_add_an_algorithm``)."""
 
 from __future__ import annotations
 
+import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -67,3 +69,28 @@ def install(site: Path) -> list[Path]:
     return [package / name for name in TOY] + [info / "entry_points.txt"]
 
 
+
+
+def ensure_family(name: str, target: str) -> bool:
+    """Make the family ``name`` (entry point ``target``, e.g. ``"securefgl.algorithms.fedvn:
+    FAMILY"``) visible in this process when the installed metadata does not list it yet (a
+    family added in a working copy before the package is re-installed): its entry point
+    goes into a temporary site on ``sys.path`` and the family caches are cleared. True when
+    it had to be added."""
+    import importlib
+
+    registry = importlib.import_module("securefgl.algorithms.registry")
+    families = importlib.import_module("securefgl.config.families")  # the module
+    if name in families.families():
+        return False
+    site = Path(tempfile.mkdtemp(prefix=f"securefgl-{name}-"))
+    info = site / f"securefgl_{name}_family-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: securefgl-{name}-family\nVersion: 0.0\n"
+    )
+    (info / "entry_points.txt").write_text(f"[securefgl.algorithms]\n{name} = {target}\n")
+    sys.path.append(str(site))
+    for cached in (families.families, families.sections, registry._classes):
+        cached.cache_clear()
+    return True

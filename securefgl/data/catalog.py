@@ -202,7 +202,7 @@ TU_DATASETS: dict[str, DatasetSpec] = {
         _tu_spec("IMDB-BINARY", (), 2),
     )
 }
-GENERATED_GRAPHS = ("synthetic-graphs",)
+GENERATED_GRAPHS = ("synthetic-graphs", "motif-basis", "motif-size")  # GOOD-Motif: good_motif.py
 
 
 def resolve_graph_name(name: str) -> str:

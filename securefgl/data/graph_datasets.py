@@ -6,13 +6,14 @@ checked against their SHA-256 before PyG reads them), from ``<root>/TUDataset/<N
 Node features are the one-hot node labels (``use_node_attr=False``, as GPFL's code, TMLR
 2025, ``dataprocess/setup.py``); a dataset without node labels (IMDB-BINARY) gets one-hot
 degrees. Every graph is normalised like the node datasets: edges symmetrised, coalesced,
-without self-loops. ``synthetic-graphs`` is a small generated dataset for tests and demos.
+without self-loops. ``synthetic-graphs`` is a small generated dataset for tests and demos;
+``motif-basis`` and ``motif-size`` are GOOD-Motif generated offline
+(:mod:`securefgl.data.good_motif`), whose graphs carry a domain (one client each).
 """
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,74 +23,19 @@ from torch_geometric.utils import remove_self_loops, to_undirected
 
 from securefgl.data.catalog import GENERATED_GRAPHS, TU_DATASETS, data_root, resolve_graph_name
 from securefgl.data.datasets import load_pyg_dataset
+from securefgl.data.good_motif import good_motif
+from securefgl.data.graph_store import GraphDataset, assemble
 
 __all__ = [
     "GENERATED_GRAPHS",
     "TU_DATASETS",
     "GraphDataset",
+    "assemble",
     "check_synthetic_options",
     "load_graph_dataset",
     "resolve_graph_name",
     "synthetic_graphs",
 ]
-
-
-@dataclass
-class GraphDataset:
-    """Graphs stored end to end: graph ``g`` owns nodes ``node_ptr[g]:node_ptr[g+1]`` of
-    ``x`` and edges ``edge_ptr[g]:edge_ptr[g+1]`` of ``edge_index`` (indices local to
-    the graph, both directions)."""
-
-    name: str
-    x: np.ndarray  # float32 [N, F]
-    edge_index: np.ndarray  # int64 [2, E], local to each graph
-    node_ptr: np.ndarray  # int64 [G + 1]
-    edge_ptr: np.ndarray  # int64 [G + 1]
-    y: np.ndarray  # int64 [G]
-    num_classes: int
-
-    @property
-    def num_graphs(self) -> int:
-        return int(self.y.shape[0])
-
-    @property
-    def num_features(self) -> int:
-        return int(self.x.shape[1])
-
-    @property
-    def num_nodes(self) -> np.ndarray:
-        return np.diff(self.node_ptr)
-
-    def graph(self, g: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(x, edge_index)`` of graph ``g`` (views, not copies)."""
-        n0, n1 = self.node_ptr[g], self.node_ptr[g + 1]
-        e0, e1 = self.edge_ptr[g], self.edge_ptr[g + 1]
-        return self.x[n0:n1], self.edge_index[:, e0:e1]
-
-    def subset(self, graphs: np.ndarray) -> GraphDataset:
-        """The graphs ``graphs`` (in that order) as a new dataset owning its arrays."""
-        graphs = np.asarray(graphs, dtype=np.int64)
-        nn, ne = self.num_nodes[graphs], np.diff(self.edge_ptr)[graphs]
-        node_idx = _ranges(self.node_ptr[graphs], nn)
-        edge_idx = _ranges(self.edge_ptr[graphs], ne)
-        return GraphDataset(
-            self.name,
-            self.x[node_idx].copy(),
-            self.edge_index[:, edge_idx].copy(),
-            np.concatenate([[0], np.cumsum(nn)]).astype(np.int64),
-            np.concatenate([[0], np.cumsum(ne)]).astype(np.int64),
-            self.y[graphs].copy(),
-            self.num_classes,
-        )
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``concat(arange(s, s + n) for s, n)`` without a Python loop."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return np.arange(total, dtype=np.int64) + offsets
 
 
 def load_graph_dataset(
@@ -101,10 +47,13 @@ def load_graph_dataset(
     options: dict[str, Any] | None = None,
 ) -> GraphDataset:
     """A graph-classification dataset by name (TU datasets: verified offline-first load;
-    ``synthetic-graphs``: :func:`synthetic_graphs` with ``options``)."""
+    ``synthetic-graphs``: :func:`synthetic_graphs` with ``options``; ``motif-basis`` /
+    ``motif-size``: :func:`securefgl.data.good_motif.good_motif` with ``options``)."""
     key = resolve_graph_name(name)
     if key == "synthetic-graphs":
         return synthetic_graphs(**(options or {}))
+    if key in ("motif-basis", "motif-size"):
+        return good_motif(key, options)
     spec = TU_DATASETS[key]
     dataset = load_pyg_dataset(spec, data_root(root), download, verify)
     graphs = [dataset[i] for i in range(len(dataset))]
@@ -114,7 +63,7 @@ def load_graph_dataset(
         ei, _ = remove_self_loops(g.edge_index.long())
         edges.append(to_undirected(ei, num_nodes=int(g.num_nodes)))
     y = np.array([int(g.y.view(-1)[0]) for g in graphs], dtype=np.int64)
-    return _assemble(spec.name, xs, edges, y, max(spec.num_classes, int(y.max()) + 1))
+    return assemble(spec.name, xs, edges, y, max(spec.num_classes, int(y.max()) + 1))
 
 
 def _degree_features(graphs: list[Any]) -> list[torch.Tensor]:
@@ -126,22 +75,6 @@ def _degree_features(graphs: list[Any]) -> list[torch.Tensor]:
         degs.append(torch.bincount(ei[0], minlength=int(g.num_nodes)))
     width = int(max(int(d.max()) if d.numel() else 0 for d in degs)) + 1
     return [torch.nn.functional.one_hot(d, width).float() for d in degs]
-
-
-def _assemble(
-    name: str, xs: list[Any], edges: list[Any], y: np.ndarray, num_classes: int
-) -> GraphDataset:
-    nn = np.array([len(x) for x in xs], dtype=np.int64)
-    ne = np.array([e.shape[1] for e in edges], dtype=np.int64)
-    return GraphDataset(
-        name,
-        np.concatenate([np.asarray(x, dtype=np.float32) for x in xs]),
-        np.concatenate([np.asarray(e, dtype=np.int64) for e in edges], axis=1),
-        np.concatenate([[0], np.cumsum(nn)]).astype(np.int64),
-        np.concatenate([[0], np.cumsum(ne)]).astype(np.int64),
-        y,
-        num_classes,
-    )
 
 
 def synthetic_graphs(
@@ -172,7 +105,7 @@ def synthetic_graphs(
         probs[int(c) % num_features] += 2.0
         labels = rng.choice(num_features, size=n, p=probs / probs.sum())
         xs.append(np.eye(num_features, dtype=np.float32)[labels])
-    return _assemble("synthetic-graphs", xs, edges, y.astype(np.int64), num_classes)
+    return assemble("synthetic-graphs", xs, edges, y.astype(np.int64), num_classes)
 
 
 def check_synthetic_options(options: dict[str, Any]) -> None:

@@ -13,6 +13,11 @@ but can spin for long when a prior entry is tiny). The folds are our own stratif
 assignment (scikit-learn's ``StratifiedKFold`` is not a dependency).
 :mod:`securefgl.data.graph_split_replica` replays the code's own draws instead.
 
+A dataset whose graphs carry a domain (GOOD-Motif, :mod:`securefgl.data.good_motif`) is
+dealt by domain instead (:func:`build_domain_views`; FedVN, AAAI 2025, §5.1): client ``d``
+holds domain ``d``'s graphs, shuffled by the seed into 80 % train / 20 % test of the
+domain's graphs (FedVN's 800 / 200), plus the domain's ``val_per_domain`` validation graphs.
+
 A :class:`GraphClientView` holds copies of its own graphs only (features, edges, labels,
 fold masks): no global index, nothing of another client.
 """
@@ -34,6 +39,7 @@ __all__ = [
     "SPLIT_STREAMS",
     "GraphClientView",
     "GraphPartition",
+    "build_domain_views",
     "build_graph_views",
     "check_test_fold",
     "equal_sizes",
@@ -127,9 +133,13 @@ class GraphClientView:
     num_classes: int
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # derived per-node inputs (FedStar)
+    val_mask: torch.Tensor | None = None  # validation graphs (none: an empty mask)
 
     def __post_init__(self) -> None:
-        for key in ("x", "edge_index", "node_ptr", "edge_ptr", "y", "train_mask", "test_mask"):
+        if self.val_mask is None:
+            self.val_mask = torch.zeros_like(self.train_mask)
+        for key in ("x", "edge_index", "node_ptr", "edge_ptr", "y", "train_mask", "test_mask",
+                    "val_mask"):  # fmt: skip
             setattr(self, key, getattr(self, key).clone().contiguous())
 
     @property
@@ -166,20 +176,26 @@ class GraphPartition:
     assignment: np.ndarray  # [G] client of every graph
     test: np.ndarray  # [G] bool: in its client's test fold
     alpha: float
+    val: np.ndarray | None = None  # [G] bool: a validation graph of its client
+    domains: tuple[str, ...] = ()  # dealt by domain: client i holds domain i
 
     def report(self, data: GraphDataset) -> PartitionSummary:
         labels = data.y
         k = int(self.assignment.max()) + 1
         counts = np.zeros((k, data.num_classes), dtype=np.int64)
         np.add.at(counts, (self.assignment, labels), 1)
-        return PartitionSummary({
-            "method": "dirichlet-label-skew",
+        out: dict[str, Any] = {
+            "method": "domain" if self.domains else "dirichlet-label-skew",
             "alpha": self.alpha,
             "clients": k,
             "sizes": counts.sum(1).tolist(),
             "label_counts": counts.tolist(),
             "test_graphs": int(self.test.sum()),
-        })
+        }
+        if self.domains:
+            out["domains"] = list(self.domains)
+            out["val_graphs"] = 0 if self.val is None else int(self.val.sum())
+        return PartitionSummary(out)
 
 
 @dataclass
@@ -222,17 +238,52 @@ def check_test_fold(folds: int, test_fold: int) -> None:
         raise ValueError(f"test_fold must lie in [0, {folds}), got {test_fold}")
 
 
+def build_domain_views(
+    data: GraphDataset, clients: int, seed: int, test_share: float = 0.2
+) -> tuple[GraphPartition, list[GraphClientView]]:
+    """Client ``d`` holds domain ``d``: its graphs shuffled by ``seed``, the first
+    ``val_per_domain`` for validation, then ``test_share`` of the rest for testing (FedVN's
+    800 / 200 of 1,000), the others for training."""
+    if data.domain is None:
+        raise ValueError(f"{data.name} has no domains to deal")
+    domains = int(data.domain.max()) + 1
+    if clients != domains:
+        raise ValueError(f"{data.name} is dealt one domain per client: clients must be "
+                         f"{domains}, got {clients}")  # fmt: skip
+    rng = np.random.default_rng([seed, 48])
+    parts = []
+    for d in range(domains):
+        graphs = rng.permutation(np.flatnonzero(data.domain == d))
+        n_val = min(data.val_per_domain, graphs.size - 2)
+        n_test = max(1, round(test_share * (graphs.size - n_val)))
+        fold = np.zeros(graphs.size, dtype=np.int64)  # 0 train, 1 test, 2 validation
+        fold[:n_val] = 2
+        fold[n_val : n_val + n_test] = 1
+        parts.append((graphs, fold))
+    part, views = views_of_split(data, parts, 0.0, 1, val_fold=2)
+    part.domains = tuple(data.domain_names) or tuple(f"domain-{d}" for d in range(domains))
+    return part, views
+
+
 def views_of_split(
-    data: GraphDataset, parts: list[tuple[np.ndarray, np.ndarray]], alpha: float, test_fold: int
+    data: GraphDataset,
+    parts: list[tuple[np.ndarray, np.ndarray]],
+    alpha: float,
+    test_fold: int,
+    val_fold: int | None = None,
 ) -> tuple[GraphPartition, list[GraphClientView]]:
     """The partition and client views of a split: client ``i`` holds ``parts[i]``'s graphs
-    (in that order) with their folds; fold ``test_fold`` is its test set."""
+    (in that order) with their folds; fold ``test_fold`` is its test set, fold ``val_fold``
+    (if given) its validation set, the others its training set."""
     assignment = np.full(data.num_graphs, -1, dtype=np.int64)
     test = np.zeros(data.num_graphs, dtype=bool)
+    val = np.zeros(data.num_graphs, dtype=bool)
     views = []
     for i, (graphs, fold) in enumerate(parts):
         assignment[graphs] = i
         test[graphs] = fold == test_fold
+        is_val = fold == val_fold if val_fold is not None else np.zeros(fold.size, dtype=bool)
+        val[graphs] = is_val
         own = data.subset(graphs)
         views.append(
             GraphClientView(
@@ -242,13 +293,14 @@ def views_of_split(
                 torch.from_numpy(own.node_ptr),
                 torch.from_numpy(own.edge_ptr),
                 torch.from_numpy(own.y),
-                torch.from_numpy(fold != test_fold),
+                torch.from_numpy((fold != test_fold) & ~is_val),
                 torch.from_numpy(fold == test_fold),
                 data.num_classes,
                 data.name,
+                val_mask=torch.from_numpy(is_val),
             )
         )
-    return GraphPartition(assignment, test, alpha), views
+    return GraphPartition(assignment, test, alpha, val if val_fold is not None else None), views
 
 
 def _int(seq: np.random.SeedSequence) -> int:

@@ -2,10 +2,12 @@
 seed's client views and GPFL's metric.
 
 :func:`draw_graph_world` deals whole graphs to clients with Dirichlet label skew and draws
-each client's stratified folds (:mod:`securefgl.data.graph_views`); the metric is the mean
-over clients of each client's test accuracy (GPFL, TMLR 2025, §4.1), with the accuracy
-pooled over all test graphs beside it, and the best client-mean accuracy within the last
-``best_of_last`` rounds (the authors' code's ``final_best_test_acc``).
+each client's stratified folds (:mod:`securefgl.data.graph_views`), or, for a dataset whose
+graphs carry domains (GOOD-Motif), one domain per client; the metric is the mean over
+clients of each client's test accuracy (GPFL, TMLR 2025, §4.1), with the accuracy pooled
+over all test graphs beside it, the best client-mean accuracy within the last
+``best_of_last`` rounds (the authors' code's ``final_best_test_acc``) and, when clients
+hold validation graphs, the test accuracy of the round with the best validation accuracy.
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from securefgl.config import ExperimentConfig
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.graph_datasets import GraphDataset, load_graph_dataset
 from securefgl.data.graph_split_replica import build_authors_views
-from securefgl.data.graph_views import GraphClientView, GraphPartition, build_graph_views
+from securefgl.data.graph_views import (
+    GraphClientView,
+    GraphPartition,
+    build_domain_views,
+    build_graph_views,
+)
 from securefgl.experiment.metrics import accuracy, macro_f1
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -26,8 +33,15 @@ SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]
 def load_graph_data(config: ExperimentConfig) -> GraphDataset:
     return load_graph_dataset(
         config.dataset, config.data_root, download=config.download,
-        options=config.graph.synthetic,
+        options=generator_options(config),
     )  # fmt: skip
+
+
+def generator_options(config: ExperimentConfig) -> dict[str, Any]:
+    """The options of the dataset's generator (``motif`` or ``synthetic``)."""
+    if config.dataset.lower().startswith("motif"):
+        return dict(config.graph.motif)
+    return dict(config.graph.synthetic)
 
 
 def draw_graph_world(
@@ -36,8 +50,14 @@ def draw_graph_world(
     """The partition, folds and client views of ``seed``, or of ``split_seed`` when set (the
     view seed is the run's seed)."""
     s = config.graph
-    build = build_authors_views if s.split_stream == "authors" else build_graph_views
     split = seed if s.split_seed is None else s.split_seed
+    if data.domain is not None:
+        try:
+            part, views = build_domain_views(data, config.clients, split)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        return data, part, views, seed
+    build = build_authors_views if s.split_stream == "authors" else build_graph_views
     part, views = build(data, config.clients, s.dirichlet, split, s.folds, s.test_fold, s.prior_cap)
     return data, part, views, seed
 
@@ -46,7 +66,7 @@ def client_mean_metrics(per_client: list[SplitPredictions], num_classes: int) ->
     """Per split: the mean over clients of each client's accuracy and macro-F1, and the
     accuracy pooled over all graphs (``pooled_<split>_acc``)."""
     out: dict[str, float] = {}
-    for split in ("train", "test"):
+    for split in ("train", "val", "test"):
         parts = [p[split] for p in per_client if split in p and len(p[split][0])]
         if not parts:
             continue
@@ -65,3 +85,14 @@ def best_of_last(history: list[dict[str, Any]], rounds: int) -> dict[str, float]
     last = history[-1]["round"]
     scores = [h["test_acc"] for h in history if "test_acc" in h and h["round"] > last - rounds]
     return {"best_last_test_acc": float(max(scores))} if scores else {}
+
+
+def selected_by_validation(history: list[dict[str, Any]]) -> dict[str, float]:
+    """``val_selected_test_acc``: the test accuracy of the evaluated round with the best
+    validation accuracy (the earliest on ties), when clients hold validation graphs."""
+    rows = [h for h in history if "val_acc" in h and "test_acc" in h]
+    if not rows:
+        return {}
+    best = max(rows, key=lambda h: (h["val_acc"], -h["round"]))
+    return {"val_selected_test_acc": float(best["test_acc"]),
+            "val_selected_round": float(best["round"])}  # fmt: skip

@@ -40,7 +40,9 @@ from securefgl.experiment.graph_world import (
     best_of_last,
     client_mean_metrics,
     draw_graph_world,
+    generator_options,
     load_graph_data,
+    selected_by_validation,
 )
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
@@ -153,7 +155,8 @@ class ExperimentResult:
                 "setting": runs[0].setting,
                 "seeds": len(runs),
             }
-            for key in ("test_acc", "test_f1", "val_acc", "best_last_test_acc"):
+            for key in ("test_acc", "test_f1", "val_acc", "best_last_test_acc",
+                        "val_selected_test_acc"):  # fmt: skip
                 if key not in runs[0].final:  # graph tasks: no validation split
                     continue
                 values = np.array([r.final[key] for r in runs])
@@ -200,7 +203,7 @@ def data_identity(config: ExperimentConfig) -> tuple[Any, ...]:
     same data, so a caller may load it once for all of them (and must not across others)."""
     source: Any = config.csbm if config.dataset.lower() in _GENERATED else None
     if config.task == "graph":
-        source = config.graph.synthetic
+        source = generator_options(config)
     return (
         config.task, config.dataset.lower(), config.data_root, config.download,
         repr(source), config.normalize_features, config.largest_component,
@@ -320,6 +323,7 @@ def run_single(
         final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
         if graph_task:
             final.update(best_of_last(history, last))
+            final.update(selected_by_validation(history))
         log.info("%s: test acc %.4f", label, final["test_acc"])
         return RunResult(
             algorithm,

@@ -49,7 +49,8 @@ def view_from_payload(payload: Payload) -> ClientGraph:
     return ClientGraph(**payload.meta, **tensors)
 
 
-_GRAPH_TENSORS = ("x", "edge_index", "node_ptr", "edge_ptr", "y", "train_mask", "test_mask")
+_GRAPH_TENSORS = ("x", "edge_index", "node_ptr", "edge_ptr", "y", "train_mask", "test_mask",
+                  "val_mask")
 
 
 def graph_view_payload(view: GraphClientView) -> Payload:

@@ -5,7 +5,8 @@ section), :mod:`~securefgl.algorithms.common.graph.models` (GIN, FedStar's GIN_d
 :mod:`~securefgl.algorithms.common.graph.batching`,
 :mod:`~securefgl.algorithms.common.graph.training`,
 :mod:`~securefgl.algorithms.graphcls.parties` (what a client holds),
-:mod:`~securefgl.algorithms.graphcls.fedavg` (self-train, FedAvg, FedProx, FedStar) and
+:mod:`~securefgl.algorithms.graphcls.fedavg` (self-train, FedAvg, FedProx, FedBN, FedStar),
+:mod:`~securefgl.algorithms.graphcls.ditto` (Ditto) and
 :mod:`~securefgl.algorithms.graphcls.gcfl` (GCFL+). GPFL itself:
 :mod:`securefgl.algorithms.gpfl`."""
 
@@ -16,15 +17,22 @@ from securefgl.config.families import Family, Section
 
 
 def _classes() -> Sequence[type]:
-    from securefgl.algorithms.graphcls.fedavg import FedStar, GraphFedAvg, GraphFedProx, SelfTrain
+    from securefgl.algorithms.graphcls.ditto import Ditto
+    from securefgl.algorithms.graphcls.fedavg import (
+        FedBN,
+        FedStar,
+        GraphFedAvg,
+        GraphFedProx,
+        SelfTrain,
+    )
     from securefgl.algorithms.graphcls.gcfl import GCFLPlus
 
-    return (SelfTrain, GraphFedAvg, GraphFedProx, GCFLPlus, FedStar)
+    return (SelfTrain, GraphFedAvg, GraphFedProx, FedBN, Ditto, GCFLPlus, FedStar)
 
 
 FAMILY = Family(
     name="graphcls",
-    algorithms=("self-train", "fedavg", "fedprox", "gcfl", "fedstar"),
+    algorithms=("self-train", "fedavg", "fedprox", "fedbn", "ditto", "gcfl", "fedstar"),
     load=_classes,
     task="graph",
     section=Section(

@@ -1,11 +1,14 @@
-"""Graph-classification baselines on GIN: self-train, FedAvg, FedProx and FedStar.
+"""Graph-classification baselines on GIN: self-train, FedAvg, FedProx, FedBN and FedStar.
 
 As in GPFL's code (TMLR 2025, ``training.py``): every client trains ``local_epochs`` epochs
-of mini-batch Adam (state kept across rounds) from the current model; FedAvg sets every
-client to the average of the local models weighted by training graphs (``aggregate_weights``),
-FedProx adds ``μ/2 ||w − w_global||²`` (μ = 0.01), FedStar (Tan et al., AAAI 2023) averages
-only the structure channel of GIN_dc (parameters named ``_s``, ``aggregate_weights_se``) and
-keeps the rest local, and self-train never communicates after the common initial model.
+of mini-batch Adam (state kept across rounds; or plain SGD, ``optimizer = "sgd"``) from the
+current model; FedAvg sets every client to the average of the local models weighted by
+training graphs (``aggregate_weights``), FedProx adds ``μ/2 ||w − w_global||²`` (μ = 0.01),
+FedBN (Li et al., ICLR 2021, §3) averages everything but the batch-norm parameters, which
+stay with each client (on GIN-BN; GPFL's GIN has none, so there FedBN is FedAvg), FedStar
+(Tan et al., AAAI 2023) averages only the structure channel of GIN_dc (parameters named
+``_s``, ``aggregate_weights_se``) and keeps the rest local, and self-train never
+communicates after the common initial model.
 
 The averages travel through the configured protocol stack (plain, secagg, secagg+, ckks,
 clip_noise, LDP), as FedAvg's do on node tasks: the mean of the clients' deltas with a
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from torch import nn
 from torch_geometric.data import Data
 
 from protocols.base import AggregationClient, Role
@@ -31,7 +35,7 @@ from securefgl.algorithms.common.graph.learner import (
     init_server,
     send_initial,
 )
-from securefgl.algorithms.common.graph.models import shared_structure_index
+from securefgl.algorithms.common.graph.models import shared_structure_index, unshared_index
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
 from securefgl.algorithms.fedavg.algorithm import MODEL_BROADCAST, MODEL_UPDATES, FedAvg
 from securefgl.algorithms.fedavg.parties import FedAvgServer, RoundClient
@@ -47,7 +51,7 @@ from securefgl.federation.builders import (
     protocol_party,
 )
 from securefgl.federation.federation import Federation
-from securefgl.federation.recipes import party_builder, recipe
+from securefgl.federation.recipes import Recipe, party_builder, recipe
 from securefgl.models import get_flat
 
 PLAIN_AVERAGE = ("sgd", 1.0, 0.0)  # the server step that turns the mean delta into FedAvg
@@ -179,17 +183,25 @@ class GraphFedAvg(GraphAlgorithm, FedAvg):
         ids = [client_party_id(v.client_id) for v in views]
         holds = protocol.output_role is Role.SERVER
         initial = None if shared is None else get_flat(init)
-        fed = federation
         self._make_parties(
             federation,
             ids,
             lambda stack: recipe(graph_fedavg_server, params=params, stack=stack, holds=holds),
-            lambda view, stack: recipe(
-                graph_fedavg_client, view=graph_view_payload(view), stack=stack, kind=self.kind,
-                shared=shared, initial=initial, seed=fed.seed, noise_seed=fed.noise_seed,
-            ),  # fmt: skip
+            lambda view, stack: self.graph_client_recipe(view, stack, shared, initial),
         )
         self._setup_and_start(federation, protocol, ids)
+
+    def graph_client_recipe(
+        self, view: GraphClientView, stack: dict[str, Any], shared: np.ndarray | None,
+        initial: np.ndarray | None,
+    ) -> Recipe:  # fmt: skip
+        """A client's recipe (``shared``: the averaged positions; ``initial``: the whole
+        common model when only part of it is averaged)."""
+        fed = self.federation
+        return recipe(
+            graph_fedavg_client, view=graph_view_payload(view), stack=stack, kind=self.kind,
+            shared=shared, initial=initial, seed=fed.seed, noise_seed=fed.noise_seed,
+        )  # fmt: skip
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(list(self.clients), RoundClient.predict)
@@ -207,6 +219,21 @@ class GraphFedAvg(GraphAlgorithm, FedAvg):
 class GraphFedProx(GraphFedAvg):
     name = "fedprox"
     mu_used = True
+
+
+class FedBN(GraphFedAvg):
+    """FedAvg of everything but the batch norms, which stay local (Li et al., ICLR 2021)."""
+
+    name = "fedbn"
+
+    def shared_index(self, model: Any) -> np.ndarray | None:
+        return unshared_index(model, (nn.BatchNorm1d,))
+
+    def protection(self) -> dict[str, str]:
+        return {**super().protection(), "batch-norm parameters": "never sent (local)"}
+
+    def model_label(self) -> str:
+        return "GIN with local batch norms (FedBN)"
 
 
 class FedStar(GraphFedAvg):

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from securefgl.algorithms.common.graph.models import sum_adjacency
-from securefgl.data.graph_datasets import GraphDataset, _ranges
+from securefgl.data.graph_store import GraphDataset, _ranges
 
 
 @dataclass
@@ -38,6 +38,7 @@ class GraphBatches:
         self.edge_ptr = np.asarray(data.edge_ptr, dtype=np.int64)
         self.y = torch.from_numpy(np.asarray(data.y, dtype=np.int64))
         self._all: Batch | None = None
+        self._ordered: dict[int, list[Batch]] = {}
 
     def __len__(self) -> int:
         return int(self.y.numel())
@@ -60,6 +61,19 @@ class GraphBatches:
         if self._all is None:
             self._all = self.batch(np.arange(len(self)))
         return self._all
+
+    def in_order(self, batch_size: int) -> list[Batch]:
+        """Batches of ``batch_size`` graphs in order (cached: for evaluation); a last batch
+        of one graph joins the one before (batch statistics need two)."""
+        cached = self._ordered.get(batch_size)
+        if cached is None:
+            starts = list(range(0, len(self), batch_size))
+            if len(starts) > 1 and len(self) - starts[-1] == 1:
+                starts.pop()
+            ends = [*starts[1:], len(self)]
+            cached = [self.batch(np.arange(a, b)) for a, b in zip(starts, ends, strict=True)]
+            self._ordered[batch_size] = cached
+        return cached
 
     def iterate(self, batch_size: int, rng: np.random.Generator | None = None) -> Iterator[Batch]:
         """Batches of ``batch_size`` graphs, shuffled by ``rng`` (in order without one)."""

@@ -1,9 +1,10 @@
 """What every graph-classification client holds, and the server's initial broadcast.
 
-A :class:`GraphLearner` holds one client's graphs (its training and test folds), its model
-and its Adam optimizer, created once so its state persists across rounds (GPFL's code,
-``setupGC.setup_devices``). Every method starts from the same initial model, sent by the
-server in round −1 (:class:`InitServer`), as in that code (``download_from_server``).
+A :class:`GraphLearner` holds one client's graphs (its training, test and, if any,
+validation graphs), its model and its optimizer (Adam, created once so its state persists
+across rounds, GPFL's code ``setupGC.setup_devices``; or plain SGD, FedVN's code). Every
+method starts from the same initial model, sent by the server in round −1
+(:class:`InitServer`), as in GPFL's code (``download_from_server``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from protocols.base import Envelope
 from protocols.wire import Payload
 from securefgl.algorithms.base import Algorithm
 from securefgl.algorithms.common.graph.batching import GraphBatches
+from securefgl.algorithms.common.graph.bn_gin import BNGIN
 from securefgl.algorithms.common.graph.models import GIN, GINDC, structure_encoding
 from securefgl.algorithms.common.graph.settings import GraphTaskSettings
 from securefgl.algorithms.common.graph.training import SplitPredictions, predict, train_epochs
@@ -36,8 +38,11 @@ INITIAL_MODEL = "initial model (server -> clients)"
 def build_model(
     kind: str, num_features: int, num_classes: int, config: ExperimentConfig
 ) -> nn.Module:
-    """``gin`` or FedStar's ``gin_dc`` with the ``[experiment.graph]`` sizes."""
+    """``gin`` (GPFL's GIN, or FedVN's GIN-BN when ``model = "gin-bn"``) or FedStar's
+    ``gin_dc`` with the ``[experiment.graph]`` sizes."""
     s = config.section(GraphTaskSettings)
+    if kind == "gin" and s.model == "gin-bn":
+        return BNGIN(num_features, s.hidden, num_classes, s.layers, s.dropout)
     if kind == "gin":
         return GIN(num_features, s.hidden, num_classes, s.layers, s.dropout)
     if kind == "gin_dc":
@@ -75,12 +80,17 @@ class GraphLearner:
             view.dataset(view.test_mask),
             encodings(view, view.test_mask, config) if enc else None,
         )
+        self.val_set: GraphBatches | None = None
+        assert view.val_mask is not None
+        if bool(view.val_mask.any()):
+            self.val_set = GraphBatches(
+                view.dataset(view.val_mask),
+                encodings(view, view.val_mask, config) if enc else None,
+            )
         self.seed = seed  # the experiment's: this client's initialisation and dropout streams
         with party_torch_rng(seed, self.party_id, "init"):  # replaced by the initial model
             self.model = build_model(kind, view.num_features, view.num_classes, config)
-        self.opt = torch.optim.Adam(
-            self.model.parameters(), lr=self.settings.lr, weight_decay=self.settings.weight_decay
-        )
+        self.opt = make_optimizer(self.model.parameters(), self.settings)
         self.shuffle = np.random.default_rng([seed, view.client_id])  # simulation, not privacy
         self.weight = float(view.num_train)
 
@@ -109,7 +119,25 @@ class GraphLearner:
                 self.load_flat(env.payload.array("params"))
 
     def predict(self) -> SplitPredictions:
-        return {"test": predict(self.model, self.test_set)}
+        """Test (and validation) predictions of the current model."""
+        return predictions(self.model, self.test_set, self.val_set, self.settings.eval_batch_size)
+
+
+def make_optimizer(params: Any, s: GraphTaskSettings) -> torch.optim.Optimizer:
+    """The ``[experiment.graph]`` optimizer over ``params`` (Adam or plain SGD)."""
+    if s.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=s.lr, weight_decay=s.weight_decay)
+    return torch.optim.Adam(params, lr=s.lr, weight_decay=s.weight_decay)
+
+
+def predictions(
+    model: nn.Module, test: GraphBatches, val: GraphBatches | None, eval_batch: int | None
+) -> SplitPredictions:
+    """``{"test": ..., "val": ...}`` (no ``val`` without validation graphs)."""
+    out = {"test": predict(model, test, eval_batch)}
+    if val is not None:
+        out["val"] = predict(model, val, eval_batch)
+    return out
 
 
 class InitServer(Party):

@@ -56,6 +56,11 @@ class _SymmetricMM(torch.autograd.Function):
         return None, torch.sparse.mm(ctx.a, grad)
 
 
+def symmetric_mm(a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``A @ x`` for the symmetric sparse adjacency ``A`` (:func:`sum_adjacency`)."""
+    return _SymmetricMM.apply(a, x)
+
+
 class GIN(nn.Module):
     """GINConv (ε = 0) as ``MLP(x + A x)`` with a sparse matrix product (faster on CPU than
     PyG's scatter; same function and parameter order)."""
@@ -132,6 +137,18 @@ def shared_structure_index(model: nn.Module) -> np.ndarray:
     out, offset = [], 0
     for name, p in model.named_parameters():
         if "_s" in name:
+            out.append(np.arange(offset, offset + p.numel()))
+        offset += p.numel()
+    return np.concatenate(out).astype(np.int64)
+
+
+def unshared_index(model: nn.Module, local: tuple[type, ...]) -> np.ndarray:
+    """Positions in the flat parameter vector of every parameter outside modules of the
+    types ``local`` (FedBN: the batch norms stay with each client)."""
+    kept = {id(p) for m in model.modules() if isinstance(m, local) for p in m.parameters()}
+    out, offset = [], 0
+    for p in model.parameters():
+        if id(p) not in kept:
             out.append(np.arange(offset, offset + p.numel()))
         offset += p.numel()
     return np.concatenate(out).astype(np.int64)

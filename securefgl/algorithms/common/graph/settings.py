@@ -6,6 +6,11 @@ width 64 with dropout 0.5, Adam (lr 1e-3, weight decay 5e-4, its state kept acro
 batches of 128 graphs; GCFL+'s (ε1, ε2) per dataset and FedStar's 16 + 16 structure
 encodings as in that code. The generic ``rounds`` / ``local_epochs`` / ``mu`` / ``clients``
 / ``seeds`` apply to both tasks (the paper: 200 rounds, 1 local epoch, μ = 0.01).
+
+FedVN's backbone (AAAI 2025, §5.1 and its code) is ``model = "gin-bn"`` (GIN layers with
+batch norm, mean pooling) trained by plain SGD (``optimizer = "sgd"``), evaluated in batches
+of ``eval_batch_size`` graphs (its batch norm uses each batch's statistics);
+:data:`FEDVN_SETUP` holds that set-up. GOOD-Motif's generator options: ``motif``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,14 @@ from typing import Any
 #: command-line defaults.
 GCFL_EPS = {"nci1": (0.1, 0.21), "proteins": (0.03, 0.06), "imdb-binary": (0.025, 0.045)}
 GCFL_DEFAULT_EPS = (0.01, 0.1)
+MODELS = ("gin", "gin-bn")
+OPTIMIZERS = ("adam", "sgd")
+#: FedVN's set-up (AAAI 2025, §5.1; its code's defaults): GIN-BN of width 100, plain SGD
+#: (lr 10⁻³, no weight decay), batches of 32 graphs, evaluation in batches of 32
+FEDVN_SETUP: dict[str, Any] = {
+    "model": "gin-bn", "hidden": 100, "layers": 3, "dropout": 0.5, "optimizer": "sgd",
+    "lr": 1e-3, "weight_decay": 0.0, "batch_size": 32, "eval_batch_size": 32,
+}  # fmt: skip
 
 
 def _f(default: Any, help: str, **extra: Any) -> Any:
@@ -40,6 +53,12 @@ class GraphTaskSettings:
     split_seed: int | None = _f(None, "draw the split from this seed, not the run's (a fixed "
                                 "split under varying training seeds)")  # fmt: skip
     batch_size: int = _f(128, "graphs per mini-batch")
+    eval_batch_size: int | None = _f(None, "evaluate in batches of this many graphs, in "
+                                     "order (unset: all at once)")  # fmt: skip
+    model: str = _f("gin", "gin (GPFL's: sum pooling, no batch norm) or gin-bn (FedVN's: "
+                    "batch norm on batch statistics, mean pooling)", choices=MODELS)  # fmt: skip
+    optimizer: str = _f("adam", "each client's optimizer (adam: state kept across rounds; "
+                        "sgd: plain)", choices=OPTIMIZERS)  # fmt: skip
     layers: int = _f(3, "GIN layers")
     hidden: int = _f(64, "GIN width")
     dropout: float = _f(0.5, "GIN dropout")
@@ -52,6 +71,9 @@ class GraphTaskSettings:
     fedstar_rw: int = _f(16, "FedStar random-walk structure encoding size")
     fedstar_dg: int = _f(16, "FedStar degree structure encoding size")
     synthetic: dict[str, Any] = _f({}, "synthetic-graphs generator options (JSON)")
+    motif: dict[str, Any] = _f({}, "GOOD-Motif generator options (JSON: graphs_per_domain, "
+                               "val_per_domain, seed)")  # fmt: skip
+    ditto_lambda: float = _f(1.0, "Ditto's λ: the personal model's pull to the global one")
 
     def __post_init__(self) -> None:
         if not self.dirichlet > 0:
@@ -75,9 +97,17 @@ class GraphTaskSettings:
             raise ValueError("fedstar_rw and fedstar_dg must be ≥ 1")
         if not 0 <= self.dropout < 1 or self.lr <= 0 or self.weight_decay < 0:
             raise ValueError("need 0 ≤ dropout < 1, lr > 0, weight_decay ≥ 0")
+        if self.model not in MODELS or self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"model must be one of {MODELS}, optimizer one of {OPTIMIZERS}")
+        if self.eval_batch_size is not None and self.eval_batch_size < 2:
+            raise ValueError(f"eval_batch_size must be unset or ≥ 2, got {self.eval_batch_size}")
+        if self.ditto_lambda < 0:
+            raise ValueError(f"ditto_lambda must be ≥ 0, got {self.ditto_lambda}")
+        from securefgl.data.good_motif import check_motif_options
         from securefgl.data.graph_datasets import check_synthetic_options
 
         check_synthetic_options(self.synthetic)
+        check_motif_options(self.motif)
 
     def gcfl_eps(self, dataset: str) -> tuple[float, float]:
         """GCFL+'s (ε1, ε2): the section's values, else GPFL's per-dataset values."""

@@ -56,10 +56,17 @@ def train_epochs(
 
 
 @torch.no_grad()
-def predict(model: nn.Module, data: GraphBatches) -> tuple[np.ndarray, np.ndarray]:
-    """``(y_true, y_pred)`` of every graph of ``data`` (eval mode)."""
+def predict(
+    model: nn.Module, data: GraphBatches, batch_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(y_true, y_pred)`` of every graph of ``data`` (eval mode), all at once or in
+    batches of ``batch_size`` in order (a model whose batch norm uses batch statistics
+    depends on the batches: FedVN's code evaluates in batches of 32)."""
     if len(data) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     model.eval()
-    b = data.all()
-    return b.y.numpy(), forward(model, b).argmax(1).numpy()
+    if batch_size is None:
+        b = data.all()
+        return b.y.numpy(), forward(model, b).argmax(1).numpy()
+    preds = [forward(model, b).argmax(1) for b in data.in_order(batch_size)]
+    return data.y.numpy(), torch.cat(preds).numpy()
