@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.registry import SECURE_SUMS
+from protocols.names import SECURE_SUM_NAMES as SECURE_SUMS
 
 
 def _f(default: Any, help: str) -> Any:

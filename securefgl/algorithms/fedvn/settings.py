@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.registry import SECURE_SUMS
+from protocols.names import SECURE_SUM_NAMES as SECURE_SUMS
 
 S_GLOBAL = ("mean", "constant")
 

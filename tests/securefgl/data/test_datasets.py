@@ -174,7 +174,7 @@ def test_root_from_environment(tmp_path, monkeypatch, no_download):
     names = {task: {r["name"] for r in rows.values() if r["task"] == task}
              for task in ("graph", "recommendation")}  # fmt: skip
     assert names["graph"] == {"NCI1", "PROTEINS", "MUTAG", "ENZYMES", "IMDB-BINARY",
-                              "synthetic-graphs"}  # fmt: skip
+                              "synthetic-graphs", "motif-basis", "motif-size"}  # fmt: skip
     assert names["recommendation"] == {"FilmTrust", "Ciao", "Epinions", "MovieLens100K"}
     assert not rows["FilmTrust"]["present"] and rows["synthetic-graphs"]["present"]
 
