@@ -105,7 +105,7 @@ def run_cell(sweep: SweepConfig, cell: Cell, data: Any, progress: bool) -> dict[
         "level": cell.level, "level_kind": cell.level_kind, "seed": cell.seed,
         "unit": p.unit, "dp_noise": cfg.protocol.dp_noise if p.mechanism else None,
         "utility": float(run.final["test_acc"]), "guarantees": claims,
-        "epsilon": _epsilon(claims, p.unit), "private": run.privacy.get("private"),
+        "epsilon": _epsilon(claims, p.unit), "noise": run.privacy.get("noise"),
         "attacks": attacks, "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
 

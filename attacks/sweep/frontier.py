@@ -19,12 +19,22 @@ from typing import Any
 
 import numpy as np
 
+from protocols.dp.rng import NOISE_SEEDED
+
 
 def _mean_std(values: Sequence[float | None]) -> tuple[float | None, float | None]:
     xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
     if not xs:
         return None, None
     return float(np.mean(xs)), (float(np.std(xs, ddof=1)) if len(xs) > 1 else None)
+
+
+def _seeded(record: dict[str, Any]) -> bool:
+    """Whether a cell's DP noise was seeded (not private); cells recorded before the run's
+    ``noise`` label carry ``private`` instead."""
+    if "noise" in record:
+        return record["noise"] == NOISE_SEEDED
+    return record.get("private") is False
 
 
 def frontier_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -44,7 +54,7 @@ def frontier_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "level": level, "level_kind": kind, "dp_noise": noise,
             "seeds": sorted(r["seed"] for r in runs),
             "utility": utility, "utility_std": utility_std,
-            "private": all(r.get("private") is not False for r in runs),
+            "seeded_noise": any(_seeded(r) for r in runs),
         }  # fmt: skip
         names = list(dict.fromkeys(a["attack"] for r in runs for a in r["attacks"]))
         if not names:
@@ -99,7 +109,7 @@ def markdown(rows: list[dict[str, Any]], title: str = "Privacy–utility frontie
         if r.get("reason"):
             value = f"n/a: {r['reason']}"
         noise = "–" if r["dp_noise"] is None else f"{r['dp_noise']:.3g}"
-        note = "" if r["private"] else " (seeded noise: NOT PRIVATE)"
+        note = " (seeded noise: NOT PRIVATE)" if r["seeded_noise"] else ""
         lines.append(
             f"| {r['algorithm']} | {r['protection']}{note} | {_eps(r)} | {noise} | "
             f"{len(r['seeds'])} | {acc} | {r['attack'] or '–'} | {r['metric'] or '–'} | "

@@ -88,6 +88,16 @@ def conclusion(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def settings(sweep: SweepConfig) -> str:
+    """One line of the frontier's settings."""
+    b = sweep.base
+    return (f"Settings: {b.dataset}, K = {b.clients} ({b.partition} partition), {b.rounds} rounds, "
+            f"seeds {', '.join(map(str, sweep.seeds))}; DP: client-level clip_noise, clip "
+            f"{b.protocol.dp_clip}, σ calibrated per target ε against the server; FedStruct "
+            "cells with its Table 5 preset and Hop2Vec (as `securefgl audit`). Command: "
+            "`python -m benchmarks.frontier` (resumable).")
+
+
 def max_eps(cells: dict[tuple, dict[str, Any]]) -> float:
     return max((e for (_, _, e) in cells if e is not None), default=0.0)
 
@@ -103,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     out = save_frontier(records, cache, "frontier")
     rows = json.loads(out["json"].read_text())
     title, rest = out["md"].read_text().split("\n", 1)
-    out["md"].write_text("\n".join([title, "", *conclusion(rows), rest]))
+    out["md"].write_text("\n".join([title, "", *conclusion(rows), "", settings(sweep), rest]))
     for path in out.values():
         shutil.copy(path, RESULTS / path.name)
     print(f"frontier: {RESULTS / 'frontier.md'}")
