@@ -380,10 +380,14 @@ def test_support_phase_server_sees_no_indicator(
         assert not ctx.is_private()
         updates = [e for e in received if e.tag == TAG_UPDATE]
         assert len(updates) == up.n
-        for env in updates:  # every field is a ciphertext the server cannot decrypt
+        from protocols.ckks_codec import CKKSParams, make_codec
+
+        codec = make_codec(ctx, CKKSParams())  # the server's: the public context only
+        for env in updates:  # every field is a well-formed ciphertext the server cannot open
             for blob in env.payload.fields.values():
+                ct = codec.load(blob, codec.per_ciphertext, "update")
                 with pytest.raises(ValueError, match="secret"):
-                    ts.ckks_vector_from(ctx, blob).decrypt()
+                    codec.decrypt(ct, codec.per_ciphertext)
     # control: the same check flags the indicators under a protocol that sends them as is
     from protocols.plain import PlainAggregation
 
