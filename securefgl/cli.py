@@ -379,6 +379,8 @@ def setup_logging(args: argparse.Namespace) -> list[logging.Handler]:
         floor = min(floor, file.level)
     root = logging.getLogger()
     root.setLevel(floor)
+    # the command owns its logging, whatever level a host set on "securefgl" before
+    logging.getLogger("securefgl").setLevel(logging.NOTSET)
     for handler in handlers:
         root.addHandler(handler)
     return handlers
@@ -392,6 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, or a bad flag (the parser printed why)
         return int(done.code or 0)
     root, level = logging.getLogger(), logging.getLogger().level
+    package_level = logging.getLogger("securefgl").level
     try:
         added = setup_logging(args)
     except OSError as err:
@@ -413,6 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             root.removeHandler(handler)
             handler.close()
         root.setLevel(level)
+        logging.getLogger("securefgl").setLevel(package_level)
 
 
 if __name__ == "__main__":
