@@ -17,9 +17,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from protocols.base import Role, run_phases
 from protocols.registry import make_secure_sum
-from protocols.secure_sum import SecureSum, SecureSumClient, SecureSumServer
+from protocols.secure_sum import SecureSum, SecureSumClient, SecureSumServer, SumRequest
 from securefgl.federation.channel import Channel
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, Party, PartyError
@@ -83,6 +85,20 @@ class HostedSum:
         if not isinstance(self.state, SecureSumClient):
             raise PartyError(f"{self.party_id}: no client secure-sum state hosted")
         return self.state
+
+    def weighted_sum(
+        self, row: dict[str, float], column: dict[str, float], vector: np.ndarray
+    ) -> int:
+        """A personalised weighted sum (GPFL, FED-PUB): contribute ``column[i] · vector`` to
+        each receiver i and request ``Σ_j row[j] · vector_j`` over the other senders, this
+        party's own term added locally; returns how many others send."""
+        for receiver, weight in column.items():
+            self.client.add_contribution(receiver, weight * vector)
+        senders = tuple(s for s in row if s != self.party_id)
+        if senders:
+            own = row.get(self.party_id, 0.0) * vector
+            self.client.expect_sum(SumRequest(senders, vector.shape), local=own)
+        return len(senders)
 
     @property
     def server(self) -> SecureSumServer:

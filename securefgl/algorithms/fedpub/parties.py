@@ -19,7 +19,6 @@ import torch.nn.functional as F
 
 from protocols.base import Envelope
 from protocols.dp.rng import make_rng
-from protocols.secure_sum import SumRequest
 from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.common.training import party_torch_rng, predict_splits
@@ -172,13 +171,7 @@ class PubClient(Party):
     def prepare_sum(self, round_idx: int) -> int:
         """Contribute α_ij θ_j to each receiver i; request Σ_j α_ij θ_j (own term local)."""
         assert self.theta is not None
-        for receiver, w in self.column.items():
-            self.sums.client.add_contribution(receiver, w * self.theta)
-        senders = tuple(s for s in self.row if s != self.party_id)
-        own = self.row.get(self.party_id, 0.0) * self.theta
-        if senders:
-            self.sums.client.expect_sum(SumRequest(senders, self.theta.shape), local=own)
-        return len(senders)
+        return self.sums.weighted_sum(self.row, self.column, self.theta)
 
     def finish_sum(self, round_idx: int) -> None:
         assert self.theta is not None

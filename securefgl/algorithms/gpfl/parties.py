@@ -153,13 +153,7 @@ class GPFLClient(GraphLearner, Party):
     def prepare_update(self, round_idx: int) -> int:
         """Contribute w_ij Δθ_j to each receiver i; request Σ_j w_ij Δθ_j (own term local)."""
         assert self.delta is not None
-        for receiver, w in self.column.items():
-            self.sums.client.add_contribution(receiver, w * self.delta)
-        senders = tuple(s for s in self.row if s != self.party_id)
-        own = self.row.get(self.party_id, 0.0) * self.delta
-        if senders:
-            self.sums.client.expect_sum(SumRequest(senders, self.delta.shape), local=own)
-        return len(senders)
+        return self.sums.weighted_sum(self.row, self.column, self.delta)
 
     def finish_update(self, round_idx: int) -> None:
         """θ_i ← θ_i + Σ_j w_ij Δθ_j (Eq. 2 with φ the identity and AGGR a weighted sum)."""
