@@ -93,6 +93,20 @@ class EgoNet(nn.Module):
             return F.relu(torch.sparse.mm(x, self.low.weight.T) + self.low.bias)
         return F.relu(self.low(x))
 
+    def reduce_rows(self, x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+        """``reduce(x)[rows]`` at the cost of those rows only: a sparse CSR ``x`` is summed
+        row by row with ``embedding_bag`` over its non-zeros."""
+        idx = torch.from_numpy(rows)
+        if x.layout != torch.sparse_csr:
+            return F.relu(self.low(x[idx]))
+        crow = x.crow_indices()
+        starts, lens = crow[idx], crow[idx + 1] - crow[idx]
+        offsets = torch.cumsum(lens, 0) - lens
+        pos = torch.repeat_interleave(starts - offsets, lens) + torch.arange(int(lens.sum()))
+        summed = F.embedding_bag(x.col_indices()[pos], self.low.weight.T, offsets, mode="sum",
+                                 per_sample_weights=x.values()[pos])  # fmt: skip
+        return F.relu(summed + self.low.bias)
+
     def personal(self, h0: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         """Log-probabilities of the centres from the trees' slot embeddings h0 [B, 43, d]."""
         b, d = h0.size(0), h0.size(-1)
@@ -106,5 +120,5 @@ class EgoNet(nn.Module):
 
     def forward(self, x: torch.Tensor, nodes: np.ndarray, valid: np.ndarray) -> torch.Tensor:
         uniq, inv = np.unique(nodes, return_inverse=True)
-        r = F.dropout(self.reduce(x)[torch.from_numpy(uniq)], self.dropout, self.training)
+        r = F.dropout(self.reduce_rows(x, uniq), self.dropout, self.training)
         return self.personal(r[torch.from_numpy(inv.reshape(nodes.shape))], torch.from_numpy(valid))

@@ -98,7 +98,7 @@ class EgoClient(Party):
         if variant == "local":
             self.shared = []
         self.personal = self.model.parts(EgoNet.PERSONAL)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=settings.lr, foreach=True)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=settings.lr, fused=True)
         self.rng = np.random.default_rng([seed, view.client_id, 0xE6])  # sampling, batches
         self.noise = make_rng(noise_seed, "fedego-mixup-dp", self.party_id)
         self.train_pos = np.flatnonzero(view.train_mask.numpy())
@@ -241,7 +241,7 @@ class EgoServer(Party):
             self.net = EgoNet(in_dim, settings.hidden, classes, 0.5)
         self.personal = self.net.parts(EgoNet.PERSONAL)
         load_flat(self.personal, personal)
-        self.opt = torch.optim.Adam(self.personal, lr=settings.lr, foreach=True)
+        self.opt = torch.optim.Adam(self.personal, lr=settings.lr, fused=True)
         self.rng = np.random.default_rng([seed, 0x5E])
         self.seed = seed
         self.received: dict[str, dict[str, np.ndarray]] = {}
