@@ -2,12 +2,15 @@
 systems) with their baselines, protected runs and the leakage attacks.
 
 FED-PUB part (``--part fedpub``): datasets × K ∈ {5, 10, 20} × methods × seeds, each run
-100 rounds in FED-PUB's disjoint setting (:func:`grid.fedpub_config`); per run the client
-mean of local test accuracy at the last round, at the round of best client-mean validation
-accuracy (evaluated every 5 rounds; what we report) and the best test round (the official
-code's optimistic rule, kept beside). FedEgo part (``--part fedego``): Cora and CiteSeer,
-label skew, micro-F1 on the local and the global test. Every finished seed is saved at once
-(``benchmarks/results/survey_node_runs.json``); a rerun skips what is there.
+100 rounds (200 on the Amazon graphs) in FED-PUB's disjoint setting
+(:func:`grid.fedpub_config`); per run the client mean of local test accuracy at the last
+round, at the round of best client-mean validation accuracy (evaluated every 5 rounds; what
+we report) and the best test round (the official code's optimistic rule, kept beside).
+FedEgo part (``--part fedego``): Cora and CiteSeer, label skew, 5 clients, micro-F1 on the
+local and the global test (200 rounds unless ``--rounds``). Every finished seed is saved at once
+(``benchmarks/results/survey_node_runs.json``, ``fedego_runs.json``); a rerun skips what is
+there; a budget other than the default gets rows of its own (part ``fedpub-r100``,
+``fedego-r100``, ...).
 ``--report-only`` rebuilds ``survey_node.{json,md,png}``.
 """
 
@@ -30,6 +33,7 @@ from benchmarks.reproduce_survey_node.grid import (
     ROOT,
     Cell,
     fedpub_config,
+    fedpub_rounds,
 )
 
 RUNS = ROOT / "benchmarks" / "results" / "survey_node_runs.json"
@@ -63,10 +67,22 @@ def fedpub_run(cell: Cell, seed: int, rounds: int) -> dict[str, Any]:
         "acc_last": round(100 * hist[-1]["client_mean_test"], 2),
         "acc_best_test": round(100 * max(h["client_mean_test"] for h in hist), 2),
         "best_val_round": best["round"],
+        "rounds": rounds,
         "seconds": round(time.time() - t0, 1),
         "privacy": result.privacy,
         "finished": time.time(),
     }
+
+
+def _part(args: argparse.Namespace, dataset: str) -> tuple[str, int]:
+    """(the rows' part, the rounds): a budget other than the default, or FedEgo's scaled-down
+    width, gets rows of its own so seeds of different budgets are never averaged together."""
+    if args.part == "fedpub":
+        rounds = args.rounds or fedpub_rounds(dataset)
+        return ("fedpub" if rounds == fedpub_rounds(dataset) else f"fedpub-r{rounds}"), rounds
+    rounds = args.rounds or 200
+    part = "fedego" + (f"-h{args.fedego_hidden}" if args.fedego_hidden else "")
+    return part + ("" if rounds == 200 else f"-r{rounds}"), rounds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,26 +111,23 @@ def main(argv: list[str] | None = None) -> int:
     by_key = {_key(r): r for r in rows}
     for seed in (int(s) for s in args.seeds):
         for dataset in args.datasets:
-            for k in (int(c) for c in args.clients):
+            for k in (int(c) for c in (args.clients if args.part == "fedpub" else ["5"])):
                 for method in args.methods:
                     for prot in args.protections:
                         if prot != "plain" and method not in ("fed-pub", "fedego"):
                             continue
-                        part = args.part
-                        if part == "fedego" and args.fedego_hidden:
-                            part = f"fedego-h{args.fedego_hidden}"
+                        part, rounds = _part(args, dataset)
                         key = (part, method, dataset, k, prot)
                         row = by_key.get(key)
                         if row and any(r["seed"] == seed for r in row["runs"]):
                             continue
                         log.info("running %s seed %d", key, seed)
                         if args.part == "fedpub":
-                            run = fedpub_run(Cell(method, dataset, k, prot), seed,
-                                             args.rounds or 100)  # fmt: skip
+                            run = fedpub_run(Cell(method, dataset, k, prot), seed, rounds)
                         else:
                             from benchmarks.reproduce_survey_node.fedego_runs import fedego_run
 
-                            run = fedego_run(method, dataset, prot, seed, args.rounds or 200,
+                            run = fedego_run(method, dataset, prot, seed, rounds,
                                              args.fedego_hidden)  # fmt: skip
                         if row is None:
                             row = {"part": part, "method": method, "dataset": dataset,

@@ -51,7 +51,8 @@ def result_rows() -> list[dict[str, Any]]:
                 "seeds": len(runs), "mean": mean, "std": std, "paper_mean": paper,
                 "metric": metric, "protection": cell["protection"], "part": cell["part"],
                 "rounds": runs[0].get("rounds") or runs[0]["history"][-1]["round"] + 1,
-                "hidden": runs[0].get("hidden") or (128 if cell["part"] == "fedego-h128" else 512),
+                "hidden": runs[0].get("hidden")
+                or (128 if cell["part"].startswith("fedego-h128") else 512),
                 "last_round": last, "max_over_rounds_test": best,
                 "gap": None if paper is None or mean is None else round(mean - paper, 4),
                 "mixup_epsilon": runs[0]["privacy"].get("mixup_epsilon"),
