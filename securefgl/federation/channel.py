@@ -2,7 +2,10 @@
 
 Every envelope is serialized with the no-pickle wire format, its size counted and recorded
 in the :class:`Transcript`, and the receiver gets a copy decoded from those bytes, so no
-Python object is ever shared between two parties.
+Python object is ever shared between two parties. A payload held in another process
+(:class:`~securefgl.federation.codec.DeferredPayload`, the Ray executor's) is recorded by
+its size and digest and passed on as it is: its bytes go from the sender's process to the
+receiver's, and come here only when the transcript keeps payloads.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 from collections import Counter
 
 from protocols.base import Envelope
-from protocols.wire import DEFAULT_MAX_MESSAGE_BYTES, Payload
+from protocols.wire import DEFAULT_MAX_MESSAGE_BYTES, Payload, WireFormatError
+from securefgl.federation.codec import DeferredPayload
 from securefgl.federation.transcript import Transcript
 
 
@@ -33,6 +37,9 @@ class Channel:
         uses = Counter(id(env.payload) for env in envelopes)
         delivered = []
         for env in envelopes:
+            if isinstance(env.payload, DeferredPayload):
+                delivered.append(self._pass_on(env, env.payload))
+                continue
             key = id(env.payload)
             if key not in encoded:
                 data = env.payload.to_bytes()
@@ -43,6 +50,15 @@ class Channel:
             mine = _copy(decoded) if uses[key] > 1 else decoded
             delivered.append(Envelope(env.sender, env.receiver, env.tag, mine))
         return delivered
+
+    def _pass_on(self, env: Envelope, payload: DeferredPayload) -> Envelope:
+        if payload.nbytes > self.max_message_bytes:
+            raise WireFormatError(f"a message of {payload.nbytes} bytes is over the "
+                                  f"{self.max_message_bytes}-byte limit")  # fmt: skip
+        keeps = self.transcript.keeps(self.round, env.tag)
+        self.transcript.record(self.round, env, payload.to_bytes() if keeps else None,
+                               payload.nbytes, payload.digest)  # fmt: skip
+        return env
 
     def send(self, sender: str, receiver: str, tag: str, payload: Payload) -> Envelope:
         """Transmit one envelope."""

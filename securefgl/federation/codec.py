@@ -9,10 +9,19 @@ its shape is a JSON tree in the header. Every node of the tree is tagged, so lis
 lists and tuples tuples; floats travel as ``float.hex`` (NaN and infinities included), ints
 as decimal strings (any size), an array's shape beside it (0-d arrays too). Decoding checks
 every tag and index.
+
+An executor whose parties live in other processes can keep envelope payloads out of the
+process that routes them: with a ``stash`` hook, :func:`encode_value` writes each
+envelope as a reference (sender, receiver, tag, the stash's index, size and SHA-256) and
+leaves the payload bytes to the hook; :func:`decode_value` with an ``unstash`` hook turns
+each reference back into an envelope (a :class:`DeferredPayload` in a router that never
+needs the bytes, the decoded payload in the receiving party).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,8 +32,46 @@ from protocols.wire import DEFAULT_MAX_MESSAGE_BYTES, Payload, WireFormatError
 _TREE = "tree"
 
 
-def encode_value(value: Any) -> bytes:
-    """``value`` as wire bytes; ``TypeError`` if it is not wire-serialisable."""
+class DeferredPayload(Payload):
+    """An envelope's payload held elsewhere (e.g. in a Ray object store): its size and
+    SHA-256 are known here; the bytes are loaded (``load(handle)``) only when something in
+    this process reads a field, the metadata or the bytes."""
+
+    def __init__(self, handle: Any, nbytes: int, digest: str,
+                 load: Callable[[Any], bytes]) -> None:  # fmt: skip
+        # not Payload.__init__: ``fields`` and ``meta`` are loaded on first use
+        self.handle, self.nbytes, self.digest, self._load = handle, nbytes, digest, load
+        self._loaded: Payload | None = None
+
+    def loaded(self) -> Payload:
+        if self._loaded is None:
+            data = self._load(self.handle)
+            if len(data) != self.nbytes or hashlib.sha256(data).hexdigest() != self.digest:
+                raise WireFormatError("a deferred payload does not match its size and digest")
+            self._loaded = Payload.from_bytes(data, max(self.nbytes, DEFAULT_MAX_MESSAGE_BYTES))
+        return self._loaded
+
+    @property  # type: ignore[override]
+    def fields(self) -> dict[str, Any]:
+        return self.loaded().fields
+
+    @property  # type: ignore[override]
+    def meta(self) -> dict[str, Any]:
+        return self.loaded().meta
+
+    def to_bytes(self) -> bytes:
+        return self._load(self.handle)
+
+
+#: ``stash(envelope) -> (index, nbytes, sha256 hex)``: where an envelope's payload went
+Stash = Callable[[Envelope], tuple[int, int, str]]
+#: ``unstash(sender, receiver, tag, index, nbytes, sha256 hex) -> Envelope``
+Unstash = Callable[[str, str, str, int, int, str], Envelope]
+
+
+def encode_value(value: Any, stash: Stash | None = None) -> bytes:
+    """``value`` as wire bytes; ``TypeError`` if it is not wire-serialisable. With
+    ``stash``, envelopes are written as references and their payloads left to it."""
     fields: dict[str, np.ndarray | bytes] = {}
 
     def field(item: np.ndarray | bytes) -> int:
@@ -53,6 +100,8 @@ def encode_value(value: Any) -> bytes:
         if isinstance(v, Payload):
             return ["p", field(v.to_bytes())]
         if isinstance(v, Envelope):
+            if stash is not None:
+                return ["r", v.sender, v.receiver, v.tag, *stash(v)]
             return ["e", v.sender, v.receiver, v.tag, field(v.payload.to_bytes())]
         if isinstance(v, list | tuple):
             items = [node(x, f"{where}[{i}]") for i, x in enumerate(v)]
@@ -68,8 +117,10 @@ def encode_value(value: Any) -> bytes:
     return Payload(fields, {_TREE: tree}).to_bytes()
 
 
-def decode_value(data: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Any:
-    """The value :func:`encode_value` encoded; :class:`WireFormatError` on malformed input."""
+def decode_value(data: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+                 unstash: Unstash | None = None) -> Any:  # fmt: skip
+    """The value :func:`encode_value` encoded; :class:`WireFormatError` on malformed input
+    (and on an envelope reference when there is no ``unstash``)."""
     payload = Payload.from_bytes(data, max_bytes)
     fields = payload.fields
 
@@ -107,6 +158,15 @@ def decode_value(data: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Any
                     sender, receiver, tag_, index = args
                     inner = Payload.from_bytes(field(index, bytes), max_bytes)
                     return Envelope(str(sender), str(receiver), str(tag_), inner)
+                case "r":
+                    if unstash is None:
+                        raise WireFormatError("an envelope reference, and nowhere to find it")
+                    sender, receiver, tag_, index, nbytes, digest = args
+                    if int(nbytes) > max_bytes:
+                        raise WireFormatError(f"a message of {int(nbytes)} bytes is over the "
+                                              f"{max_bytes}-byte limit")  # fmt: skip
+                    return unstash(str(sender), str(receiver), str(tag_), int(index),
+                                   int(nbytes), str(digest))  # fmt: skip
                 case "l":
                     return [value(x) for x in args[0]]
                 case "t":

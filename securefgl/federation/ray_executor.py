@@ -5,10 +5,17 @@ parties, as Flower's simulation engine hosts many virtual clients per actor. A p
 built inside its actor from its :class:`~securefgl.federation.recipes.Recipe` (a client's
 own view and the experiment's settings, as wire values), so no process but its own ever
 holds its data. Between the driver and the actors only ids and wire-format bytes travel
-(:mod:`securefgl.federation.codec`: call arguments and results, envelopes included; no
-pickled object). The driver keeps the Channel: every envelope a party returns is decoded
-there, recorded on the transcript and handed to its receivers in their next call, exactly
-as with the local executor, so the same seed gives the same result and the same bytes.
+(:mod:`securefgl.federation.codec`: call arguments and results; no pickled object).
+
+Envelopes go from actor to actor: a payload a party sends is put in the Ray object store
+by the sender's actor, which returns only a reference with the payload's size and SHA-256;
+the driver keeps the Channel and records each envelope (sender, receiver, tag, size,
+digest) on the transcript, and hands the reference to the receiver's actor, which fetches
+the bytes from the sender's and checks the digest. Payload bytes reach the driver only when
+the transcript keeps payloads (``--store-payloads``) or driver code reads one; both are
+counted (:attr:`RayExecutor.driver_fetched_bytes`, and :attr:`RayExecutor.driver_put_bytes`
+for payloads the driver itself sends). Same seed, same result and same bytes as the local
+executor.
 
 A batch of calls (:meth:`RayExecutor.call`, and every protocol phase) is split per actor
 and the actors run their shares at the same time; the calls on one actor run in order.
@@ -22,15 +29,17 @@ a worker go silent together.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from protocols.base import ProtocolError
+from protocols.base import Envelope, ProtocolError
 from protocols.identity import install_provisioned, keystore_parties
+from protocols.wire import Payload, WireFormatError
 from securefgl.extras import require
-from securefgl.federation.codec import decode_value, encode_value
+from securefgl.federation.codec import DeferredPayload, decode_value, encode_value
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, PartyError, Target
 from securefgl.federation.recipes import Recipe, build
@@ -59,26 +68,47 @@ class PartyWorker:
             install_provisioned(keys, party_id)
         self.parties[party_id] = build(Recipe(spec["builder"], spec["args"]))
 
-    def run(self, calls: list[tuple[str, list[str], str, bytes]]) -> list[tuple[str, bytes, float]]:
+    def run(
+        self, calls: list[tuple[str, list[str], str, bytes]], refs: Sequence[Any] = ()
+    ) -> tuple[list[tuple[str, bytes, float]], list[Any]]:
         """Each call's (status, encoded result or error text, seconds), in order: status
         ``ok``, ``protocol`` (a :class:`ProtocolError`: the protocol run cannot complete) or
         ``error``; the calls after a failed one are not run. A call is (party, the import
-        paths of the method's role interfaces, the method's name, encoded [args, kwargs])."""
+        paths of the method's role interfaces, the method's name, encoded [args, kwargs]);
+        the envelopes in its arguments are references into ``refs`` (object-store refs of
+        their payloads). Returned beside: the refs of the payloads these calls sent."""
+        import ray
+
         out: list[tuple[str, bytes, float]] = []
+        sent: list[Any] = []
+
+        def fetch(sender: str, receiver: str, tag: str, index: int, nbytes: int,
+                  digest: str) -> Envelope:  # fmt: skip
+            data = ray.get(refs[index])
+            if len(data) != nbytes or hashlib.sha256(data).hexdigest() != digest:
+                raise WireFormatError(f"the payload of {tag!r} from {sender} does not match "
+                                      "its size and digest")  # fmt: skip
+            return Envelope(sender, receiver, tag, Payload.from_bytes(data, nbytes))
+
+        def put(env: Envelope) -> tuple[int, int, str]:
+            data = env.payload.to_bytes()
+            sent.append(ray.put(data))
+            return len(sent) - 1, len(data), hashlib.sha256(data).hexdigest()
+
         for pid, interfaces, method, data in calls:
             t0 = time.perf_counter()
             try:
                 if pid not in self.parties:
                     raise PartyError(f"no party {pid!r} on this worker")
                 fn = Target.from_wire(interfaces, method).bind(self.parties[pid])
-                args, kwargs = decode_value(data)
-                result = encode_value(fn(*args, **kwargs))
+                args, kwargs = decode_value(data, unstash=fetch)
+                result = encode_value(fn(*args, **kwargs), stash=put)
             except Exception as exc:  # reported to the driver, which raises it
                 status = "protocol" if isinstance(exc, ProtocolError) else "error"
                 out.append((status, f"{type(exc).__name__}: {exc}".encode(), 0.0))
                 break
             out.append(("ok", result, time.perf_counter() - t0))
-        return out
+        return out, sent
 
     def held(self) -> list[str]:
         return sorted(self.parties)
@@ -121,9 +151,6 @@ class PartyWorker:
         return sorted(digests)
 
 
-def _wire_call(call: Call) -> tuple[str, list[str], str, bytes]:
-    interfaces, method = call.target.to_wire()
-    return call.party, interfaces, method, encode_value([list(call.args), call.kwargs])
 
 
 def ray_module() -> Any:
@@ -193,6 +220,14 @@ class RayExecutor(Executor):
             for i in range(workers + len(alone))
         ]
         self.seconds_by_party: dict[str, float] = {}
+        #: payload bytes brought into the driver (kept transcripts, driver code reading one)
+        self.driver_fetched_bytes = 0
+        #: payload bytes of envelopes the driver itself sent (put in the object store)
+        self.driver_put_bytes = 0
+        #: encoded call arguments sent and results received by the driver (ids, settings,
+        #: numbers the driver code uses; envelopes only as references)
+        self.driver_call_bytes = 0
+        self.driver_result_bytes = 0
         self.peak_rss_by_worker: list[int | None] = []
         self._lost: set[int] = set()
 
@@ -234,7 +269,7 @@ class RayExecutor(Executor):
                 raise PartyError(f"{call.party} went silent earlier in this run")
             per_worker.setdefault(self.home[call.party], []).append(i)
         refs = {
-            self.workers[w].run.remote([_wire_call(calls[i]) for i in idx]): w
+            self.workers[w].run.remote(*self._wire_calls([calls[i] for i in idx])): w
             for w, idx in per_worker.items()
         }
         ready, late = self.ray.wait(list(refs), num_returns=len(refs), timeout=self.party_timeout)
@@ -245,17 +280,24 @@ class RayExecutor(Executor):
         for ref in ready:
             w = refs[ref]
             try:
-                answer = self.ray.get(ref)
+                answer, sent = self.ray.get(ref)
             except self.ray.exceptions.RayActorError:
                 lost += self._lose(w)
                 continue
+
+            def deferred(sender: str, receiver: str, tag: str, index: int, nbytes: int,
+                         digest: str, sent: list[Any] = sent) -> Envelope:  # fmt: skip
+                payload = DeferredPayload(sent[index], nbytes, digest, self._fetch)
+                return Envelope(sender, receiver, tag, payload)
+
             for i, (status, data, seconds) in zip(per_worker[w], answer, strict=False):
                 call = calls[i]
                 if status != "ok":
                     where = call.label
                     error = ProtocolError if status == "protocol" else PartyError
                     raise error(f"{where} failed on worker {w}: {data.decode()}")
-                out[i] = decode_value(data)
+                self.driver_result_bytes += len(data)
+                out[i] = decode_value(data, unstash=deferred)
                 self.seconds_by_party[call.party] = (
                     self.seconds_by_party.get(call.party, 0.0) + seconds
                 )
@@ -265,6 +307,36 @@ class RayExecutor(Executor):
                 raise PartyTimeoutError(named, self.party_timeout or 0.0)
             raise PartyError(f"{', '.join(named)} went silent: their worker died")
         return out
+
+    def _wire_calls(self, calls: Sequence[Call]) -> tuple[list[tuple[str, list[str], str, bytes]],
+                                                           list[Any]]:  # fmt: skip
+        """One actor's batch as wire calls, and the payload refs its envelopes point to: a
+        payload held in an actor's object store is passed on by reference; one the driver
+        made is put in the store here (counted in :attr:`driver_put_bytes`)."""
+        refs: list[Any] = []
+
+        def stash(env: Envelope) -> tuple[int, int, str]:
+            payload = env.payload
+            if isinstance(payload, DeferredPayload):
+                refs.append(payload.handle)
+                return len(refs) - 1, payload.nbytes, payload.digest
+            data = payload.to_bytes()
+            self.driver_put_bytes += len(data)
+            refs.append(self.ray.put(data))
+            return len(refs) - 1, len(data), hashlib.sha256(data).hexdigest()
+
+        wire = []
+        for call in calls:
+            interfaces, method = call.target.to_wire()
+            args = encode_value([list(call.args), call.kwargs], stash=stash)
+            self.driver_call_bytes += len(args)
+            wire.append((call.party, interfaces, method, args))
+        return wire, refs
+
+    def _fetch(self, handle: Any) -> bytes:
+        data: bytes = self.ray.get(handle)
+        self.driver_fetched_bytes += len(data)
+        return data
 
     def shutdown(self) -> None:
         """End the worker actors (Ray itself keeps running); their peak resident memory

@@ -40,6 +40,7 @@ class TranscriptEntry:
     nbytes: int
     data: bytes | None  # the serialized payload, None when storage is off
     family: str = ROUNDS  # the message family (module docstring)
+    digest: str | None = None  # SHA-256 of the payload, where its bytes never came here
 
     def payload(self) -> Payload:
         if self.data is None:
@@ -92,20 +93,27 @@ class Transcript:
         finally:
             self.family = previous
 
-    def record(self, round: int, envelope: Envelope, data: bytes) -> TranscriptEntry:
+    def record(
+        self, round: int, envelope: Envelope, data: bytes | None,
+        nbytes: int | None = None, digest: str | None = None,
+    ) -> TranscriptEntry:  # fmt: skip
+        """One envelope: its serialized payload (kept if :meth:`keeps`), or only its size
+        and digest when the bytes stayed in other processes."""
         entry = TranscriptEntry(
             round,
             envelope.sender,
             envelope.receiver,
             envelope.tag,
-            len(data),
-            data if self._keeps(round, envelope.tag) else None,
+            len(data) if nbytes is None and data is not None else int(nbytes or 0),
+            data if data is not None and self.keeps(round, envelope.tag) else None,
             self.family,
+            digest,
         )
         self.entries.append(entry)
         return entry
 
-    def _keeps(self, round: int, tag: str = "") -> bool:
+    def keeps(self, round: int, tag: str = "") -> bool:
+        """Whether a payload of this round and tag is stored."""
         if not self.store_payloads:
             return False
         return self.payload_rounds is None or round <= self.payload_rounds or tag in self.keep_tags
@@ -160,6 +168,7 @@ class Transcript:
                             "tag": e.tag,
                             "nbytes": e.nbytes,
                             "family": e.family,
+                            "digest": e.digest,
                             "offset": offset if stored else None,
                         }
                     )
@@ -184,7 +193,7 @@ class Transcript:
                 transcript.entries.append(
                     TranscriptEntry(
                         r["round"], r["sender"], r["receiver"], r["tag"], r["nbytes"], data,
-                        r.get("family", ROUNDS),
+                        r.get("family", ROUNDS), r.get("digest"),
                     )
                 )
         transcript.store_payloads = all(e.data is not None for e in transcript.entries)

@@ -72,3 +72,41 @@ def test_malformed_trees_are_wire_format_errors():
         data = Payload({}, {"tree": tree}).to_bytes()
         with pytest.raises(WireFormatError):
             decode_value(data)
+
+
+def test_envelopes_can_travel_as_references_and_load_only_when_read():
+    import hashlib
+
+    from securefgl.federation.codec import DeferredPayload
+
+    payload = Payload({"x": np.arange(6, dtype=np.float32)}, {"round": 3})
+    store: list[bytes] = []
+
+    def stash(env: Envelope) -> tuple[int, int, str]:
+        data = env.payload.to_bytes()
+        store.append(data)
+        return len(store) - 1, len(data), hashlib.sha256(data).hexdigest()
+
+    wire = encode_value({"inbox": [Envelope("a", "b", "t", payload)], "n": 1}, stash=stash)
+    assert store and store[0] not in wire  # the payload is not in the message
+    loads: list[int] = []
+
+    def load(handle: int) -> bytes:
+        loads.append(handle)
+        return store[handle]
+
+    def unstash(s: str, r: str, t: str, i: int, n: int, d: str) -> Envelope:
+        return Envelope(s, r, t, DeferredPayload(i, n, d, load))
+
+    value = decode_value(wire, unstash=unstash)
+    env = value["inbox"][0]
+    assert (env.sender, env.receiver, env.tag, value["n"]) == ("a", "b", "t", 1)
+    assert loads == []  # nothing fetched until a field is read
+    assert np.array_equal(env.payload.array("x"), payload.array("x"))
+    assert env.payload.meta == {"round": 3} and loads == [0]
+    with pytest.raises(WireFormatError, match="reference"):
+        decode_value(wire)  # a reference with nowhere to find it
+    store[0] = store[0][:-1] + bytes([store[0][-1] ^ 0xFF])
+    tampered = decode_value(wire, unstash=unstash)["inbox"][0]
+    with pytest.raises(WireFormatError, match="digest"):
+        tampered.payload.array("x")

@@ -119,14 +119,15 @@ def test_ray_gives_the_local_result_and_the_same_messages(algorithm, settings):
         assert any(tag == "secure-sum/contribution" for *_, tag, _ in local_msgs)
 
 
-def _ray_fedavg(cfg, workers=2):
+def _ray_fedavg(cfg, workers=2, channel=None):
     """FedAvg set up on ``workers`` Ray workers: (algorithm, federation)."""
     torch.manual_seed(0)  # the initial model, drawn in the driver (as the runner does)
     data = load_graph(cfg)
     _, _, views, _ = draw_world(cfg, 0, data)
     stack = build_stack(cfg, cfg.clients, f"ray-test-{cfg.protocol.label}")
     options = {"workers": workers, "co_host": cfg.ray_co_host}
-    federation = Federation(views, Channel(), stack, 0, executor="ray", executor_options=options)
+    federation = Federation(views, channel or Channel(), stack, 0, executor="ray",
+                            executor_options=options)  # fmt: skip
     algo = FedAvg(cfg)
     algo.setup(federation)
     return algo, federation
@@ -351,3 +352,36 @@ def test_a_user_group_whose_worker_dies_drops_out_and_training_goes_on():
     assert np.isfinite(res.test_rmse) and res.detail["silent_user_groups"] == ["users-1"]
     last = [e for e in tr.channel.transcript.entries if e.round == 5]
     assert last and {e.sender for e in last} | {e.receiver for e in last} <= {"server", "users-0"}
+
+
+def test_payloads_go_from_actor_to_actor_never_through_the_driver():
+    """The driver records each envelope's size and digest; the bytes stay with the actors
+    (issue: the driver's link must not carry the federation's traffic)."""
+    cfg = _config(executor="ray", workers=2, protocol=["secagg"])
+    algo, federation = _ray_fedavg(cfg, channel=Channel(Transcript(store_payloads=False)))
+    try:
+        for r in range(2):
+            algo.train_round(r)
+        ex, entries = algo.executor, federation.channel.transcript.entries
+        assert len(entries) > 20 and sum(e.nbytes for e in entries) > 10_000
+        assert all(e.data is None and e.digest is not None and len(e.digest) == 64
+                   for e in entries)  # fmt: skip
+        assert ex.driver_fetched_bytes == 0
+        assert ex.driver_put_bytes == 0  # FedAvg's driver sends no envelope of its own
+    finally:
+        federation.close()
+
+
+def test_a_transcript_that_keeps_payloads_fetches_exactly_those_and_their_digests_match():
+    import hashlib
+
+    channel = Channel(Transcript(store_payloads=True))
+    algo, federation = _ray_fedavg(_config(executor="ray", workers=2, protocol=["secagg"]),
+                                   channel=channel)  # fmt: skip
+    try:
+        algo.train_round(0)
+        entries = channel.transcript.entries
+        assert all(hashlib.sha256(e.data).hexdigest() == e.digest for e in entries)
+        assert algo.executor.driver_fetched_bytes == sum(e.nbytes for e in entries)
+    finally:
+        federation.close()
