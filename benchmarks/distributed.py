@@ -12,6 +12,13 @@ other jobs): ``SECUREFGL_DATA=... python -m benchmarks.distributed``. Writes
 ``benchmarks/results/distributed.{json,md}``; rows ``{"workload", "executor", "workers",
 "clients", "wall_seconds", "peak_rss_gib", "rounds", "same_result_as_local"}``.
 Resumable: rows already in the JSON are kept (``--fresh`` to redo).
+
+Ray rows also say what crossed the driver (:class:`~securefgl.federation.ray_executor.
+RayExecutor`'s counters): ``driver_relayed_payload_bytes`` (envelope payloads brought into
+the driver; 0 when envelopes go from actor to actor), ``driver_put_bytes`` (payloads the
+driver itself sent), ``driver_call_bytes`` / ``driver_result_bytes`` (encoded call
+arguments and results). ``--driver-bytes`` runs the Ray cells again and merges only these
+byte counts (deterministic) into the rows, keeping their timings.
 """
 
 from __future__ import annotations
@@ -33,6 +40,18 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
 NOTES = "distributed"
 GIB = 1 << 30
+DRIVER_FIELDS = {"driver_relayed_payload_bytes": "driver_fetched_bytes",
+                 "driver_put_bytes": "driver_put_bytes",
+                 "driver_call_bytes": "driver_call_bytes",
+                 "driver_result_bytes": "driver_result_bytes"}  # fmt: skip
+
+
+def driver_traffic(executors: list[Any]) -> dict[str, int]:
+    """What crossed the driver, summed over a run's Ray executors ({} on the local one)."""
+    ray = [ex for ex in executors if hasattr(ex, "driver_fetched_bytes")]
+    if not ray:
+        return {}
+    return {row: sum(int(getattr(ex, attr)) for ex in ray) for row, attr in DRIVER_FIELDS.items()}
 
 #: name -> (algorithm, experiment settings); every run: one seed, random partition
 WORKLOADS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -92,6 +111,7 @@ def one_recommendation(workload: str, executor: str, workers: int, threads: int)
         "peak_rss_gib_per_worker": [round(p / GIB, 3) for p in worker_peaks],
         "rounds": result.rounds, "test_rmse": result.test_rmse,
         "total_bytes": tr.channel.transcript.total_bytes(),
+        **driver_traffic([tr.executor]),
     }  # fmt: skip
 
 
@@ -115,9 +135,11 @@ def one(workload: str, executor: str, workers: int, threads: int) -> dict[str, A
     torch.set_num_threads(threads)  # as run_experiment does
     data = load_graph(cfg)
     worker_peaks: list[int] = []
+    made: list[Any] = []
     close = Federation.close
 
     def keep_peaks(self: Federation) -> None:
+        made.extend(self._made)
         for ex in self._made:
             ex.shutdown()
             worker_peaks.extend(p for p in getattr(ex, "peak_rss_by_worker", []) if p)
@@ -138,6 +160,7 @@ def one(workload: str, executor: str, workers: int, threads: int) -> dict[str, A
         "peak_rss_gib": round((driver + sum(worker_peaks)) / GIB, 3),
         "peak_rss_gib_per_worker": [round(p / GIB, 3) for p in worker_peaks],
         "rounds": rounds, "test_acc": result.final["test_acc"], "total_bytes": total_bytes,
+        **driver_traffic(made),
     }  # fmt: skip
 
 
@@ -170,6 +193,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r.get('setup_seconds', float('nan')):.1f} | {ratio(r, 1)} / {ratio(r, 2)} | "
             f"{r['peak_rss_gib']:.2f} | {same} |"
         )
+    lines += driver_table(rows)
     lines += [
         "",
         "## Conclusion",
@@ -189,6 +213,29 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def driver_table(rows: list[dict[str, Any]]) -> list[str]:
+    """What crossed the driver in the Ray rows that measured it."""
+    ray = [r for r in rows if r["executor"] == "ray" and "driver_relayed_payload_bytes" in r]
+    if not ray:
+        return []
+    lines = ["", "## What crossed the driver (Ray)", "",
+             "Envelope payloads go from actor to actor; the driver records their size and "
+             "digest. Relayed payload bytes: envelope payloads brought into the driver. Call "
+             "and result bytes: the encoded arguments and results of every call (ids, "
+             "settings, the numbers driver code uses).", "",
+             "| workload | channel bytes | relayed payload bytes | driver-sent payload bytes "
+             "| call bytes | result bytes | same result |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in ray:
+        same_result = r.get("driver_bytes_same_result", r.get("same_result_as_local"))
+        same = {True: "yes", False: "NO", None: "–"}[same_result]
+        lines.append(f"| {r['workload']} | {r['total_bytes']:,} | "
+                     f"{r['driver_relayed_payload_bytes']:,} | {r['driver_put_bytes']:,} | "
+                     f"{r['driver_call_bytes']:,} | {r['driver_result_bytes']:,} | "
+                     f"{same} |")  # fmt: skip
+    return lines
 
 
 def per_round_overhead(rows: list[dict[str, Any]]) -> list[str]:
@@ -211,6 +258,22 @@ def per_round_overhead(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def merge_driver_bytes(rows: list[dict[str, Any]], workloads: list[str], workers: int) -> None:
+    """The Ray cells of ``workloads`` again; only their driver byte counts are kept (their
+    timings stay those of the idle-machine run), and whether the result is unchanged."""
+    for workload in workloads:
+        row = next((r for r in rows if r["workload"] == workload and r["executor"] == "ray"
+                    and r["workers"] == workers), None)  # fmt: skip
+        if row is None:
+            continue
+        print(f"{workload} · ray · driver bytes", flush=True)
+        fresh = run_child(workload, "ray", workers, row["threads"])
+        metric = "test_rmse" if workload in REC_WORKLOADS else "test_acc"
+        row.update({k: fresh[k] for k in DRIVER_FIELDS if k in fresh})
+        same = fresh[metric] == row[metric] and fresh["total_bytes"] == row["total_bytes"]
+        row["driver_bytes_same_result"] = same
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--one", nargs=4, metavar=("WORKLOAD", "EXECUTOR", "WORKERS", "THREADS"))
@@ -218,6 +281,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--driver-bytes", action="store_true",
+                        help="rerun the Ray cells; merge only what crossed the driver")  # fmt: skip
     args = parser.parse_args()
     if args.one:
         workload, executor, workers, threads = args.one
@@ -227,6 +292,10 @@ def main() -> None:
     rows: list[dict[str, Any]] = [] if args.fresh else read_json(path, [])
     done = {(r["workload"], r["executor"], r["workers"], r["threads"]) for r in rows}
     cells = (("local", 1, 1), ("local", 1, args.workers), ("ray", args.workers, 1))
+    if args.driver_bytes:
+        merge_driver_bytes(rows, args.workloads.split(","), args.workers)
+        write_json(path, rows, indent=1, newline=True)
+        args.report_only = True
     for workload in args.workloads.split(","):
         if args.report_only:
             break

@@ -53,10 +53,11 @@ def summarise(row: dict[str, Any]) -> None:
     row["seeds"] = len(row["runs"])
 
 
-def fedpub_run(cell: Cell, seed: int, rounds: int) -> dict[str, Any]:
+def fedpub_run(cell: Cell, seed: int, rounds: int, local_steps: int | None = None
+               ) -> dict[str, Any]:  # fmt: skip
     from securefgl.experiment.runner import load_graph, run_single
 
-    cfg = fedpub_config(cell, seed, rounds)
+    cfg = fedpub_config(cell, seed, rounds, local_steps)
     t0 = time.time()
     result = run_single(cfg, FEDPUB_METHODS[cell.method], seed, load_graph(cfg), progress=False)
     hist = [h for h in result.history if "client_mean_test" in h]
@@ -68,6 +69,7 @@ def fedpub_run(cell: Cell, seed: int, rounds: int) -> dict[str, Any]:
         "acc_best_test": round(100 * max(h["client_mean_test"] for h in hist), 2),
         "best_val_round": best["round"],
         "rounds": rounds,
+        "local_steps": cfg.fedpub.local_steps,
         "seconds": round(time.time() - t0, 1),
         "privacy": result.privacy,
         "finished": time.time(),
@@ -79,7 +81,8 @@ def _part(args: argparse.Namespace, dataset: str) -> tuple[str, int]:
     width, gets rows of its own so seeds of different budgets are never averaged together."""
     if args.part == "fedpub":
         rounds = args.rounds or fedpub_rounds(dataset)
-        return ("fedpub" if rounds == fedpub_rounds(dataset) else f"fedpub-r{rounds}"), rounds
+        part = "fedpub" if rounds == fedpub_rounds(dataset) else f"fedpub-r{rounds}"
+        return part + (f"-s{args.local_steps}" if args.local_steps else ""), rounds
     rounds = args.rounds or 200
     part = "fedego" + (f"-h{args.fedego_hidden}" if args.fedego_hidden else "")
     return part + ("" if rounds == 200 else f"-r{rounds}"), rounds
@@ -94,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=csv_list, default=["0"])
     ap.add_argument("--protections", type=csv_list, default=["plain"])
     ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--local-steps", type=int, default=None,
+                    help="FED-PUB part: Adam steps per round for every method (rows recorded "
+                         "as part fedpub-s<steps>; default: the official script's 1)")
     ap.add_argument("--fedego-hidden", type=int, default=None,
                     help="a scaled-down FedEgo width (rows recorded as part fedego-h<width>)")
     ap.add_argument("--report-only", action="store_true")
@@ -123,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                             continue
                         log.info("running %s seed %d", key, seed)
                         if args.part == "fedpub":
-                            run = fedpub_run(Cell(method, dataset, k, prot), seed, rounds)
+                            run = fedpub_run(Cell(method, dataset, k, prot), seed, rounds,
+                                             args.local_steps)  # fmt: skip
                         else:
                             from benchmarks.reproduce_survey_node.fedego_runs import fedego_run
 

@@ -52,12 +52,15 @@ class Cell:
         return (self.method, self.dataset, self.clients, self.protection)
 
 
-def fedpub_config(cell: Cell, seed: int, rounds: int | None = None) -> ExperimentConfig:
+def fedpub_config(cell: Cell, seed: int, rounds: int | None = None,
+                  local_steps: int | None = None) -> ExperimentConfig:  # fmt: skip
     """FED-PUB's disjoint setting (§5.1 and its code): LCC, row-normalised features, one
     20/40/40 split of all nodes, METIS k-way into K clients, cross edges dropped."""
     extra: dict[str, Any] = {}
     if cell.method == "fed-pub":
         extra["fedpub"] = dict(FEDPUB_PROTECTIONS[cell.protection])
+    if local_steps is not None:  # every method of the family: one settings section
+        extra["fedpub"] = {**extra.get("fedpub", {}), "local_steps": local_steps}
     if cell.method == "fedsage+":
         extra["lr"] = 0.01
     return ExperimentConfig(
