@@ -16,12 +16,13 @@ plain and CKKS):
 Coefficients are non-negative least squares on relative residuals. Two fits: on the points
 with n ≤ ``--fit-max-n`` only, whose error on the points above it (n = 500) checks how the
 model extrapolates in n; and on every point, whose residuals are reported and which makes
-the projection. The
-projection of a round on N workers (one core each, clients spread evenly, the server on a
-worker of its own) adds the network: every upload crosses the server's link (bandwidth
-``--link-gbit``); on Ray today every payload also crosses the driver's link twice (in and
-out), so the driver is a second ceiling. Not modelled: dropouts (the unmasking of a dropped
-client's pairwise masks), stragglers, Ray's per-task overhead, the model training itself.
+the projection. The projection of a round on N workers (one core each, clients spread
+evenly, the server on a worker of its own) adds the network: every upload crosses the
+server's link (bandwidth ``--link-gbit``); a router that relays payloads (our Ray executor
+did, before envelopes went from actor to actor) also carries every payload over its own
+link, in and out, so it is a second ceiling (the "driver relay" column). Not modelled:
+dropouts (the unmasking of a dropped client's pairwise masks), stragglers, Ray's per-task
+overhead, the model training itself.
 
 Run: ``python -m benchmarks.cost_model`` → ``benchmarks/results/cost_model.{json,md}``.
 """

@@ -172,8 +172,9 @@ class RayExecutor(Executor):
     other party (the server, edge servers, key authorities, third parties) gets an actor of
     its own, so no server-side code runs in a process that holds a client's data or keys.
     None: every party is pooled. ``co_host``: pool every party anyway (fewer processes).
-    Either way the driver is trusted: it deals the signing keys, relays every message and
-    could run code in any actor (``docs/architecture.md``).
+    Either way the driver is trusted: it deals the signing keys, routes every message (their
+    sizes and digests, not their payloads) and could run code in any actor
+    (``docs/architecture.md``).
     """
 
     def __init__(
