@@ -7,8 +7,9 @@ proxy graph; plain or clipped + Gaussian noise, accounted); the server forms
 α = row-softmax(τ·cos(h̃_i, h̃_j)) (Eq. 3-4) and θ̄_i = Σ_j α_ij θ_j (Eq. 5) reaches client
 i either by the server mixing the plain θ_j (``sums = "plain"``, the paper) or as a secure
 sum addressed to i (``masked``: pairwise masks; ``ckks``: under i's CKKS key), the server
-learning only α. The baselines share the client: FedAvg (uniform mean, as the authors'
-code), FedProx, FedPer (classifier local), GCFL (cluster means of updates), Local.
+learning only α. The baselines share the client: FedAvg (uniform mean; the authors'
+code weights by node counts), FedProx, FedPer (classifier local), GCFL (cluster means of
+updates), Local.
 Deviations and the channel: securefgl/algorithms/fedpub/README.md.
 """
 
@@ -161,8 +162,9 @@ class FedPub(PersonalisedSubgraphFL):
 
 
 class PubFedAvg(PersonalisedSubgraphFL):
-    """FedAvg as FED-PUB's repository runs it: uniform mean of the client models, Adam
-    state kept on every client."""
+    """FedAvg on FED-PUB's client training: uniform mean of the client models (the
+    repository's server weights by node counts, near-equal under METIS), Adam state kept on
+    every client."""
 
     name = "fedpub-fedavg"
     variant = "fedavg"
