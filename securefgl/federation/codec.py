@@ -10,12 +10,12 @@ lists and tuples tuples; floats travel as ``float.hex`` (NaN and infinities incl
 as decimal strings (any size), an array's shape beside it (0-d arrays too). Decoding checks
 every tag and index.
 
-An executor whose parties live in other processes can keep envelope payloads out of the
-process that routes them: with a ``stash`` hook, :func:`encode_value` writes each
-envelope as a reference (sender, receiver, tag, the stash's index, size and SHA-256) and
-leaves the payload bytes to the hook; :func:`decode_value` with an ``unstash`` hook turns
-each reference back into an envelope (a :class:`DeferredPayload` in a router that never
-needs the bytes, the decoded payload in the receiving party).
+An executor whose parties live in other processes can keep payloads out of the process
+that routes them: with a ``stash`` hook, :func:`encode_value` writes each payload (an
+envelope's or a bare one) as a reference (the stash's index, size and SHA-256) and leaves
+its bytes to the hook; :func:`decode_value` with an ``unstash`` hook turns each reference
+back into a payload (a :class:`DeferredPayload` in a router that never needs the bytes,
+the decoded payload in the receiving party).
 """
 
 from __future__ import annotations
@@ -63,15 +63,15 @@ class DeferredPayload(Payload):
         return self._load(self.handle)
 
 
-#: ``stash(envelope) -> (index, nbytes, sha256 hex)``: where an envelope's payload went
-Stash = Callable[[Envelope], tuple[int, int, str]]
-#: ``unstash(sender, receiver, tag, index, nbytes, sha256 hex) -> Envelope``
-Unstash = Callable[[str, str, str, int, int, str], Envelope]
+#: ``stash(payload) -> (index, nbytes, sha256 hex)``: where a payload's bytes went
+Stash = Callable[[Payload], tuple[int, int, str]]
+#: ``unstash(index, nbytes, sha256 hex) -> Payload``
+Unstash = Callable[[int, int, str], Payload]
 
 
 def encode_value(value: Any, stash: Stash | None = None) -> bytes:
     """``value`` as wire bytes; ``TypeError`` if it is not wire-serialisable. With
-    ``stash``, envelopes are written as references and their payloads left to it."""
+    ``stash``, payloads are written as references and their bytes left to it."""
     fields: dict[str, np.ndarray | bytes] = {}
 
     def field(item: np.ndarray | bytes) -> int:
@@ -98,10 +98,10 @@ def encode_value(value: Any, stash: Stash | None = None) -> bytes:
                 raise TypeError(f"{where}: array of dtype {v.dtype} is not wire-serialisable")
             return ["a", field(np.ascontiguousarray(v)), list(v.shape)]  # 0-d kept
         if isinstance(v, Payload):
-            return ["p", field(v.to_bytes())]
+            return ["q", *stash(v)] if stash is not None else ["p", field(v.to_bytes())]
         if isinstance(v, Envelope):
             if stash is not None:
-                return ["r", v.sender, v.receiver, v.tag, *stash(v)]
+                return ["r", v.sender, v.receiver, v.tag, *stash(v.payload)]
             return ["e", v.sender, v.receiver, v.tag, field(v.payload.to_bytes())]
         if isinstance(v, list | tuple):
             items = [node(x, f"{where}[{i}]") for i, x in enumerate(v)]
@@ -129,6 +129,15 @@ def decode_value(data: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         if not isinstance(item, kind):
             raise WireFormatError(f"value tree names a missing or mistyped field {index!r}")
         return item
+
+    def referenced(ref: list[Any]) -> Payload:
+        if unstash is None:
+            raise WireFormatError("a payload reference, and nowhere to find it")
+        index, nbytes, digest = ref
+        if int(nbytes) > max_bytes:
+            raise WireFormatError(f"a message of {int(nbytes)} bytes is over the {max_bytes}-byte "
+                                  "limit")  # fmt: skip
+        return unstash(int(index), int(nbytes), str(digest))
 
     def value(n: Any) -> Any:
         if not isinstance(n, list) or not n or not isinstance(n[0], str):
@@ -159,14 +168,10 @@ def decode_value(data: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                     inner = Payload.from_bytes(field(index, bytes), max_bytes)
                     return Envelope(str(sender), str(receiver), str(tag_), inner)
                 case "r":
-                    if unstash is None:
-                        raise WireFormatError("an envelope reference, and nowhere to find it")
-                    sender, receiver, tag_, index, nbytes, digest = args
-                    if int(nbytes) > max_bytes:
-                        raise WireFormatError(f"a message of {int(nbytes)} bytes is over the "
-                                              f"{max_bytes}-byte limit")  # fmt: skip
-                    return unstash(str(sender), str(receiver), str(tag_), int(index),
-                                   int(nbytes), str(digest))  # fmt: skip
+                    sender, receiver, tag_, *ref = args
+                    return Envelope(str(sender), str(receiver), str(tag_), referenced(ref))
+                case "q":
+                    return referenced(args)
                 case "l":
                     return [value(x) for x in args[0]]
                 case "t":

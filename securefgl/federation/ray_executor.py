@@ -7,15 +7,15 @@ own view and the experiment's settings, as wire values), so no process but its o
 holds its data. Between the driver and the actors only ids and wire-format bytes travel
 (:mod:`securefgl.federation.codec`: call arguments and results; no pickled object).
 
-Envelopes go from actor to actor: a payload a party sends is put in the Ray object store
-by the sender's actor, which returns only a reference with the payload's size and SHA-256;
-the driver keeps the Channel and records each envelope (sender, receiver, tag, size,
-digest) on the transcript, and hands the reference to the receiver's actor, which fetches
-the bytes from the sender's and checks the digest. Payload bytes reach the driver only when
-the transcript keeps payloads (``--store-payloads``) or driver code reads one; both are
-counted (:attr:`RayExecutor.driver_fetched_bytes`, and :attr:`RayExecutor.driver_put_bytes`
-for payloads the driver itself sends). Same seed, same result and same bytes as the local
-executor.
+Payloads go from actor to actor: a payload a party returns (in an envelope or bare) is put
+in the Ray object store by its actor, which returns only a reference with the payload's
+size and SHA-256; the driver keeps the Channel and records each envelope (sender,
+receiver, tag, size, digest) on the transcript, and hands the reference to the receiver's
+actor, which fetches the bytes from the sender's and checks the digest. Payload bytes reach
+the driver only when the transcript keeps payloads (``--store-payloads``) or driver code
+reads one; both are counted (:attr:`RayExecutor.driver_fetched_bytes`, and
+:attr:`RayExecutor.driver_put_bytes` for payloads the driver itself sends). Same seed, same
+result and same bytes as the local executor.
 
 A batch of calls (:meth:`RayExecutor.call`, and every protocol phase) is split per actor
 and the actors run their shares at the same time; the calls on one actor run in order.
@@ -35,7 +35,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from protocols.base import Envelope, ProtocolError
+from protocols.base import ProtocolError
 from protocols.identity import install_provisioned, keystore_parties
 from protocols.wire import Payload, WireFormatError
 from securefgl.extras import require
@@ -82,16 +82,14 @@ class PartyWorker:
         out: list[tuple[str, bytes, float]] = []
         sent: list[Any] = []
 
-        def fetch(sender: str, receiver: str, tag: str, index: int, nbytes: int,
-                  digest: str) -> Envelope:  # fmt: skip
+        def fetch(index: int, nbytes: int, digest: str) -> Payload:
             data = ray.get(refs[index])
             if len(data) != nbytes or hashlib.sha256(data).hexdigest() != digest:
-                raise WireFormatError(f"the payload of {tag!r} from {sender} does not match "
-                                      "its size and digest")  # fmt: skip
-            return Envelope(sender, receiver, tag, Payload.from_bytes(data, nbytes))
+                raise WireFormatError("a payload does not match its size and digest")
+            return Payload.from_bytes(data, nbytes)
 
-        def put(env: Envelope) -> tuple[int, int, str]:
-            data = env.payload.to_bytes()
+        def put(payload: Payload) -> tuple[int, int, str]:
+            data = payload.to_bytes()
             sent.append(ray.put(data))
             return len(sent) - 1, len(data), hashlib.sha256(data).hexdigest()
 
@@ -286,10 +284,9 @@ class RayExecutor(Executor):
                 lost += self._lose(w)
                 continue
 
-            def deferred(sender: str, receiver: str, tag: str, index: int, nbytes: int,
-                         digest: str, sent: list[Any] = sent) -> Envelope:  # fmt: skip
-                payload = DeferredPayload(sent[index], nbytes, digest, self._fetch)
-                return Envelope(sender, receiver, tag, payload)
+            def deferred(index: int, nbytes: int, digest: str,
+                         sent: list[Any] = sent) -> Payload:  # fmt: skip
+                return DeferredPayload(sent[index], nbytes, digest, self._fetch)
 
             for i, (status, data, seconds) in zip(per_worker[w], answer, strict=False):
                 call = calls[i]
@@ -316,8 +313,7 @@ class RayExecutor(Executor):
         made is put in the store here (counted in :attr:`driver_put_bytes`)."""
         refs: list[Any] = []
 
-        def stash(env: Envelope) -> tuple[int, int, str]:
-            payload = env.payload
+        def stash(payload: Payload) -> tuple[int, int, str]:
             if isinstance(payload, DeferredPayload):
                 refs.append(payload.handle)
                 return len(refs) - 1, payload.nbytes, payload.digest

@@ -236,12 +236,18 @@ class RecServer(Stateful, Party):
             "user_emb" if self.cfg.method == "fesog" else None,
         )
 
-    def apply_uploads(self, uploads: list[Payload]) -> None:
-        """``plain``: aggregate the users' uploads and step."""
-        self._update(plain_sums(from_payloads(uploads)))
+    def apply_uploads(self, uploads: list[Payload]) -> int:
+        """``plain``: aggregate the users' uploads and step; returns the bytes the users
+        uploaded (what the server received, for the run's accounting)."""
+        up = from_payloads(uploads)
+        self._update(plain_sums(up))
+        return int(up.nbytes_per_user().sum())
 
-    def apply_sums(self, sums: Payload) -> None:
+    def apply_sums(self, sums: Payload) -> dict[str, float]:
+        """Step on the aggregator's sums; returns their accounting (``bytes_up``, and
+        ``support_bytes`` where the aggregation reports it)."""
         self._update(sums_from_payload(sums))
+        return {k: float(v) for k, v in sums.meta.items() if k in ("bytes_up", "support_bytes")}
 
     def save_state(self, directory: str) -> None:
         """Write the server's tables and its sampling generator (:mod:`.checkpoint`)."""

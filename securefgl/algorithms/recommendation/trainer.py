@@ -201,24 +201,26 @@ class FedRecTrainer:
             self.run_expansion()
         users = self.sample_users() if users is None else np.asarray(users, np.int64)
         hosts, uploads, loss = self._local(r, users, update_local=True)
+        keep = len(self.server_views) < cfg.keep_views  # the contents only when kept: on
+        # remote parties reading a payload here would bring its bytes to the driver
         if cfg.aggregation == "plain":
             got = [self.channel.send(g, SERVER, UPLOAD_TAG, p).payload
                    for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
-            self._call(SERVER, RecServer.apply_uploads, got)
-            up = from_payloads(got)
-            view = ServerView(r, "plain", up.users, up, None, int(up.nbytes_per_user().sum()))
+            nbytes = self._call(SERVER, RecServer.apply_uploads, got)
+            up = from_payloads(got) if keep else None
+            view = ServerView(r, "plain", users if up is None else up.users, up, None, nbytes)
         else:
             got = [self.channel.send(g, AGGREGATOR, UPLOAD_TAG, p).payload
                    for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
             sums = self._call(AGGREGATOR, RecAggregator.aggregate, r, got)
             sums = self.channel.send(AGGREGATOR, SERVER, SUMS_TAG, sums).payload
-            self._call(SERVER, RecServer.apply_sums, sums)
-            view = ServerView(
-                r, cfg.aggregation, users, None, sums_from_payload(sums), int(sums.meta["bytes_up"])
-            )
-            view.extra.update({k: float(v) for k, v in sums.meta.items() if k == "support_bytes"})
+            meta = self._call(SERVER, RecServer.apply_sums, sums)
+            view = ServerView(r, cfg.aggregation, users, None,
+                              sums_from_payload(sums) if keep else None,
+                              int(meta["bytes_up"]))  # fmt: skip
+            view.extra.update({k: v for k, v in meta.items() if k == "support_bytes"})
         view.extra["train_loss"] = loss / max(users.size, 1)
-        if len(self.server_views) < cfg.keep_views:
+        if keep:
             self.server_views.append(view)
         return view
 
