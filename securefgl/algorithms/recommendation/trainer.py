@@ -169,9 +169,10 @@ class FedRecTrainer:
     def sample_users(self) -> np.ndarray:
         return self._call(SERVER, RecServer.sample)
 
-    def _local(self, r: int, users: np.ndarray, update_local: bool) -> tuple[list, list, float]:
+    def _local(self, r: int, users: np.ndarray, update_local: bool
+               ) -> tuple[list, list, float, np.ndarray]:  # fmt: skip
         """The groups that host a sampled user train them; returns (group ids, uploads as
-        sent, sum of losses) and records the users' ε."""
+        sent, sum of losses, the users that trained) and records the users' ε."""
         model = self._call(SERVER, RecServer.model)
         live = set(self.live_groups())
         self.channel.round = r
@@ -191,24 +192,27 @@ class FedRecTrainer:
             for _, u, (_, eps, _) in done:
                 self.ledger.record(u, eps)
         loss = sum(a[2] for _, _, a in done)
-        return [g for g, _, _ in done], [a[0] for _, _, a in done], loss
+        trained = np.concatenate([u for _, u, _ in done])
+        return [g for g, _, _ in done], [a[0] for _, _, a in done], loss, trained
 
     def round(self, r: int, users: np.ndarray | None = None) -> ServerView:
-        """One round; returns what the server received."""
+        """One round; returns what the server received (on remote parties its contents
+        only for the views kept, ``keep_views``: the payloads stay with the parties)."""
         cfg = self.cfg
         self.channel.round = r  # the expansion's messages belong to this round too
         if cfg.method == "fedgnn" and (not self.expanded or r % cfg.expand_every == 0):
             self.run_expansion()
         users = self.sample_users() if users is None else np.asarray(users, np.int64)
-        hosts, uploads, loss = self._local(r, users, update_local=True)
-        keep = len(self.server_views) < cfg.keep_views  # the contents only when kept: on
-        # remote parties reading a payload here would bring its bytes to the driver
+        hosts, uploads, loss, trained = self._local(r, users, update_local=True)
+        keep = len(self.server_views) < cfg.keep_views
+        # on remote parties reading a payload here would bring its bytes to the driver
+        contents = keep or self.executor.held(SERVER) is not None
         if cfg.aggregation == "plain":
             got = [self.channel.send(g, SERVER, UPLOAD_TAG, p).payload
                    for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
             nbytes = self._call(SERVER, RecServer.apply_uploads, got)
-            up = from_payloads(got) if keep else None
-            view = ServerView(r, "plain", users if up is None else up.users, up, None, nbytes)
+            up = from_payloads(got) if contents else None
+            view = ServerView(r, "plain", trained if up is None else up.users, up, None, nbytes)
         else:
             got = [self.channel.send(g, AGGREGATOR, UPLOAD_TAG, p).payload
                    for g, p in zip(hosts, uploads, strict=True)]  # fmt: skip
@@ -216,7 +220,7 @@ class FedRecTrainer:
             sums = self.channel.send(AGGREGATOR, SERVER, SUMS_TAG, sums).payload
             meta = self._call(SERVER, RecServer.apply_sums, sums)
             view = ServerView(r, cfg.aggregation, users, None,
-                              sums_from_payload(sums) if keep else None,
+                              sums_from_payload(sums) if contents else None,
                               int(meta["bytes_up"]))  # fmt: skip
             view.extra.update({k: v for k, v in meta.items() if k == "support_bytes"})
         view.extra["train_loss"] = loss / max(users.size, 1)
@@ -229,7 +233,7 @@ class FedRecTrainer:
         charged to the ledger): the input of the interaction-inference attack."""
         if self.cfg.method == "fedgnn" and not self.expanded:
             self.run_expansion()
-        _, uploads, _ = self._local(r, self.sample_users(), update_local=False)
+        _, uploads, _, _ = self._local(r, self.sample_users(), update_local=False)
         sizes = (self.n_items, self.n_table_users)
         how = aggregation or self.cfg.aggregation
         return aggregate_uploads(from_payloads(uploads), how, r, *sizes)[1]
