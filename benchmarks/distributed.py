@@ -14,10 +14,11 @@ other jobs): ``SECUREFGL_DATA=... python -m benchmarks.distributed``. Writes
 Resumable: rows already in the JSON are kept (``--fresh`` to redo).
 
 Ray rows also say what crossed the driver (:class:`~securefgl.federation.ray_executor.
-RayExecutor`'s counters): ``driver_relayed_payload_bytes`` (envelope payloads brought into
-the driver; 0 when envelopes go from actor to actor), ``driver_put_bytes`` (payloads the
-driver itself sent), ``driver_call_bytes`` / ``driver_result_bytes`` (encoded call
-arguments and results). ``--driver-bytes`` runs the Ray cells again and merges only these
+RayExecutor`'s counters): ``driver_read_payload_bytes`` (payloads brought into the driver:
+kept transcripts, driver code reading one; a receiving actor always fetches from the
+sender's, so no payload is relayed by the driver), ``driver_put_bytes`` (payloads the driver
+itself sent), ``driver_call_bytes`` / ``driver_result_bytes`` (encoded call arguments and
+results). ``--driver-bytes`` runs the Ray cells again and merges only these
 byte counts (deterministic) into the rows, keeping their timings.
 """
 
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
 NOTES = "distributed"
 GIB = 1 << 30
-DRIVER_FIELDS = {"driver_relayed_payload_bytes": "driver_fetched_bytes",
+DRIVER_FIELDS = {"driver_read_payload_bytes": "driver_fetched_bytes",
                  "driver_put_bytes": "driver_put_bytes",
                  "driver_call_bytes": "driver_call_bytes",
                  "driver_result_bytes": "driver_result_bytes"}  # fmt: skip
@@ -217,22 +218,23 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 def driver_table(rows: list[dict[str, Any]]) -> list[str]:
     """What crossed the driver in the Ray rows that measured it."""
-    ray = [r for r in rows if r["executor"] == "ray" and "driver_relayed_payload_bytes" in r]
+    ray = [r for r in rows if r["executor"] == "ray" and "driver_read_payload_bytes" in r]
     if not ray:
         return []
     lines = ["", "## What crossed the driver (Ray)", "",
-             "Envelope payloads go from actor to actor; the driver records their size and "
-             "digest. Relayed payload bytes: envelope payloads brought into the driver. Call "
-             "and result bytes: the encoded arguments and results of every call (ids, "
-             "settings, the numbers driver code uses).", "",
-             "| workload | channel bytes | relayed payload bytes | driver-sent payload bytes "
+             "Payloads go from actor to actor (the receiver fetches from the sender's object "
+             "store); the driver records their size and digest. Payload bytes read: payloads "
+             "brought into the driver (kept transcripts, driver code reading one). Call and "
+             "result bytes: the encoded arguments and results of every call (ids, settings, "
+             "the numbers driver code uses).", "",
+             "| workload | channel bytes | payload bytes read | driver-sent payload bytes "
              "| call bytes | result bytes | same result |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in ray:
         same_result = r.get("driver_bytes_same_result", r.get("same_result_as_local"))
         same = {True: "yes", False: "NO", None: "–"}[same_result]
         lines.append(f"| {r['workload']} | {r['total_bytes']:,} | "
-                     f"{r['driver_relayed_payload_bytes']:,} | {r['driver_put_bytes']:,} | "
+                     f"{r['driver_read_payload_bytes']:,} | {r['driver_put_bytes']:,} | "
                      f"{r['driver_call_bytes']:,} | {r['driver_result_bytes']:,} | "
                      f"{same} |")  # fmt: skip
     return lines
