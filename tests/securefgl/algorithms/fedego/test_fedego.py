@@ -172,3 +172,29 @@ def test_secagg_gives_the_plaintext_mean_of_the_shared_layer():
         algo.train_round(2)  # loads round 1's mean first
         runs.append(np.stack([c.start for c in algo.clients.values()]))
     assert np.abs(runs[0] - runs[1]).max() < 1e-4  # fixed-point encoding only
+
+
+def test_the_reduction_of_a_batchs_rows_equals_the_full_reduction_sliced() -> None:
+    """``EgoNet.reduce_rows`` (embedding_bag over a sparse batch's non-zeros) is
+    ``reduce(x)[rows]``, values and gradients, a row without non-zeros included."""
+    import numpy as np
+    import torch
+
+    from securefgl.algorithms.fedego.model import EgoNet
+
+    torch.manual_seed(0)
+    x = (torch.rand(50, 30) < 0.1).float() * torch.rand(50, 30)
+    x[7] = 0.0
+    rows = np.array([0, 7, 3, 49, 7])
+    grads = []
+    for compute in (lambda m: m.reduce_rows(x.to_sparse_csr(), rows),
+                    lambda m: m.reduce_rows(x, rows),
+                    lambda m: m.reduce(x)[torch.from_numpy(rows)]):  # fmt: skip
+        torch.manual_seed(1)
+        model = EgoNet(30, 16, 3)
+        out = compute(model)
+        (out * torch.arange(out.numel()).view_as(out)).sum().backward()
+        grads.append((out.detach(), model.low.weight.grad.clone(), model.low.bias.grad.clone()))
+    for got in grads[:2]:
+        for a, b in zip(got, grads[2], strict=True):
+            assert torch.allclose(a, b, atol=1e-5)
