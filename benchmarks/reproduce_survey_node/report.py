@@ -147,6 +147,15 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _seed_mean(runs: dict[int, dict[str, Any]], seeds: list[int]) -> str:
+    """Mean validation-selected accuracy (mean best-validation round) over ``seeds``."""
+    got = [runs[s] for s in seeds if s in runs]
+    if not got:
+        return "not run"
+    return (f"{np.mean([x['acc_val_selected'] for x in got]):.2f} "
+            f"({np.mean([x['best_val_round'] for x in got]):.0f})")  # fmt: skip
+
+
 def _rounds_md(runs: list[dict[str, Any]]) -> list[str]:
     """The Amazon graphs at the official scripts' 100 rounds beside the 200 we run."""
     r100 = {(r["method"], r["dataset"], r["clients"]): r for r in runs
@@ -167,16 +176,8 @@ def _rounds_md(runs: list[dict[str, Any]]) -> list[str]:
         a = {x["seed"]: x for x in r100[key]["runs"]}
         b = {x["seed"]: x for x in full.get(key, {"runs": []})["runs"]}
         seeds = sorted(set(a) & set(b)) or sorted(a)
-
-        def cell(runs: dict[int, dict[str, Any]], seeds: list[int] = seeds) -> str:
-            got = [runs[s] for s in seeds if s in runs]
-            if not got:
-                return "not run"
-            return (f"{np.mean([x['acc_val_selected'] for x in got]):.2f} "
-                    f"({np.mean([x['best_val_round'] for x in got]):.0f})")  # fmt: skip
-
-        lines.append(f"| {LABEL[key[0]]} | {key[1]} | {key[2]} | {len(seeds)} | {cell(a)} | "
-                     f"{cell(b)} |")  # fmt: skip
+        lines.append(f"| {LABEL[key[0]]} | {key[1]} | {key[2]} | {len(seeds)} | "
+                     f"{_seed_mean(a, seeds)} | {_seed_mean(b, seeds)} |")  # fmt: skip
     return lines
 
 
@@ -203,17 +204,10 @@ def _steps_md(runs: list[dict[str, Any]]) -> list[str]:
                                               {"runs": []})["runs"]}  # fmt: skip
         mine = {x["seed"]: x for x in r["runs"]}
         seeds = sorted(set(base) & set(mine))
-
-        def cell(got: dict[int, dict[str, Any]], seeds: list[int] = seeds) -> str:
-            xs = [got[s_] for s_ in seeds]
-            if not xs:
-                return "not run"
-            return (f"{np.mean([x['acc_val_selected'] for x in xs]):.2f} "
-                    f"({np.mean([x['best_val_round'] for x in xs]):.0f})")  # fmt: skip
-
         steps = r["part"].rsplit("-s", 1)[1]
         lines.append(f"| {LABEL[r['method']]} | {r['dataset']} | {r['clients']} | {steps} | "
-                     f"{len(seeds)} | {cell(base)} | {cell(mine)} |")  # fmt: skip
+                     f"{len(seeds)} | {_seed_mean(base, seeds)} | "
+                     f"{_seed_mean(mine, seeds)} |")  # fmt: skip
     return lines
 
 
