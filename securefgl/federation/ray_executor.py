@@ -75,8 +75,8 @@ class PartyWorker:
         ``ok``, ``protocol`` (a :class:`ProtocolError`: the protocol run cannot complete) or
         ``error``; the calls after a failed one are not run. A call is (party, the import
         paths of the method's role interfaces, the method's name, encoded [args, kwargs]);
-        the envelopes in its arguments are references into ``refs`` (object-store refs of
-        their payloads). Returned beside: the refs of the payloads these calls sent."""
+        the payloads in its arguments are references into ``refs`` (object-store refs).
+        Returned beside: the refs of the payloads these calls sent."""
         import ray
 
         out: list[tuple[str, bytes, float]] = []
@@ -89,9 +89,7 @@ class PartyWorker:
             return Payload.from_bytes(data, nbytes)
 
         def put(payload: Payload) -> tuple[int, int, str]:
-            data = payload.to_bytes()
-            sent.append(ray.put(data))
-            return len(sent) - 1, len(data), hashlib.sha256(data).hexdigest()
+            return _put_payload(ray, sent, payload.to_bytes())
 
         for pid, interfaces, method, data in calls:
             t0 = time.perf_counter()
@@ -149,6 +147,13 @@ class PartyWorker:
         return sorted(digests)
 
 
+
+
+def _put_payload(ray: Any, refs: list[Any], data: bytes) -> tuple[int, int, str]:
+    """Put a payload's bytes in this process's object store; (its index in ``refs``, its
+    size, its SHA-256) for a wire reference."""
+    refs.append(ray.put(data))
+    return len(refs) - 1, len(data), hashlib.sha256(data).hexdigest()
 
 
 def ray_module() -> Any:
@@ -319,8 +324,7 @@ class RayExecutor(Executor):
                 return len(refs) - 1, payload.nbytes, payload.digest
             data = payload.to_bytes()
             self.driver_put_bytes += len(data)
-            refs.append(self.ray.put(data))
-            return len(refs) - 1, len(data), hashlib.sha256(data).hexdigest()
+            return _put_payload(self.ray, refs, data)
 
         wire = []
         for call in calls:
