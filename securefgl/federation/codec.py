@@ -32,6 +32,14 @@ from protocols.wire import DEFAULT_MAX_MESSAGE_BYTES, Payload, WireFormatError
 _TREE = "tree"
 
 
+def checked(data: bytes, nbytes: int, digest: str) -> bytes:
+    """``data`` if it has the size and SHA-256 its reference named, else
+    :class:`WireFormatError`."""
+    if len(data) != nbytes or hashlib.sha256(data).hexdigest() != digest:
+        raise WireFormatError("a payload does not match its size and digest")
+    return data
+
+
 class DeferredPayload(Payload):
     """An envelope's payload held elsewhere (e.g. in a Ray object store): its size and
     SHA-256 are known here; the bytes are loaded (``load(handle)``) only when something in
@@ -45,9 +53,7 @@ class DeferredPayload(Payload):
 
     def loaded(self) -> Payload:
         if self._loaded is None:
-            data = self._load(self.handle)
-            if len(data) != self.nbytes or hashlib.sha256(data).hexdigest() != self.digest:
-                raise WireFormatError("a deferred payload does not match its size and digest")
+            data = checked(self._load(self.handle), self.nbytes, self.digest)
             self._loaded = Payload.from_bytes(data, max(self.nbytes, DEFAULT_MAX_MESSAGE_BYTES))
         return self._loaded
 

@@ -37,9 +37,9 @@ from typing import Any
 
 from protocols.base import ProtocolError
 from protocols.identity import install_provisioned, keystore_parties
-from protocols.wire import Payload, WireFormatError
+from protocols.wire import Payload
 from securefgl.extras import require
-from securefgl.federation.codec import DeferredPayload, decode_value, encode_value
+from securefgl.federation.codec import DeferredPayload, checked, decode_value, encode_value
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, PartyError, Target
 from securefgl.federation.recipes import Recipe, build
@@ -83,10 +83,7 @@ class PartyWorker:
         sent: list[Any] = []
 
         def fetch(index: int, nbytes: int, digest: str) -> Payload:
-            data = ray.get(refs[index])
-            if len(data) != nbytes or hashlib.sha256(data).hexdigest() != digest:
-                raise WireFormatError("a payload does not match its size and digest")
-            return Payload.from_bytes(data, nbytes)
+            return Payload.from_bytes(checked(ray.get(refs[index]), nbytes, digest), nbytes)
 
         def put(payload: Payload) -> tuple[int, int, str]:
             return _put_payload(ray, sent, payload.to_bytes())
