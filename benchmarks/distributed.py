@@ -52,7 +52,11 @@ def driver_traffic(executors: list[Any]) -> dict[str, int]:
     ray = [ex for ex in executors if hasattr(ex, "driver_fetched_bytes")]
     if not ray:
         return {}
-    return {row: sum(int(getattr(ex, attr)) for ex in ray) for row, attr in DRIVER_FIELDS.items()}
+    return {
+        **{row: sum(int(getattr(ex, attr)) for ex in ray) for row, attr in DRIVER_FIELDS.items()},
+        "ray_startup_seconds": round(sum(ex.startup_seconds for ex in ray), 2),
+    }
+
 
 #: name -> (algorithm, experiment settings); every run: one seed, random partition
 WORKLOADS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -194,7 +198,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r.get('setup_seconds', float('nan')):.1f} | {ratio(r, 1)} / {ratio(r, 2)} | "
             f"{r['peak_rss_gib']:.2f} | {same} |"
         )
-    lines += driver_table(rows)
+    lines += driver_table(rows) + startup_table(rows)
     lines += [
         "",
         "## Conclusion",
@@ -237,6 +241,28 @@ def driver_table(rows: list[dict[str, Any]]) -> list[str]:
                      f"{r['driver_read_payload_bytes']:,} | {r['driver_put_bytes']:,} | "
                      f"{r['driver_call_bytes']:,} | {r['driver_result_bytes']:,} | "
                      f"{same} |")  # fmt: skip
+    return lines
+
+
+def startup_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Ray's wall time without its start-up (starting Ray and the worker processes, not
+    building the parties) against the local run on one thread: the issue's ≤ 1.2× target."""
+    local = {r["workload"]: r for r in rows if r["executor"] == "local" and r["threads"] == 1}
+    ray = [r for r in rows if r["executor"] == "ray" and "ray_startup_seconds" in r
+           and r["workload"] in local]  # fmt: skip
+    if not ray:
+        return []
+    lines = ["", "## Ray without its start-up", "",
+             "| workload | local wall s (1 thread) | Ray wall s | Ray start-up s "
+             "| Ray wall − start-up s | Ray / local |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in ray:
+        base = local[r["workload"]]["wall_seconds"]
+        net = r["wall_seconds"] - r["ray_startup_seconds"]
+        lines.append(
+            f"| {r['workload']} | {base:.1f} | {r['wall_seconds']:.1f} | "
+            f"{r['ray_startup_seconds']:.1f} | {net:.1f} | {net / base:.2f}× |"
+        )
     return lines
 
 

@@ -1,0 +1,17 @@
+"""The distributed benchmark's report: Ray's wall time without its start-up."""
+
+from benchmarks.distributed import startup_table
+
+
+def row(executor: str, wall: float, **extra: float) -> dict:
+    return {"workload": "w", "executor": executor, "threads": 1, "wall_seconds": wall, **extra}
+
+
+def test_ratio_excludes_ray_startup_only() -> None:
+    lines = startup_table([row("local", 10.0), row("ray", 20.0, ray_startup_seconds=8.0)])
+    assert lines[-1] == "| w | 10.0 | 20.0 | 8.0 | 12.0 | 1.20× |"
+
+
+def test_no_table_without_a_measured_startup_or_local_row() -> None:
+    assert startup_table([row("local", 10.0), row("ray", 20.0)]) == []
+    assert startup_table([row("ray", 20.0, ray_startup_seconds=8.0)]) == []
