@@ -18,7 +18,10 @@ RayExecutor`'s counters): ``driver_read_payload_bytes`` (payloads brought into t
 kept transcripts, driver code reading one; a receiving actor always fetches from the
 sender's, so no payload is relayed by the driver), ``driver_put_bytes`` (payloads the driver
 itself sent), ``driver_call_bytes`` / ``driver_result_bytes`` (encoded call arguments and
-results). ``--driver-bytes`` runs the Ray cells again and merges only these
+results), ``driver_payload_bytes`` (read + put: every payload byte that was in the driver)
+and ``ray_startup_seconds`` (starting Ray and its worker processes, not building the
+parties). Every row has ``wall_s_excluding_setup``: its wall time less Ray's start-up (the
+local executor has none). ``--driver-bytes`` runs the Ray cells again and merges only these
 byte counts (deterministic) into the rows, keeping their timings.
 """
 
@@ -47,14 +50,19 @@ DRIVER_FIELDS = {"driver_read_payload_bytes": "driver_fetched_bytes",
                  "driver_result_bytes": "driver_result_bytes"}  # fmt: skip
 
 
-def driver_traffic(executors: list[Any]) -> dict[str, int]:
-    """What crossed the driver, summed over a run's Ray executors ({} on the local one)."""
+def driver_traffic(executors: list[Any], wall: float) -> dict[str, Any]:
+    """What crossed the driver, summed over a run's Ray executors, and the wall time without
+    Ray's start-up (the local executor: no driver fields, the whole wall time)."""
     ray = [ex for ex in executors if hasattr(ex, "driver_fetched_bytes")]
     if not ray:
-        return {}
+        return {"wall_s_excluding_setup": round(wall, 2)}
+    out = {row: sum(int(getattr(ex, attr)) for ex in ray) for row, attr in DRIVER_FIELDS.items()}
+    startup = sum(ex.startup_seconds for ex in ray)
     return {
-        **{row: sum(int(getattr(ex, attr)) for ex in ray) for row, attr in DRIVER_FIELDS.items()},
-        "ray_startup_seconds": round(sum(ex.startup_seconds for ex in ray), 2),
+        **out,
+        "driver_payload_bytes": out["driver_read_payload_bytes"] + out["driver_put_bytes"],
+        "ray_startup_seconds": round(startup, 2),
+        "wall_s_excluding_setup": round(wall - startup, 2),
     }
 
 
@@ -116,7 +124,7 @@ def one_recommendation(workload: str, executor: str, workers: int, threads: int)
         "peak_rss_gib_per_worker": [round(p / GIB, 3) for p in worker_peaks],
         "rounds": result.rounds, "test_rmse": result.test_rmse,
         "total_bytes": tr.channel.transcript.total_bytes(),
-        **driver_traffic([tr.executor]),
+        **driver_traffic([tr.executor], wall),
     }  # fmt: skip
 
 
@@ -165,7 +173,7 @@ def one(workload: str, executor: str, workers: int, threads: int) -> dict[str, A
         "peak_rss_gib": round((driver + sum(worker_peaks)) / GIB, 3),
         "peak_rss_gib_per_worker": [round(p / GIB, 3) for p in worker_peaks],
         "rounds": rounds, "test_acc": result.final["test_acc"], "total_bytes": total_bytes,
-        **driver_traffic(made),
+        **driver_traffic(made, wall),
     }  # fmt: skip
 
 
@@ -258,7 +266,7 @@ def startup_table(rows: list[dict[str, Any]]) -> list[str]:
              "|---|---|---|---|---|---|"]  # fmt: skip
     for r in ray:
         base = local[r["workload"]]["wall_seconds"]
-        net = r["wall_seconds"] - r["ray_startup_seconds"]
+        net = r["wall_s_excluding_setup"]
         lines.append(
             f"| {r['workload']} | {base:.1f} | {r['wall_seconds']:.1f} | "
             f"{r['ray_startup_seconds']:.1f} | {net:.1f} | {net / base:.2f}× |"
