@@ -2,17 +2,18 @@
 
 Two packings (:attr:`CKKSParams.packing`):
 
-* ``"complex"`` (the aggregation's default): two reals per complex slot, ``x[2j] + i
-  x[2j+1]``, so a ciphertext of ring degree N carries N reals, not N/2. Additions act on
-  the real and imaginary parts apart, so a sum decodes to the sums of both halves (a
-  product would mix them: this packing serves additions only). With ``seeded`` (default)
-  and a party that holds the secret key, a ciphertext is encrypted symmetrically and its
-  uniformly random half ``c1`` travels as the 64-byte seed it is expanded from (SEAL's
-  seeded ciphertexts; expanded by whoever loads it), which halves the upload. Ciphertexts
-  are SEAL's own serialization (zstd-compressed), about 8 bytes per real at a 60-bit data
-  prime, 2x float32 (16 for an expanded ciphertext such as a sum).
+* ``"complex"`` (the default of the aggregation and the secure sums): two reals per
+  complex slot, ``x[2j] + i x[2j+1]``, so a ciphertext of ring degree N carries N reals, not
+  N/2. Additions act on the real and imaginary parts apart, so a sum decodes to the sums of
+  both halves (a product would mix them: this packing serves additions only). With
+  ``seeded`` (default) and a party that holds the secret key, a ciphertext is encrypted
+  symmetrically and its uniformly random half ``c1`` travels as the 64-byte seed it is
+  expanded from (SEAL's seeded ciphertexts; expanded by whoever loads it), which halves the
+  upload. Ciphertexts are SEAL's own serialization (zstd-compressed), about 8 bytes per real
+  at a 60-bit data prime, 2x float32 (16 for an expanded ciphertext such as a sum, or one
+  encrypted under a receiver's public key).
 * ``"real"``: TenSEAL's :class:`tenseal.CKKSVector`, one real per slot, both halves sent:
-  32 bytes per real at a 60-bit prime (the secure sums and the Gram protocol use it).
+  32 bytes per real at a 60-bit prime (the Gram protocol uses it: products need it).
 
 What TenSEAL 0.3.18 allows: its ``CKKSVector`` encodes real vectors only and its context
 encrypts into expanded ciphertexts (``TenSEALContext::encrypt`` calls SEAL's

@@ -54,6 +54,7 @@ def fedpub_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "mean_best_test": _stat([x["acc_best_test"] for x in r["runs"]])[0],
             "embedding_epsilon": eps[0] if eps else None,
             "per_seed": {str(x["seed"]): x["acc_val_selected"] for x in r["runs"]},
+            "seconds_per_seed": {str(x["seed"]): x.get("seconds") for x in r["runs"]},
         })  # fmt: skip
     return out
 
@@ -130,6 +131,18 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
                if (d, k) not in ran]  # fmt: skip
     absent = [LABEL[m] for m in ORDER if not any(k[0] == m for k in plain)]
     seeds = sorted({r["seeds"] for r in rows if r["protection"] == "plain"})
+    sums = [r for r in rows if r["method"] == "fed-pub" and r["protection"] in ("masked", "ckks")]
+    paired = []
+    for r in sums:
+        base = plain.get((r["method"], r["dataset"], r["clients"]))
+        same = [v - base["per_seed"][k] for k, v in r["per_seed"].items()
+                if base and k in base["per_seed"]]  # fmt: skip
+        if same:
+            paired.append(f"{r['protection']} {r['dataset']} K={r['clients']} "
+                          f"{np.mean(same) + 0.0:+.2f} ({len(same)} seed{'s' * (len(same) > 1)})")
+    protected = (f"- Protected FED-PUB (secure personalised sums) − plaintext, paired by seed: "
+                 f"{'; '.join(paired)} (target: within 0.5 points)." if paired else
+                 "- Protected FED-PUB: no paired run.")  # fmt: skip
     return [
         f"- Seeds per cell: {', '.join(map(str, seeds)) or '–'} (each cell's count in brackets "
         "below; target 5). Methods not run at all (CPU time): "
@@ -144,6 +157,7 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
          "- Every cell of the 5 offline datasets ran. ")
         + "ogbn-arxiv (the table's 6th dataset) is not available offline, so its 3 cells and "
         "the 'All Avg.' column are not reproducible.",
+        protected,
     ]
 
 
@@ -218,19 +232,27 @@ def _protected(rows: list[dict[str, Any]]) -> list[str]:
     plain = {(r["method"], r["dataset"], r["clients"]): r for r in rows
              if r["protection"] == "plain"}  # fmt: skip
     lines = ["", "## FED-PUB under protection", "",
-             "CKKS personalised sums (`sums = \"ckks\"`): equal to plain within 10⁻⁵ in the "
-             "unit test; a full run (Cora K=10) was started and stopped: about 2 minutes a "
-             "round on this shared machine (each client encrypts θ under every receiver's "
-             "key: K² encryptions of the model a round), 3.3 h projected for 100 rounds.", "",
+             "CKKS personalised sums (`sums = \"ckks\"`): each client encrypts θ under every "
+             "receiver's key, K² encryptions of the model a round. Masked and CKKS sums are "
+             "exact up to their fixed-point / CKKS rounding; the paired difference below "
+             "measures what that rounding does to training. Seconds: mean wall time of a run "
+             "on the shared machine (not comparable across rows run at different loads).", "",
              "| dataset | K | protection | seeds | acc (val-selected) | plain, same seeds | "
-             "embedding ε |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+             "embedding ε | s per run (protected / plain) |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in prot:
         base = plain.get((r["method"], r["dataset"], r["clients"]))
         same = [base["per_seed"][k] for k in r["per_seed"] if base and k in base["per_seed"]]
         ref = f"{np.mean(same):.2f}" if same and len(same) == len(r["per_seed"]) else "–"
+        secs = [v for v in r["seconds_per_seed"].values() if v is not None]
+        base_secs = [base["seconds_per_seed"][k] for k in r["seconds_per_seed"]
+                     if base and base["seconds_per_seed"].get(k) is not None]  # fmt: skip
+        timing = (f"{np.mean(secs):.0f} / {np.mean(base_secs):.0f}"
+                  if secs and base_secs else "–")  # fmt: skip
         lines.append(f"| {r['dataset']} | {r['clients']} | {r['protection']} "
                      f"({FEDPUB_PROTECTIONS.get(r['protection'], {})}) | {r['seeds']} | "
-                     f"{_f(r['mean'])} | {ref} | {_f(r['embedding_epsilon'], 1)} |")  # fmt: skip
+                     f"{_f(r['mean'])} | {ref} | {_f(r['embedding_epsilon'], 1)} | "
+                     f"{timing} |")  # fmt: skip
     return lines
 
 

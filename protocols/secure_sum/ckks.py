@@ -6,7 +6,9 @@ al. 2017, via TenSEAL). Setup: every client publishes, through the server, a pub
 context without secret, relinearisation or Galois keys. Round: each sender encrypts its
 block at the job's positions under r's context; the server adds the ciphertexts (depth 0)
 and sends r ONE aggregate; r decrypts and rounds to ``2^-round_bits``. Parameters
-(:data:`DEFAULT_PARAMS`): N = 4096, moduli (60, 40) bits, scale 2^40, rounding to 2^-24.
+(:data:`DEFAULT_PARAMS`): N = 4096, moduli (60, 40) bits, scale 2^40, rounding to 2^-24,
+two reals per complex slot (:mod:`protocols.ckks_codec`; a public-key ciphertext cannot be
+seeded, so both halves travel: 16 bytes per value).
 
 Threat model (honest-but-curious; IND-CPA of CKKS): the server learns nothing about values,
 not even the sum; the receiver learns only the sum. Not protected: a server colluding with
@@ -25,7 +27,8 @@ import numpy as np
 import tenseal as ts
 
 from protocols.base import Envelope, Inbox, ProtocolError
-from protocols.ckks import CiphertextError, CKKSParams, load_chunk
+from protocols.ckks import CiphertextError, CKKSParams
+from protocols.ckks_codec import CKKSCodec, chunk_sizes, make_codec
 from protocols.identity import digest
 from protocols.secure_sum.blocks import Block, Total
 from protocols.secure_sum.jobs import SumRangeError, SumRequest, gather, scatter
@@ -43,7 +46,7 @@ TAG_CONTEXTS = "secure-sum/ckks/public-contexts"
 
 DEFAULT_PARAMS = CKKSParams(
     poly_modulus_degree=4096, coeff_mod_bit_sizes=(60, 40), scale_bits=40, round_bits=24,
-    packing="real", seeded=False,  # public-key ciphertexts cannot be seeded
+    packing="complex", seeded=False,  # public-key ciphertexts cannot be seeded
 )  # fmt: skip
 
 
@@ -79,10 +82,6 @@ def load_public_context(blob: bytes, params: CKKSParams, what: str) -> ts.Contex
     ):
         raise ProtocolError(f"{what}: public context does not match the CKKS parameters")
     return ctx
-
-
-def _chunk_sizes(length: int, slots: int) -> list[int]:
-    return [min(slots, length - i) for i in range(0, length, slots)]
 
 
 def _pack(blobs: Sequence[bytes]) -> dict[str, np.ndarray | bytes]:
@@ -123,11 +122,13 @@ class CKKSSumClient(SecureSumClient):
         self._bound = params.value_bound(len(self.federation))
         self._secret: ts.Context | None = None  # own key pair: only this client decrypts
         self.peer_contexts: dict[str, ts.Context] = {}  # public only
+        self._codecs: dict[str, CKKSCodec] = {}  # per context: receiver, or own (decrypt)
 
     # -- setup
     def setup_publish(self, inbox: Inbox) -> list[Envelope]:
         self._expect_empty(inbox)
         self._secret, self.peer_contexts = make_keypair_context(self.params), {}
+        self._codecs = {}
         fields = {"context": serialize_public_key_context(self._secret)}
         if self.registry is not None:
             fields["sig"] = self._sign("setup-context", None, digest(fields["context"]))
@@ -170,16 +171,17 @@ class CKKSSumClient(SecureSumClient):
                 f"{len(self.federation)} clients): the encrypted sum could wrap around"
             )
 
+    def _codec(self, owner: str, ctx: ts.Context) -> CKKSCodec:
+        codec = self._codecs.get(owner)
+        if codec is None or codec.ctx is not ctx:
+            codec = self._codecs[owner] = make_codec(ctx, self.params)
+        return codec
+
     def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
         ctx = self.peer_contexts[receiver]
         assert not ctx.is_private(), "a sender must never hold the receiver's secret key"
         values = gather(block, request, self.party_id)
-        slots = self.params.slots
-        blobs = [
-            ts.ckks_vector(ctx, values[i : i + slots]).serialize()
-            for i in range(0, values.size, slots)
-        ]
-        return Payload(_pack(blobs), {})
+        return Payload(_pack(self._codec(receiver, ctx).encrypt(values)), {})
 
     def _combine(self, request: SumRequest, deliveries: Inbox) -> Total:
         who = self.party_id
@@ -189,13 +191,12 @@ class CKKSSumClient(SecureSumClient):
         payload = deliveries[0].payload
         if payload.meta.get("senders") != list(request.senders):
             raise ProtocolError(f"{who}: the encrypted sum is not over the requested senders")
-        sizes = _chunk_sizes(request.length, self.params.slots)
+        sizes = chunk_sizes(request.length, self.params.values_per_ciphertext)
+        codec = self._codec(who, self._secret)
         try:
             blobs = _unpack(payload, len(sizes), f"{who}: encrypted sum")
             parts = [
-                np.asarray(
-                    load_chunk(self._secret, b, n, self.params, f"{who}: sum[{j}]").decrypt()
-                )
+                codec.decrypt(codec.load(b, n, f"{who}: sum[{j}]"), n)
                 for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
             ]
         except CiphertextError as err:
@@ -216,11 +217,13 @@ class CKKSSumServer(SecureSumServer):
         super().__init__(party_id, client_ids, min_senders)
         self.params = params
         self.contexts: dict[str, ts.Context] = {}  # receiver -> public context
+        self.codecs: dict[str, CKKSCodec] = {}  # receiver -> codec of its public context
 
     def setup_forward(self, inbox: Inbox) -> list[Envelope]:
         blobs = self.collect_setup_blobs(inbox, TAG_CONTEXT, "context", "public context")
         for sender, blob in blobs.items():
             self.contexts[sender] = load_public_context(blob, self.params, f"server <- {sender}")
+            self.codecs[sender] = make_codec(self.contexts[sender], self.params)
         sigs = self.setup_signatures(inbox) if self.registry is not None else {}
         if self.registry is not None and set(sigs) != set(blobs):
             raise ProtocolError("server: a public context arrived without its signature")
@@ -235,29 +238,29 @@ class CKKSSumServer(SecureSumServer):
     def _aggregate(
         self, receiver: str, request: SumRequest, contributions: dict[str, Payload]
     ) -> list[Payload]:
-        ctx = self.contexts.get(receiver)
-        if ctx is None:
+        ctx, codec = self.contexts.get(receiver), self.codecs.get(receiver)
+        if ctx is None or codec is None:
             raise ProtocolError("server: no CKKS contexts: run setup_secure_sums first")
         assert not ctx.is_private(), "the server must never hold a secret key"
-        sizes = _chunk_sizes(request.length, self.params.slots)
-        total: list[ts.CKKSVector] | None = None
+        sizes = chunk_sizes(request.length, self.params.values_per_ciphertext)
+        total: list[Any] | None = None
         for k in request.senders:
             what = f"server: ciphertext from {k!r} for {receiver!r}"
             try:
                 blobs = _unpack(contributions[k], len(sizes), what)
-                vecs = [
-                    load_chunk(ctx, b, n, self.params, f"{what}[{j}]")
+                cts = [
+                    codec.load(b, n, f"{what}[{j}]")
                     for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
                 ]
             except CiphertextError as err:
                 raise ProtocolError(f"garbled ciphertext: {err}") from err
             if total is None:
-                total = vecs
+                total = cts
             else:
-                for acc, vec in zip(total, vecs, strict=True):
-                    acc.add_(vec)
+                for acc, ct in zip(total, cts, strict=True):
+                    codec.add_(acc, ct)
         assert total is not None  # every job has >= 1 sender
-        fields = _pack([vec.serialize() for vec in total])
+        fields = _pack([codec.dump(ct) for ct in total])
         return [Payload(fields, {"senders": list(request.senders)})]
 
 
@@ -285,15 +288,17 @@ class CKKSSum(SecureSum):
             signing_id=experiment_id,
         )
         self.params = params or DEFAULT_PARAMS
-        if self.params.packing != "real":
+        if self.params.seeded:
             raise ValueError(
-                "ckks secure sums encrypt under the receiver's public key with TenSEAL vectors: "
-                "packing must be 'real' (and seeded False)"
+                "ckks secure sums encrypt under the receiver's public key, which cannot be "
+                "seeded: seeded must be False"
             )
 
     def bytes_per_value(self, n_clients: int) -> float:
-        """A ciphertext: two polynomials of N 8-byte words per data prime, for N/2 values."""
-        return 32.0 * (len(self.params.coeff_mod_bit_sizes) - 1)
+        """A ciphertext: two polynomials of N 8-byte words per data prime, for N values
+        (complex packing) or N/2 (real)."""
+        per_prime = 16.0 if self.params.packing == "complex" else 32.0
+        return per_prime * (len(self.params.coeff_mod_bit_sizes) - 1)
 
     def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:
         ids = self._check_ids(server_id, client_ids)

@@ -144,8 +144,6 @@ class PartyWorker:
         return sorted(digests)
 
 
-
-
 def _put_payload(ray: Any, refs: list[Any], data: bytes) -> tuple[int, int, str]:
     """Put a payload's bytes in this process's object store; (its index in ``refs``, its
     size, its SHA-256) for a wire reference."""
@@ -197,6 +195,7 @@ class RayExecutor(Executor):
             )
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
+        started = time.perf_counter()
         ray = ray_module()
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
@@ -220,6 +219,9 @@ class RayExecutor(Executor):
             )
             for i in range(workers + len(alone))
         ]
+        ray.get([w.where.remote() for w in self.workers])
+        #: starting Ray and the worker processes (not building the parties)
+        self.startup_seconds = time.perf_counter() - started
         self.seconds_by_party: dict[str, float] = {}
         #: payload bytes brought into the driver (kept transcripts, driver code reading one)
         self.driver_fetched_bytes = 0

@@ -165,7 +165,7 @@ def test_min_senders_refuses_a_single_sender_sum() -> None:
         (lambda **kw: PlainSum(**kw), 8),
         (lambda **kw: MaskedSum("exp", frac_bits=FRAC_BITS, **kw), 8),
         (lambda **kw: MaskedSum("exp", word_bits=32, frac_bits=None, value_bound=1.0, **kw), 4),
-        (lambda **kw: CKKSSum(**kw), 32),
+        (lambda **kw: CKKSSum(**kw), 16),
     ],
 )
 def test_server_refuses_a_round_over_max_round_bytes(make, per_value) -> None:

@@ -1,0 +1,115 @@
+"""Encrypted FedGCN against its plain run: seconds, peak memory, accuracy and bytes.
+
+Each pair runs ``securefgl run --algorithms fedgcn`` twice on the same data, partition and
+seed, defaults otherwise (100 rounds): plain, then ``--protocol ckks`` (CKKS neighbour sums
+and CKKS aggregation). Each run is its own process under ``/usr/bin/time -v`` (peak RSS);
+``seconds`` is the run's set-up plus rounds from result.json (process start-up excluded).
+Rows ``{"dataset", "clients", "mode", "pair", "seconds", "setup_seconds", "peak_rss_gib",
+"test_acc", "bytes", "bytes_by_family", ...}`` are appended to
+``benchmarks/results/fedgcn_overhead.json`` and the report is rewritten. Compare within a
+pair (the modes run back to back); run it on an otherwise idle machine.
+
+    python -m benchmarks.fedgcn_overhead --datasets Cora --clients 5,10 --pair c
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.results import read_json, write_json, write_text
+from benchmarks.harness.system import loadavg
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
+STEM = "fedgcn_overhead"
+GIB = 1 << 30
+MODES = {"plain": [], "ckks": ["--protocol", "ckks"]}
+TARGET = 2.0  # ckks / plain seconds on Cora K = 5 and 10
+
+
+def run_one(dataset: str, clients: int, mode: str) -> dict[str, Any]:
+    """One run in its own process; its row."""
+    with tempfile.TemporaryDirectory(prefix="fedgcn-overhead-") as out:
+        argv = ["run", "--dataset", dataset, "--algorithms", "fedgcn", "--clients",
+                str(clients), "--seeds", "0", *MODES[mode], "--output-dir", out,
+                "--no-progress"]  # fmt: skip
+        cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "securefgl.cli", *argv]
+        done = subprocess.run(cmd, check=True, cwd=ROOT, env=dict(os.environ),
+                              capture_output=True, text=True)  # fmt: skip
+        peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
+        (path,) = Path(out).glob("*/result.json")
+        run = json.loads(path.read_text())["runs"][0]
+    rounds = sum(h["seconds"] for h in run["history"])
+    return {
+        "dataset": dataset, "clients": clients, "mode": mode,
+        "seconds": round(run["setup_seconds"] + rounds, 1),
+        "setup_seconds": round(run["setup_seconds"], 1),
+        "peak_rss_gib": round(peak_kib * 1024 / GIB, 3),
+        "test_acc": round(run["final"]["test_acc"], 4),
+        "bytes": int(run["setup_bytes"] + sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"]
+                                              for h in run["history"])),
+        "bytes_by_family": run["bytes_by_family"],
+        "aggregate_max_abs_error": run.get("aggregate_max_abs_error"),
+        "rounds": len(run["history"]), "seeds": [0],
+    }  # fmt: skip
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "# Encrypted FedGCN vs plain",
+        "",
+        "| dataset | K | pair | mode | run s (set-up) | peak RSS GiB | test acc | MB "
+        "(structure / rounds) | ckks / plain run s | machine |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    plain = {(r["dataset"], r["clients"], r["pair"]): r for r in rows if r["mode"] == "plain"}
+    for r in rows:
+        fam = r["bytes_by_family"]
+        base = plain.get((r["dataset"], r["clients"], r["pair"]))
+        ratio = f"{r['seconds'] / base['seconds']:.2f}" if base and r["mode"] != "plain" else ""
+        lines.append(
+            f"| {r['dataset']} | {r['clients']} | {r['pair']} | {r['mode']} | "
+            f"{r['seconds']:.1f} ({r['setup_seconds']:.1f}) | {r['peak_rss_gib']:.2f} | "
+            f"{100 * r['test_acc']:.2f} | {r['bytes'] / 1e6:.0f} "
+            f"({fam.get('structure', 0) / 1e6:.0f} / {fam.get('rounds', 0) / 1e6:.0f}) | "
+            f"{ratio} | {r.get('machine', '')} |"
+        )
+    lines += ["", f"Target: ckks ≤ {TARGET:g}× the plain run's seconds on Cora K = 5 and 10, at "
+              "the same accuracy. Commands: `python -m benchmarks.fedgcn_overhead` (module "
+              "docstring); pairs a and b ran by hand with the same commands, before the CKKS "
+              "aggregation and secure sums packed two reals per slot.", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", default="Cora")
+    parser.add_argument("--clients", default="5")
+    parser.add_argument("--pair", default="c", help="label of this batch of pairs")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    path = OUT / f"{STEM}.json"
+    rows: list[dict[str, Any]] = read_json(path, [])
+    for dataset in [] if args.report_only else args.datasets.split(","):
+        for clients in map(int, args.clients.split(",")):
+            for mode in MODES:
+                print(f"{dataset} K={clients} {mode} (pair {args.pair})", flush=True)
+                load = loadavg()
+                row = {**run_one(dataset, clients, mode), "pair": args.pair,
+                       "machine": f"load {load[0]:.1f} at start" if load else ""}  # fmt: skip
+                rows.append(row)
+                write_json(path, rows, indent=1, newline=True)
+                print(f"  {row['seconds']:.1f} s, {row['peak_rss_gib']:.2f} GiB", flush=True)
+    write_text(OUT / f"{STEM}.md", markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
