@@ -128,7 +128,6 @@ class CKKSSumClient(SecureSumClient):
     def setup_publish(self, inbox: Inbox) -> list[Envelope]:
         self._expect_empty(inbox)
         self._secret, self.peer_contexts = make_keypair_context(self.params), {}
-        self._codecs = {}
         fields = {"context": serialize_public_key_context(self._secret)}
         if self.registry is not None:
             fields["sig"] = self._sign("setup-context", None, digest(fields["context"]))
