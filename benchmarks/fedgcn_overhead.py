@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.results import read_json, write_json, write_text
+from benchmarks.harness.results import read_json, round_bytes, write_json, write_text
 from benchmarks.harness.system import loadavg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,8 +54,7 @@ def run_one(dataset: str, clients: int, mode: str) -> dict[str, Any]:
         "setup_seconds": round(run["setup_seconds"], 1),
         "peak_rss_gib": round(peak_kib * 1024 / GIB, 3),
         "test_acc": round(run["final"]["test_acc"], 4),
-        "bytes": int(run["setup_bytes"] + sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"]
-                                              for h in run["history"])),
+        "bytes": int(run["setup_bytes"]) + round_bytes(run["history"]),
         "bytes_by_family": run["bytes_by_family"],
         "aggregate_max_abs_error": run.get("aggregate_max_abs_error"),
         "rounds": len(run["history"]), "seeds": [0],

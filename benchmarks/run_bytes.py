@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.results import read_json, write_json, write_text
+from benchmarks.harness.results import read_json, round_bytes, write_json, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
@@ -82,7 +82,7 @@ def run_one(tree: Path, argv: list[str]) -> dict[str, Any]:
         subprocess.run(cmd, check=True, cwd=tree, env=env, stdout=subprocess.DEVNULL)
         (result_path,) = Path(out).glob("*/result.json")
         run = json.loads(result_path.read_text())["runs"][0]
-    rounds = sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in run["history"])
+    rounds = round_bytes(run["history"])
     families = run.get("bytes_by_family") or {"setup": run["setup_bytes"], "rounds": rounds}
     return {
         "bytes": int(run["setup_bytes"] + rounds),

@@ -140,3 +140,9 @@ def save_figure(fig: Any, path: Path, dpi: int = 120, tight: bool = True) -> Non
     finally:
         tmp.unlink(missing_ok=True)
         plt.close(fig)
+
+
+def round_bytes(history: list[dict[str, Any]]) -> int:
+    """Bytes a run's rounds put on the channel (up, down and peer to peer), from its
+    result.json ``history``."""
+    return int(sum(h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in history))

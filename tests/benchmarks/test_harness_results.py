@@ -46,3 +46,12 @@ def test_a_stale_copy_never_overwrites_a_run_measured_since(tmp_path):
 
 def test_csv_list():
     assert csv_list(" a, b,,c ") == ["a", "b", "c"] and csv_list("") == []
+
+
+def test_round_bytes_adds_every_direction_of_every_round() -> None:
+    from benchmarks.harness.results import round_bytes
+
+    history = [{"bytes_up": 1, "bytes_down": 2, "bytes_p2p": 3},
+               {"bytes_up": 10, "bytes_down": 20, "bytes_p2p": 0}]  # fmt: skip
+    assert round_bytes(history) == 36
+    assert round_bytes([]) == 0
