@@ -25,7 +25,11 @@ from securefgl.federation.stack import build_stack
 
 EVAL_EVERY = 5
 FEDEGO_METHODS = {"fedego": "fedego", "fedavg": "fedego-fedavg", "fedprox": "fedego-fedprox",
-                  "local": "fedego-local"}  # fmt: skip
+                  "local": "fedego-local",
+                  # the authors' server graph (edges not offset): a reproduction check
+                  "fedego[authors-server-edges]": "fedego"}  # fmt: skip
+METHOD_SETTINGS: dict[str, dict[str, Any]] = {
+    "fedego[authors-server-edges]": {"authors_server_edges": True}}
 #: protection -> (protocol transport, [experiment.fedego] changes)
 FEDEGO_PROTECTIONS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "plain": (["plain"], {}),
@@ -38,6 +42,7 @@ FEDEGO_PROTECTIONS: dict[str, tuple[list[str], dict[str, Any]]] = {
 def fedego_config(method: str, dataset: str, protection: str, seed: int,
                   rounds: int, hidden: int | None = None) -> ExperimentConfig:  # fmt: skip
     stack, fedego = FEDEGO_PROTECTIONS[protection]
+    fedego = {**fedego, **METHOD_SETTINGS.get(method, {})}
     if hidden:
         fedego = {**fedego, "hidden": hidden}
     return ExperimentConfig(dataset=dataset, clients=5, rounds=rounds, seeds=[seed],

@@ -272,6 +272,9 @@ class EgoServer(Party):
         self.received = {env.sender: env.payload.fields for env in inbox if env.tag == TAG_MIXED}
         r = np.concatenate([f["r"] for f in self.received.values()])
         y = np.concatenate([f["y"] for f in self.received.values()])
+        edged = np.ones(r.shape[0], dtype=bool)
+        if self.s.authors_server_edges:  # local edge indices resolve to the first trees only
+            edged[max(f["r"].shape[0] for f in self.received.values()):] = False
         p_g = y.reshape(-1, y.shape[-1]).mean(0)
         p_g = p_g / max(float(p_g.sum()), 1e-12)
         self.net.train()
@@ -285,6 +288,7 @@ class EgoServer(Party):
                     h0 = torch.from_numpy(np.take_along_axis(r[idx], slots[..., None], 1))
                     target = torch.from_numpy(y[idx, 0])
                     valid = torch.ones(idx.size, SLOTS, dtype=torch.bool)
+                    valid[:, 1:] = torch.from_numpy(edged[idx])[:, None]
                     self.opt.zero_grad()
                     out = self.net.personal(h0.float(), valid)
                     loss = -(target * out).sum(-1).mean()

@@ -33,6 +33,10 @@ class FedEgoSettings:
     lambda_power: float = _f(0.5, "λ_k = (EMD_k / 2)^power")
     lambda_fixed: float | None = _f(None, "a fixed λ instead of the adaptive one")
     mixup: bool = _f(True, "mix the batch (off: upload each ego-graph alone, batch of 1)")
+    authors_server_edges: bool = _f(
+        False, "the authors' server graph: the clients' mixed trees concatenated without "
+        "offsetting their edges, so trees past the largest client's count arrive edgeless "
+        "(a reproduction check; off: every tree keeps its edges)")
     mu: float = _f(0.01, "FedProx proximal weight μ (the fedego-fedprox baseline)")
     dp_noise: float = _f(0.0, "Gaussian noise multiplier on the mixed batches (0: off)")
     dp_clip: float = _f(5.0, "L2 bound of one ego-graph's contribution (r and y slots)")

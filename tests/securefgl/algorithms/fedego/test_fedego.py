@@ -198,3 +198,32 @@ def test_the_reduction_of_a_batchs_rows_equals_the_full_reduction_sliced() -> No
     for got in grads[:2]:
         for a, b in zip(got, grads[2], strict=True):
             assert torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.parametrize("authors", [False, True])
+def test_authors_server_edges_leave_trees_past_the_largest_upload_edgeless(authors) -> None:
+    """The authors' server concatenates the clients' trees without offsetting their edges:
+    with ``authors_server_edges`` the server trains on lone centres past the largest
+    client's tree count, by default every tree keeps its children."""
+    algo, transcript = build(tiny_world(), authors_server_edges=authors)
+    server = algo.server
+    seen: list[torch.Tensor] = []
+    personal = server.net.personal
+
+    def spy(h0: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        seen.append(valid.clone())
+        return personal(h0, valid)
+
+    server.net.personal = spy
+    algo.train_round(0)
+    counts = [e.payload().array("r").shape[0] for e in transcript.view("server").entries
+              if e.tag == TAG_MIXED]  # fmt: skip
+    valid = torch.cat(seen)
+    assert valid[:, 0].all()
+    lone = int((~valid[:, 1:].any(1)).sum())
+    drawn = valid.shape[0]  # each server epoch draws the same number of trees
+    if not authors:
+        assert lone == 0
+    else:  # the share of lone centres drawn ≈ the share past the largest count
+        share = 1 - max(counts) / sum(counts)
+        assert share > 0.5 and abs(lone / drawn - share) < 0.15
