@@ -49,6 +49,7 @@ from protocols.secagg.consistency import (
     pack_signatures,
 )
 from protocols.secagg.messages import (
+    SEALED_BYTES,
     SHARE_BYTES,
     TAG_KEYLIST,
     TAG_MASKED,
@@ -57,7 +58,10 @@ from protocols.secagg.messages import (
     TAG_UNMASK,
     TAG_UNMASK_REQUEST,
     b_commitment,
-    split_fields,
+    mask_private,
+    self_mask_seed,
+    unmask_shares,
+    unpack_rows,
 )
 from protocols.secagg.rounds import RoundInfo
 
@@ -104,7 +108,7 @@ class LyingServer(SecAggServer):
         assert self._info is not None and self.y_victim is not None
         u, r = self.victim, self._info.round_idx
         y = self.y_victim.copy()
-        add_mask(y, b_seed, -1)
+        add_mask(y, self_mask_seed(b_seed), -1)
         for v, (private, peer_public) in masks.items():
             own = X25519PrivateKey.from_private_bytes(private)
             pair = KeyPair(own, own.public_key().public_bytes_raw())
@@ -120,7 +124,7 @@ class LyingServer(SecAggServer):
         for env in inbox:
             if env.tag != TAG_UNMASK:
                 continue
-            for kind, part in split_fields(env.payload, "attacker").items():
+            for kind, part in unmask_shares(env.payload, "attacker").items():
                 for owner, share in part.items():
                     out.setdefault(kind, {}).setdefault(owner, []).append(
                         (self._info.x[env.sender], share)
@@ -225,7 +229,7 @@ class SplitViewServer(LyingServer):
             if raw is None:
                 self.note = f"too few shares of {v}'s mask key"
                 return []
-            keys[v] = (raw, self._keys[self.victim][1])
+            keys[v] = (mask_private(raw), self._keys[self.victim][1])
         if seed is None or self.y_victim is None:
             self.note = "no self-mask seed or no masked input of the victim"
             return []
@@ -274,7 +278,7 @@ class ReplayServer(LyingServer):
             raw = self._combine(shares["s"].get(v, []))
             if raw is not None:
                 s_pk, sig = self._adverts[v]
-                self.old[v] = (s_pk, raw, sig)
+                self.old[v] = (s_pk, mask_private(raw), sig)
         if self.attack_round and self.y_victim is not None and self.victim in self._mask_sets:
             seed = self._b_seed(shares["b"].get(self.victim, []))
             u_pk = self._keys[self.victim][1]
@@ -321,7 +325,9 @@ class KeySubstitutionServer(LyingServer):
         for env in inbox:
             if env.tag != TAG_SHARES or env.sender != u:
                 continue
-            for v, sealed in split_fields(env.payload, "attacker").get("to", {}).items():
+            ids = self._key_ids[u]
+            rows = unpack_rows(env.payload, "sealed", len(ids), SEALED_BYTES, "attacker")
+            for v, sealed in zip(ids, rows, strict=True):
                 try:
                     plain = open_sealed(self._pair_key(v), sealed, self.config.context(
                         r, "share", u, v))  # fmt: skip
@@ -345,7 +351,8 @@ class KeySubstitutionServer(LyingServer):
         if seed is None or key is None or self.y_victim is None:
             self.note = "the victim's shares or masked input never reached the server"
             return
-        masks = {v: (key, self.fake[v][1].public) for v in self._mask_sets[self.victim]}
+        masks = {v: (mask_private(key), self.fake[v][1].public)
+                 for v in self._mask_sets[self.victim]}  # fmt: skip
         self._unmask(seed, masks)
         self.note = "read after masked_input; the peers abort later (shares that do not open)"
 

@@ -1,13 +1,14 @@
-"""Shamir t-of-n secret sharing over the Mersenne prime field GF(2^521 - 1).
+"""Shamir t-of-n secret sharing over the prime field GF(2^128 + 51).
 
 Used by secure aggregation (Bonawitz et al. 2017; Bell et al. 2020) to share each client's
 self-mask seed and mask private key among its peers for dropout recovery. Any ``t`` shares
 reconstruct the secret; ``t - 1`` shares are independent of it (information-theoretic), as
 long as the coefficients are uniform (they come from :mod:`secrets`).
 
-A secret of ``L`` bytes is cut into 65-byte chunks (each < 2^520 < p), one field element
-per chunk; a 32-byte key is one element. A share is ``L`` as 2 bytes big-endian followed by
-one 66-byte big-endian field element per chunk; its x-coordinate travels separately.
+A secret of ``L`` bytes is cut into 16-byte chunks (each < 2^128 < p; 2^128 + 51 is the
+smallest prime above 2^128), one field element per chunk: a 128-bit secret is one element.
+A share is ``L`` as 2 bytes big-endian followed by one 17-byte big-endian field element per
+chunk; its x-coordinate travels separately.
 
 Not verifiable secret sharing: a wrong share yields a wrong secret, not an error (callers
 check what they can, e.g. a reconstructed private key against its public key).
@@ -20,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Protocol
 
-PRIME = (1 << 521) - 1
-CHUNK_BYTES = 65
-ELEMENT_BYTES = 66
+PRIME = (1 << 128) + 51
+CHUNK_BYTES = 16
+ELEMENT_BYTES = 17
 MAX_SECRET_BYTES = 0xFFFF
 
 Share = tuple[int, bytes]

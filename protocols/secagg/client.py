@@ -39,7 +39,7 @@ from protocols.crypto.keyagreement import (
     agree,
     check_public_key,
 )
-from protocols.crypto.prg import SEED_BYTES, add_mask
+from protocols.crypto.prg import add_mask
 from protocols.identity import Identity, KeyRegistry, SignatureError
 from protocols.secagg.consistency import (
     MAC_BYTES,
@@ -57,6 +57,8 @@ from protocols.secagg.consistency import (
     unpack_signatures,
 )
 from protocols.secagg.messages import (
+    SEALED_BYTES,
+    SECRET_BYTES,
     SHARE_BYTES,
     TAG_KEYLIST,
     TAG_KEYS,
@@ -67,7 +69,11 @@ from protocols.secagg.messages import (
     TAG_UNMASK_REQUEST,
     b_commitment,
     id_list,
+    mask_key_pair,
+    pack_rows,
+    self_mask_seed,
     split_fields,
+    unmask_fields,
 )
 from protocols.secagg.rounds import RoundInfo, SecAggConfig
 from protocols.wire import Payload, WireFormatError
@@ -105,6 +111,7 @@ class SecAggClient(AggregationClient):
         self._input: tuple[np.ndarray, float] | None = None
         self._c: KeyPair | None = None
         self._s: KeyPair | None = None
+        self._s_seed: bytes | None = None  # s_u: the mask key's 128-bit secret
         self._info: RoundInfo | None = None
         self._peers: dict[str, tuple[bytes, bytes]] = {}  # neighbour -> (c_pk, s_pk)
         self._share_keys: dict[str, bytes] = {}
@@ -163,16 +170,19 @@ class SecAggClient(AggregationClient):
             raise ProtocolError(f"{self.party_id}: {tag!r} is not for round {self._round}")
         return payload
 
-    def _send(self, tag: str, fields: dict[str, Any]) -> list[Envelope]:
+    def _send(self, tag: str, fields: dict[str, Any], **meta: Any) -> list[Envelope]:
         return [
-            Envelope(self.party_id, self.server_id, tag, Payload(fields, {"round": self._round}))
+            Envelope(
+                self.party_id, self.server_id, tag, Payload(fields, {"round": self._round, **meta})
+            )
         ]
 
     def advertise_keys(self, inbox: Inbox) -> list[Envelope]:
         """Round 0: two fresh X25519 public keys (c: share encryption, s: masks)."""
         if self._input is None:
             raise ProtocolError(f"{self.party_id}: begin_round was not called")
-        self._c, self._s = KeyPair.generate(), KeyPair.generate()
+        self._s_seed = secrets.token_bytes(SECRET_BYTES)
+        self._c, self._s = KeyPair.generate(), mask_key_pair(self._s_seed)
         fields = {"c_pk": self._c.public, "s_pk": self._s.public}
         if self.config.malicious:
             assert self.identity is not None
@@ -212,21 +222,22 @@ class SecAggClient(AggregationClient):
             }
         except KeyAgreementError as err:
             raise ProtocolError(f"{who}: bad public key in the key list: {err}") from err
-        assert self._c is not None and self._s is not None
+        assert self._c is not None and self._s is not None and self._s_seed is not None
         if self.config.malicious:
             self._check_key_signatures(msg, ids)
-        self._self_seed = secrets.token_bytes(SEED_BYTES)
+        self._self_seed = secrets.token_bytes(SECRET_BYTES)
         holders = [who, *ids]
         xs = [info.x[h] for h in holders]
         b_shares = shamir.split(self._self_seed, info.t, len(holders), xs=xs)
-        s_shares = shamir.split(self._s.private.private_bytes_raw(), info.t, len(holders), xs=xs)
+        s_shares = shamir.split(self._s_seed, info.t, len(holders), xs=xs)
         self._held = {who: (b_shares[0][1], s_shares[0][1])}
-        fields: dict[str, Any] = {
-            "b_commit": b_commitment(self.config, info.round_idx, who, self._self_seed)
-        }
-        for v, (_, b_sh), (_, s_sh) in zip(holders[1:], b_shares[1:], s_shares[1:], strict=True):
-            fields[f"to:{v}"] = seal(self._share_key(v), b_sh + s_sh, self._share_ad(who, v))
-        return self._send(TAG_SHARES, fields)
+        sealed = [
+            seal(self._share_key(v), b_sh + s_sh, self._share_ad(who, v))
+            for v, (_, b_sh), (_, s_sh) in zip(ids, b_shares[1:], s_shares[1:], strict=True)
+        ]
+        commit = b_commitment(self.config, info.round_idx, who, self._self_seed)
+        return self._send(TAG_SHARES, {"b_commit": commit,
+                                       "sealed": pack_rows(sealed, SEALED_BYTES)})  # fmt: skip
 
     def _check_key_signatures(self, msg: Payload, ids: list[str]) -> None:
         """Every neighbour's keys must carry its signature for this round (no substitution,
@@ -292,7 +303,7 @@ class SecAggClient(AggregationClient):
             y = codec.encode(as_float)
             del as_float
         assert self._self_seed is not None
-        add_mask(y, self._self_seed, +1)
+        add_mask(y, self_mask_seed(self._self_seed), +1)
         for v in self._mask_set:
             ctx = self.config.pair_context(info.round_idx, "mask", who, v)
             add_mask(y, agree(self._s, self._peers[v][1], ctx), +1 if v > who else -1)
@@ -336,9 +347,9 @@ class SecAggClient(AggregationClient):
                 f"{who}: only {len(survivors)} survivors, below the threshold {info.t}: abort"
             )
         self._answered = True
-        fields = {f"b:{v}": self._held[v][0] for v in survivors}
-        fields.update({f"s:{v}": self._held[v][1] for v in dropped})
-        return self._send(TAG_UNMASK, fields)
+        fields, meta = unmask_fields({v: self._held[v][0] for v in survivors},
+                                     {v: self._held[v][1] for v in dropped})  # fmt: skip
+        return self._send(TAG_UNMASK, fields, **meta)
 
     # -- malicious-server mode: the consistency round (Bonawitz et al. 2017, Sec. 6)
     def sign_survivors(self, inbox: Inbox) -> list[Envelope]:

@@ -26,18 +26,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from protocols.base import AggregateResult, AggregationServer, Envelope, Inbox, ProtocolError
 from protocols.crypto import shamir
 from protocols.crypto.keyagreement import (
     PUBLIC_KEY_BYTES,
     KeyAgreementError,
-    KeyPair,
     agree,
     check_public_key,
 )
-from protocols.crypto.prg import SEED_BYTES, add_mask
+from protocols.crypto.prg import add_mask
 from protocols.secagg.consistency import (
     MAC_BYTES,
     TAG_CONSISTENCY,
@@ -46,6 +44,8 @@ from protocols.secagg.consistency import (
     pack_signatures,
 )
 from protocols.secagg.messages import (
+    SEALED_BYTES,
+    SECRET_BYTES,
     TAG_KEYLIST,
     TAG_KEYS,
     TAG_MASKED,
@@ -54,7 +54,10 @@ from protocols.secagg.messages import (
     TAG_UNMASK,
     TAG_UNMASK_REQUEST,
     b_commitment,
-    split_fields,
+    mask_key_pair,
+    self_mask_seed,
+    unmask_shares,
+    unpack_rows,
 )
 from protocols.secagg.rounds import RoundInfo, SecAggConfig
 from protocols.wire import Payload, WireFormatError
@@ -83,6 +86,7 @@ class SecAggServer(AggregationServer):
         self._info = info
         self._result: AggregateResult | None = None
         self._keys: dict[str, tuple[bytes, bytes]] = {}
+        self._key_ids: dict[str, list[str]] = {}  # client -> the key list's order it was sent
         self._commits: dict[str, bytes] = {}
         self._mask_sets: dict[str, list[str]] = {}
         self._survivors: list[str] = []
@@ -173,7 +177,7 @@ class SecAggServer(AggregationServer):
         for u in info.graph.participants:
             if u not in live:
                 continue
-            ids = [v for v in info.graph.neighbours(u) if v in live]
+            ids = self._key_ids[u] = [v for v in info.graph.neighbours(u) if v in live]
             c_pk, s_pk = (
                 np.frombuffer(b"".join(self._keys[v][i] for v in ids), np.uint8).reshape(
                     len(ids), PUBLIC_KEY_BYTES
@@ -198,15 +202,13 @@ class SecAggServer(AggregationServer):
         info = self._info
         got = self._collect(inbox, TAG_SHARES, set(self._keys))
         assert info is not None
-        live1 = set(self._keys)
         routed: dict[str, dict[str, bytes]] = {}
         for u, msg in got.items():
-            sealed = split_fields(msg, "secagg server").get("to", {})
-            expected = {v for v in info.graph.neighbours(u) if v in live1}
-            if set(sealed) != expected or set(msg.fields) != {"b_commit"} | {
-                f"to:{v}" for v in sealed
-            }:
+            if set(msg.fields) != {"b_commit", "sealed"}:
                 raise ProtocolError(f"secagg server: garbled share message from {u}")
+            ids = self._key_ids[u]
+            rows = unpack_rows(msg, "sealed", len(ids), SEALED_BYTES, "secagg server")
+            sealed = dict(zip(ids, rows, strict=True))
             commit = msg.fields["b_commit"]
             if not isinstance(commit, bytes) or len(commit) != 32:
                 raise ProtocolError(f"secagg server: bad self-mask commitment from {u}")
@@ -337,14 +339,10 @@ class SecAggServer(AggregationServer):
         b_shares: dict[str, list[tuple[int, bytes]]] = {u: [] for u in self._survivors}
         s_shares: dict[str, list[tuple[int, bytes]]] = {v: [] for v in self._dropped}
         for r, msg in got.items():
-            parts = split_fields(msg, "secagg server")
-            b_part, s_part = parts.get("b", {}), parts.get("s", {})
+            parts = unmask_shares(msg, "secagg server")
+            b_part, s_part = parts["b"], parts["s"]
             mine = {r, *self._mask_sets[r]}
-            if (
-                not set(b_part) <= mine & live3
-                or not set(s_part) <= mine & dropped
-                or len(msg.fields) != len(b_part) + len(s_part)
-            ):
+            if not set(b_part) <= mine & live3 or not set(s_part) <= mine & dropped:
                 raise ProtocolError(f"secagg server: garbled unmask response from {r}")
             for u, share in b_part.items():
                 b_shares[u].append((info.x[r], share))
@@ -355,15 +353,10 @@ class SecAggServer(AggregationServer):
             seed = self._reconstruct(u, b_shares[u], "self-mask seed")
             if b_commitment(self.config, info.round_idx, u, seed) != self._commits[u]:
                 raise ProtocolError(f"secagg server: self-mask seed of {u} fails its commitment")
-            add_mask(total, seed, -1)
+            add_mask(total, self_mask_seed(seed), -1)
         for v in self._dropped:
-            raw = self._reconstruct(v, s_shares[v], "mask key")
-            try:
-                private = X25519PrivateKey.from_private_bytes(raw)
-            except ValueError as err:
-                raise ProtocolError(f"secagg server: bad reconstructed mask key of {v}") from err
-            key = KeyPair(private, self._keys[v][1])
-            if private.public_key().public_bytes_raw() != key.public:
+            key = mask_key_pair(self._reconstruct(v, s_shares[v], "mask key"))
+            if key.public != self._keys[v][1]:
                 raise ProtocolError(
                     f"secagg server: reconstructed mask key of {v} does not match its public key"
                 )
@@ -392,6 +385,6 @@ class SecAggServer(AggregationServer):
             secret = shamir.combine(sorted(shares)[:t], t)
         except shamir.ShamirError as err:
             raise ProtocolError(f"secagg server: cannot reconstruct {cid}'s {what}: {err}") from err
-        if len(secret) != SEED_BYTES:
+        if len(secret) != SECRET_BYTES:
             raise ProtocolError(f"secagg server: {cid}'s {what} has {len(secret)} bytes")
         return secret

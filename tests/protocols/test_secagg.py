@@ -145,18 +145,21 @@ def test_secagg_plus_large_n_talks_only_to_neighbours() -> None:
     graph = {u: set(info.graph.neighbours(u)) for u in _ids(n)}
     assert all(len(nb) == k and u not in nb for u, nb in graph.items())
     assert all(u in graph[v] for u, nb in graph.items() for v in nb)  # symmetric
+    key_ids: dict[str, list[str]] = {}
     for env in rec.log:
         if env.receiver == SERVER:
             u = env.sender
-            if env.tag == TAG_SHARES:
-                peers = {f.partition(":")[2] for f in env.payload.fields if f.startswith("to:")}
+            if env.tag == TAG_SHARES:  # one sealed row per peer of the key list, in its order
+                peers = set(key_ids[u])
+                assert env.payload.array("sealed").shape[0] == len(key_ids[u])
             elif env.tag == TAG_UNMASK:
-                peers = {f.partition(":")[2] for f in env.payload.fields} - {u}
+                peers = {*env.payload.meta["b_ids"], *env.payload.meta["s_ids"]} - {u}
             else:
                 continue
         else:
             u = env.receiver
             if env.tag == TAG_KEYLIST:
+                key_ids[u] = env.payload.meta["ids"]
                 peers = set(env.payload.meta["ids"])
                 assert env.payload.array("c_pk").shape == (len(peers), 32)
             elif env.tag == TAG_ROUTED:
@@ -238,8 +241,12 @@ def test_tampered_sealed_share_is_rejected(tag: str) -> None:
     def mutate(env: Envelope) -> Envelope:
         if env.tag != tag or done:
             return env
-        prefix = "to:" if tag == TAG_SHARES else "from:"
-        name = next(f for f in env.payload.fields if f.startswith(prefix))
+        if tag == TAG_SHARES:  # one bit of the first peer's sealed row
+            rows = env.payload.array("sealed").copy()
+            rows[0, -1] ^= 1
+            done.append("sealed")
+            return _with_fields(env, {**env.payload.fields, "sealed": rows})
+        name = next(f for f in env.payload.fields if f.startswith("from:"))
         done.append(name)
         return _with_fields(env, {**env.payload.fields, name: _flip_bit(env.payload.blob(name))})
 
@@ -303,12 +310,8 @@ def test_server_view_holds_no_individual_input() -> None:
                 else:
                     assert plain[1].tobytes()[:16] not in value
     # Unmask responses: self-mask shares only for survivors, key shares only for the dropped.
-    b_for = {
-        f[2:] for e in received if e.tag == TAG_UNMASK for f in e.payload.fields if f[0] == "b"
-    }
-    s_for = {
-        f[2:] for e in received if e.tag == TAG_UNMASK for f in e.payload.fields if f[0] == "s"
-    }
+    b_for = {v for e in received if e.tag == TAG_UNMASK for v in e.payload.meta["b_ids"]}
+    s_for = {v for e in received if e.tag == TAG_UNMASK for v in e.payload.meta["s_ids"]}
     assert s_for == {"c02"} and "c02" not in b_for and b_for == set(result.participants)
     # The test can fail: the plain protocol's server sees the weighted inputs verbatim.
     from protocols.plain import PlainAggregation
