@@ -22,6 +22,7 @@ from benchmarks.protocol_overhead.cells import (
     ring_bits,
 )
 from benchmarks.protocol_overhead.primitives import Primitives
+from protocols.secagg.messages import SEALED_BYTES, SHARE_BYTES
 
 
 def limit_of(cell: Cell, prims: Primitives) -> dict[str, Any]:
@@ -108,7 +109,8 @@ def predict(cell: Cell, prims: Primitives) -> dict[str, float]:
         transport = 3 * n * vec / mem + 6 * n * k * 10e-6
         peak = 2 * n * vec + base_mem + 6 * n * k * 400
         words = ring_bits(cell.protocol, n) // 8 * (d + 1)
-        up = words + 2 * 32 + k * (12 + 2 * 68 + 16 + 50) + h * (68 + 30) + 1200
+        # sealed shares as packed rows; unmask shares as rows plus their owners' ids
+        up = words + 2 * 32 + k * SEALED_BYTES + h * (SHARE_BYTES + 10) + 1200
     elif cell.protocol == "ckks":
         c = prims.ckks_chunk
         m = ckks_chunks(d)
