@@ -41,13 +41,16 @@ def result_rows() -> list[dict[str, Any]]:
     out = []
     for cell in read_json(RESULTS / "fedego_runs.json", []):
         runs = cell["runs"]
+        # "fedego[authors-server-edges]": method fedego, variant authors-server-edges
+        method, _, variant = cell["method"].rstrip("]").partition("[")
         for metric, table in METRICS:
             mean, std = _stat(runs, f"{metric}_val_selected")
             last, _ = _stat(runs, f"{metric}_last")
             best, _ = _stat(runs, f"{metric}_max")
-            paper = PAPER[table].get(cell["dataset"], {}).get(cell["method"])
+            paper = PAPER[table].get(cell["dataset"], {}).get(method)
             out.append({
-                "method": cell["method"], "dataset": cell["dataset"], "clients": cell["clients"],
+                "method": method, "variant": variant or None, "dataset": cell["dataset"],
+                "clients": cell["clients"],
                 "seeds": len(runs), "mean": mean, "std": std, "paper_mean": paper,
                 "metric": metric, "protection": cell["protection"], "part": cell["part"],
                 "rounds": runs[0].get("rounds") or runs[0]["history"][-1]["round"] + 1,
@@ -58,6 +61,10 @@ def result_rows() -> list[dict[str, Any]]:
                 "mixup_epsilon": runs[0]["privacy"].get("mixup_epsilon"),
             })  # fmt: skip
     return out
+
+
+def method_label(row: dict[str, Any]) -> str:
+    return row["method"] + (f" [{row['variant']}]" if row.get("variant") else "")
 
 
 def attack_rows() -> list[dict[str, Any]]:
@@ -85,11 +92,11 @@ def markdown(rows: list[dict[str, Any]], attacks: list[dict[str, Any]]) -> str:
                   "max-test | paper | ours − paper | ε (mixup) |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         chosen = [r for r in rows if r["metric"] == metric]
-        for r in sorted(chosen, key=lambda r: (r["part"], r["dataset"], r["method"],
+        for r in sorted(chosen, key=lambda r: (r["part"], r["dataset"], method_label(r),
                                                r["protection"])):  # fmt: skip
             eps = r["mixup_epsilon"]
             lines.append(
-                f"| {r['part']} | {r['dataset']} | {r['method']} | {r['protection']} | "
+                f"| {r['part']} | {r['dataset']} | {method_label(r)} | {r['protection']} | "
                 f"{r['rounds']} | {_fmt(r['mean'], r['std'], r['seeds'])} | "
                 f"{r['last_round']} | {r['max_over_rounds_test']} | "
                 f"{r['paper_mean'] if r['paper_mean'] is not None else '—'} | "

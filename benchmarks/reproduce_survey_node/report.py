@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness.results import read_json, write_json
+from benchmarks.reproduce_survey_node.fedego_report import method_label
 from benchmarks.reproduce_survey_node.grid import (
     FEDPUB_CLIENTS,
     FEDPUB_DATASETS,
@@ -64,15 +65,15 @@ def fedego_rows() -> list[dict[str, Any]]:
     metric and protection the largest budget run (rounds, then width), its part named."""
     from benchmarks.reproduce_survey_node.fedego_report import result_rows
 
-    best: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    best: dict[tuple[str, str | None, str, str, str], dict[str, Any]] = {}
     for r in result_rows():
         if r["mean"] is None:
             continue
-        key = (r["method"], r["dataset"], r["metric"], r["protection"])
+        key = (r["method"], r["variant"], r["dataset"], r["metric"], r["protection"])
         if key not in best or (r["rounds"], r["hidden"]) > (best[key]["rounds"],
                                                           best[key]["hidden"]):  # fmt: skip
             best[key] = r
-    keep = ("method", "dataset", "clients", "seeds", "mean", "std", "paper_mean", "gap",
+    keep = ("method", "variant", "dataset", "clients", "seeds", "mean", "std", "paper_mean", "gap",
             "metric", "protection", "part", "rounds", "hidden", "mixup_epsilon")  # fmt: skip
     return [{k: r[k] for k in keep} for r in best.values()]
 
@@ -357,10 +358,10 @@ def write_report() -> None:
                "Every budget and the de-mixing attack: [fedego.md](fedego.md).", "",
                "| method | dataset | metric | protection | rounds | width | seeds | ours | "
                "paper | gap |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-        md += [f"| {r['method']} | {r['dataset']} | {r['metric']} | {r['protection']} | "
+        md += [f"| {method_label(r)} | {r['dataset']} | {r['metric']} | {r['protection']} | "
                f"{r['rounds']} | {r['hidden']} | {r['seeds']} | {_f(r['mean'], 4)} | "
                f"{_f(r['paper_mean'], 4)} | {_f(r['gap'], 4)} |"
-               for r in sorted(ego, key=lambda r: (r["dataset"], r["metric"], r["method"],
+               for r in sorted(ego, key=lambda r: (r["dataset"], r["metric"], method_label(r),
                                                     r["protection"]))]  # fmt: skip
     md += ["", SETTINGS]
     (RESULTS / "survey_node.md").write_text("\n".join(md) + "\n")
