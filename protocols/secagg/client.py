@@ -1,9 +1,11 @@
 """The SecAgg / SecAgg+ client: its input, its per-round keys and the shares it holds.
 
 Phases (Bonawitz et al. 2017, rounds 0-3): advertise two fresh X25519 public keys; Shamir-
-share the self-mask seed and the mask private key among its share holders, each share sealed
-(ChaCha20-Poly1305) under a pairwise key; send the double-masked input; answer the server's
-unmask request with shares of ``b_v`` for survivors and of ``s_v^SK`` for dropped v.
+share the 128-bit secrets of the self mask (``b_u``) and of the mask key (``s_u``, from which
+the key is derived; :mod:`protocols.secagg.messages`) among its share holders, each pair of
+shares sealed (ChaCha20-Poly1305) under a pairwise key; send the double-masked input; answer
+the server's unmask request with shares of ``b_v`` for survivors and of ``s_v`` for dropped
+v.
 
 What it reveals: only public keys, sealed shares, one masked vector and the shares the
 unmask step asks for. It refuses to reveal both secrets of one client (a second unmask
