@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness.results import read_json, write_json
-from benchmarks.reproduce_survey_node.fedego_report import method_label
+from benchmarks.reproduce_survey_node.fedego_report import method_label, result_rows
 from benchmarks.reproduce_survey_node.grid import (
     FEDPUB_CLIENTS,
     FEDPUB_DATASETS,
@@ -63,8 +63,6 @@ def fedpub_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def fedego_rows() -> list[dict[str, Any]]:
     """FedEgo's label-skew rows (Tables 2-3) from ``fedego_runs.json``: per method, dataset,
     metric and protection the largest budget run (rounds, then width), its part named."""
-    from benchmarks.reproduce_survey_node.fedego_report import result_rows
-
     best: dict[tuple[str, str | None, str, str, str], dict[str, Any]] = {}
     for r in result_rows():
         if r["mean"] is None:
