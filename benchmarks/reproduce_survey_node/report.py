@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness.results import read_json, write_json
+from benchmarks.reproduce_survey_node.fedego_report import attack_rows as demix_rows
 from benchmarks.reproduce_survey_node.fedego_report import method_label, result_rows
 from benchmarks.reproduce_survey_node.grid import (
     FEDPUB_CLIENTS,
@@ -77,8 +78,6 @@ def fedego_rows() -> list[dict[str, Any]]:
 
 
 def fedego_attack_rows() -> list[dict[str, Any]]:
-    from benchmarks.reproduce_survey_node.fedego_report import attack_rows as demix_rows
-
     keep = ("attack", "batch_size", "protection", "metric", "value", "baseline", "prior",
             "dataset", "mixup_epsilon")  # fmt: skip
     return [{k: a.get(k) for k in keep} for a in demix_rows()]
