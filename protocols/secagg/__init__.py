@@ -4,8 +4,8 @@
 Each client u sends ``y_u = enc(w_u x_u || w_u) + PRG(b_u) + sum_{v in M(u)} ±PRG(s_uv)``
 mod 2^w, w = 32 or 64 (the smallest ring that holds the federation's sum at the value
 bound, :func:`protocols.fixedpoint.ring_codec`); the self-mask seed ``b_u`` and the mask
-private key are Shamir t-of-h shared among u's share holders, so the server can remove the
-masks of survivors and of dropped clients.
+key's secret ``s_u`` (128-bit seeds) are Shamir t-of-h shared among u's share holders, so
+the server can remove the masks of survivors and of dropped clients.
 ``secagg``: complete mask graph; ``secagg+``: a Harary graph of degree k on a pseudorandom
 ring, O(k (d + log n)) per client instead of O(n d).
 

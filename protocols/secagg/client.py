@@ -193,7 +193,7 @@ class SecAggClient(AggregationClient):
         return self._send(TAG_KEYS, fields)
 
     def share_keys(self, inbox: Inbox) -> list[Envelope]:
-        """Round 1: Shamir-share b_u and s_u^SK among the holders, sealed per recipient."""
+        """Round 1: Shamir-share b_u and s_u among the holders, sealed per recipient."""
         msg = self._message(inbox, TAG_KEYLIST)
         who = self.party_id
         participants = id_list(msg.meta, "participants", who)
@@ -313,7 +313,7 @@ class SecAggClient(AggregationClient):
         return self._send(TAG_MASKED, {"y": y})
 
     def unmask(self, inbox: Inbox) -> list[Envelope]:
-        """Round 3: shares of b_v for survivors, of s_v^SK for dropped v; never both."""
+        """Round 3: shares of b_v for survivors, of s_v for dropped v; never both."""
         who, info = self.party_id, self._info
         if not inbox and self._round is not None:
             # No request: the server fixed the survivors without this client (its masked
