@@ -48,6 +48,7 @@ import numpy as np
 
 from protocols.base import ProtocolError
 from protocols.identity import SIGNATURE_BYTES, SignatureError, digest, statement
+from protocols.secagg.messages import byte_rows, pack_rows
 from protocols.secagg.rounds import MaskGraph, SecAggConfig
 
 DOMAIN = "secagg"
@@ -122,18 +123,14 @@ def check_endorsement(key: bytes, message: bytes, signer: str, receiver: str, ma
 
 def pack_signatures(signatures: Sequence[bytes]) -> np.ndarray:
     """``len × 64`` uint8 array (a wire field) of Ed25519 signatures."""
-    raw = b"".join(signatures)
-    return np.frombuffer(raw, np.uint8).reshape(len(signatures), SIGNATURE_BYTES).copy()
+    return pack_rows(signatures, SIGNATURE_BYTES)
 
 
 def unpack_signatures(array: object, count: int, who: str) -> list[bytes]:
-    if (
-        not isinstance(array, np.ndarray)
-        or array.dtype != np.uint8
-        or array.shape != (count, SIGNATURE_BYTES)
-    ):
+    rows = byte_rows(array, count, SIGNATURE_BYTES)
+    if rows is None:
         raise SignatureError(f"{who}: signatures must be uint8 of shape ({count}, 64)")
-    return [array[i].tobytes() for i in range(count)]
+    return rows
 
 
 def holders(graph: MaskGraph, cid: str) -> frozenset[str]:

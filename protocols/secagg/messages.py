@@ -15,6 +15,7 @@ field): ``b_u`` expands by HKDF to the self mask's PRG seed, ``s_u`` to the X255
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -56,20 +57,24 @@ def mask_key_pair(seed: bytes) -> KeyPair:
     return KeyPair(private, private.public_key().public_bytes_raw())
 
 
-def pack_rows(rows: list[bytes], width: int) -> np.ndarray:
-    """Equal-length byte strings as one uint8 array [len(rows), width]."""
-    return np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), width)
+def pack_rows(rows: Sequence[bytes], width: int) -> np.ndarray:
+    """Equal-length byte strings as one (writable) uint8 array [len(rows), width]."""
+    return np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), width).copy()
+
+
+def byte_rows(array: object, count: int, width: int) -> list[bytes] | None:
+    """The rows of a uint8 array of shape (count, width); None if it is anything else."""
+    if not isinstance(array, np.ndarray) or array.dtype != np.uint8:
+        return None
+    return [row.tobytes() for row in array] if array.shape == (count, width) else None
 
 
 def unpack_rows(payload: Payload, name: str, count: int, width: int, who: str) -> list[bytes]:
     """The ``count`` rows of ``width`` bytes of the array field ``name``."""
-    try:
-        rows = payload.array(name)
-    except (KeyError, WireFormatError) as err:
-        raise ProtocolError(f"{who}: message field {name!r} missing or not an array") from err
-    if rows.dtype != np.uint8 or rows.shape != (count, width):
+    rows = byte_rows(payload.fields.get(name), count, width)
+    if rows is None:
         raise ProtocolError(f"{who}: field {name!r} must be uint8 of shape {(count, width)}")
-    return [row.tobytes() for row in rows]
+    return rows
 
 
 def unmask_fields(b: dict[str, bytes], s: dict[str, bytes]) -> tuple[dict[str, Any], dict]:
