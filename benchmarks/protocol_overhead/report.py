@@ -394,7 +394,9 @@ def write_plot(rows: list[dict[str, Any]], path: Path, n_plot: int = 100) -> boo
         yscale="log",
         xlabel="d (vector length)",
         ylabel="CPU seconds per client",
-        title=f"Client time per round, n = {n_plot}, no dropout",
+        title=f"Client time per round, n = {n_plot}, no dropout"
+        + ("\n(busy machine: times not comparable)"
+           if any(r.get("timings_comparable") is False for r in sel) else ""),  # fmt: skip
     )
     ax_t.grid(True, which="both", alpha=0.3)
     ax_t.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
@@ -410,6 +412,9 @@ def write_plot(rows: list[dict[str, Any]], path: Path, n_plot: int = 100) -> boo
         ylabel="client upload / float32 update (4 d bytes)",
         title=f"Upload per client vs float32, n = {n_plot}",
     )
+    ratios = [1.0, 1.15, 1.5, 2.0, 3.0, 4.0]  # plain multiples of float32, not 10^x labels
+    ax_b.set_yticks(ratios, [f"{r:g}×" for r in ratios])
+    ax_b.set_yticks([], minor=True)
     ax_b.grid(True, which="both", alpha=0.3)
     ax_b.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
     save_figure(fig, path, dpi=120)
