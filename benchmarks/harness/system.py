@@ -54,6 +54,29 @@ def reset_peak_rss() -> bool:
     return True
 
 
+def tree_rss_bytes(root: int) -> int:
+    """The summed resident set size of process ``root`` and all its descendants (Linux
+    ``/proc``; 0 where unreadable): a run's memory with its worker processes."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, AttributeError, ValueError):
+            text = (entry / "status").read_text()
+            pid = int(entry.name)
+            parents[pid] = int(re.search(r"PPid:\s+(\d+)", text).group(1))  # type: ignore[union-attr]
+            kib = re.search(r"VmRSS:\s+(\d+) kB", text)
+            rss[pid] = int(kib.group(1)) * 1024 if kib else 0
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [p for p, pp in parents.items() if pp == parent and p not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(rss.get(p, 0) for p in tree)
+
+
 def loadavg() -> list[float] | None:
     """The 1 / 5 / 15-minute load averages, rounded to 0.01 (None if unknown)."""
     try:

@@ -29,6 +29,7 @@ import tenseal as ts
 from protocols.base import Envelope, Inbox, ProtocolError
 from protocols.ckks import CiphertextError, CKKSParams
 from protocols.ckks_codec import CKKSCodec, chunk_sizes, make_codec
+from protocols.ckks_workers import EncryptionPool, PendingBlobs
 from protocols.identity import digest
 from protocols.secure_sum.blocks import Block, Total
 from protocols.secure_sum.jobs import SumRangeError, SumRequest, gather, scatter
@@ -122,7 +123,10 @@ class CKKSSumClient(SecureSumClient):
         self._bound = params.value_bound(len(self.federation))
         self._secret: ts.Context | None = None  # own key pair: only this client decrypts
         self.peer_contexts: dict[str, ts.Context] = {}  # public only
+        self._peer_blobs: dict[str, bytes] = {}  # the same, as forwarded (for the workers)
         self._codecs: dict[str, CKKSCodec] = {}  # per context: receiver, or own (decrypt)
+        self._pool = EncryptionPool(params)
+        self._pending: dict[str, PendingBlobs] = {}
 
     # -- setup
     def setup_publish(self, inbox: Inbox) -> list[Envelope]:
@@ -150,6 +154,7 @@ class CKKSSumClient(SecureSumClient):
                 sig = payload.fields[f"sig:{v}"]
                 self._verify(v, "setup-context", None, sig, digest(blob))
             self.peer_contexts[v] = load_public_context(blob, self.params, f"{who} <- {v}")
+            self._peer_blobs[v] = blob
         return []
 
     @property
@@ -176,11 +181,19 @@ class CKKSSumClient(SecureSumClient):
             codec = self._codecs[owner] = make_codec(ctx, self.params)
         return codec
 
+    def _start_encoding(self, requests: dict[str, SumRequest]) -> None:
+        """Encrypt every block of the round at once, on worker processes when the batch is
+        large (:mod:`protocols.ckks_workers`); :meth:`_encode` collects the blobs."""
+        jobs, receivers = [], sorted(requests)
+        for receiver in receivers:
+            ctx = self.peer_contexts[receiver]
+            assert not ctx.is_private(), "a sender must never hold the receiver's secret key"
+            values = gather(self._outgoing[receiver], requests[receiver], self.party_id)
+            jobs.append((self._peer_blobs[receiver], self._codec(receiver, ctx), values))
+        self._pending = dict(zip(receivers, self._pool.encrypt_all(jobs), strict=True))
+
     def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
-        ctx = self.peer_contexts[receiver]
-        assert not ctx.is_private(), "a sender must never hold the receiver's secret key"
-        values = gather(block, request, self.party_id)
-        return Payload(_pack(self._codec(receiver, ctx).encrypt(values)), {})
+        return Payload(_pack(self._pending.pop(receiver).result()), {})
 
     def _combine(self, request: SumRequest, deliveries: Inbox) -> Total:
         who = self.party_id

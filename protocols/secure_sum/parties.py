@@ -209,8 +209,6 @@ class SecureSumClient(ProtocolParty):
         if missing:
             raise ProtocolError(f"{who}: receivers {missing} expect a block this client lacks")
         self._require_ready()
-        self._start_encoding(requests)
-        out = []
         for receiver, request in requests.items():
             if len(request.senders) < self.min_senders:
                 raise TooFewSendersError(
@@ -223,7 +221,10 @@ class SecureSumClient(ProtocolParty):
                     f"{who}: block for {receiver!r} has shape {block_shape(block)}, the "
                     f"request says {request.shape}"
                 )
-            payload = self._encode(receiver, request, block)
+        self._start_encoding(requests)
+        out = []
+        for receiver, request in requests.items():
+            payload = self._encode(receiver, request, self._outgoing[receiver])
             payload.meta.update(round=self._r, receiver=receiver)
             out.append(Envelope(who, self.server_id, TAG_CONTRIBUTION, payload))
         self._outgoing = {}

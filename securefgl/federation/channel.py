@@ -33,7 +33,8 @@ class Channel:
 
     def transmit(self, envelopes: list[Envelope]) -> list[Envelope]:
         """Send ``envelopes`` in the current round; returns what the receivers get."""
-        encoded: dict[int, tuple[bytes, Payload]] = {}  # a broadcast payload is encoded once
+        # a broadcast payload is encoded once; other bytes are dropped as soon as decoded
+        encoded: dict[int, tuple[bytes, Payload]] = {}
         uses = Counter(id(env.payload) for env in envelopes)
         delivered = []
         for env in envelopes:
@@ -41,14 +42,18 @@ class Channel:
                 delivered.append(self._pass_on(env, env.payload))
                 continue
             key = id(env.payload)
-            if key not in encoded:
+            if key in encoded:
+                data, decoded = encoded[key]
+            else:
                 data = env.payload.to_bytes()
-                encoded[key] = (data, Payload.from_bytes(data, self.max_message_bytes))
-            data, decoded = encoded[key]
+                decoded = Payload.from_bytes(data, self.max_message_bytes)
+                if uses[key] > 1:
+                    encoded[key] = (data, decoded)
             self.transcript.record(self.round, env, data)
             # a decoded payload is fresh; only a broadcast's receivers need copies of it
             mine = _copy(decoded) if uses[key] > 1 else decoded
             delivered.append(Envelope(env.sender, env.receiver, env.tag, mine))
+            del data, decoded
         return delivered
 
     def _pass_on(self, env: Envelope, payload: DeferredPayload) -> Envelope:

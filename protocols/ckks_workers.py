@@ -1,0 +1,130 @@
+"""Public-key CKKS encryption on worker processes: one party's own cores, used in parallel.
+
+Encrypting under a public key is the cost of the ``ckks`` secure sums (FedGCN's neighbour
+sums move thousands of ciphertexts per hop), and SEAL's encryption, called through
+``tenseal.sealapi``, holds the GIL: threads do not run it in parallel. A
+:class:`EncryptionPool` hands chunks of values, with the receiver's PUBLIC context (the
+bytes the server forwarded), to worker processes that encrypt them; the blobs come back in
+order. Workers hold no secret key and draw their randomness from SEAL's own generator
+(seeded from the operating system in each process). Values and blobs move between a party
+and its own workers only (``multiprocessing`` pipes on one machine), never over the channel.
+
+Workers: ``SECUREFGL_CKKS_WORKERS`` (``0`` or ``1``: encrypt in-process), else the
+machine's CPU count up to :data:`MAX_WORKERS`. Batches under :data:`MIN_CIPHERTEXTS`
+ciphertexts stay in-process (a worker's round trip costs about a ciphertext's encryption).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import tenseal as ts
+
+from protocols.ckks_codec import CKKSCodec, CKKSParams, make_codec
+
+ENV_WORKERS = "SECUREFGL_CKKS_WORKERS"
+MAX_WORKERS = 8
+MIN_CIPHERTEXTS = 32  # a batch smaller than this is encrypted in-process
+TASK_CIPHERTEXTS = 16  # ciphertexts per task handed to a worker
+
+_pool: ProcessPoolExecutor | None = None
+_pool_size = 0
+
+
+def worker_count() -> int:
+    """Worker processes to use (``SECUREFGL_CKKS_WORKERS``, else the CPU count, at most
+    :data:`MAX_WORKERS`); 1 means in-process."""
+    raw = os.environ.get(ENV_WORKERS, "").strip()
+    if raw:
+        try:
+            count = int(raw)
+        except ValueError:
+            raise ValueError(f"{ENV_WORKERS} must be a whole number, got {raw!r}") from None
+        if count < 0:
+            raise ValueError(f"{ENV_WORKERS} must be >= 0, got {count}")
+        return max(count, 1)
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
+def _shared_pool(workers: int) -> ProcessPoolExecutor:
+    """One pool per process, created on first use ("spawn": workers start clean, with no
+    copy of the parent's memory or keys) and shut down at exit."""
+    global _pool, _pool_size
+    if _pool is None or _pool_size != workers:
+        if _pool is not None:
+            _pool.shutdown(cancel_futures=True)
+        _pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        _pool_size = workers
+    return _pool
+
+
+@atexit.register
+def _shutdown() -> None:
+    if _pool is not None:
+        _pool.shutdown(cancel_futures=True)
+
+
+@dataclass
+class PendingBlobs:
+    """The ciphertext blobs of one vector, encrypted in-process or still on the workers."""
+
+    done: list[bytes] = field(default_factory=list)
+    futures: list[Future[list[bytes]]] = field(default_factory=list)
+
+    def result(self) -> list[bytes]:
+        """The blobs in order (waits for the workers)."""
+        out = list(self.done)
+        for f in self.futures:
+            out.extend(f.result())
+        return out
+
+
+class EncryptionPool:
+    """Encrypts many vectors under one party's peers' public contexts, in parallel."""
+
+    def __init__(self, params: CKKSParams, workers: int | None = None) -> None:
+        self.params = params
+        self.workers = worker_count() if workers is None else max(int(workers), 1)
+
+    def encrypt_all(self, jobs: list[tuple[bytes, CKKSCodec, np.ndarray]]) -> list[PendingBlobs]:
+        """Start encrypting every ``(public context bytes, in-process codec, values)`` job;
+        the in-process codec serves when the batch is small or there is one worker."""
+        per_ct = self.params.values_per_ciphertext
+        total = sum(-(-v.size // per_ct) for _, _, v in jobs)
+        if self.workers <= 1 or total < MIN_CIPHERTEXTS:
+            return [PendingBlobs(done=codec.encrypt(v)) for _, codec, v in jobs]
+        pool = _shared_pool(self.workers)
+        step = TASK_CIPHERTEXTS * per_ct
+        out = []
+        for blob, _, values in jobs:
+            key = hashlib.sha256(blob).digest()
+            futures = [
+                pool.submit(_encrypt_chunk, key, blob, self.params, values[i : i + step])
+                for i in range(0, values.size, step)
+            ]
+            out.append(PendingBlobs(futures=futures))
+        return out
+
+
+# ------------------------------------------------------------------------- worker side
+
+_codecs: dict[bytes, CKKSCodec] = {}  # per worker process: public context digest -> codec
+
+
+def _encrypt_chunk(key: bytes, blob: bytes, params: CKKSParams, values: np.ndarray) -> list[bytes]:
+    """Worker: encrypt ``values`` under the public context ``blob`` (cached by digest)."""
+    codec = _codecs.get(key)
+    if codec is None:
+        ctx = ts.context_from(blob, n_threads=1)
+        if ctx.is_private():
+            raise ValueError("a worker encrypts under public contexts only")
+        if len(_codecs) >= 256:
+            _codecs.clear()
+        codec = _codecs[key] = make_codec(ctx, params)
+    return codec.encrypt(np.asarray(values, dtype=np.float64))

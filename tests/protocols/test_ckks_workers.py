@@ -1,0 +1,78 @@
+"""CKKS encryption on worker processes: the same sums as in-process, the knob's checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocols import ckks_workers
+from protocols.ckks_codec import make_codec
+from protocols.ckks_workers import EncryptionPool, worker_count
+from protocols.secure_sum.ckks import (
+    DEFAULT_PARAMS,
+    load_public_context,
+    make_keypair_context,
+    serialize_public_key_context,
+)
+from tests.protocols.secure_sum.helpers import client_ids, run_mode
+
+
+def test_worker_count_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ckks_workers.ENV_WORKERS, "3")
+    assert worker_count() == 3
+    monkeypatch.setenv(ckks_workers.ENV_WORKERS, "0")
+    assert worker_count() == 1  # 0 and 1: in-process
+    for bad in ("two", "-1"):
+        monkeypatch.setenv(ckks_workers.ENV_WORKERS, bad)
+        with pytest.raises(ValueError, match=ckks_workers.ENV_WORKERS):
+            worker_count()
+    monkeypatch.delenv(ckks_workers.ENV_WORKERS)
+    assert 1 <= worker_count() <= ckks_workers.MAX_WORKERS
+
+
+def test_workers_encrypt_what_the_receiver_decrypts() -> None:
+    params = DEFAULT_PARAMS
+    secret = make_keypair_context(params)
+    blob = serialize_public_key_context(secret)
+    public = make_codec(load_public_context(blob, params, "test"), params)
+    per_ct = params.values_per_ciphertext
+    rng = np.random.default_rng(0)
+    sizes = [ckks_workers.MIN_CIPHERTEXTS * per_ct - 5, 3 * per_ct + 1]  # enough for workers
+    values = [rng.uniform(-1, 1, n) for n in sizes]
+    pending = EncryptionPool(params, workers=2).encrypt_all([(blob, public, v) for v in values])
+    assert all(p.futures and not p.done for p in pending)  # it did go to the workers
+    own = make_codec(secret, params)
+    for v, p in zip(values, pending, strict=True):
+        blobs = p.result()
+        chunks = own.sizes(v.size)
+        assert len(blobs) == len(chunks)
+        got = np.concatenate(
+            [own.decrypt(own.load(b, n, "test"), n) for b, n in zip(blobs, chunks, strict=True)]
+        )
+        np.testing.assert_allclose(got, v, atol=1e-6)
+
+
+def test_small_batches_stay_in_process() -> None:
+    params = DEFAULT_PARAMS
+    blob = serialize_public_key_context(make_keypair_context(params))
+    codec = make_codec(load_public_context(blob, params, "test"), params)
+    (pending,) = EncryptionPool(params, workers=2).encrypt_all([(blob, codec, np.ones(10))])
+    assert pending.done and not pending.futures
+
+
+def test_ckks_sum_on_workers_matches_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    n, d = 4, ckks_workers.MIN_CIPHERTEXTS * DEFAULT_PARAMS.values_per_ciphertext // 2
+    rng = np.random.default_rng(3)
+    ids = client_ids(n)
+    jobs = {r: {k: rng.uniform(-1, 1, (2, d)) for k in ids if k != r} for r in ids}
+    totals, pools = {}, []
+    real = ckks_workers._shared_pool
+    monkeypatch.setattr(ckks_workers, "_shared_pool", lambda w: pools.append(w) or real(w))
+    for workers in ("1", "2"):
+        monkeypatch.setenv(ckks_workers.ENV_WORKERS, workers)
+        totals[workers] = {r: res.total for r, res in run_mode("ckks", n, jobs).items()}
+        assert len(pools) == (0 if workers == "1" else n)  # every sender used the workers
+    for r in ids:
+        expected = sum(jobs[r].values())
+        for workers, got in totals.items():
+            np.testing.assert_allclose(got[r], expected, atol=1e-6, err_msg=workers)
