@@ -107,7 +107,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
               "set-up (the neighbour sums), where most of the CKKS cost at K = 20 lies. Commands: "
               "`python -m benchmarks.fedgcn_overhead` (module "
               "docstring); pairs a and b ran by hand with the same commands, before the CKKS "
-              "aggregation and secure sums packed two reals per slot.", ""]  # fmt: skip
+              "aggregation and secure sums packed two reals per slot; from pair e on, each "
+              "sender encrypts its neighbour-sum blocks on worker processes (2 on this "
+              "machine, `SECUREFGL_CKKS_WORKERS`). The CPU's speed drifts between batches "
+              "(a CKKS round on Cora K = 10 took 0.57 s in pair c and 0.73 s in pair e, "
+              "with the same code on that path), so compare ratios within a pair. Pair e ran "
+              "with the other jobs of the machine paused (SIGSTOP): its load averages at start "
+              "still decay from them.", ""]  # fmt: skip
     return "\n".join(lines)
 
 
