@@ -16,8 +16,9 @@ seeds 0-2, otherwise defaults)::
 
     python -m benchmarks.secure_plain results/cora-fedavg-{plain,secagg32,secagg64,ckks}
 
-The first folder is the plain reference. Seconds are wall times on the machine the runs
-shared with other jobs (``--busy`` marks them so in the report).
+The first folder is the plain reference; the folders of one call share the algorithm, the
+dataset and K, and replace that group's earlier rows (other groups are kept). Seconds are
+wall times on the machine the runs shared with other jobs (``--busy`` marks them so).
 """
 
 from __future__ import annotations
@@ -74,10 +75,15 @@ def row_of(folder: Path) -> dict[str, Any]:
     }
 
 
-def markdown(rows: list[dict[str, Any]], busy: bool) -> str:
+def _group(row: dict[str, Any]) -> tuple[str, str, int]:
+    return row["algorithm"], row["dataset"], row["clients"]
+
+
+def section(rows: list[dict[str, Any]], busy: bool) -> list[str]:
+    """One algorithm, dataset and K: the plain row first, then each secure transport."""
     ref = rows[0]
     lines = [
-        f"# Secure = plain: {ref['algorithm']} on {ref['dataset']}, K = {ref['clients']}",
+        f"## {ref['algorithm']} on {ref['dataset']}, K = {ref['clients']}",
         "",
         "| protocol | carried in | test acc (mean ± std) | Δ vs plain (points) | per seed "
         "| max abs err of the aggregate | MB (rounds / set-up) | seconds |",
@@ -99,15 +105,37 @@ def markdown(rows: list[dict[str, Any]], busy: bool) -> str:
         "",
         f"Largest gap to plain {worst:.2f} points (target ≤ {TARGET_POINTS}: "
         f"{'met' if worst <= TARGET_POINTS else 'NOT met'}); {ref['rounds']} rounds, seeds "
-        f"{ref['seeds']}, the same split, partition and initial model per seed. The error is "
-        "the largest over rounds and coordinates of |aggregate − float64 weighted mean of the "
-        "clients' inputs| (`aggregate_max_abs_error` in result.json). Commands: "
-        "`benchmarks/secure_plain.py`."
-        + (" Seconds: wall time on a machine shared with other jobs (not comparable)." if busy
-           else ""),  # fmt: skip
+        f"{ref['seeds']}, the same split, partition and initial model per seed."
+        + (
+            " Seconds: wall time on a machine shared with other jobs (not comparable)."
+            if busy
+            else ""
+        ),  # fmt: skip
+        "",
+    ]
+    return lines
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(_group(r), []).append(r)
+    lines = ["# Secure = plain", ""]
+    for group in groups.values():
+        lines += section(group, any(r.get("busy") for r in group))
+    lines += [
+        "The error is the largest over rounds and coordinates of |aggregate − float64 "
+        "weighted mean of the clients' inputs| (`aggregate_max_abs_error` in result.json). "
+        "Commands: `benchmarks/secure_plain.py`.",
         "",
     ]
     return "\n".join(lines)
+
+
+def merge(rows: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``new`` (one group) replaces that group's rows in ``rows``; other groups are kept."""
+    groups = {_group(r) for r in new}
+    return [r for r in rows if _group(r) not in groups] + new
 
 
 def main() -> None:
@@ -116,12 +144,16 @@ def main() -> None:
     parser.add_argument("--busy", action="store_true", help="mark the seconds not comparable")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    rows = [row_of(f) for f in args.folders]
-    if rows[0]["protocol"] != "plain":
+    new = [{**row_of(f), "busy": args.busy} for f in args.folders]
+    if new[0]["protocol"] != "plain":
         parser.error("the first folder must be the plain run")
+    if len({_group(r) for r in new}) != 1:
+        parser.error("the folders must share the algorithm, dataset and number of clients")
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / f"{STEM}.json", rows, newline=True)
-    write_text(args.out / f"{STEM}.md", markdown(rows, args.busy))
+    path = args.out / f"{STEM}.json"
+    rows = merge(read_json(path, []), new)
+    write_json(path, rows, newline=True)
+    write_text(args.out / f"{STEM}.md", markdown(rows))
     print((args.out / f"{STEM}.md").read_text())
 
 

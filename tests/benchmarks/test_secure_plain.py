@@ -1,0 +1,35 @@
+"""The secure = plain report: one section per algorithm, dataset and K; reruns replace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.secure_plain import markdown, merge
+
+
+def _row(dataset: str, protocol: str, acc: float) -> dict[str, Any]:
+    return {
+        "algorithm": "fedavg", "dataset": dataset, "clients": 10, "rounds": 100,
+        "seeds": [0], "protocol": protocol, "ring": "float32", "test_acc": [acc],
+        "test_acc_mean": acc, "test_acc_std": 0.0, "aggregate_max_abs_error": None,
+        "bytes": 1e6, "bytes_by_family": {}, "seconds": 1.0,
+    }  # fmt: skip
+
+
+def test_rerun_replaces_its_group_only() -> None:
+    old = [_row("Cora", "plain", 80.0), _row("Cora", "secagg", 79.0)]
+    computers = [_row("Computers", "plain", 70.0), _row("Computers", "secagg", 70.1)]
+    rows = merge(old, computers)
+    assert rows == old + computers
+    rerun = [_row("Cora", "plain", 81.0), _row("Cora", "secagg", 81.0)]
+    assert merge(rows, rerun) == computers + rerun
+
+
+def test_each_group_has_its_verdict() -> None:
+    rows = [_row("Cora", "plain", 80.0), _row("Cora", "secagg", 79.0),
+            _row("Computers", "plain", 70.0), _row("Computers", "secagg", 70.1)]  # fmt: skip
+    text = markdown(rows)
+    assert "## fedavg on Cora, K = 10" in text and "## fedavg on Computers, K = 10" in text
+    cora, computers = text.split("## fedavg on Computers")
+    assert "Largest gap to plain 1.00 points (target ≤ 0.3: NOT met)" in cora
+    assert "Largest gap to plain 0.10 points (target ≤ 0.3: met)" in computers
