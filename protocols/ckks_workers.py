@@ -20,6 +20,7 @@ import atexit
 import hashlib
 import multiprocessing
 import os
+import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -54,13 +55,26 @@ def worker_count() -> int:
 
 def _shared_pool(workers: int) -> ProcessPoolExecutor:
     """One pool per process, created on first use ("spawn": workers start clean, with no
-    copy of the parent's memory or keys) and shut down at exit."""
+    copy of the parent's memory or keys) and shut down at exit.
+
+    A spawned process imports the parent's ``__main__`` first, so a user's script without a
+    main guard would run again in every worker. While the workers start (all of them, at
+    once), ``__main__`` points at this module instead.
+    """
     global _pool, _pool_size
     if _pool is None or _pool_size != workers:
         if _pool is not None:
             _pool.shutdown(cancel_futures=True)
-        _pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-        _pool_size = workers
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        saved = sys.modules["__main__"]
+        sys.modules["__main__"] = sys.modules[__name__]
+        try:  # one task per worker: each submit starts a process while none is idle
+            started = [pool.submit(os.getpid) for _ in range(workers)]
+        finally:
+            sys.modules["__main__"] = saved
+        for f in started:
+            f.result()
+        _pool, _pool_size = pool, workers
     return _pool
 
 

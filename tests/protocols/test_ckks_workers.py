@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +20,8 @@ from protocols.secure_sum.ckks import (
     serialize_public_key_context,
 )
 from tests.protocols.secure_sum.helpers import client_ids, run_mode
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_worker_count_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,3 +83,27 @@ def test_ckks_sum_on_workers_matches_in_process(monkeypatch: pytest.MonkeyPatch)
         expected = sum(jobs[r].values())
         for workers, got in totals.items():
             np.testing.assert_allclose(got[r], expected, atol=1e-6, err_msg=workers)
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path) -> None:
+    """Workers start from this module, not from the user's ``__main__``."""
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from protocols.ckks_codec import make_codec\n"
+        "from protocols.ckks_workers import EncryptionPool\n"
+        "from protocols.secure_sum.ckks import (DEFAULT_PARAMS, load_public_context,\n"
+        "    make_keypair_context, serialize_public_key_context)\n"
+        "print('script body', flush=True)\n"
+        "blob = serialize_public_key_context(make_keypair_context(DEFAULT_PARAMS))\n"
+        "codec = make_codec(load_public_context(blob, DEFAULT_PARAMS, 'x'), DEFAULT_PARAMS)\n"
+        "values = np.ones(40 * DEFAULT_PARAMS.values_per_ciphertext)\n"
+        "(p,) = EncryptionPool(DEFAULT_PARAMS, workers=2).encrypt_all([(blob, codec, values)])\n"
+        "print(len(p.futures) > 0, len(p.result()), flush=True)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["script body", "True 40"]
