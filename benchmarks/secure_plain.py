@@ -16,6 +16,9 @@ seeds 0-2, otherwise defaults)::
 
     python -m benchmarks.secure_plain results/cora-fedavg-{plain,secagg32,secagg64,ckks}
 
+Amazon Computers: the same with ``--dataset Computers`` and ``--secagg-weight-bound 13752``
+(its node count), without the ckks run.
+
 The first folder is the plain reference; the folders of one call share the algorithm, the
 dataset and K, and replace that group's earlier rows (other groups are kept). Seconds are
 wall times on the machine the runs shared with other jobs (``--busy`` marks them so).
