@@ -116,6 +116,8 @@ def section(rows: list[dict[str, Any]], busy: bool) -> list[str]:
         ),  # fmt: skip
         "",
     ]
+    if ref.get("note"):
+        lines += [ref["note"], ""]
     return lines
 
 
@@ -145,9 +147,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path, help="run folders; the first is plain")
     parser.add_argument("--busy", action="store_true", help="mark the seconds not comparable")
+    parser.add_argument("--note", default="", help="a note printed under this group's table")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    new = [{**row_of(f), "busy": args.busy} for f in args.folders]
+    new = [{**row_of(f), "busy": args.busy, "note": args.note} for f in args.folders]
     if new[0]["protocol"] != "plain":
         parser.error("the first folder must be the plain run")
     if len({_group(r) for r in new}) != 1:

@@ -33,3 +33,6 @@ def test_each_group_has_its_verdict() -> None:
     cora, computers = text.split("## fedavg on Computers")
     assert "Largest gap to plain 1.00 points (target ≤ 0.3: NOT met)" in cora
     assert "Largest gap to plain 0.10 points (target ≤ 0.3: met)" in computers
+    rows[2]["note"] = "Why it differs."
+    cora, computers = markdown(rows).split("## fedavg on Computers")
+    assert "Why it differs." in computers and "Why it differs." not in cora
