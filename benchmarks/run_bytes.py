@@ -145,9 +145,15 @@ def main() -> None:
     parser.add_argument("--before-tree", type=Path, help="checkout of the code before")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument(
+        "--redo", choices=("before", "after"), help="run this version of the workloads again"
+    )
     args = parser.parse_args()
     path = OUT / f"{STEM}.json"
     rows: list[dict[str, Any]] = read_json(path, [])
+    if args.redo and not args.report_only:
+        redo = {(w, args.redo) for w in args.workloads.split(",")}
+        rows = [r for r in rows if (r["workload"], r["version"]) not in redo]
     done = {(r["workload"], r["version"]) for r in rows}
     for workload in [] if args.report_only else args.workloads.split(","):
         flags, extra = WORKLOADS[workload]

@@ -26,7 +26,7 @@ import logging
 import secrets
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import tenseal as ts
@@ -74,6 +74,7 @@ TAG_PUBLIC_CONTEXT = "ckks/public-context"
 TAG_SECRET_CONTEXT = "ckks/secret-context"
 TAG_UPDATE = "ckks/update"
 TAG_AGGREGATE = "ckks/aggregate"
+
 
 def serialize_public(ctx: ts.Context) -> bytes:
     """The parameters only: no secret, public, relinearisation or Galois key."""
@@ -235,6 +236,14 @@ class CKKSServer(AggregationServer):
         self._expected = frozenset(participants)
 
     def add_and_broadcast(self, inbox: Inbox) -> list[Envelope]:
+        fields, meta, senders = self._sum_updates(inbox)
+        return [
+            Envelope(self.party_id, cid, TAG_AGGREGATE, Payload(dict(fields), dict(meta)))
+            for cid in senders
+        ]
+
+    def _sum_updates(self, inbox: Inbox) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+        """The summed ciphertext's fields, its meta (round, participants) and the senders."""
         if self.context is None:
             raise ProtocolError("server: no CKKS context (run setup_parties first)")
         assert not self.context.is_private(), "the server must not hold the secret key"
@@ -267,11 +276,7 @@ class CKKSServer(AggregationServer):
             raise ProtocolError("ckks aggregation: no client update arrived")
         fields: dict[str, Any] = dict(_chunk_fields([codec.dump(vec) for vec in total]))
         fields.update(self._attest(senders))
-        meta = {"round": self._round, "participants": senders}
-        return [
-            Envelope(self.party_id, cid, TAG_AGGREGATE, Payload(dict(fields), dict(meta)))
-            for cid in senders
-        ]
+        return fields, {"round": self._round, "participants": senders}, senders
 
     def _attest(self, senders: list[str]) -> dict[str, Any]:
         return {}  # malicious-server mode: every sender's digest and signature
@@ -391,19 +396,23 @@ class CKKSClient(AggregationClient):
         return [Envelope(self.party_id, self.server_id, TAG_UPDATE, payload)]
 
     def decrypt(self, inbox: Inbox) -> list[Envelope]:
+        sums, participants = self._open_aggregate(inbox)
+        total_weight = float(sums[self.dim])
+        if not total_weight > 0:
+            raise ProtocolError("ckks aggregation: total weight is not positive")
+        self._result = AggregateResult(
+            sums[: self.dim] / total_weight, total_weight, tuple(participants)
+        )
+        return []
+
+    def _open_aggregate(self, inbox: Inbox) -> tuple[np.ndarray, list[str]]:
+        """Check and decrypt the server's summed ciphertext: the sums and the participants."""
         if self.context is None:
             raise ProtocolError(f"{self.party_id}: no CKKS secret context")
         envs = [e for e in inbox if e.tag == TAG_AGGREGATE and e.sender == self.server_id]
         if len(envs) != 1:
             raise ProtocolError(f"{self.party_id}: expected one aggregate, got {len(envs)}")
-        meta = envs[0].payload.meta
-        participants = meta.get("participants")
-        if meta.get("round") != self._round or not isinstance(participants, list):
-            raise ProtocolError(f"{self.party_id}: aggregate is for another round or malformed")
-        if self.party_id not in participants:
-            raise ProtocolError(f"{self.party_id}: own update is not in the aggregate")
-        if not all(isinstance(p, str) for p in participants):
-            raise ProtocolError(f"{self.party_id}: malformed participant list")
+        participants = self._check_round_meta(envs[0].payload.meta)
         self._verify_aggregate(envs[0].payload, participants)
         sizes = _chunk_sizes(self.payload_dim, self.params.values_per_ciphertext)
         blobs = _chunk_blobs(envs[0].payload, len(sizes), "aggregate", self.aggregate_extra)
@@ -417,14 +426,18 @@ class CKKSClient(AggregationClient):
         )
         if self.params.round_bits is not None:  # heuristic IND-CPA^D mitigation
             sums = np.round(np.ldexp(sums, self.params.round_bits)) / 2.0**self.params.round_bits
-        sums = self._check_sums(sums, participants)
-        total_weight = float(sums[self.dim])
-        if not total_weight > 0:
-            raise ProtocolError("ckks aggregation: total weight is not positive")
-        self._result = AggregateResult(
-            sums[: self.dim] / total_weight, total_weight, tuple(str(p) for p in participants)
-        )
-        return []
+        return self._check_sums(sums, participants), participants
+
+    def _check_round_meta(self, meta: dict[str, Any]) -> list[str]:
+        """The participant list of a message about this round that includes this client."""
+        participants = meta.get("participants")
+        if meta.get("round") != self._round or not isinstance(participants, list):
+            raise ProtocolError(f"{self.party_id}: aggregate is for another round or malformed")
+        if not all(isinstance(p, str) for p in participants):
+            raise ProtocolError(f"{self.party_id}: malformed participant list")
+        if self.party_id not in participants:
+            raise ProtocolError(f"{self.party_id}: own update is not in the aggregate")
+        return participants
 
     def result(self) -> AggregateResult | None:
         return self._result
@@ -450,6 +463,8 @@ class CKKSAggregation(AggregationProtocol):
         Phase(Role.SERVER, "add_and_broadcast"),
         Phase(Role.CLIENT, "decrypt"),
     )
+    server_class: ClassVar[type[CKKSServer]] = CKKSServer
+    client_class: ClassVar[type[CKKSClient]] = CKKSClient
 
     def __init__(
         self,
@@ -473,9 +488,10 @@ class CKKSAggregation(AggregationProtocol):
             raise ValueError("dim must be non-negative")
         p, exp, aid = self.params, self.experiment_id, self.authority_id
         return AggregationParties(
-            server=CKKSServer(server_id, aid, client_ids, p, dim),
+            server=self.server_class(server_id, aid, client_ids, p, dim),
             clients={
-                c: CKKSClient(c, server_id, aid, p, dim, len(client_ids), exp) for c in client_ids
+                c: self.client_class(c, server_id, aid, p, dim, len(client_ids), exp)
+                for c in client_ids
             },
             others={aid: CKKSKeyAuthority(aid, server_id, client_ids, p, exp)},
         )

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from protocols.base import AggregationProtocol
-from protocols.ckks import CKKSAggregation, CKKSParams
+from protocols.ckks import CKKSParams
+from protocols.ckks_relay import RelayCKKSAggregation
 from protocols.ckks_signed import SignedCKKSAggregation
 from protocols.dp.clip_noise import ClipNoiseMechanism
 from protocols.dp.ldp import GaussianLDP, LaplaceLDP
@@ -43,7 +44,7 @@ TRANSPORTS: dict[str, type[AggregationProtocol]] = {
     "plain": PlainAggregation,
     "secagg": SecAggregation,
     "secagg+": SecAggPlus,
-    "ckks": CKKSAggregation,
+    "ckks": RelayCKKSAggregation,
 }
 MECHANISMS: dict[str, type] = {
     "clip_noise": ClipNoiseMechanism,
@@ -92,7 +93,7 @@ def make_transport(
         return PlainAggregation()
     if name == "ckks":
         if threat_model == HONEST_BUT_CURIOUS:
-            return CKKSAggregation(experiment_id=experiment_id)
+            return RelayCKKSAggregation(experiment_id=experiment_id)
         return SignedCKKSAggregation(
             experiment_id=experiment_id, pki=pki, min_cohort=min_cohort
         )

@@ -22,7 +22,7 @@ import numpy as np
 
 from attacks.active_server.driver import Outcome, check_threat_model, inputs_for, outcome
 from attacks.active_server.driver import run_round as run_one
-from protocols.base import Envelope, Inbox, setup_parties
+from protocols.base import Inbox, setup_parties
 from protocols.ckks import _chunk_blobs, _chunk_sizes
 from protocols.registry import make_transport
 
@@ -30,28 +30,23 @@ SERVER = "server"
 FORGERIES = ("offset", "subset", "stale")
 
 
-def _forger(server: Any, mode: str) -> Callable[[Inbox], list[Envelope]]:
-    """``server.add_and_broadcast`` followed by the forgery ``mode``."""
-    honest = server.add_and_broadcast
+def _forger(server: Any, mode: str) -> Callable[[Inbox], tuple[dict, dict, list[str]]]:
+    """The server's summing step (``_sum_updates``, which every CKKS server's round runs)
+    followed by the forgery ``mode``."""
+    honest = server._sum_updates
     memory: dict[str, Any] = {}
 
-    def chunks(fields: dict[str, Any]) -> list[str]:
-        return sorted(k for k in fields if k.startswith("ct"))
-
-    def forged(inbox: Inbox) -> list[Envelope]:
-        out = honest(inbox)
-        if not out:
-            return out
+    def forged(inbox: Inbox) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+        fields, meta, senders = honest(inbox)
         sizes = _chunk_sizes(server.payload_dim, server.params.values_per_ciphertext)
         codec = server.codec
-        first = dict(out[0].payload.fields)
+        fields = dict(fields)
         if mode == "offset":
-            vec = codec.load(first["ct00000"], sizes[0], "sum")
+            vec = codec.load(fields["ct00000"], sizes[0], "sum")
             offset = [0.0] * sizes[0]
             offset[0] = 0.25  # one coordinate of w·x: the tag and sketch slots untouched
-            first["ct00000"] = codec.dump(codec.add_plain(vec, offset))
+            fields["ct00000"] = codec.dump(codec.add_plain(vec, offset))
         elif mode == "subset":
-            senders = out[0].payload.meta["participants"]
             total = None
             for cid in senders[1:]:  # leave the first participant out, keep listing it
                 blobs = _chunk_blobs(server._received[cid], len(sizes), cid, server.update_extra)
@@ -62,16 +57,14 @@ def _forger(server: Any, mode: str) -> Callable[[Inbox], list[Envelope]]:
                     for acc, vec in zip(total, vecs, strict=True):
                         codec.add_(acc, vec)
             assert total is not None
-            names = chunks(first)
-            first.update({name: codec.dump(v) for name, v in zip(names, total, strict=True)})
+            names = sorted(k for k in fields if k.startswith("ct"))
+            fields.update({name: codec.dump(v) for name, v in zip(names, total, strict=True)})
         elif mode == "stale":
             previous = memory.get("fields")
-            memory["fields"] = dict(first)
+            memory["fields"] = dict(fields)
             if previous is not None:
-                first = previous
-        for env in out:
-            env.payload.fields = dict(first)
-        return out
+                fields = previous
+        return fields, meta, senders
 
     return forged
 
@@ -86,7 +79,7 @@ def run_forgery(
     parties = protocol.create_parties(SERVER, ids, dim)
     setup_parties(protocol, parties, lambda envs: envs)
     server = parties.server
-    server.add_and_broadcast = _forger(server, mode)  # type: ignore[method-assign]
+    server._sum_updates = _forger(server, mode)  # type: ignore[method-assign]
     log: list[dict[str, str]] = []
     accepted, worst = False, 0.0
     for r in range(2):

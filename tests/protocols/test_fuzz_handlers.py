@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from protocols.base import Envelope, ProtocolError, aggregate, no_transport, setup_parties
 from protocols.ckks import CKKSAggregation
+from protocols.ckks_relay import RelayCKKSAggregation
 from protocols.plain import PlainAggregation
 from protocols.registry import make_transport
 from protocols.secagg import SecAggPlus, SecAggregation
@@ -222,6 +223,7 @@ SCENARIOS: dict[str, Callable[[Any], None]] = {
     "secagg": _aggregation(lambda: SecAggregation("fuzz"), 4),
     "secagg+": _aggregation(lambda: SecAggPlus("fuzz", k=2), 4),
     "ckks": _aggregation(lambda: CKKSAggregation(experiment_id="fuzz"), 3),
+    "ckks-relay": _aggregation(lambda: RelayCKKSAggregation(experiment_id="fuzz"), 3),
     "sum-masked": _sums(lambda: MaskedSum("fuzz")),
     "sum-masked-t": _sums(
         lambda: MaskedSum(
