@@ -133,10 +133,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             "run's bytes."
         )
     lines += ["", "What is left is the per-round model traffic. FedStruct's Hop2Vec table (one "
-              "256-wide row per node) is most of its model and travels every round; FedGCN's "
-              "clients upload seeded ciphertexts (about 2× float32) and download the expanded "
-              "sum (4×). Neither shrinks further at the same guarantee without a smaller "
-              "model, fewer rounds, or a download that is not a ciphertext."]  # fmt: skip
+              "256-wide row per node) is most of its model and travels every round. FedGCN's "
+              "clients upload seeded ciphertexts (about 2× float32); one client a round "
+              "downloads the expanded sum (4×) and relays the mean, sealed as float32, to the "
+              "others (1×)."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

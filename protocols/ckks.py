@@ -1,7 +1,9 @@
 """Homomorphic aggregation with CKKS (Cheon, Kim, Kim, Song, ASIACRYPT 2017) via TenSEAL.
 
 Clients encrypt ``w_i * x_i || w_i`` under one shared CKKS secret key, the server adds the
-ciphertexts, and the clients decrypt the sum and divide by the decrypted total weight.
+ciphertexts, and the clients decrypt the sum and divide by the decrypted total weight
+(:mod:`protocols.ckks_relay`, the honest-but-curious default, has one client decrypt and
+relay the mean sealed to the others).
 A key authority (``Role.AUTHORITY``, never the server) makes the context, sends the server
 the parameters only (no secret, public, relinearisation or Galois key: a sum needs none)
 and each client the secret context sealed with ChaCha20-Poly1305 under an X25519 key agreed
