@@ -109,11 +109,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
               "docstring); pairs a and b ran by hand with the same commands, before the CKKS "
               "aggregation and secure sums packed two reals per slot; from pair e on, each "
               "sender encrypts its neighbour-sum blocks on worker processes (2 on this "
-              "machine, `SECUREFGL_CKKS_WORKERS`). The CPU's speed drifts between batches "
+              "machine, `SECUREFGL_CKKS_WORKERS`); from pair f on, one client a round "
+              "decrypts the CKKS aggregate and relays the mean, sealed, to the others "
+              "(`protocols.ckks_relay`). The CPU's speed drifts between batches "
               "(a CKKS round on Cora K = 10 took 0.57 s in pair c and 0.73 s in pair e, "
-              "with the same code on that path), so compare ratios within a pair. Pair e ran "
-              "with the other jobs of the machine paused (SIGSTOP): its load averages at start "
-              "still decay from them.", ""]  # fmt: skip
+              "with the same code on that path), so compare ratios within a pair. Pairs e "
+              "and f ran with the other jobs of the machine paused (SIGSTOP): their load "
+              "averages at start still decay from them.", ""]  # fmt: skip
     return "\n".join(lines)
 
 

@@ -55,13 +55,13 @@ from benchmarks.protocol_overhead.cells import (
     DEFAULT_CLIENTS,
     DEFAULT_DIMS,
     DEFAULT_DROPOUTS,
-    DROP_PHASE,
     MALICIOUS_PROTOCOLS,
     PROTOCOLS,
     QUICK_CLIENTS,
     QUICK_DIMS,
     SECAGG_TARGET,
     Cell,
+    default_drop_phase,
     make_protocol,
     sort_key,
 )
@@ -193,8 +193,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="PROTOCOL=PHASE",
         help="override the phase before which dropping clients go silent, e.g. "
-        "secagg=masked_input (the pairwise-mask recovery path) or ckks=encrypt; defaults: "
-        + ", ".join(f"{k}={v}" for k, v in DROP_PHASE.items()),
+        "secagg=masked_input (the pairwise-mask recovery path) or ckks=encrypt; default: "
+        "the round's last client phase (secagg=unmask, ckks=open_mean, malicious ckks=decrypt)",
     )
     parser.add_argument(
         "--threat-models", nargs="+", choices=THREAT_MODELS, default=list(THREAT_MODELS),
@@ -315,7 +315,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             for k, v in vars(args).items()
             if k not in ("plan", "report_only")
         },
-        "drop_phase": {p: args.drop_phase.get(p, DROP_PHASE[p]) for p in args.protocols},
+        "drop_phase": {
+            p: args.drop_phase.get(p)
+            or {tm: default_drop_phase(p, tm) for tm in args.threat_models}
+            for p in args.protocols
+        },
         "timings_comparable": not args.bytes_only,
         "ed25519": threat.ed25519_seconds(),
         "targets": {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from protocols.base import AggregationProtocol
+from protocols.base import AggregationProtocol, Role
 from protocols.identity import HONEST_BUT_CURIOUS, THREAT_MODELS
 from protocols.registry import TRANSPORTS, make_transport
 from protocols.secagg import SecAggregation
@@ -30,8 +30,6 @@ DEFAULT_DIMS = (10**4, 10**5, 10**6)
 QUICK_CLIENTS = (10, 100)
 QUICK_DIMS = (10**4, 10**5)
 DEFAULT_DROPOUTS = (0.0, 0.1)
-#: The phase before which a dropping client goes silent (notes/protocol_overhead.md).
-DROP_PHASE = {"plain": "send_update", "secagg": "unmask", "secagg+": "unmask", "ckks": "decrypt"}
 #: The client phase that sends the protected input.
 INPUT_PHASE = {
     "plain": "send_update",
@@ -56,12 +54,14 @@ class Cell:
     clients: int
     dim: int
     dropout: float
-    drop_phase: str = ""  # "" = DROP_PHASE[protocol]
+    drop_phase: str = ""  # "" = default_drop_phase(protocol, threat_model)
     threat_model: str = HONEST_BUT_CURIOUS
 
     @property
     def phase(self) -> str:
-        return self.drop_phase or DROP_PHASE[self.protocol]
+        if self.drop_phase:
+            return self.drop_phase
+        return default_drop_phase(self.protocol, self.threat_model)
 
     @property
     def dropped_in_sum(self) -> bool:
@@ -88,6 +88,13 @@ class Cell:
 
 def make_protocol(name: str, threat_model: str = HONEST_BUT_CURIOUS) -> AggregationProtocol:
     return make_transport(name, EXPERIMENT_ID, threat_model=threat_model, value_bound=VALUE_BOUND)
+
+
+def default_drop_phase(name: str, threat_model: str = HONEST_BUT_CURIOUS) -> str:
+    """The phase before which a dropping client goes silent by default
+    (notes/protocol_overhead.md): the round's last client phase, after it sent its input."""
+    phases = make_protocol(name, threat_model).round_phases
+    return [ph.method for ph in phases if ph.role is Role.CLIENT][-1]
 
 
 def ring_bits(name: str, n: int) -> int:

@@ -299,8 +299,9 @@ def summary_lines(rows: list[dict[str, Any]], meta: dict[str, Any] | None = None
                 text += f"wall-clock times {_range(judged, 'ratio_to_limit_wall')})"
             else:
                 text += f" (bytes ratio {_range(judged, 'bytes_ratio')}; client time / "
-                text += f"encrypt-only limit {_range(judged, 'ratio_to_limit')}, the client "
-                text += "also decrypts the aggregate)"
+                text += f"encrypt-only limit {_range(judged, 'ratio_to_limit')}, "
+                who = "the round's relay" if tm == HONEST_BUT_CURIOUS else "the client"
+                text += f"{who} also decrypts the aggregate)"
             if missed:
                 text += "; missed at " + ", ".join(
                     f"n={r['clients']} d={r['dim']:.0e} drop={r['dropout']:.0%} "

@@ -43,3 +43,12 @@ def test_paired_measurement_gives_the_verdict():
     assert "the grid rows, measured apart, give 2.00x" in line and "met)" in line
     pairs["secagg"]["ratio_median"] = 1.51
     assert "NOT met" in threat.summary(rows, {"paired": pairs})[0]
+
+
+def test_dropping_clients_go_silent_before_the_rounds_last_client_phase() -> None:
+    from benchmarks.protocol_overhead.cells import default_drop_phase
+
+    assert default_drop_phase("ckks") == "open_mean"  # the relayed round
+    assert default_drop_phase("ckks", "malicious") == "decrypt"
+    assert default_drop_phase("secagg") == "unmask"
+    assert default_drop_phase("plain") == "send_update"
