@@ -57,6 +57,7 @@ from protocols.ckks_codec import (
     load_chunk,
     make_codec,
 )
+from protocols.ckks_workers import EncryptionPool, PendingBlobs
 from protocols.crypto.aead import open_sealed, seal
 from protocols.crypto.keyagreement import KeyAgreementError, KeyPair, agree, check_public_key
 from protocols.identity import HONEST_BUT_CURIOUS
@@ -308,7 +309,9 @@ class CKKSClient(AggregationClient):
         self.codec: CKKSCodec | None = None
         self._keypair: KeyPair | None = None
         self._round: int | None = None
-        self._plain: np.ndarray | None = None
+        self._context_bytes = b""  # the secret context, for this party's encryption workers
+        self._pool = EncryptionPool(params)
+        self._pending: PendingBlobs | None = None  # this round's update, being encrypted
         self._result: AggregateResult | None = None
         self.payload_dim = dim  # values per update besides the weight (plus check slots)
         self.aggregate_extra: frozenset[str] = frozenset()  # non-ciphertext fields
@@ -360,7 +363,7 @@ class CKKSClient(AggregationClient):
             raise WireFormatError(f"{self.party_id}: secret context does not parse") from err
         if not ctx.is_private() or ctx.global_scale != self.params.scale:
             raise ProtocolError(f"{self.party_id}: the authority sent an unusable context")
-        self.context, self._keypair = ctx, None
+        self.context, self._keypair, self._context_bytes = ctx, None, raw
         self.codec = make_codec(ctx, self.params)
         return []
 
@@ -382,16 +385,16 @@ class CKKSClient(AggregationClient):
         plain = self._extend(plain, round_idx)
         if plain.size and float(np.max(np.abs(plain))) > bound:
             raise ProtocolError(f"{self.party_id}: a check slot exceeds {bound:.3g}")
-        self._round, self._plain, self._result = round_idx, plain, None
+        self._round, self._result, self._pending = round_idx, None, None
+        if self.codec is not None:  # encrypt now, on this party's workers (protocols.ckks_workers)
+            self._pending = self._pool.encrypt_update(self._context_bytes, self.codec, plain)
 
     def encrypt(self, inbox: Inbox) -> list[Envelope]:
         if self.context is None:
             raise ProtocolError(f"{self.party_id}: no CKKS secret context (run setup first)")
-        if self._plain is None:
+        if self._pending is None:
             raise ProtocolError(f"{self.party_id}: begin_round was not called")
-        assert self.codec is not None
-        blobs = self.codec.encrypt(self._plain)
-        self._plain = None
+        blobs, self._pending = self._pending.result(), None
         fields: dict[str, Any] = dict(_chunk_fields(blobs))
         fields.update(self._sign_update(blobs))
         payload = Payload(fields, {"round": self._round})

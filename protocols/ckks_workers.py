@@ -1,17 +1,26 @@
-"""Public-key CKKS encryption on worker processes: one party's own cores, used in parallel.
+"""CKKS encryption on worker processes: one party's own cores, used in parallel.
 
-Encrypting under a public key is the cost of the ``ckks`` secure sums (FedGCN's neighbour
-sums move thousands of ciphertexts per hop), and SEAL's encryption, called through
-``tenseal.sealapi``, holds the GIL: threads do not run it in parallel. A
-:class:`EncryptionPool` hands chunks of values, with the receiver's PUBLIC context (the
-bytes the server forwarded), to worker processes that encrypt them; the blobs come back in
-order. Workers hold no secret key and draw their randomness from SEAL's own generator
-(seeded from the operating system in each process). Values and blobs move between a party
-and its own workers only (``multiprocessing`` pipes on one machine), never over the channel.
+SEAL's encryption, called through ``tenseal.sealapi``, holds the GIL: threads do not run
+it in parallel. An :class:`EncryptionPool` hands chunks of values to worker processes that
+encrypt them; the blobs come back in order. Two uses:
+
+- the ``ckks`` secure sums (FedGCN's neighbour sums move thousands of ciphertexts per hop)
+  encrypt under the receiver's PUBLIC context (the bytes the server forwarded):
+  :meth:`EncryptionPool.encrypt_all`; those workers get no secret key;
+- CKKS aggregation encrypts each client's update with the secret key the key authority
+  sealed to it (symmetric, seeded ciphertexts): :meth:`EncryptionPool.encrypt_update`
+  starts this as soon as the update is handed over, so it runs while the next client
+  trains. The workers then hold that secret context, the one key all the aggregation's
+  clients share.
+
+Workers draw their randomness from SEAL's own generator (seeded from the operating system
+in each process). Values, contexts and blobs move between a process and its own workers
+only (``multiprocessing`` pipes on one machine), never over the channel.
 
 Workers: ``SECUREFGL_CKKS_WORKERS`` (``0`` or ``1``: encrypt in-process), else the
-machine's CPU count up to :data:`MAX_WORKERS`. Batches under :data:`MIN_CIPHERTEXTS`
-ciphertexts stay in-process (a worker's round trip costs about a ciphertext's encryption).
+machine's CPU count up to :data:`MAX_WORKERS`. Secure-sum batches under
+:data:`MIN_CIPHERTEXTS` ciphertexts and updates under :data:`MIN_UPDATE_CIPHERTEXTS` stay
+in-process (a worker's round trip costs about a ciphertext's encryption).
 """
 
 from __future__ import annotations
@@ -31,7 +40,8 @@ from protocols.ckks_codec import CKKSCodec, CKKSParams, make_codec
 
 ENV_WORKERS = "SECUREFGL_CKKS_WORKERS"
 MAX_WORKERS = 8
-MIN_CIPHERTEXTS = 32  # a batch smaller than this is encrypted in-process
+MIN_CIPHERTEXTS = 32  # a secure-sum batch smaller than this is encrypted in-process
+MIN_UPDATE_CIPHERTEXTS = 8  # an aggregation update smaller than this too
 TASK_CIPHERTEXTS = 16  # ciphertexts per task handed to a worker
 
 _pool: ProcessPoolExecutor | None = None
@@ -114,30 +124,46 @@ class EncryptionPool:
         if self.workers <= 1 or total < MIN_CIPHERTEXTS:
             return [PendingBlobs(done=codec.encrypt(v)) for _, codec, v in jobs]
         pool = _shared_pool(self.workers)
-        step = TASK_CIPHERTEXTS * per_ct
-        out = []
-        for blob, _, values in jobs:
-            key = hashlib.sha256(blob).digest()
-            futures = [
-                pool.submit(_encrypt_chunk, key, blob, self.params, values[i : i + step])
-                for i in range(0, values.size, step)
-            ]
-            out.append(PendingBlobs(futures=futures))
-        return out
+        return [self._submit(pool, blob, values, secret=False) for blob, _, values in jobs]
+
+    def encrypt_update(
+        self, secret_context: bytes, codec: CKKSCodec, values: np.ndarray
+    ) -> PendingBlobs:
+        """Start encrypting one aggregation update under the shared secret context (its
+        serialized bytes, and this party's in-process codec for small updates)."""
+        per_ct = self.params.values_per_ciphertext
+        if self.workers <= 1 or -(-values.size // per_ct) < MIN_UPDATE_CIPHERTEXTS:
+            return PendingBlobs(done=codec.encrypt(values))
+        return self._submit(_shared_pool(self.workers), secret_context, values, secret=True)
+
+    def _submit(
+        self, pool: ProcessPoolExecutor, context: bytes, values: np.ndarray, secret: bool
+    ) -> PendingBlobs:
+        step = TASK_CIPHERTEXTS * self.params.values_per_ciphertext
+        key = hashlib.sha256(context).digest()
+        futures = [
+            pool.submit(_encrypt_chunk, key, context, self.params, values[i : i + step], secret)
+            for i in range(0, values.size, step)
+        ]
+        return PendingBlobs(futures=futures)
 
 
 # ------------------------------------------------------------------------- worker side
 
-_codecs: dict[bytes, CKKSCodec] = {}  # per worker process: public context digest -> codec
+_codecs: dict[bytes, CKKSCodec] = {}  # per worker process: context digest -> codec
 
 
-def _encrypt_chunk(key: bytes, blob: bytes, params: CKKSParams, values: np.ndarray) -> list[bytes]:
-    """Worker: encrypt ``values`` under the public context ``blob`` (cached by digest)."""
+def _encrypt_chunk(
+    key: bytes, blob: bytes, params: CKKSParams, values: np.ndarray, secret: bool = False
+) -> list[bytes]:
+    """Worker: encrypt ``values`` under the context ``blob`` (cached by digest): a public
+    context for a secure sum, the secret one for an aggregation update (``secret``)."""
     codec = _codecs.get(key)
     if codec is None:
         ctx = ts.context_from(blob, n_threads=1)
-        if ctx.is_private():
-            raise ValueError("a worker encrypts under public contexts only")
+        if ctx.is_private() != secret:
+            kind = "a secret" if secret else "a public"
+            raise ValueError(f"this task encrypts under {kind} context only")
         if len(_codecs) >= 256:
             _codecs.clear()
         codec = _codecs[key] = make_codec(ctx, params)

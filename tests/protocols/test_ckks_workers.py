@@ -85,6 +85,53 @@ def test_ckks_sum_on_workers_matches_in_process(monkeypatch: pytest.MonkeyPatch)
             np.testing.assert_allclose(got[r], expected, atol=1e-6, err_msg=workers)
 
 
+def test_aggregation_updates_encrypt_on_the_workers_while_the_round_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CKKS aggregation starts each update's symmetric encryption at ``begin_round``; on 1 or
+    2 workers the weighted mean is the same, and only updates of
+    ``MIN_UPDATE_CIPHERTEXTS`` ciphertexts or more leave the process."""
+    from protocols.base import aggregate, no_transport, setup_parties
+    from protocols.registry import make_transport
+
+    per_ct = DEFAULT_PARAMS.values_per_ciphertext
+    big, small = ckks_workers.MIN_UPDATE_CIPHERTEXTS * per_ct, 3 * per_ct
+    rng = np.random.default_rng(5)
+    submitted: list[bool] = []
+    real = ckks_workers.EncryptionPool._submit
+
+    def spy(self, pool, context, values, secret):
+        submitted.append(secret)
+        return real(self, pool, context, values, secret)
+
+    monkeypatch.setattr(ckks_workers.EncryptionPool, "_submit", spy)
+    for threat_model in ("honest-but-curious", "malicious"):
+        for dim in (big, small):
+            inputs = {f"c{i}": (rng.uniform(-1, 1, dim), float(i + 1)) for i in range(3)}
+            truth = sum(v * w for v, w in inputs.values()) / 6.0
+            for workers in ("1", "2"):
+                monkeypatch.setenv(ckks_workers.ENV_WORKERS, workers)
+                submitted.clear()
+                proto = make_transport("ckks", "workers", threat_model=threat_model)
+                parties = proto.create_parties("server", list(inputs), dim)
+                setup_parties(proto, parties, no_transport)
+                got = aggregate(proto, parties, 0, inputs)
+                np.testing.assert_allclose(got.mean, truth, atol=1e-6)
+                on_workers = workers == "2" and dim == big
+                assert submitted == ([True] * 3 if on_workers else [])
+
+
+def test_a_task_refuses_the_other_kind_of_context() -> None:
+    params = DEFAULT_PARAMS
+    secret = make_keypair_context(params)
+    public_blob = serialize_public_key_context(secret)
+    secret_blob = secret.serialize(save_secret_key=True)
+    with pytest.raises(ValueError, match="secret context only"):
+        ckks_workers._encrypt_chunk(b"k1", public_blob, params, np.ones(4), secret=True)
+    with pytest.raises(ValueError, match="public context only"):
+        ckks_workers._encrypt_chunk(b"k2", secret_blob, params, np.ones(4), secret=False)
+
+
 def test_a_script_without_a_main_guard_runs_once(tmp_path) -> None:
     """Workers start from this module, not from the user's ``__main__``."""
     script = tmp_path / "user_script.py"
