@@ -22,7 +22,9 @@ server's link (bandwidth ``--link-gbit``); a router that relays payloads (our Ra
 did, before envelopes went from actor to actor) also carries every payload over its own
 link, in and out, so it is a second ceiling (the "driver relay" column). Not modelled:
 dropouts (the unmasking of a dropped client's pairwise masks), stragglers, Ray's per-task
-overhead, the model training itself.
+overhead, the model training itself, and the honest-but-curious CKKS relay's extra hop (one
+client decrypts the sum and seals the mean before the server forwards it: its bytes are in
+the per-client means, its time is not on the projected path).
 
 Run: ``python -m benchmarks.cost_model`` → ``benchmarks/results/cost_model.{json,md}``.
 """

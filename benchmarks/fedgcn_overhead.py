@@ -111,10 +111,12 @@ def markdown(rows: list[dict[str, Any]]) -> str:
               "sender encrypts its neighbour-sum blocks on worker processes (2 on this "
               "machine, `SECUREFGL_CKKS_WORKERS`); from pair f on, one client a round "
               "decrypts the CKKS aggregate and relays the mean, sealed, to the others "
-              "(`protocols.ckks_relay`). The CPU's speed drifts between batches "
+              "(`protocols.ckks_relay`); from pair g on, each client's update is encrypted "
+              "on the worker processes from the moment it is handed over, while the next "
+              "client trains. The CPU's speed drifts between batches "
               "(a CKKS round on Cora K = 10 took 0.57 s in pair c and 0.73 s in pair e, "
               "with the same code on that path), so compare ratios within a pair. Pairs e "
-              "and f ran with the other jobs of the machine paused (SIGSTOP): their load "
+              "to g ran with the other jobs of the machine paused (SIGSTOP): their load "
               "averages at start still decay from them.", ""]  # fmt: skip
     return "\n".join(lines)
 
