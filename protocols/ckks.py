@@ -107,6 +107,14 @@ def _binding(experiment_id: str, authority_id: str, client_id: str) -> bytes:
     )
 
 
+def positive_weight(total: float) -> float:
+    """The decrypted total weight, refused unless positive (the mean divides by it)."""
+    total = float(total)
+    if not total > 0:
+        raise ProtocolError("ckks aggregation: total weight is not positive")
+    return total
+
+
 def _chunk_fields(blobs: Sequence[bytes]) -> dict[str, bytes]:
     return {f"ct{j:05d}": b for j, b in enumerate(blobs)}
 
@@ -402,9 +410,7 @@ class CKKSClient(AggregationClient):
 
     def decrypt(self, inbox: Inbox) -> list[Envelope]:
         sums, participants = self._open_aggregate(inbox)
-        total_weight = float(sums[self.dim])
-        if not total_weight > 0:
-            raise ProtocolError("ckks aggregation: total weight is not positive")
+        total_weight = positive_weight(sums[self.dim])
         self._result = AggregateResult(
             sums[: self.dim] / total_weight, total_weight, tuple(participants)
         )

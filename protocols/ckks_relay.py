@@ -49,6 +49,7 @@ from protocols.ckks import (
     CKKSAggregation,
     CKKSClient,
     CKKSServer,
+    positive_weight,
 )
 from protocols.crypto.aead import open_sealed, seal
 from protocols.wire import Payload
@@ -127,9 +128,7 @@ class RelayCKKSClient(CKKSClient):
         relay = next(e for e in inbox if e.tag == TAG_AGGREGATE).payload.meta.get("relay")
         if relay != self.party_id or relay_of(participants, self._round) != relay:
             raise ProtocolError(f"{self.party_id}: the server named the wrong relay ({relay!r})")
-        total_weight = float(sums[self.dim])
-        if not total_weight > 0:
-            raise ProtocolError("ckks aggregation: total weight is not positive")
+        total_weight = positive_weight(sums[self.dim])
         mean = (sums[: self.dim] / total_weight).astype(MEAN_DTYPE)
         self._result = AggregateResult(mean.astype(np.float64), total_weight, tuple(participants))
         sealed = seal(
@@ -165,9 +164,7 @@ class RelayCKKSClient(CKKSClient):
             raise ProtocolError(f"{self.party_id}: relayed mean has the wrong length")
         mean = np.frombuffer(plain, MEAN_DTYPE, count=self.dim).astype(np.float64)
         (total_weight,) = _WEIGHT.unpack_from(plain, self.dim * MEAN_DTYPE.itemsize)
-        if not total_weight > 0:
-            raise ProtocolError("ckks aggregation: total weight is not positive")
-        self._result = AggregateResult(mean, total_weight, tuple(participants))
+        self._result = AggregateResult(mean, positive_weight(total_weight), tuple(participants))
         return []
 
     def _key(self) -> bytes:
