@@ -19,9 +19,11 @@ kept transcripts, driver code reading one; a receiving actor always fetches from
 sender's, so no payload is relayed by the driver), ``driver_put_bytes`` (payloads the driver
 itself sent), ``driver_call_bytes`` / ``driver_result_bytes`` (encoded call arguments and
 results), ``driver_payload_bytes`` (read + put: every payload byte that was in the driver)
-and ``ray_startup_seconds`` (starting Ray and its worker processes, not building the
-parties). Every row has ``wall_s_excluding_setup``: its wall time less Ray's start-up (the
-local executor has none). ``--driver-bytes`` runs the Ray cells again and merges only these
+and ``ray_startup_seconds`` (starting Ray and its worker processes, with the modules of
+the parties' builders imported as the driver has them before its clock starts, not
+building the parties; ``ray_import_seconds``: of which the slowest worker's imports).
+Every row has ``wall_s_excluding_setup``: its wall time less Ray's start-up (the local
+executor has none). ``--driver-bytes`` runs the Ray cells again and merges only these
 byte counts (deterministic) into the rows, keeping their timings.
 """
 
@@ -62,6 +64,7 @@ def driver_traffic(executors: list[Any], wall: float) -> dict[str, Any]:
         **out,
         "driver_payload_bytes": out["driver_read_payload_bytes"] + out["driver_put_bytes"],
         "ray_startup_seconds": round(startup, 2),
+        "ray_import_seconds": round(sum(ex.import_seconds for ex in ray), 2),
         "wall_s_excluding_setup": round(wall - startup, 2),
     }
 
@@ -253,8 +256,10 @@ def driver_table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def startup_table(rows: list[dict[str, Any]]) -> list[str]:
-    """Ray's wall time without its start-up (starting Ray and the worker processes, not
-    building the parties) against the local run on one thread: the issue's ≤ 1.2× target."""
+    """Ray's wall time without its start-up (starting Ray and the worker processes with
+    their builder modules imported, not building the parties) against the local run on one
+    thread: the issue's ≤ 1.2× target. Rows measured before the workers imported their
+    modules at start-up have no import column."""
     local = {r["workload"]: r for r in rows if r["executor"] == "local" and r["threads"] == 1}
     ray = [r for r in rows if r["executor"] == "ray" and "ray_startup_seconds" in r
            and r["workload"] in local]  # fmt: skip
@@ -262,14 +267,15 @@ def startup_table(rows: list[dict[str, Any]]) -> list[str]:
         return []
     lines = ["", "## Ray without its start-up", "",
              "| workload | local wall s (1 thread) | Ray wall s | Ray start-up s "
-             "| Ray wall − start-up s | Ray / local |",
+             "(of which imports) | Ray wall − start-up s | Ray / local |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for r in ray:
         base = local[r["workload"]]["wall_seconds"]
         net = r["wall_s_excluding_setup"]
+        imports = f" ({r['ray_import_seconds']:.1f})" if "ray_import_seconds" in r else ""
         lines.append(
             f"| {r['workload']} | {base:.1f} | {r['wall_seconds']:.1f} | "
-            f"{r['ray_startup_seconds']:.1f} | {net:.1f} | {net / base:.2f}× |"
+            f"{r['ray_startup_seconds']:.1f}{imports} | {net:.1f} | {net / base:.2f}× |"
         )
     return lines
 

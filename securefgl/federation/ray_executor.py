@@ -42,7 +42,12 @@ from securefgl.extras import require
 from securefgl.federation.codec import DeferredPayload, checked, decode_value, encode_value
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, PartyError, Target
-from securefgl.federation.recipes import Recipe, build
+from securefgl.federation.recipes import (
+    Recipe,
+    build,
+    builder_modules,
+    import_builder_modules,
+)
 
 
 class PartyTimeoutError(PartyError):
@@ -56,11 +61,19 @@ class PartyTimeoutError(PartyError):
 class PartyWorker:
     """One actor's parties: built from recipes here, called with wire-encoded arguments."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, modules: bytes = b"") -> None:
         import torch
 
         torch.set_num_threads(threads)
+        # the code it will run (wire-encoded module names): part of starting the worker
+        started = time.perf_counter()
+        import_builder_modules(decode_value(modules) if modules else [])
+        self._import_seconds = time.perf_counter() - started
         self.parties: dict[str, Any] = {}
+
+    def import_seconds(self) -> float:
+        """Seconds this worker spent importing its parties' builder modules when it started."""
+        return self._import_seconds
 
     def build(self, party_id: str, data: bytes) -> None:
         spec = decode_value(data)
@@ -196,6 +209,7 @@ class RayExecutor(Executor):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         started = time.perf_counter()
+        modules = encode_value(builder_modules(parties.values()))
         ray = ray_module()
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
@@ -215,12 +229,14 @@ class RayExecutor(Executor):
         self.home |= {pid: workers + j for j, pid in enumerate(alone)}
         self.workers = [
             actor.options(scheduling_strategy=OnNode(nodes[i % len(nodes)], soft=False)).remote(
-                threads
+                threads, modules
             )
             for i in range(workers + len(alone))
         ]
-        ray.get([w.where.remote() for w in self.workers])
-        #: starting Ray and the worker processes (not building the parties)
+        #: of the start-up, the slowest worker's import of the builder modules
+        self.import_seconds = max(ray.get([w.import_seconds.remote() for w in self.workers]))
+        #: starting Ray and the worker processes, with the modules of the parties' builders
+        #: imported (as the driver has them), not building the parties
         self.startup_seconds = time.perf_counter() - started
         self.seconds_by_party: dict[str, float] = {}
         #: payload bytes brought into the driver (kept transcripts, driver code reading one)

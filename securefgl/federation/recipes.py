@@ -16,7 +16,7 @@ are in :mod:`securefgl.federation.builders`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from securefgl.federation.party import Party, PartyError, check_wire_value
@@ -44,6 +44,21 @@ def recipe(fn: Callable[..., Party], **args: Any) -> Recipe:
         raise TypeError(f"{fn.__qualname__} is not a party builder (@party_builder)")
     check_wire_value(args, f"{fn.__qualname__} recipe")
     return Recipe(f"{fn.__module__}:{fn.__qualname__}", args)
+
+
+def builder_modules(recipes: Iterable[Recipe]) -> list[str]:
+    """The modules that hold the recipes' builders (what a worker imports when it starts)."""
+    return sorted({r.builder.partition(":")[0] for r in recipes})
+
+
+def import_builder_modules(modules: Iterable[str]) -> None:
+    """Import ``modules`` ahead of building; one that fails to import is left for
+    :func:`build` to report."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
 
 
 def build(r: Recipe) -> Party:
