@@ -75,7 +75,9 @@ def make_transport(
     the share holders; t must exceed half of them); ``neighbours``: the ``secagg+`` graph
     degree k (default 2⌈log2 n⌉). ``threat_model``: ``"honest-but-curious"`` or
     ``"malicious"`` (signed messages and consistency checks, with ``pki`` or a PKI issued
-    when the parties are made); ``plain`` has nothing to protect either way.
+    when the parties are made); ``plain`` has nothing to protect either way. Honest-but-curious
+    ``ckks`` has one client a round decrypt and relay the mean
+    (:class:`~protocols.ckks_relay.RelayCKKSAggregation`).
     ``min_cohort``: the smallest participant list every client accepts: at the start of a
     ``secagg`` / ``secagg+`` round (None: 2 honest-but-curious, the whole federation
     malicious; :class:`~protocols.secagg.SecAggregation`), of an aggregate in malicious
