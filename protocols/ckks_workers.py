@@ -6,7 +6,8 @@ encrypt them; the blobs come back in order. Two uses:
 
 - the ``ckks`` secure sums (FedGCN's neighbour sums move thousands of ciphertexts per hop)
   encrypt under the receiver's PUBLIC context (the bytes the server forwarded):
-  :meth:`EncryptionPool.encrypt_all`; those workers get no secret key;
+  :meth:`EncryptionPool.encrypt_all`; those workers get no secret key, unless the sums
+  run under the key the clients share (``keys="shared"``);
 - CKKS aggregation encrypts each client's update with the secret key the key authority
   sealed to it (symmetric, seeded ciphertexts): :meth:`EncryptionPool.encrypt_update`
   starts this as soon as the update is handed over, so it runs while the next client
@@ -116,15 +117,19 @@ class EncryptionPool:
         self.params = params
         self.workers = worker_count() if workers is None else max(int(workers), 1)
 
-    def encrypt_all(self, jobs: list[tuple[bytes, CKKSCodec, np.ndarray]]) -> list[PendingBlobs]:
-        """Start encrypting every ``(public context bytes, in-process codec, values)`` job;
-        the in-process codec serves when the batch is small or there is one worker."""
+    def encrypt_all(
+        self, jobs: list[tuple[bytes, CKKSCodec, np.ndarray]], secret: bool = False
+    ) -> list[PendingBlobs]:
+        """Start encrypting every ``(context bytes, in-process codec, values)`` job; the
+        in-process codec serves when the batch is small or there is one worker. The
+        contexts are public ones (a receiver's), or with ``secret`` the key the clients of
+        a shared-key sum share (:mod:`protocols.secure_sum.ckks_shared`)."""
         per_ct = self.params.values_per_ciphertext
         total = sum(-(-v.size // per_ct) for _, _, v in jobs)
         if self.workers <= 1 or total < MIN_CIPHERTEXTS:
             return [PendingBlobs(done=codec.encrypt(v)) for _, codec, v in jobs]
         pool = _shared_pool(self.workers)
-        return [self._submit(pool, blob, values, secret=False) for blob, _, values in jobs]
+        return [self._submit(pool, blob, values, secret=secret) for blob, _, values in jobs]
 
     def encrypt_update(
         self, secret_context: bytes, codec: CKKSCodec, values: np.ndarray

@@ -15,6 +15,9 @@ TRANSPORT_NAMES = ("plain", "secagg", "secagg+", "ckks")
 MECHANISM_NAMES = ("clip_noise", "ldp_laplace", "ldp_gaussian")
 #: secure-sum modes: sums addressed to one receiver
 SECURE_SUM_NAMES = ("plain", "masked", "ckks")
+#: whose keys a ``ckks`` secure sum encrypts under: each receiver's own key pair, or one key
+#: every client shares (the server colluding with any client then reads every block)
+CKKS_SUM_KEYS = ("receiver", "shared")
 #: the secure-sum mode that gives a transport's guarantee to sums to one receiver
 SECURE_SUM_FOR_TRANSPORT: dict[str, str] = {
     "plain": "plain",

@@ -24,10 +24,15 @@ from protocols.dp.clip_noise import ClipNoiseMechanism
 from protocols.dp.ldp import GaussianLDP, LaplaceLDP
 from protocols.fixedpoint import DEFAULT_PRECISION_BITS
 from protocols.identity import HONEST_BUT_CURIOUS, Pki, check_threat_model
-from protocols.names import SECURE_SUM_FOR_TRANSPORT, parse_stack, secure_sum_for_stack
+from protocols.names import (
+    CKKS_SUM_KEYS,
+    SECURE_SUM_FOR_TRANSPORT,
+    parse_stack,
+    secure_sum_for_stack,
+)
 from protocols.plain import PlainAggregation
 from protocols.secagg import SecAggPlus, SecAggregation
-from protocols.secure_sum import CKKSSum, MaskedSum, PlainSum, SecureSum
+from protocols.secure_sum import CKKSSum, MaskedSum, PlainSum, SecureSum, SharedKeyCKKSSum
 
 __all__ = [
     "MECHANISMS",
@@ -112,7 +117,9 @@ def make_secure_sum(sum_mode: str, experiment_id: str, **options: Any) -> Secure
     """The secure-sum mode ``sum_mode`` (``experiment_id`` is bound into every mask seed of
     ``masked`` and every signed statement); ``options`` go to its constructor (e.g.
     ``min_senders``, ``max_round_bytes``, ``threat_model``, ``registry``; ``ckks`` takes
-    its ``params`` as a :class:`~protocols.ckks.CKKSParams` or a dict)."""
+    its ``params`` as a :class:`~protocols.ckks.CKKSParams` or a dict, and ``keys``:
+    ``"receiver"`` (each receiver's key pair, the default) or ``"shared"`` (one key of the
+    clients, :mod:`protocols.secure_sum.ckks_shared`))."""
     if sum_mode not in SECURE_SUMS:
         raise ValueError(
             f"unknown secure-sum mode {sum_mode!r}; choose from {list(SECURE_SUMS)}"
@@ -123,4 +130,9 @@ def make_secure_sum(sum_mode: str, experiment_id: str, **options: Any) -> Secure
         options = {**options, "params": CKKSParams(**options["params"])}
     if sum_mode == "ckks":
         options = {"experiment_id": experiment_id, **options}
+        keys = options.pop("keys", "receiver")
+        if keys not in CKKS_SUM_KEYS:
+            raise ValueError(f"ckks sum keys must be one of {list(CKKS_SUM_KEYS)}, got {keys!r}")
+        if keys == "shared":
+            return SharedKeyCKKSSum(**options)
     return SECURE_SUMS[sum_mode](**options)

@@ -6,10 +6,11 @@ everything. Modes (:data:`protocols.registry.SECURE_SUMS`): ``plain`` (:class:`P
 the paper's scheme: the receiver and the server see every block), ``masked``
 (:class:`MaskedSum`: pairwise + receiver masks; the receiver learns only the sum, the server
 nothing) and ``ckks`` (:class:`CKKSSum`: under the receiver's key; nothing to the server
-unless it colludes with the receiver). ``masked`` / ``ckks`` encode every entry of a block
-or those of a public :class:`Support`. A job needs ``min_senders`` senders (default 2: a
-one-sender "sum" is that sender's block; :class:`TooFewSendersError` unless
-``min_senders=1``). Threat models: ``docs/protocols.md``. Usage::
+unless it colludes with the receiver; :class:`SharedKeyCKKSSum`: under one key of the
+clients, nothing to the server unless it colludes with any client). ``masked`` / ``ckks``
+encode every entry of a block or those of a public :class:`Support`. A job needs
+``min_senders`` senders (default 2: a one-sender "sum" is that sender's block;
+:class:`TooFewSendersError` unless ``min_senders=1``). Threat models: ``docs/protocols.md``. Usage::
 
     protocol = MaskedSum("exp-1")
     parties = protocol.create_parties("server", ["c0", "c1", "c2"])
@@ -24,6 +25,7 @@ Modules: ``blocks``, ``support``, ``jobs``, ``parties`` (client, server, phases)
 
 from protocols.secure_sum.blocks import Block
 from protocols.secure_sum.ckks import CKKSSum
+from protocols.secure_sum.ckks_shared import SharedKeyCKKSSum
 from protocols.secure_sum.driver import run_secure_sums, setup_secure_sums
 from protocols.secure_sum.jobs import (
     SumRangeError,
@@ -52,6 +54,7 @@ __all__ = [
     "SecureSumClient",
     "SecureSumParties",
     "SecureSumServer",
+    "SharedKeyCKKSSum",
     "SumRangeError",
     "SumTooLargeError",
     "SumRequest",

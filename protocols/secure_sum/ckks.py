@@ -281,6 +281,9 @@ class CKKSSum(SecureSum):
 
     name: ClassVar[str] = "ckks"
     setup_phases = SETUP_PHASES
+    default_params: ClassVar[CKKSParams] = DEFAULT_PARAMS
+    #: senders encrypt under the receiver's public key, which cannot give seeded ciphertexts
+    public_key_encryption: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -299,17 +302,18 @@ class CKKSSum(SecureSum):
             registry=registry,
             signing_id=experiment_id,
         )
-        self.params = params or DEFAULT_PARAMS
-        if self.params.seeded:
+        self.params = params or self.default_params
+        if self.public_key_encryption and self.params.seeded:
             raise ValueError(
                 "ckks secure sums encrypt under the receiver's public key, which cannot be "
                 "seeded: seeded must be False"
             )
 
     def bytes_per_value(self, n_clients: int) -> float:
-        """A ciphertext: two polynomials of N 8-byte words per data prime, for N values
-        (complex packing) or N/2 (real)."""
+        """A ciphertext: two polynomials of N 8-byte words per data prime (one if seeded),
+        for N values (complex packing) or N/2 (real)."""
         per_prime = 16.0 if self.params.packing == "complex" else 32.0
+        per_prime /= 2 if self.params.seeded else 1
         return per_prime * (len(self.params.coeff_mod_bit_sizes) - 1)
 
     def create_parties(self, server_id: str, client_ids: Sequence[str]) -> SecureSumParties:

@@ -67,7 +67,8 @@ def test_small_batches_stay_in_process() -> None:
     assert pending.done and not pending.futures
 
 
-def test_ckks_sum_on_workers_matches_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", ["ckks", "ckks-shared"])
+def test_ckks_sum_on_workers_matches_in_process(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     n, d = 4, ckks_workers.MIN_CIPHERTEXTS * DEFAULT_PARAMS.values_per_ciphertext // 2
     rng = np.random.default_rng(3)
     ids = client_ids(n)
@@ -77,8 +78,9 @@ def test_ckks_sum_on_workers_matches_in_process(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(ckks_workers, "_shared_pool", lambda w: pools.append(w) or real(w))
     for workers in ("1", "2"):
         monkeypatch.setenv(ckks_workers.ENV_WORKERS, workers)
-        totals[workers] = {r: res.total for r, res in run_mode("ckks", n, jobs).items()}
+        totals[workers] = {r: res.total for r, res in run_mode(mode, n, jobs).items()}
         assert len(pools) == (0 if workers == "1" else n)  # every sender used the workers
+    pools.clear()
     for r in ids:
         expected = sum(jobs[r].values())
         for workers, got in totals.items():

@@ -89,7 +89,9 @@ class FedGCN(FedAvg):
         self.executor.map(ids, FedGCNClient.start_training)
 
     def protection(self) -> dict[str, str]:
-        return {**super().protection(), NEIGHBOUR_SUMS: str(self.settings.sum_mode)}
+        mode, shared = str(self.settings.sum_mode), self.settings.sum_keys == "shared"
+        return {**super().protection(),
+                NEIGHBOUR_SUMS: f"{mode} (one key of the clients)" if shared else mode}  # fmt: skip
 
     def model_label(self) -> str:
         kind = {"last": "ÂᴸX", "hops": "[ÂX ‖ … ‖ ÂᴸX]", "all": "[X ‖ ÂX ‖ … ‖ ÂᴸX]"}

@@ -50,10 +50,14 @@ log = logging.getLogger(__name__)
 
 def sum_spec(settings: FedGCNSettings, experiment_id: str) -> SumSpec:
     """The secure-sum mode of ``settings`` as plain data; ``min_senders`` applies to the
-    ``masked`` / ``ckks`` sums (``plain`` shows every contribution anyway)."""
+    ``masked`` / ``ckks`` sums (``plain`` shows every contribution anyway), ``keys`` to
+    ``ckks``."""
     sum_mode = settings.sum_mode or "plain"
     secure = sum_mode != "plain"
-    return SumSpec(sum_mode, experiment_id, {"min_senders": settings.min_senders if secure else 1})
+    options: dict[str, Any] = {"min_senders": settings.min_senders if secure else 1}
+    if sum_mode == "ckks":
+        options["keys"] = settings.sum_keys
+    return SumSpec(sum_mode, experiment_id, options)
 
 
 class NeighbourSumClient(Party):

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocols.names import CKKS_SUM_KEYS, HONEST_BUT_CURIOUS
 from protocols.names import SECURE_SUM_NAMES as SECURE_SUMS
 
 SUM_MODES = tuple(SECURE_SUMS)
@@ -26,6 +27,15 @@ class FedGCNSettings:
             "help": "neighbour sums in the clear, masked or CKKS (default: what the protocol "
             "stack's transport implies: plain, secagg/secagg+ -> masked, ckks -> ckks)",
             "choices": SUM_MODES,
+        },
+    )
+    sum_keys: str = field(
+        default="receiver",
+        metadata={
+            "help": "ckks sums: each receiver's key pair, or one key every client shares "
+            "(FedGCN's trust: faster, but the server colluding with ANY client reads every "
+            "neighbour sum's parts; honest-but-curious server only)",
+            "choices": CKKS_SUM_KEYS,
         },
     )
     norm: str = field(
@@ -49,6 +59,10 @@ class FedGCNSettings:
             raise ValueError(f"FedGCN hops must be 1 or 2, got {self.hops!r}")
         if self.sum_mode is not None and self.sum_mode not in SUM_MODES:
             raise ValueError(f"unknown sum mode {self.sum_mode!r}; choose from {list(SUM_MODES)}")
+        if self.sum_keys not in CKKS_SUM_KEYS:
+            raise ValueError(
+                f"sum_keys must be one of {list(CKKS_SUM_KEYS)}, got {self.sum_keys!r}"
+            )
         if self.norm not in NORMS:
             raise ValueError(f"unknown norm {self.norm!r}; choose from {list(NORMS)}")
         if self.features not in FEATURES:
@@ -63,6 +77,14 @@ class FedGCNSettings:
         built)."""
         mode = self.sum_mode or config.protocol.secure_sum_mode()
         ours = {"fedgcn", "fedgcn-1hop"} & set(config.algorithms)
+        shared = ours and self.sum_keys == "shared"
+        if shared and mode != "ckks":
+            raise ValueError(f"sum_keys = 'shared' applies to ckks sums, not {mode!r}")
+        if shared and config.protocol.threat_model != HONEST_BUT_CURIOUS:
+            raise ValueError(
+                "sum_keys = 'shared' trusts the server to follow the protocol: use "
+                "sum_keys = 'receiver' against a malicious server"
+            )
         if ours and mode != "plain" and config.clients < 2:
             raise ValueError(
                 f"sum_mode = {mode!r} needs at least 2 clients (a secure sum over one client "

@@ -13,6 +13,7 @@ from protocols.secure_sum import (
     MaskedSum,
     PlainSum,
     SecureSum,
+    SharedKeyCKKSSum,
     run_secure_sums,
     setup_secure_sums,
 )
@@ -31,6 +32,7 @@ MODES: dict[str, Callable[..., SecureSum]] = {
     # receiver masks only (no pairwise masks): the trust of ckks
     "masked-rx": lambda **o: MaskedSum("exp-test", frac_bits=FRAC_BITS, pair_masks=False, **o),
     "ckks": CKKSSum,
+    "ckks-shared": lambda **o: SharedKeyCKKSSum(experiment_id="exp-test", **o),
 }
 
 

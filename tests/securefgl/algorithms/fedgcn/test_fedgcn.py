@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from protocols.fixedpoint import FixedPointCodec
 from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY
-from securefgl.algorithms.fedgcn.algorithm import FedGCN, FedGCN1Hop
+from securefgl.algorithms.fedgcn.algorithm import NEIGHBOUR_SUMS, FedGCN, FedGCN1Hop
 from securefgl.algorithms.fedgcn.neighbour_sums import (
     NeighbourSumClient,
     central_neighbour_sums,
@@ -89,6 +89,18 @@ def test_sums_equal_central_rows(mode, norm):
     sparse_ref = central_neighbour_sums(data.edge_index, data.x, 2, norm)
     for a, b in zip(sparse_ref, ref, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_shared_key_ckks_sums_equal_central_rows_with_smaller_uploads():
+    """One key of the clients: the same rows, seeded uploads (about half the bytes)."""
+    data, views = make_world()
+    hop_bytes = {}
+    for keys in ("receiver", "shared"):
+        settings = FedGCNSettings(hops=2, sum_mode="ckks", sum_keys=keys)
+        parties, _, _, report = precompute(views, settings)
+        assert max_error(views, parties, dense_reference(data, "sym")) < TOL["ckks"]
+        hop_bytes[keys] = report.bytes - report.setup_bytes
+    assert hop_bytes["shared"] < 0.75 * hop_bytes["receiver"], hop_bytes
 
 
 def test_comparison_can_fail_without_cross_client_terms():
@@ -206,6 +218,14 @@ def test_settings_from_config_and_registry():
         FedGCNSettings(sum_mode="fhe")
     with pytest.raises(ValueError):
         FedGCNSettings(features="x")
+    with pytest.raises(ValueError, match="sum_keys"):
+        FedGCNSettings(sum_keys="everyone")
+    shared = {"sum_keys": "shared"}
+    with pytest.raises(ValueError, match="applies to ckks"):
+        ExperimentConfig(protocol=["secagg"], algorithms=["fedgcn"], fedgcn=shared)
+    with pytest.raises(ValueError, match="malicious"):
+        ExperimentConfig(protocol={"stack": ["ckks"], "threat_model": "malicious"},
+                         algorithms=["fedgcn"], fedgcn=shared)  # fmt: skip
 
 
 def _config(**kw):
@@ -254,3 +274,13 @@ def test_fedgcn_masked_sums_with_secagg_training_match_plain():
     secure = run_single(secure_cfg, "fedgcn", 0, data, progress=False)
     assert abs(secure.final["test_acc"] - plain.final["test_acc"]) <= 0.02
     assert secure.setup_bytes != plain.setup_bytes
+
+
+def test_fedgcn_shared_key_ckks_run_matches_plain_and_says_whose_key():
+    cfg = _config(rounds=5, eval_every=5)
+    data = csbm(**cfg.csbm)
+    plain = run_single(cfg, "fedgcn", 0, data, progress=False)
+    secure = run_single(cfg.replace(protocol=["ckks"], fedgcn={"sum_keys": "shared"}), "fedgcn",
+                        0, data, progress=False)  # fmt: skip
+    assert abs(secure.final["test_acc"] - plain.final["test_acc"]) <= 0.02
+    assert secure.protection[NEIGHBOUR_SUMS] == "ckks (one key of the clients)"
