@@ -374,12 +374,14 @@ def write_report(
     out: Path,
     short: list[dict[str, Any]] | None = None,
     medium: list[dict[str, Any]] | None = None,
+    long: list[dict[str, Any]] | None = None,
 ) -> None:
     """``rows``: the full-budget runs; ``short``: the short FedVN runs (attack and the
-    protected pairing when the full budget has not finished both)."""
-    short, medium = short or [], medium or []
+    protected pairing when the full budget has not finished both); ``medium`` / ``long``:
+    the 20-round grid and the README's 200 rounds."""
+    short, medium, long = short or [], medium or [], long or []
     attacks = attack_runs(rows, short)
-    write_json(out, summary_rows(rows, attacks, medium), indent=1, newline=True)
+    write_json(out, summary_rows(rows, attacks, [*medium, *long]), indent=1, newline=True)
     lines = [
         "# FedVN (AAAI 2025) on GOOD-Motif: ours vs the slides", "",
         section("fedvn", "lead"), "",
@@ -394,6 +396,8 @@ def write_report(
         *targets(rows, short), "",
         *(["## At a shorter equal budget", "", section("fedvn", "medium"), "",
            *main_table(medium), "", *medium_lines(medium), ""] if _idx(medium) else []),
+        *(["## At the README's 200 rounds", "", section("fedvn", "long"), "",
+           *main_table(long), ""] if _idx(long) else []),
         "## Settings", "",
         section("fedvn", "intro", rounds=ROUNDS), "",
         "## Protected FedVN vs plaintext FedVN", "",
