@@ -41,13 +41,14 @@ def _fmt(mean: float | None, std: float | None, seeds: int = 5) -> str:
 
 
 def summary_rows(
-    rows: list[dict[str, Any]], attacks: list[dict[str, Any]], medium: list[dict[str, Any]]
+    rows: list[dict[str, Any]], attacks: list[dict[str, Any]], *budgets: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The checked file's rows: one per cell (validation-selected; a shorter budget's cells
-    carry it in the method's name), then the attack rows."""
+    """The checked file's rows: one per cell (validation-selected; the cells of another
+    budget carry it in the method's name), then the attack rows."""
     out = []
     cells = [(r, r["method"]) for r in _idx(rows).values()]
-    cells += [(r, f"{r['method']} ({_budget(r)} rounds)") for r in _idx(medium).values()]
+    for other in budgets:
+        cells += [(r, f"{r['method']} ({_budget(r)} rounds)") for r in _idx(other).values()]
     for r, method in sorted(cells, key=lambda c: (c[0]["dataset"], "(" in c[1],
                                                   _order(c[0]["method"]))):  # fmt: skip
         out.append({"method": method, "dataset": r["dataset"], "seeds": r["seeds"],
@@ -381,7 +382,7 @@ def write_report(
     the 20-round grid and the README's 200 rounds."""
     short, medium, long = short or [], medium or [], long or []
     attacks = attack_runs(rows, short)
-    write_json(out, summary_rows(rows, attacks, [*medium, *long]), indent=1, newline=True)
+    write_json(out, summary_rows(rows, attacks, medium, long), indent=1, newline=True)
     lines = [
         "# FedVN (AAAI 2025) on GOOD-Motif: ours vs the slides", "",
         section("fedvn", "lead"), "",
