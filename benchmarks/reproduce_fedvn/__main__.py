@@ -15,7 +15,10 @@ Run: ``SECUREFGL_DATA=... python -m benchmarks.reproduce_fedvn``; ``--dry-run`` 
 plan, ``--report-only`` rebuilds ``benchmarks/results/fedvn.{json,md,png}`` from the runs,
 ``--shard i/n`` runs every n-th (cell, seed) from i (processes share the runs file: writes
 merge under a lock). Resumable: every finished run is saved at once
-(``benchmarks/results/fedvn_runs.json``); runs already there are skipped.
+(``benchmarks/results/fedvn_runs.json``); runs already there are skipped. Other budgets
+keep their own runs files (``--rounds 3|20|200 --runs`` ``fedvn_short_runs.json`` /
+``fedvn_r20_runs.json`` / ``fedvn_r200_runs.json``); the report reads them all. A
+``--runs`` file outside the results is reported alone (give it its own ``--out``).
 """
 
 from __future__ import annotations
@@ -173,9 +176,11 @@ def main() -> None:
                          run["seconds"])  # fmt: skip
     from benchmarks.reproduce_fedvn.report import write_report
 
-    extra = [read_json(p, []) if args.runs == RUNS_PATH else []
-             for p in (SHORT_PATH, MEDIUM_PATH, LONG_PATH)]  # fmt: skip
-    write_report(read_json(args.runs, []), args.out, *extra)
+    budgets = (SHORT_PATH, MEDIUM_PATH, LONG_PATH)
+    if args.runs.resolve() in (RUNS_PATH, *budgets):  # one of the report's files: all of them
+        write_report(read_json(RUNS_PATH, []), args.out, *(read_json(p, []) for p in budgets))
+    else:  # a scratch runs file: a report of its rows alone
+        write_report(read_json(args.runs, []), args.out)
     logging.info("wrote %s, .md and .png", args.out)
 
 
