@@ -87,7 +87,7 @@ def attack_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not runs:
             continue
         metrics = sorted({m for a in runs for m in a["metrics"]},
-                         key=lambda m: m != "domain_accuracy")  # fmt: skip
+                         key=lambda m: (m != "domain_accuracy", m))  # fmt: skip
         for m in metrics:
             vals = [a["metrics"][m] for a in runs if m in a["metrics"]]
             out.append({
