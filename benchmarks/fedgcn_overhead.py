@@ -1,13 +1,15 @@
 """Encrypted FedGCN against its plain run: seconds, peak memory, accuracy and bytes.
 
-Each pair runs ``securefgl run --algorithms fedgcn`` twice on the same data, partition and
-seed, defaults otherwise (100 rounds): plain, then ``--protocol ckks`` (CKKS neighbour sums
-and CKKS aggregation). Each run is its own process under ``/usr/bin/time -v`` (peak RSS of
-the largest process); the summed RSS of its process tree (the run and its CKKS worker
-processes) is sampled every 0.25 s. ``seconds`` is the run's set-up plus rounds from
+Each pair runs ``securefgl run --algorithms fedgcn`` on the same data, partition and seed,
+defaults otherwise (100 rounds): plain, then ``--protocol ckks`` (CKKS neighbour sums and
+CKKS aggregation), and with ``--modes plain,ckks,ckks-shared`` also the neighbour sums under
+one key of the clients (``--fedgcn-sum-keys shared``). Each run is its own process under
+``/usr/bin/time -v`` (peak RSS of the largest process; CPU seconds of the process and its
+workers); the summed RSS of its process tree (the run and its CKKS worker processes) is
+sampled every 0.25 s. ``seconds`` is the run's set-up plus rounds from
 result.json (process start-up excluded). Rows ``{"dataset", "clients", "mode", "pair",
 "seconds", "setup_seconds", "peak_rss_gib", "peak_tree_rss_gib", "test_acc", "bytes",
-"bytes_by_family", ...}`` are appended to
+"cpu_seconds", "bytes_by_family", ...}`` are appended to
 ``benchmarks/results/fedgcn_overhead.json`` and the report is rewritten. Compare within a
 pair (the modes run back to back); run it on an otherwise idle machine.
 
