@@ -99,6 +99,21 @@ def serialize_secret(ctx: ts.Context) -> bytes:
     )
 
 
+def load_context(blob: object, params: CKKSParams, secret: bool, what: str) -> ts.Context:
+    """A delivered context: it parses, is at the protocol's scale and holds the secret key
+    if and only if ``secret`` (a server must never be handed one)."""
+    try:
+        ctx = ts.context_from(blob, n_threads=1) if isinstance(blob, bytes) else None
+    except (ValueError, RuntimeError, TypeError) as err:
+        raise WireFormatError(f"{what}: context does not parse ({err})") from err
+    if ctx is None or ctx.is_private() != secret:
+        wanted = "a context with" if secret else "parameters only, refusing a context with"
+        raise ProtocolError(f"{what}: expected {wanted} the secret key")
+    if ctx.global_scale != params.scale:
+        raise ProtocolError(f"{what}: context does not match the CKKS parameters")
+    return ctx
+
+
 def _binding(experiment_id: str, authority_id: str, client_id: str) -> bytes:
     """HKDF info and AEAD associated data for one client's sealed secret context."""
     return (
@@ -230,15 +245,8 @@ class CKKSServer(AggregationServer):
         envs = [e for e in inbox if e.tag == TAG_PUBLIC_CONTEXT]
         if len(envs) != 1 or envs[0].sender != self.authority_id:
             raise ProtocolError("server: expected one public context from the key authority")
-        try:
-            ctx = ts.context_from(envs[0].payload.blob("context"), n_threads=1)
-        except (ValueError, RuntimeError, TypeError) as err:
-            raise WireFormatError(f"server: public context does not parse ({err})") from err
         # The server must never hold the secret key (cf. FedGraph, which ships it to it).
-        if ctx.is_private():
-            raise ProtocolError("server: refusing a context that holds the secret key")
-        if ctx.global_scale != self.params.scale:
-            raise ProtocolError("server: public context does not match the CKKS parameters")
+        ctx = load_context(envs[0].payload.blob("context"), self.params, False, "server")
         self.context, self.codec = ctx, make_codec(ctx, self.params)
         return []
 
@@ -365,12 +373,7 @@ class CKKSClient(AggregationClient):
         if len(envs) != 1 or envs[0].sender != self.authority_id:
             raise ProtocolError(f"{self.party_id}: expected one secret context from the authority")
         raw = self.open_secret_context(envs[0].payload)
-        try:
-            ctx = ts.context_from(raw, n_threads=1)
-        except (ValueError, RuntimeError, TypeError) as err:
-            raise WireFormatError(f"{self.party_id}: secret context does not parse") from err
-        if not ctx.is_private() or ctx.global_scale != self.params.scale:
-            raise ProtocolError(f"{self.party_id}: the authority sent an unusable context")
+        ctx = load_context(raw, self.params, True, f"{self.party_id} <- {self.authority_id}")
         self.context, self._keypair, self._context_bytes = ctx, None, raw
         self.codec = make_codec(ctx, self.params)
         return []

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import tenseal as ts
 
 from protocols.base import Envelope, Inbox, Phase, ProtocolError, Role
-from protocols.ckks import serialize_public, serialize_secret
+from protocols.ckks import load_context, serialize_public, serialize_secret
 from protocols.ckks_codec import CKKSParams, make_codec
 from protocols.crypto.aead import open_sealed, seal
 from protocols.crypto.keyagreement import KeyAgreementError, KeyPair, agree, check_public_key
@@ -136,13 +136,7 @@ class SharedKeyCKKSSumClient(CKKSSumClient):
         except (KeyError, WireFormatError) as err:
             raise ProtocolError(f"{who}: malformed sealed-context message") from err
         raw = open_sealed(agree(self._keypair, self._dealer_public, binding), sealed, binding)
-        try:
-            ctx = ts.context_from(raw, n_threads=1)
-        except (ValueError, RuntimeError, TypeError) as err:
-            raise ProtocolError(f"{who}: the shared context does not parse") from err
-        if not ctx.is_private() or ctx.global_scale != self.params.scale:
-            raise ProtocolError(f"{who}: the dealer sent an unusable context")
-        self._install(ctx, raw)
+        self._install(load_context(raw, self.params, True, f"{who} <- {self.dealer}"), raw)
         self._keypair = None
         return []
 
@@ -189,13 +183,7 @@ class SharedKeyCKKSSumServer(CKKSSumServer):
         others = sorted(self.federation - {self.dealer})
         if sorted(fields) != sorted(["params", *(f"to:{c}" for c in others)]):
             raise ProtocolError("server: the dealer's bundle must seal a context to every client")
-        blob = fields["params"]
-        try:
-            ctx = ts.context_from(blob, n_threads=1) if isinstance(blob, bytes) else None
-        except (ValueError, RuntimeError, TypeError) as err:
-            raise ProtocolError(f"server: the dealer's parameters do not parse ({err})") from err
-        if ctx is None or ctx.is_private() or ctx.global_scale != self.params.scale:
-            raise ProtocolError("server: the dealer must send parameters only, at the scale")
+        ctx = load_context(fields["params"], self.params, False, "server <- dealer")
         codec = make_codec(ctx, self.params)
         for client in self.federation:  # one context serves every receiver
             self.contexts[client], self.codecs[client] = ctx, codec
