@@ -236,6 +236,8 @@ class CKKSServer(AggregationServer):
         self.dim = dim
         self.context: ts.Context | None = None
         self.codec: CKKSCodec | None = None
+        self._context_bytes = b""  # the same context, serialized (for the worker processes)
+        self._pool = EncryptionPool(params)
         self._round: int | None = None
         self._expected: frozenset[str] = frozenset()
         self.payload_dim = dim  # values per update besides the weight (plus check slots)
@@ -246,8 +248,9 @@ class CKKSServer(AggregationServer):
         if len(envs) != 1 or envs[0].sender != self.authority_id:
             raise ProtocolError("server: expected one public context from the key authority")
         # The server must never hold the secret key (cf. FedGraph, which ships it to it).
-        ctx = load_context(envs[0].payload.blob("context"), self.params, False, "server")
-        self.context, self.codec = ctx, make_codec(ctx, self.params)
+        blob = envs[0].payload.blob("context")
+        ctx = load_context(blob, self.params, False, "server")
+        self.context, self.codec, self._context_bytes = ctx, make_codec(ctx, self.params), blob
         return []
 
     def begin_round(self, round_idx: int, participants: Sequence[str]) -> None:
@@ -269,7 +272,7 @@ class CKKSServer(AggregationServer):
         sizes = _chunk_sizes(self.payload_dim, self.params.values_per_ciphertext)
         codec = self.codec
         assert codec is not None
-        total: list[Any] | None = None
+        contributions: list[tuple[str, list[bytes]]] = []
         senders: list[str] = []
         self._received: dict[str, Payload] = {}
         for env in (e for e in inbox if e.tag == TAG_UPDATE):
@@ -277,23 +280,15 @@ class CKKSServer(AggregationServer):
                 raise ProtocolError(f"server: unexpected or duplicate update from {env.sender!r}")
             if env.payload.meta.get("round") != self._round:
                 raise ProtocolError(f"server: update from {env.sender!r} is for another round")
-            blobs = _chunk_blobs(
-                env.payload, len(sizes), f"update from {env.sender!r}", self.update_extra
-            )
+            what = f"update from {env.sender!r}"
+            blobs = _chunk_blobs(env.payload, len(sizes), what, self.update_extra)
             self._received[env.sender] = env.payload
-            vecs = [
-                codec.load(b, n, f"update from {env.sender!r}[{j}]")
-                for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
-            ]
-            if total is None:
-                total = vecs
-            else:
-                for acc, vec in zip(total, vecs, strict=True):
-                    codec.add_(acc, vec)
+            contributions.append((what, blobs))
             senders.append(env.sender)
-        if total is None:
+        if not contributions:
             raise ProtocolError("ckks aggregation: no client update arrived")
-        fields: dict[str, Any] = dict(_chunk_fields([codec.dump(vec) for vec in total]))
+        sums = self._pool.add_all(self._context_bytes, codec, contributions, sizes)
+        fields: dict[str, Any] = dict(_chunk_fields(sums))
         fields.update(self._attest(senders))
         return fields, {"round": self._round, "participants": senders}, senders
 

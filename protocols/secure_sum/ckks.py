@@ -230,12 +230,15 @@ class CKKSSumServer(SecureSumServer):
         self.params = params
         self.contexts: dict[str, ts.Context] = {}  # receiver -> public context
         self.codecs: dict[str, CKKSCodec] = {}  # receiver -> codec of its public context
+        self._context_blobs: dict[str, bytes] = {}  # the same, serialized (for the workers)
+        self._pool = EncryptionPool(params)
 
     def setup_forward(self, inbox: Inbox) -> list[Envelope]:
         blobs = self.collect_setup_blobs(inbox, TAG_CONTEXT, "context", "public context")
         for sender, blob in blobs.items():
             self.contexts[sender] = load_public_context(blob, self.params, f"server <- {sender}")
             self.codecs[sender] = make_codec(self.contexts[sender], self.params)
+            self._context_blobs[sender] = blob
         sigs = self.setup_signatures(inbox) if self.registry is not None else {}
         if self.registry is not None and set(sigs) != set(blobs):
             raise ProtocolError("server: a public context arrived without its signature")
@@ -255,25 +258,15 @@ class CKKSSumServer(SecureSumServer):
             raise ProtocolError("server: no CKKS contexts: run setup_secure_sums first")
         assert not ctx.is_private(), "the server must never hold a secret key"
         sizes = chunk_sizes(request.length, self.params.values_per_ciphertext)
-        total: list[Any] | None = None
-        for k in request.senders:
-            what = f"server: ciphertext from {k!r} for {receiver!r}"
-            try:
-                blobs = _unpack(contributions[k], len(sizes), what)
-                cts = [
-                    codec.load(b, n, f"{what}[{j}]")
-                    for j, (b, n) in enumerate(zip(blobs, sizes, strict=True))
-                ]
-            except CiphertextError as err:
-                raise ProtocolError(f"garbled ciphertext: {err}") from err
-            if total is None:
-                total = cts
-            else:
-                for acc, ct in zip(total, cts, strict=True):
-                    codec.add_(acc, ct)
-        assert total is not None  # every job has >= 1 sender
-        fields = _pack([codec.dump(ct) for ct in total])
-        return [Payload(fields, {"senders": list(request.senders)})]
+        try:
+            parts = []
+            for k in request.senders:
+                what = f"server: ciphertext from {k!r} for {receiver!r}"
+                parts.append((what, _unpack(contributions[k], len(sizes), what)))
+            sums = self._pool.add_all(self._context_blobs[receiver], codec, parts, sizes)
+        except CiphertextError as err:
+            raise ProtocolError(f"garbled ciphertext: {err}") from err
+        return [Payload(_pack(sums), {"senders": list(request.senders)})]
 
 
 class CKKSSum(SecureSum):

@@ -187,6 +187,7 @@ class SharedKeyCKKSSumServer(CKKSSumServer):
         codec = make_codec(ctx, self.params)
         for client in self.federation:  # one context serves every receiver
             self.contexts[client], self.codecs[client] = ctx, codec
+            self._context_blobs[client] = fields["params"]
         return [Envelope(self.party_id, c, TAG_FORWARDED,
                          Payload({"sealed_context": fields[f"to:{c}"]}, {}))
                 for c in others]  # fmt: skip

@@ -1,4 +1,5 @@
-"""CKKS encryption on worker processes: the same sums as in-process, the knob's checks."""
+"""CKKS encryption and ciphertext sums on worker processes: the same sums as in-process,
+the knob's checks."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from protocols import ckks_workers
-from protocols.ckks_codec import make_codec
+from protocols.ckks_codec import CiphertextError, make_codec
 from protocols.ckks_workers import EncryptionPool, worker_count
 from protocols.secure_sum.ckks import (
     DEFAULT_PARAMS,
@@ -79,12 +80,55 @@ def test_ckks_sum_on_workers_matches_in_process(mode: str, monkeypatch: pytest.M
     for workers in ("1", "2"):
         monkeypatch.setenv(ckks_workers.ENV_WORKERS, workers)
         totals[workers] = {r: res.total for r, res in run_mode(mode, n, jobs).items()}
-        assert len(pools) == (0 if workers == "1" else n)  # every sender used the workers
+        # every sender encrypted, and the server added every receiver's sum, on the workers
+        assert len(pools) == (0 if workers == "1" else 2 * n)
     pools.clear()
     for r in ids:
         expected = sum(jobs[r].values())
         for workers, got in totals.items():
             np.testing.assert_allclose(got[r], expected, atol=1e-6, err_msg=workers)
+
+
+def _summing_setup(senders: int, chunks: int) -> tuple:
+    """A public context (bytes, server codec), the owner's codec and every sender's blobs."""
+    params = DEFAULT_PARAMS
+    secret = make_keypair_context(params)
+    blob = serialize_public_key_context(secret)
+    server = make_codec(load_public_context(blob, params, "test"), params)
+    size = chunks * params.values_per_ciphertext - 7  # a short last chunk
+    rng = np.random.default_rng(11)
+    values = [rng.uniform(-1, 1, size) for _ in range(senders)]
+    parts = [(f"from c{k}", server.encrypt(v)) for k, v in enumerate(values)]
+    return blob, server, make_codec(secret, params), server.sizes(size), parts, sum(values)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_workers_add_what_the_server_adds_in_process(workers: int) -> None:
+    blob, server, owner, sizes, parts, expected = _summing_setup(senders=3, chunks=13)
+    assert len(parts) * len(sizes) >= ckks_workers.MIN_LOADS  # large enough for the workers
+    sums = EncryptionPool(DEFAULT_PARAMS, workers=workers).add_all(blob, server, parts, sizes)
+    assert len(sums) == len(sizes)
+    got = np.concatenate([owner.decrypt(owner.load(b, n, "sum"), n)
+                          for b, n in zip(sums, sizes, strict=True)])  # fmt: skip
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_garbled_ciphertext_is_named_by_its_sender_and_chunk(workers: int) -> None:
+    blob, server, _, sizes, parts, _ = _summing_setup(senders=3, chunks=13)
+    label, blobs = parts[1]
+    parts[1] = (label, [*blobs[:9], blobs[9][:-40], *blobs[10:]])
+    with pytest.raises(CiphertextError, match=r"from c1\[9\]"):
+        EncryptionPool(DEFAULT_PARAMS, workers=workers).add_all(blob, server, parts, sizes)
+    with pytest.raises(ValueError, match="at least one"):
+        EncryptionPool(DEFAULT_PARAMS, workers=workers).add_all(blob, server, [], sizes)
+
+
+def test_an_add_task_refuses_a_secret_context() -> None:
+    """A server's workers hold the server's context only: never a secret key."""
+    secret_blob = make_keypair_context(DEFAULT_PARAMS).serialize(save_secret_key=True)
+    with pytest.raises(ValueError, match="public context only"):
+        ckks_workers._add_chunk(b"k3", secret_blob, DEFAULT_PARAMS, ["x"], [4], 0, [[b""]])
 
 
 def test_aggregation_updates_encrypt_on_the_workers_while_the_round_goes_on(
