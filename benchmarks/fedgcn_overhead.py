@@ -145,10 +145,14 @@ def markdown(rows: list[dict[str, Any]]) -> str:
               "machine's 2 cores (its CPU seconds less the start-up's, over 2 cores, at least "
               "the plain run's seconds); pair i adds `ckks-shared`, the neighbour sums under "
               "one key of the clients (`--fedgcn-sum-keys shared`; FedGCN's trust, "
-              "honest-but-curious server only: docs/protocols.md). The CPU's speed drifts "
-              "between batches "
-              "(a CKKS round on Cora K = 10 took 0.57 s in pair c and 0.73 s in pair e, "
-              "with the same code on that path), so compare ratios within a pair. Pairs e "
+              "honest-but-curious server only: docs/protocols.md); from pair j on, the "
+              "server loads and adds what it received on worker processes of its own "
+              "(`EncryptionPool.add_all`; Computers K = 20 ckks-shared, the code before and "
+              "after back to back: 97.8 s and 93.1 s). The CPU's speed drifts between "
+              "batches (a CKKS round on Cora K = 10 took 0.57 s in pair c and 0.73 s in pair "
+              "e, with the same code on that path; Computers K = 20 ckks-shared took 137.6 s "
+              "and 93.1 s, same code, 15 minutes apart, plain 33.3 s both times), so compare "
+              "ratios within a pair. Pairs e "
               "to g ran with the other jobs of the machine paused (SIGSTOP): their load "
               "averages at start still decay from them.", ""]  # fmt: skip
     return "\n".join(lines)
