@@ -104,9 +104,49 @@ def floor_ratio(ckks: dict[str, Any], plain: dict[str, Any], cores: int = CORES)
     return max(plain["seconds"], work / cores) / plain["seconds"]
 
 
+#: the targets' cells: (dataset, K) -> (max ckks / plain seconds, max peak GB or None)
+TARGET_CELLS = {("Cora", 5): (TARGET, None), ("Cora", 10): (TARGET, None),
+                ("PubMed", 20): (TARGET_K20, PEAK_K20_GB),
+                ("Computers", 20): (TARGET_K20, PEAK_K20_GB)}  # fmt: skip
+ACC_POINTS = 0.3  # the same accuracy as plain, within this many points
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per target cell and encrypted mode, from the cell's latest pair: the ratio,
+    its floor, the peak (run and workers) and the accuracy gap, met or not."""
+    latest: dict[tuple[str, int], str] = {}
+    for r in rows:
+        latest[(r["dataset"], r["clients"])] = r["pair"]
+    out = []
+    for (dataset, k), (limit, peak_gb) in TARGET_CELLS.items():
+        pair = latest.get((dataset, k))
+        cell = [r for r in rows if (r["dataset"], r["clients"], r["pair"]) == (dataset, k, pair)]
+        plain = next((r for r in cell if r["mode"] == "plain"), None)
+        for r in cell:
+            if plain is None or r["mode"] == "plain":
+                continue
+            ratio, floor = r["seconds"] / plain["seconds"], floor_ratio(r, plain)
+            peak = max(r["peak_rss_gib"], r.get("peak_tree_rss_gib") or 0.0) * GIB / 1e9
+            gap = 100 * abs(r["test_acc"] - plain["test_acc"])
+            met = ratio <= limit and gap <= ACC_POINTS and (peak_gb is None or peak <= peak_gb)
+            out.append(
+                f"- {dataset} K = {k}, {r['mode']} (pair {pair}): {ratio:.2f}× plain"
+                + (f" (floor {floor:.2f})" if floor is not None else "")
+                + (f", peak {peak:.1f} GB" if peak_gb is not None else "")
+                + f", accuracy {gap:.2f} points from plain; target ≤ {limit:g}×"
+                + (f", ≤ {peak_gb:g} GB" if peak_gb is not None else "")
+                + f": **{'met' if met else 'not met'}**"
+            )
+    return out
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
         "# Encrypted FedGCN vs plain",
+        "",
+        "Against the targets, each cell's latest pair:",
+        "",
+        *verdicts(rows),
         "",
         "| dataset | K | pair | mode | run s (set-up) | peak RSS GiB (with workers) | test acc "
         "| MB (structure / rounds) | CPU s | ckks / plain run s (floor) | machine |",
