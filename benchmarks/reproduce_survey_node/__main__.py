@@ -85,7 +85,10 @@ def _part(args: argparse.Namespace, dataset: str) -> tuple[str, int]:
         return part + (f"-s{args.local_steps}" if args.local_steps else ""), rounds
     rounds = args.rounds or 200
     part = "fedego" + (f"-h{args.fedego_hidden}" if args.fedego_hidden else "")
-    return part + ("" if rounds == 200 else f"-r{rounds}"), rounds
+    part += "" if rounds == 200 else f"-r{rounds}"
+    if args.fedego_authors_eval:
+        part += "-authors-eval"
+    return part, rounds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
                          "as part fedpub-s<steps>; default: the official script's 1)")
     ap.add_argument("--fedego-hidden", type=int, default=None,
                     help="a scaled-down FedEgo width (rows recorded as part fedego-h<width>)")
+    ap.add_argument("--fedego-authors-eval", action="store_true",
+                    help="evaluate every round with fresh neighbour samples, as the authors' "
+                         "code does (rows recorded as part fedego[-r<rounds>]-authors-eval)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -134,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                         else:
                             from benchmarks.reproduce_survey_node.fedego_runs import fedego_run
 
+                            authors = args.fedego_authors_eval
                             run = fedego_run(method, dataset, prot, seed, rounds,
-                                             args.fedego_hidden)  # fmt: skip
+                                             args.fedego_hidden, eval_every=1 if authors else 5,
+                                             fresh_eval=authors)  # fmt: skip
                         if row is None:
                             row = {"part": part, "method": method, "dataset": dataset,
                                    "clients": k, "protection": prot, "runs": []}  # fmt: skip

@@ -117,14 +117,15 @@ class EgoFL(Algorithm):
                 self.accountant.step(self.s.dp_noise, 1.0)  # each ego-graph once per round
         return float(np.mean(losses))
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self.ids, EgoClient.predict)
+    def predict(self, draw: int = 0) -> list[SplitPredictions]:
+        """Every client's predictions; ``draw`` > 0 samples other evaluation trees."""
+        return self.executor.map(self.ids, EgoClient.predict, draw)
 
-    def predict_global(self, graph: Data) -> list[float]:
+    def predict_global(self, graph: Data, draw: int = 0) -> list[float]:
         """Each client's micro-F1 on ``graph`` (FedEgo's global test; simulator oracle)."""
         y = graph.y.numpy()
         x, ei = graph.x.numpy().astype(np.float32), graph.edge_index.numpy()
-        return self.executor.map(self.ids, EgoClient.predict_on, x, ei, y)
+        return self.executor.map(self.ids, EgoClient.predict_on, x, ei, y, draw)
 
     def privacy(self) -> dict[str, Any]:
         """The stack's ledgers plus the mixup's (against the server, unit one ego-graph);

@@ -66,6 +66,13 @@ def sparse_rows(x: torch.Tensor) -> torch.Tensor:
     return x.to_sparse_csr() if float((x != 0).float().mean()) < 0.2 else x
 
 
+def _draw(draw: int) -> list[int]:
+    """The extra seed words of evaluation draw ``draw`` (none for the default draw 0)."""
+    if draw < 0:
+        raise ValueError(f"evaluation draw must be >= 0, got {draw}")
+    return [draw] if draw else []
+
+
 def predict_graph(model: EgoNet, x: torch.Tensor, csr: tuple[np.ndarray, np.ndarray],
                   nodes: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
     """Predicted classes of ``nodes`` (one sampled tree each), eval mode."""
@@ -205,8 +212,10 @@ class EgoClient(Party):
             mixed = lam * env.payload.array("params") + (1 - lam) * flat_of(self.personal)
             load_flat(self.personal, mixed)
 
-    def predict(self) -> SplitPredictions:
-        rng = np.random.default_rng([self.seed, self.view.client_id, 0xE7A1])
+    def predict(self, draw: int = 0) -> SplitPredictions:
+        """Predictions on every split; ``draw`` > 0 samples other trees (the authors'
+        evaluation draws fresh neighbours at every evaluation)."""
+        rng = np.random.default_rng([self.seed, self.view.client_id, 0xE7A1, *_draw(draw)])
         nodes = np.arange(self.view.num_nodes)
         pred = predict_graph(self.model, self.x, self.csr, nodes, rng)
         y = self.y.numpy()
@@ -217,10 +226,11 @@ class EgoClient(Party):
             out[split] = (y[m], pred[m])
         return out
 
-    def predict_on(self, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray) -> float:
+    def predict_on(self, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray,
+                   draw: int = 0) -> float:  # fmt: skip
         """Micro-F1 (= accuracy) of this client's model on another graph (the global test
         graph: the simulator's evaluation oracle, not a protocol message)."""
-        rng = np.random.default_rng([self.seed, self.view.client_id, 0x61])
+        rng = np.random.default_rng([self.seed, self.view.client_id, 0x61, *_draw(draw)])
         csr = csr_of(torch.from_numpy(edge_index), x.shape[0])
         xt = sparse_rows(torch.from_numpy(x).float())
         pred = predict_graph(self.model, xt, csr, np.arange(x.shape[0]), rng)

@@ -227,3 +227,30 @@ def test_authors_server_edges_leave_trees_past_the_largest_upload_edgeless(autho
     else:  # the share of lone centres drawn ≈ the share past the largest count
         share = 1 - max(counts) / sum(counts)
         assert share > 0.5 and abs(lone / drawn - share) < 0.15
+
+
+def test_evaluation_draws_repeat_per_draw_and_leave_training_alone() -> None:
+    """Draw 0 is the fixed default; another draw samples other trees (the authors' fresh
+    evaluation) and is itself repeatable; evaluating never moves the training streams."""
+    world = tiny_world()
+    algo, _ = build(world)
+    algo.train_round(0)
+    def test_preds(draw: int | None = None) -> list[np.ndarray]:
+        preds = algo.predict() if draw is None else algo.predict(draw)
+        return [p["test"][1] for p in preds]
+
+    default = test_preds()
+    assert all(np.array_equal(a, b) for a, b in zip(default, test_preds(0), strict=True))
+    fresh = test_preds(7)
+    assert all(np.array_equal(a, b) for a, b in zip(fresh, test_preds(7), strict=True))
+    glob = algo.predict_global(world.global_test, 7)
+    assert glob == algo.predict_global(world.global_test, 7)
+    assert not all(np.array_equal(a, b) for a, b in zip(default, fresh, strict=True))
+    with pytest.raises(ValueError, match="draw"):
+        algo.predict(-1)
+    algo.train_round(1)
+    twin, _ = build(world)
+    twin.train_round(0)
+    twin.train_round(1)  # no evaluation in between: the same model
+    for a, b in zip(algo.clients.values(), twin.clients.values(), strict=True):
+        assert torch.equal(a.model.low.weight, b.model.low.weight)
