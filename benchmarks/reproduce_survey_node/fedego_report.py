@@ -47,7 +47,10 @@ def result_rows() -> list[dict[str, Any]]:
             mean, std = _stat(runs, f"{metric}_val_selected")
             last, _ = _stat(runs, f"{metric}_last")
             best, _ = _stat(runs, f"{metric}_max")
-            client_best, _ = _stat(runs, f"{metric}_client_max")
+            # only where every seed evaluated the authors' way (older runs lack the key)
+            client_key = f"{metric}_client_max"
+            every = all(r.get(client_key) is not None for r in runs)
+            client_best = _stat(runs, client_key)[0] if every else None
             paper = PAPER[table].get(cell["dataset"], {}).get(method)
             out.append({
                 "method": method, "variant": variant or None, "dataset": cell["dataset"],
