@@ -138,11 +138,15 @@ def main(argv: list[str] | None = None) -> int:
                             run = fedpub_run(Cell(method, dataset, k, prot), seed, rounds,
                                              args.local_steps)  # fmt: skip
                         else:
-                            from benchmarks.reproduce_survey_node.fedego_runs import fedego_run
+                            from benchmarks.reproduce_survey_node.fedego_runs import (
+                                EVAL_EVERY,
+                                fedego_run,
+                            )
 
                             authors = args.fedego_authors_eval
+                            every = 1 if authors else EVAL_EVERY
                             run = fedego_run(method, dataset, prot, seed, rounds,
-                                             args.fedego_hidden, eval_every=1 if authors else 5,
+                                             args.fedego_hidden, eval_every=every,
                                              fresh_eval=authors)  # fmt: skip
                         if row is None:
                             row = {"part": part, "method": method, "dataset": dataset,
