@@ -190,12 +190,17 @@ class FedAvgServer(Party):
         if result is not None and self.params is not None:
             self.params = self.optimizer.step(result.mean)
 
-    def apply_empty_round(self, round_idx: int, dim: int) -> None:
-        """Nobody took part: a mechanism with central noise still releases a noisy step."""
+    def empty_round_mean(self, dim: int) -> np.ndarray | None:
+        """Nobody took part: what a mechanism with central noise still releases (or None)."""
         release = getattr(self.agg, "empty_round_result", None)
         result = release(dim) if release is not None else None
-        if result is not None and self.params is not None:
-            self.params = self.optimizer.step(result.mean)
+        return None if result is None else result.mean
+
+    def apply_empty_round(self, round_idx: int, dim: int) -> None:
+        """Nobody took part: a mechanism with central noise still releases a noisy step."""
+        mean = self.empty_round_mean(dim)
+        if mean is not None and self.params is not None:
+            self.params = self.optimizer.step(mean)
 
 
 @party_builder

@@ -77,10 +77,9 @@ class FedGLSServer(FedAvgServer):
             self.params = self.optimizer.step(self.layout.decode(result.mean))
 
     def apply_empty_round(self, round_idx: int, dim: int) -> None:
-        release = getattr(self.agg, "empty_round_result", None)
-        result = release(dim) if release is not None else None
-        if result is not None and self.params is not None:
-            self.params = self.optimizer.step(self.layout.decode(result.mean))
+        mean = self.empty_round_mean(dim)
+        if mean is not None and self.params is not None:
+            self.params = self.optimizer.step(self.layout.decode(mean))
 
 
 def weight_protection(stack: list[str]) -> str:

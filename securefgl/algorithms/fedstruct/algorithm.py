@@ -46,6 +46,7 @@ from securefgl.algorithms.fedstruct.abar_build import (
 from securefgl.algorithms.fedstruct.abar_central import central_abar
 from securefgl.algorithms.fedstruct.abar_client import SparseRows
 from securefgl.algorithms.fedstruct.abar_secure import SecureHopSum, hop_sum_for
+from securefgl.algorithms.fedstruct.output_grads import upload_dim
 from securefgl.algorithms.fedstruct.parties import (
     FedStructClient,
     FedStructServer,
@@ -179,9 +180,14 @@ class FedStruct(FedAvg):
         n = views[0].num_global_nodes
         with torch.random.fork_rng():
             torch.manual_seed(federation.seed)
-            theta = get_flat(build_fedstruct_model(st, num_features, num_classes))
+            model = build_fedstruct_model(st, num_features, num_classes)
+            theta = get_flat(model)
         nsf_dim = st.nsf_dim if st.structure_mlp else num_classes
-        self.dim = theta.size + (n * nsf_dim if st.learnable_nsf else 0)  # θ ‖ vec(S)
+        self.dim = (
+            upload_dim(model, n, num_classes)  # θ_f ‖ vec(E)
+            if st.structure_grads == "output"
+            else theta.size + (n * nsf_dim if st.learnable_nsf else 0)  # θ ‖ vec(S)
+        )
         holds = protocol.output_role is Role.SERVER
         settings, seed, noise = st.to_json(), federation.seed, federation.noise_seed
         self._make_parties(  # one-off setup: Ā, NSFs, protocol keys, initial model

@@ -102,6 +102,7 @@ class FedStructModel(nn.Module):
                 f"pure Hop2Vec (no structure MLP) needs nsf_dim = num_classes = {num_classes}"
             )
         self.feature_hops = feature_hops
+        self.dropout = dropout
         self.feature_mlp = mlp([num_features, *feature_hidden, num_classes], dropout)
         self.structure_mlp = (
             mlp([nsf_dim, *structure_hidden, num_classes], dropout) if structure_mlp else None
@@ -116,8 +117,32 @@ class FedStructModel(nn.Module):
 
     def structure_logits(self, abar: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         """NSE ``Ā g_θs(S)`` (Eq. 9); ``s`` holds the NSF rows of ``abar``'s columns."""
-        g = self.structure_mlp(s) if self.structure_mlp is not None else s
-        return torch.sparse.mm(abar, g)
+        return torch.sparse.mm(abar, self.structure_output(s))
+
+    def structure_output(
+        self, s: torch.Tensor, masks: Sequence[torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """``g_θs`` row-wise on ``s`` (the identity for pure Hop2Vec); in training, ``masks``
+        (one ``[len(s), width]`` 0/1 tensor per dropout layer) replace the dropout draws."""
+        if self.structure_mlp is None:
+            return s
+        if masks is None or not self.training:
+            return self.structure_mlp(s)
+        drawn = iter(masks)
+        h = s
+        for layer in self.structure_mlp:
+            h = h * next(drawn) / (1.0 - layer.p) if isinstance(layer, nn.Dropout) else layer(h)
+        return h
+
+    def structure_dropout_widths(self) -> list[int]:
+        """The width at each dropout layer of the structure MLP."""
+        widths, width = [], 0
+        for layer in self.structure_mlp or ():
+            if isinstance(layer, nn.Linear):
+                width = layer.out_features
+            elif isinstance(layer, nn.Dropout):
+                widths.append(width)
+        return widths
 
     def forward(
         self,

@@ -28,6 +28,7 @@ from securefgl.algorithms.fedstruct import edge_dp
 from securefgl.algorithms.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay, SparseRows
 from securefgl.algorithms.fedstruct.model import AbarRows, FedStructModel, local_propagation
 from securefgl.algorithms.fedstruct.nsf import node_structure_features
+from securefgl.algorithms.fedstruct.output_grads import expand_update, round_masks
 from securefgl.algorithms.fedstruct.settings import EdgeDP, FedStructSettings
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
@@ -41,6 +42,7 @@ from securefgl.federation.recipes import party_builder
 from securefgl.models import set_flat
 
 MODEL_TAG = "fedstruct/model"
+UPDATE_TAG = "fedstruct/update"  # the aggregate of output gradients, expanded by each client
 NSF_TAG = "fedstruct/nsf"
 NSF_ALL_TAG = "fedstruct/nsf-all"
 
@@ -180,7 +182,9 @@ class FedStructClient(RoundClient, Party):
 
     def receive_model(self, inbox: list[Envelope]) -> None:
         for env in inbox:
-            if env.tag == MODEL_TAG:
+            if env.tag == UPDATE_TAG:
+                self._step(env.payload.array("update"), int(env.payload.meta["round"]))
+            elif env.tag == MODEL_TAG:
                 params = env.payload.array("params").astype(np.float32)
                 expected = self.theta_dim + (self.s.numel() if self.settings.learnable_nsf else 0)
                 if params.shape != (expected,):
@@ -195,6 +199,55 @@ class FedStructClient(RoundClient, Party):
             with torch.no_grad():
                 self.s.copy_(torch.from_numpy(self.params[self.theta_dim :]).view_as(self.s))
 
+    @property
+    def output_grads(self) -> bool:
+        return self.settings.structure_grads == "output"
+
+    def _masks(self, round_idx: int) -> list[torch.Tensor]:
+        return round_masks(self.model, self.seed, round_idx, self.view.num_global_nodes)
+
+    def _step(self, update: np.ndarray, round_idx: int) -> None:
+        """Apply the global optimizer to an aggregate (expanded first with output gradients)."""
+        if self.params is None:
+            raise RuntimeError(f"{self.party_id}: no global model to update")
+        if self.output_grads:
+            self._sync()
+            update = expand_update(self.model, self.s, update, self._masks(round_idx))
+        if self.global_opt is None:
+            self.global_opt = GlobalOptimizer(self.params, *self.optimizer_settings())
+        self.params = self.global_opt.step(update)
+
+    def apply_result(self, round_idx: int) -> None:
+        result = self.agg.result()
+        if result is not None and self.params is not None:
+            self._step(result.mean, round_idx)
+
+    def _output_update(self, round_idx: int) -> tuple[np.ndarray, float]:
+        """``-(∇_θf L_i ‖ vec E_i)`` with ``E_i = ∂L_i/∂g(S)`` (:mod:`.output_grads`)."""
+        abar = self._train_abar
+        assert abar is not None
+        n, c = self.view.num_global_nodes, self.view.num_classes
+        e = torch.zeros(n, c)
+        loss = 0.0
+        if self.train_rows.size:
+            cols = torch.from_numpy(abar.cols)
+            with torch.no_grad():
+                g = self.model.structure_output(
+                    self.s[cols], [m[cols] for m in self._masks(round_idx)]
+                )
+            g.requires_grad_(True)
+            with party_torch_rng(self.seed, self.party_id, round_idx):  # feature dropout
+                f = self.model.feature_logits(self.view.x, self.a_local)
+            logits = f[torch.from_numpy(abar.rows)] + torch.sparse.mm(abar.matrix, g)
+            ce = F.cross_entropy(logits, self.labels)
+            ce.backward()
+            loss = float(ce.item())
+            e[cols] = g.grad
+        params = list(self.model.feature_mlp.parameters())
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        update = -torch.cat([parameters_to_vector(grads).double(), e.double().reshape(-1)])
+        return update.numpy(), loss
+
     def local_update(self, round_idx: int, mu: float = 0.0) -> float:
         """Gradient of the mean CE over the labelled nodes; hands ``-∇`` to the protocol."""
         del mu  # FedSGD: no proximal term
@@ -204,6 +257,10 @@ class FedStructClient(RoundClient, Party):
         self.model.train()
         self.model.zero_grad(set_to_none=True)
         self.s.grad = None
+        if self.output_grads:
+            update, loss = self._output_update(round_idx)
+            self.submit(round_idx, update, max(self.weight, 1e-12))
+            return loss
         loss = 0.0
         if self.train_rows.size:
             with party_torch_rng(self.seed, self.party_id, round_idx):  # this client's dropout
@@ -263,9 +320,40 @@ class FedStructServer(FedAvgServer):
         self.optimizer_kind = optimizer_kind
         self.num_nodes = num_nodes
         self.relay = AdjacencyRelay(self.party_id, client_ids)
+        self.pending: np.ndarray | None = None  # output gradients: the aggregate to forward
 
     def roles(self) -> Iterable[object | None]:
         return (*super().roles(), *self.relay.roles())
+
+    @property
+    def forwards_update(self) -> bool:
+        """Output gradients: the server sees the aggregate but cannot expand it without the
+        round's masks applied to (θ_s, S); it forwards it and every client expands it."""
+        return self.holds_model and self.settings.structure_grads == "output"
+
+    def broadcast(self, round_idx: int, receivers: list[str]) -> list[Envelope]:
+        if not self.forwards_update or self.params is not None:
+            sent = super().broadcast(round_idx, receivers)
+            if self.forwards_update:
+                self.params = None  # from now on every client holds the model
+            return sent
+        if self.pending is None:
+            return []
+        payload = Payload({"update": self.pending}, {"round": round_idx})
+        self.pending = None
+        return [Envelope(self.party_id, r, UPDATE_TAG, payload) for r in receivers]
+
+    def apply_result(self, round_idx: int) -> None:
+        if not self.forwards_update:
+            super().apply_result(round_idx)
+        elif (result := self.agg.result()) is not None:
+            self.pending = result.mean.astype(np.float32)
+
+    def apply_empty_round(self, round_idx: int, dim: int) -> None:
+        if not self.forwards_update:
+            super().apply_empty_round(round_idx, dim)
+        elif (mean := self.empty_round_mean(dim)) is not None:
+            self.pending = mean.astype(np.float32)
 
     def assemble_nsf(self, inbox: list[Envelope], receivers: list[str]) -> list[Envelope]:
         """Place every ``S_i`` by opaque id; H2V: S joins the model, else S goes to all."""

@@ -48,6 +48,7 @@ ABAR_SUPPORTS = ("rows", "union")
 ABAR_MODES = ("federated", "oracle")
 PRUNE_CHOICES = ("none", "sender", "receiver")
 LOSS_WEIGHTINGS = ("labelled", "nodes")
+STRUCTURE_GRADS = ("nsf", "output")
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,12 @@ class FedStructSettings:
     loss_weighting: str = _option(
         "labelled", "client weights: labelled nodes (Eq. 5) or all nodes", LOSS_WEIGHTINGS
     )
+    structure_grads: str = _option(
+        "nsf",
+        "structure gradient uploaded: w.r.t. θ_s and S (Prop. 2), or w.r.t. g_θs(S), n×c, "
+        "expanded after aggregation (output_grads; shared structure dropout masks)",
+        STRUCTURE_GRADS,
+    )
     abar: str = _option(
         "federated", "Ā by Algorithm 3 (federated) or by the simulator (oracle: not private)",
         ABAR_MODES,
@@ -169,6 +176,16 @@ class FedStructSettings:
         beta, hops = self.structure_beta, self.structure_hops
         if beta is not None and hops is not None and len(beta) != hops:
             raise ValueError(f"structure_beta needs one weight per hop ({hops}), got {len(beta)}")
+        if self.structure_grads not in STRUCTURE_GRADS:
+            raise ValueError(
+                f"unknown structure_grads {self.structure_grads!r}; "
+                f"choose from {list(STRUCTURE_GRADS)}"
+            )
+        if self.structure_grads == "output" and not self.structure_mlp:
+            raise ValueError(
+                "structure_grads='output' needs the structure MLP (pure Hop2Vec already "
+                "uploads ∇S = ∇g(S))"
+            )
         if not self.structure_mlp and self.nsf != "hop2vec":
             raise ValueError("structure_mlp=False (pure Hop2Vec, Eq. 15) needs nsf='hop2vec'")
         if self.dropout is not None and not 0 <= self.dropout < 1:
