@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from securefgl.algorithms.fedego.algorithm import EgoFL
 from securefgl.algorithms.registry import algorithm_class
 from securefgl.config import ExperimentConfig
 from securefgl.data import load_dataset
@@ -31,7 +32,12 @@ EVAL_EVERY = 5
 FEDEGO_METHODS = {"fedego": "fedego", "fedavg": "fedego-fedavg", "fedprox": "fedego-fedprox",
                   "local": "fedego-local",
                   # the authors' server graph (edges not offset): a reproduction check
-                  "fedego[authors-server-edges]": "fedego"}  # fmt: skip
+                  "fedego[authors-server-edges]": "fedego",
+                  # Tables 2-3's FedSage+ on the same clients (our FED-PUB grid's settings)
+                  "fedsage+": "fedsage+"}  # fmt: skip
+#: experiment settings of the baselines from other families (FedSage+: as in the FED-PUB grid)
+OTHER_FAMILIES: dict[str, dict[str, Any]] = {
+    "fedsage+": {"lr": 0.01, "hidden": 128, "dropout": 0.5, "weight_decay": 1e-6}}
 METHOD_SETTINGS: dict[str, dict[str, Any]] = {
     "fedego[authors-server-edges]": {"authors_server_edges": True}}
 #: protection -> (protocol transport, [experiment.fedego] changes)
@@ -46,6 +52,10 @@ FEDEGO_PROTECTIONS: dict[str, tuple[list[str], dict[str, Any]]] = {
 def fedego_config(method: str, dataset: str, protection: str, seed: int,
                   rounds: int, hidden: int | None = None) -> ExperimentConfig:  # fmt: skip
     stack, fedego = FEDEGO_PROTECTIONS[protection]
+    if method in OTHER_FAMILIES:
+        return ExperimentConfig(dataset=dataset, clients=5, rounds=rounds, seeds=[seed],
+                                protocol={"stack": stack}, **OTHER_FAMILIES[method],
+                                name=f"survey-fedego-{method}-{dataset}")  # fmt: skip
     fedego = {**fedego, **METHOD_SETTINGS.get(method, {})}
     if hidden:
         fedego = {**fedego, "hidden": hidden}
@@ -87,10 +97,13 @@ def fedego_run(method: str, dataset: str, protection: str, seed: int, rounds: in
         algo.train_round(r)
         if (r + 1) % eval_every == 0 or r == rounds - 1:
             draw = r + 1 if fresh_eval else 0
-            preds = algo.predict(draw)
+            if isinstance(algo, EgoFL):
+                preds, glob = algo.predict(draw), algo.predict_global(world.global_test, draw)
+            else:  # no neighbour sampling: nothing to draw
+                preds, glob = algo.predict(), algo.predict_global(world.global_test)
             local = [float((p["test"][0] == p["test"][1]).mean()) for p in preds]
             val = float(np.mean([(p["val"][0] == p["val"][1]).mean() for p in preds]))
-            glob = [float(g) for g in algo.predict_global(world.global_test, draw)]
+            glob = [float(g) for g in glob]
             hist.append({"round": r, "val": val, "local": float(np.mean(local)),
                          "global": float(np.mean(glob)),
                          "local_clients": [round(v, 4) for v in local],
@@ -100,7 +113,7 @@ def fedego_run(method: str, dataset: str, protection: str, seed: int, rounds: in
     return {
         "seed": seed,
         "rounds": rounds,
-        "hidden": algo.s.hidden,
+        "hidden": algo.s.hidden if isinstance(algo, EgoFL) else algo.config.hidden,
         "f1_local_val_selected": round(best["local"], 4),
         "f1_global_val_selected": round(best["global"], 4),
         "f1_local_last": round(hist[-1]["local"], 4),

@@ -165,3 +165,16 @@ class EdgeClient(Party):
         with torch.no_grad():
             pred = self._logits().argmax(dim=-1)
         return {s: (self.y[m].numpy(), pred[m].numpy()) for s, m in self.masks.items()}
+
+    @torch.no_grad()
+    def predict_on(self, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray) -> float:
+        """Accuracy (= micro-F1) of the model this client evaluates with on another graph
+        (e.g. FedEgo's global test graph; a simulator oracle, not a message)."""
+        if self.params is not None:
+            set_flat(self.model, self.params)
+        self.model.eval()
+        feats = Features(sp.csr_matrix(np.asarray(x, dtype=np.float32)), [])
+        prop = propagation(np.asarray(edge_index, np.int64), feats.num_rows,
+                           self.training.aggregator)  # fmt: skip
+        pred = self.model(feats, prop).argmax(dim=-1).numpy()
+        return float((pred == np.asarray(y)).mean())

@@ -191,6 +191,12 @@ class EdgeFGL(Algorithm):
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(list(self.clients), EdgeClient.predict)
 
+    def predict_global(self, graph: Data) -> list[float]:
+        """Each client's accuracy on ``graph`` (e.g. FedEgo's global test; simulator oracle)."""
+        x, ei = graph.x.numpy().astype(np.float32), graph.edge_index.numpy()
+        return self.executor.map(list(self.clients), EdgeClient.predict_on, x, ei,
+                                 graph.y.numpy())  # fmt: skip
+
     # ----------------------------------------------------------------- reporting
     def privacy(self) -> dict[str, Any]:
         """The worst server's ledger."""

@@ -155,3 +155,22 @@ def test_classifier_loss_generates_only_the_rows_the_mended_graph_uses(plus):
     assert (count == 2).all() and calls == [len(g.keep) - len(g.train)] and len(g.train)
     assert losses[0] == pytest.approx(losses[1], rel=1e-5)
     torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6)
+
+
+def test_accuracy_on_another_graph_uses_the_same_model_and_propagation(graph):
+    """``predict_on`` (FedEgo's global test for the edge family) on a client's own,
+    unmended graph gives that client's own accuracy over all its nodes."""
+    from torch_geometric.data import Data
+
+    algo, views, _ = build("fedsage", tiny_config(), graph)
+    algo.train_round(0)
+    algo.predict()  # every client evaluates with the server model
+    for v in views:
+        client = algo.clients[f"client-{v.client_id}"]
+        with torch.no_grad():
+            own = (client._logits().argmax(dim=-1).numpy() == v.y.numpy()).mean()
+        got = client.predict_on(v.x.numpy(), v.edge_index.numpy(), v.y.numpy())
+        assert got == pytest.approx(own)
+    first = views[0]
+    scores = algo.predict_global(Data(x=first.x, edge_index=first.edge_index, y=first.y))
+    assert len(scores) == len(views) and all(0.0 <= s <= 1.0 for s in scores)
