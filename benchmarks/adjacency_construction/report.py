@@ -32,12 +32,18 @@ MAIN_VARIANTS = (
 )  # fmt: skip
 
 
+def _par(r: dict) -> str:
+    """The parallel ratio; † when measured before the channel's serialisation was
+    attributed to the parties (then counted whole)."""
+    return f"{r['parallel_ratio']}{'' if r.get('channel_overlap') else '†'}"
+
+
 def _short(r: dict | None) -> str:
     if r is None:
         return "—"
     if r["skipped"]:
         return "skipped"
-    par = f" / ∥×{r['parallel_ratio']}" if r.get("parallel_ratio") is not None else ""
+    par = f" / ∥×{_par(r)}" if r.get("parallel_ratio") is not None else ""
     return f"{_fmt_s(_cpu(r))} s, ×{r['ratio']}{par}"
 
 
@@ -60,6 +66,21 @@ def _at(rows: list[dict], k: int, hops: int, name: str) -> dict | None:
     found = (r for r in rows if r["dataset"] == "cora" and r["clients"] == k
              and r["hops"] == hops and variant(r) == name and not r["skipped"])  # fmt: skip
     return next(found, None)
+
+
+#: the scale target of the parallel critical path (K = 20, L_s = 10, union, receiver pruning)
+SCALE_TARGET = (20, 10, 10.0)
+
+
+def _at_scale(rows: list[dict], dataset: str) -> str:
+    """Every masked (union, pruned) variant's parallel ratio at :data:`SCALE_TARGET`."""
+    k, hops, _ = SCALE_TARGET
+    cells = [r for r in rows if r["dataset"] == dataset and r["clients"] == k
+             and r["hops"] == hops and r["mode"] == "masked" and r["pruned"]
+             and r["support"] == "union" and not r["skipped"]
+             and r.get("parallel_ratio") is not None]  # fmt: skip
+    out = ", ".join(f"{variant(r).removesuffix(' (pruned)')} ∥×{_par(r)}" for r in cells)
+    return out or "not run"
 
 
 def conclusion(rows: list[dict], headline_k: int) -> str:
@@ -92,6 +113,8 @@ def conclusion(rows: list[dict], headline_k: int) -> str:
         plain=plain["ratio"] if plain else "—",
         ckks=f"×{min(ckks)}–{max(ckks)}" if ckks else "—",
         errors=", ".join(f"{m} {e:.1e}" for m, e in sorted(errors.items())) or "—",
+        scale_k=SCALE_TARGET[0], scale_hops=SCALE_TARGET[1], scale_max=SCALE_TARGET[2],
+        scale_cora=_at_scale(rows, "cora"), scale_photo=_at_scale(rows, "photo"),
     )  # fmt: skip
 
 
@@ -174,7 +197,7 @@ def _cell(r: dict | None) -> str:
         return "—"
     if r["skipped"]:
         return "skipped"
-    par = f" (∥×{r['parallel_ratio']})" if r.get("parallel_ratio") is not None else ""
+    par = f" (∥×{_par(r)})" if r.get("parallel_ratio") is not None else ""
     cpu = _fmt_s(_cpu(r))
     return f"{cpu} s, {_fmt_b(r['bytes'])}, ×{r['ratio']}{par}"
 
@@ -216,7 +239,7 @@ def _ratios(rows: list[dict]) -> str:
     """``K=… L_s=… variant (cpu s, ×sequential / ∥×parallel)`` for each row."""
     return ", ".join(
         f"K={r['clients']} L_s={r['hops']} {variant(r)} "
-        f"({_fmt_s(_cpu(r))} s, ×{r['ratio']} / ∥×{r.get('parallel_ratio')})"
+        f"({_fmt_s(_cpu(r))} s, ×{r['ratio']} / ∥×{_par(r)})"
         for r in rows
     )
 

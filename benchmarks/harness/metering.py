@@ -35,7 +35,7 @@ class MeteredRun:
         self, parties: Mapping[str, Party], clock: Callable[[], float] = time.process_time
     ) -> None:
         self.executor = LocalExecutor(parties, clock=clock)
-        self.channel = Channel(Transcript(store_payloads=False))
+        self.channel = Channel(Transcript(store_payloads=False), clock=clock)
         self.transport_seconds = 0.0  # wall seconds inside transmit (serialisation)
 
     @property

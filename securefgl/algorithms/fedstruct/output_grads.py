@@ -83,9 +83,9 @@ def expand_update(
     u_theta_s = parameters_to_vector(
         [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params, strict=False)]
     )
-    parts = [update[:f_dim].astype(np.float64), u_theta_s.double().numpy()]
+    parts = [update[:f_dim].astype(np.float32), u_theta_s.numpy()]
     if learnable:
-        u_s = torch.zeros(n, d, dtype=torch.float64)
-        u_s[rows] = grads[-1].double()
+        u_s = torch.zeros(n, d)
+        u_s[rows] = grads[-1]
         parts.append(u_s.reshape(-1).numpy())
-    return np.concatenate(parts)
+    return np.concatenate(parts)  # float32, what the global optimizer steps with

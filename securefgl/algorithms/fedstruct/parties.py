@@ -109,6 +109,7 @@ class FedStructClient(RoundClient, Party):
         self.weight = float(count)
         self.params: np.ndarray | None = None  # the global (θ ‖ S) as this client knows it
         self.global_opt: GlobalOptimizer | None = None  # when clients hold the aggregate
+        self._round_masks: tuple[int, list[torch.Tensor]] | None = None
 
     @property
     def model_nsf_dim(self) -> int:
@@ -204,7 +205,11 @@ class FedStructClient(RoundClient, Party):
         return self.settings.structure_grads == "output"
 
     def _masks(self, round_idx: int) -> list[torch.Tensor]:
-        return round_masks(self.model, self.seed, round_idx, self.view.num_global_nodes)
+        """The round's shared structure dropout masks (drawn once: training and expansion)."""
+        if self._round_masks is None or self._round_masks[0] != round_idx:
+            n = self.view.num_global_nodes
+            self._round_masks = (round_idx, round_masks(self.model, self.seed, round_idx, n))
+        return self._round_masks[1]
 
     def _step(self, update: np.ndarray, round_idx: int) -> None:
         """Apply the global optimizer to an aggregate (expanded first with output gradients)."""

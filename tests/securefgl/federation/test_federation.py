@@ -62,6 +62,22 @@ def test_broadcast_receivers_do_not_share_arrays():
     }
 
 
+def test_channel_overlaps_the_serialisation_of_distinct_senders_and_receivers():
+    """Each clock call ticks 1: every fresh message costs its sender 1 (encoding) and its
+    receiver 1 (decoding); only the busiest sender and receiver stay on the critical path."""
+    ticks = iter(range(10**6))
+    rng = np.random.default_rng(0)
+    channel = Channel(clock=lambda: float(next(ticks)))
+    channel.transmit(_envelopes(rng, 3))  # 3 senders, 1 receiver (the server decodes all)
+    assert channel.overlap_seconds == 6 - 1 - 3
+    spread = [Envelope("c0", f"r{i}", "x", Payload({"v": np.ones(2)})) for i in range(3)]
+    channel.transmit(spread)  # 1 sender encodes three messages; 3 receivers decode one each
+    assert channel.overlap_seconds == 2 + (6 - 3 - 1)
+    untimed = Channel()
+    untimed.transmit(_envelopes(rng, 3))
+    assert untimed.overlap_seconds == 0.0
+
+
 def test_party_view_holds_only_what_the_party_received(tmp_path):
     channel = Channel()
     channel.transmit(_envelopes(np.random.default_rng(1), 3))

@@ -56,7 +56,7 @@ def test_expanding_the_summed_output_gradients_gives_the_summed_paper_gradients(
     u_f = rng.normal(size=f_dim)
     s_var = s.clone().requires_grad_(True)  # Hop2Vec: S is learnable
     full = expand_update(model, s_var, np.concatenate([u_f, e_sum.reshape(-1)]), masks)
-    np.testing.assert_array_equal(full[:f_dim], u_f)
+    np.testing.assert_array_equal(full[:f_dim], u_f.astype(np.float32))
     np.testing.assert_allclose(full[f_dim:], paper_sum, rtol=1e-4, atol=1e-6)
     fixed = expand_update(model, s, np.concatenate([u_f, e_sum.reshape(-1)]), masks)
     np.testing.assert_allclose(fixed, full[: fixed.size])  # fixed NSFs: no S part
