@@ -140,7 +140,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
               "the gradient at the structure MLP's output (n × c values instead of n × d_s and "
               "θ_s) and the server forwards the aggregate, which every client expands by the "
               "chain rule and applies (the same step as the paper's aggregate; see FedStruct's "
-              "page). What is left there is the Ā build (the structure family) and the feature "
+              "page; over 5 seeds the two upload forms end within 0.14 points of each other: "
+              "[output gradients](fedstruct_output_grads.md)). What is left there is the Ā "
+              "build (the structure family) and the feature "
               "MLP. FedGCN's clients upload seeded ciphertexts (about 2× float32); one client a "
               "round downloads the expanded sum (4×) and relays the mean, sealed as float32, "
               "to the others (1×)."]  # fmt: skip
