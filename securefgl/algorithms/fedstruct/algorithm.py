@@ -12,8 +12,10 @@ Rounds: FedSGD, as the official code, reusing
 cross-entropy over its labelled nodes w.r.t. θ (and its replica of S for Hop2Vec, Prop. 2) with
 weight ``|Ṽ_i|`` (Eq. 5; ``loss_weighting="nodes"``: n_i, the official code) through the
 configured stack; Adam (λ = λ_s) is applied to (θ ‖ S) by whoever holds the aggregate (the
-server, or every client under ``ckks``). Deviation: Alg. 2 applies the S-gradient one round
-late; like the official code we step θ and S together.
+server, or every client under ``ckks``). With ``structure_grads="output"`` clients upload
+``(∇_θf ‖ ∂L/∂g(S))`` instead and every client expands and applies the aggregate
+(:mod:`~securefgl.algorithms.fedstruct.output_grads`). Deviation: Alg. 2 applies the
+S-gradient one round late; like the official code we step θ and S together.
 
 Leaks: the server learns each client's opaque ids and NSFs; every client learns S of every
 node (App. G.1; not for Hop2Vec); over ``plain`` the server reads each upload, whose S part

@@ -302,8 +302,8 @@ class FedStructClient(RoundClient, Party):
 
 
 class FedStructServer(FedAvgServer):
-    """Holds (θ ‖ S) when the protocol lets it see the aggregate; relays NSFs (and, with
-    ``abar_relay``, the Ā blocks)."""
+    """Holds (θ ‖ S) when the protocol lets it see the aggregate (with output gradients it
+    forwards the aggregate instead); relays NSFs (and, with ``abar_relay``, the Ā blocks)."""
 
     model_tag = MODEL_TAG
 
@@ -332,8 +332,9 @@ class FedStructServer(FedAvgServer):
 
     @property
     def forwards_update(self) -> bool:
-        """Output gradients: the server sees the aggregate but cannot expand it without the
-        round's masks applied to (θ_s, S); it forwards it and every client expands it."""
+        """Output gradients: after the initial model the server forwards each round's short
+        aggregate instead of the model (every client expands it and steps), so the download
+        shrinks like the upload."""
         return self.holds_model and self.settings.structure_grads == "output"
 
     def broadcast(self, round_idx: int, receivers: list[str]) -> list[Envelope]:
