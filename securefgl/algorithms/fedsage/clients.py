@@ -124,8 +124,8 @@ class NeighGenState:
     def pretrain(self) -> float:
         """LocSage+: NeighGen and its classifier on the impaired graph alone."""
         st, g = self.settings, self.graph
-        opt = torch.optim.Adam(
-            self.net.parameters(), lr=st.gen_lr, weight_decay=st.gen_weight_decay
+        opt = torch.optim.Adam(  # fused: fGen's output layer is large (num_pred · features)
+            self.net.parameters(), lr=st.gen_lr, weight_decay=st.gen_weight_decay, fused=True
         )
         loss = torch.zeros(())
         self.net.train()
@@ -145,7 +145,8 @@ class NeighGenState:
         st, g = self.settings, self.graph
         if self.fgen_opt is None:
             self.fgen_opt = torch.optim.Adam(self.net.fgen_parameters(), lr=st.gen_lr,
-                                             weight_decay=st.gen_weight_decay)  # fmt: skip
+                                             weight_decay=st.gen_weight_decay,
+                                             fused=True)  # fmt: skip
         self._pending.clear()
         if not len(g.train):
             self._epoch = None
