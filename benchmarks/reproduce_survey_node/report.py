@@ -141,6 +141,13 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
     protected = (f"- Protected FED-PUB (secure personalised sums) − plaintext, paired by seed: "
                  f"{'; '.join(paired)} (target: within 0.5 points)." if paired else
                  "- Protected FED-PUB: no paired run.")  # fmt: skip
+    pairs = [(plain[("fedprox", d, k)]["per_seed"], plain[("fedavg", d, k)]["per_seed"])
+             for (m, d, k) in plain if m == "fedprox" and ("fedavg", d, k) in plain]  # fmt: skip
+    same = sum(all(a[s] == b[s] for s in set(a) & set(b)) for a, b in pairs)
+    prox = (f"- FedProx equals our FedAvg seed for seed in **{same} of {len(pairs)}** cells: "
+            "with the official script's single local Adam step a round, the proximal term's "
+            "gradient μ(w − w_t) is zero at w = w_t, so FedProx is FedAvg there (the slide's "
+            "FedProx and FedAvg differ: their runs took more local steps)." if pairs else "")
     return [
         f"- Seeds per cell: {', '.join(map(str, seeds)) or '–'} (each cell's count in brackets "
         "below; target 5). Methods not run at all (CPU time): "
@@ -156,6 +163,7 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
         + "ogbn-arxiv (the table's 6th dataset) is not available offline, so its 3 cells and "
         "the 'All Avg.' column are not reproducible.",
         protected,
+        *([prox] if prox else []),
     ]
 
 
