@@ -86,11 +86,16 @@ class RoundClient(ABC):
 
     def apply_result(self, round_idx: int) -> None:
         result = self.agg.result()
-        if result is None or self.params is None:
-            return
+        if result is not None and self.params is not None:
+            self.apply_mean(result.mean, round_idx)
+
+    def apply_mean(self, mean: np.ndarray, round_idx: int) -> None:
+        """One step of the global optimizer (the server's, replicated here) on ``mean``."""
+        if self.params is None:
+            raise RuntimeError("no global model to update")
         if self.global_opt is None:
             self.global_opt = GlobalOptimizer(self.params, *self.optimizer_settings())
-        self.params = self.global_opt.step(result.mean)
+        self.params = self.global_opt.step(mean)
 
 
 class FedAvgClient(RoundClient, Party):

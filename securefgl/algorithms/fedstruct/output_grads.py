@@ -31,9 +31,14 @@ from securefgl.algorithms.fedstruct.model import FedStructModel
 __all__ = ["expand_update", "round_masks", "upload_dim"]
 
 
+def _feature_size(model: FedStructModel) -> int:
+    """``|θ_f|``: the feature MLP's parameters, first in the flat model."""
+    return sum(p.numel() for p in model.feature_mlp.parameters())
+
+
 def upload_dim(model: FedStructModel, num_nodes: int, num_classes: int) -> int:
     """Values a client uploads: ``|θ_f| + n·c``."""
-    return sum(p.numel() for p in model.feature_mlp.parameters()) + num_nodes * num_classes
+    return _feature_size(model) + num_nodes * num_classes
 
 
 def round_masks(
@@ -66,7 +71,7 @@ def expand_update(
     n, d = s.shape
     c = mlp[-1].out_features
     f_dim = update.size - n * c
-    if f_dim != sum(p.numel() for p in model.feature_mlp.parameters()):
+    if f_dim != _feature_size(model):
         raise ValueError(f"an output-gradient update has {update.size} values, not |θ_f| + n·c")
     e = torch.as_tensor(update[f_dim:], dtype=torch.float32).view(n, c)
     rows = torch.nonzero(e.abs().sum(dim=1)).squeeze(1)

@@ -184,7 +184,7 @@ class FedStructClient(RoundClient, Party):
     def receive_model(self, inbox: list[Envelope]) -> None:
         for env in inbox:
             if env.tag == UPDATE_TAG:
-                self._step(env.payload.array("update"), int(env.payload.meta["round"]))
+                self.apply_mean(env.payload.array("update"), int(env.payload.meta["round"]))
             elif env.tag == MODEL_TAG:
                 params = env.payload.array("params").astype(np.float32)
                 expected = self.theta_dim + (self.s.numel() if self.settings.learnable_nsf else 0)
@@ -211,21 +211,13 @@ class FedStructClient(RoundClient, Party):
             self._round_masks = (round_idx, round_masks(self.model, self.seed, round_idx, n))
         return self._round_masks[1]
 
-    def _step(self, update: np.ndarray, round_idx: int) -> None:
-        """Apply the global optimizer to an aggregate (expanded first with output gradients)."""
-        if self.params is None:
-            raise RuntimeError(f"{self.party_id}: no global model to update")
-        if self.output_grads:
+    def apply_mean(self, mean: np.ndarray, round_idx: int) -> None:
+        """The global optimizer's step; with output gradients the aggregate is expanded
+        first (:func:`~securefgl.algorithms.fedstruct.output_grads.expand_update`)."""
+        if self.output_grads and self.params is not None:
             self._sync()
-            update = expand_update(self.model, self.s, update, self._masks(round_idx))
-        if self.global_opt is None:
-            self.global_opt = GlobalOptimizer(self.params, *self.optimizer_settings())
-        self.params = self.global_opt.step(update)
-
-    def apply_result(self, round_idx: int) -> None:
-        result = self.agg.result()
-        if result is not None and self.params is not None:
-            self._step(result.mean, round_idx)
+            mean = expand_update(self.model, self.s, mean, self._masks(round_idx))
+        super().apply_mean(mean, round_idx)
 
     def _output_update(self, round_idx: int) -> tuple[np.ndarray, float]:
         """``-(∇_θf L_i ‖ vec E_i)`` with ``E_i = ∂L_i/∂g(S)`` (:mod:`.output_grads`)."""
