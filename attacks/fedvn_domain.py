@@ -30,6 +30,7 @@ import numpy as np
 
 from attacks.base import SERVER, AttackResult, not_applicable
 from attacks.simulation import AuditRun
+from protocols.bundles import unbundle
 from securefgl.data.good_motif import MOTIF_DATASETS, expected_statistics
 from securefgl.data.graph_store import GraphDataset
 
@@ -79,9 +80,9 @@ def _scores(run: AuditRun, ids: list[str]) -> dict[str, np.ndarray]:
     for e in run.view(SERVER).entries:
         if e.tag != SCORE_TAG or e.data is None or e.sender not in ids:
             continue
-        payload = e.payload()
-        if "values" in payload:
-            seen.setdefault(e.sender, []).append(payload.array("values"))
+        for part in unbundle(e.payload(), "audit").values():
+            if "values" in part:
+                seen.setdefault(e.sender, []).append(part.array("values"))
     return {c: np.mean(v, axis=0) for c, v in seen.items()}
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from attacks.active_server.driver import Outcome, Refusals, check_threat_model, outcome
 from protocols.base import ProtocolError, run_phases
+from protocols.bundles import unbundle
 from protocols.crypto.keyagreement import KeyPair, shared_secret
 from protocols.secure_sum import MaskedSum, SumRequest
 from protocols.secure_sum.masked import MaskedSumClient
@@ -73,7 +74,7 @@ class _Substitution:
         by_sender: dict[str, dict[str, Payload]] = {}
         for env in inbox:
             if env.tag == TAG_CONTRIBUTION:
-                by_sender.setdefault(env.sender, {})[env.payload.meta["receiver"]] = env.payload
+                by_sender[env.sender] = unbundle(env.payload, "audit")
         for k, sent in by_sender.items():
             mine = {r: q for r, q in requests.items() if k in q.senders}
             shadow = self._shadow(k, mine)

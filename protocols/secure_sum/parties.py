@@ -2,10 +2,12 @@
 
 Clients have no direct links: every message goes client -> server -> client through
 :func:`protocols.base.run_phases`. Round phases, identical in every mode: receiver
-``announce`` (its public request) -> server ``route_requests`` -> sender ``contribute`` (its
-mode-encoded block) -> server ``deliver`` (the blocks, or ONE aggregate) -> receiver
-``finish``. Each party only gets its own inputs (:meth:`SecureSumClient.expect_sum`,
-:meth:`SecureSumClient.add_contribution`); the modes subclass the three classes.
+``announce`` (its public request) -> server ``route_requests`` (one message per request
+and sender, the same bytes for every sender) -> sender ``contribute`` (its mode-encoded
+block per receiver, all in one message: :mod:`protocols.bundles`) -> server ``deliver``
+(the blocks, or ONE aggregate) -> receiver ``finish``. Each party only gets its own inputs
+(:meth:`SecureSumClient.expect_sum`, :meth:`SecureSumClient.add_contribution`); the modes
+subclass the three classes.
 
 Public in every mode (server, receiver, its senders): the receiver, the sender set, the
 block shape, the support, message sizes and timing. A receiver's own block stays with it as
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from protocols.base import Envelope, Inbox, Phase, ProtocolError, ProtocolParty, Role
+from protocols.bundles import bundle, unbundle
 from protocols.identity import (
     HONEST_BUT_CURIOUS,
     KeyRegistry,
@@ -222,13 +225,12 @@ class SecureSumClient(ProtocolParty):
                     f"request says {request.shape}"
                 )
         self._start_encoding(requests)
-        out = []
+        parts = {}
         for receiver, request in requests.items():
-            payload = self._encode(receiver, request, self._outgoing[receiver])
-            payload.meta.update(round=self._r, receiver=receiver)
-            out.append(Envelope(who, self.server_id, TAG_CONTRIBUTION, payload))
+            parts[receiver] = self._encode(receiver, request, self._outgoing[receiver])
+            parts[receiver].meta.update(round=self._r, receiver=receiver)
         self._outgoing = {}
-        return out
+        return [Envelope(who, self.server_id, TAG_CONTRIBUTION, bundle(parts, round=self._r))]
 
     def _start_encoding(self, requests: dict[str, SumRequest]) -> None:
         """Hook before this round's :meth:`_encode` calls (all of them see ``requests``)."""
@@ -259,7 +261,7 @@ class SecureSumClient(ProtocolParty):
 
     @abstractmethod
     def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
-        """This sender's message for ``receiver`` (round/receiver meta are added after)."""
+        """This sender's part for ``receiver`` (round/receiver meta are added after)."""
 
     @abstractmethod
     def _combine(self, request: SumRequest, deliveries: Inbox) -> Total:
@@ -388,16 +390,18 @@ class SecureSumServer(ProtocolParty):
         got: dict[str, dict[str, Payload]] = {r: {} for r in self._requests}
         for env in inbox:
             self._check(env, TAG_CONTRIBUTION, self.federation)
-            r = env.payload.meta.get("receiver")
-            if (
-                not isinstance(r, str)
-                or r not in got
-                or env.sender not in self._requests[r].senders
-            ):
-                raise ProtocolError(f"server: unexpected contribution from {env.sender!r} to {r!r}")
-            if env.sender in got[r]:
-                raise ProtocolError(f"server: two contributions from {env.sender!r} to {r!r}")
-            got[r][env.sender] = env.payload
+            for r, part in unbundle(env.payload, "server").items():
+                if (
+                    r not in got
+                    or env.sender not in self._requests[r].senders
+                    or part.meta.get("receiver") != r
+                ):
+                    raise ProtocolError(
+                        f"server: unexpected contribution from {env.sender!r} to {r!r}"
+                    )
+                if env.sender in got[r]:
+                    raise ProtocolError(f"server: two contributions from {env.sender!r} to {r!r}")
+                got[r][env.sender] = part
         out = []
         for r, request in self._requests.items():
             missing = [k for k in request.senders if k not in got[r]]

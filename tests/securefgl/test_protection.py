@@ -7,6 +7,7 @@ message, for model updates, FedGCN's neighbour sums and FedStruct's Ā hop sums.
 
 import pytest
 
+from protocols.bundles import unbundle
 from protocols.secure_sum.parties import TAG_CONTRIBUTION
 from securefgl.algorithms.fedgcn.algorithm import NEIGHBOUR_SUMS
 from securefgl.algorithms.fedstruct.algorithm import ABAR_SUMS
@@ -18,10 +19,17 @@ PLAIN_BLOCK = "fedstruct/abar/B"
 
 
 def _sum_mode(payload) -> str:
-    """What a secure-sum contribution carries: masked words, ciphertexts or clear values."""
-    if "y" in payload.fields:
+    """What a secure-sum contribution carries: masked words, ciphertexts or clear values
+    (one mode for every part of a sender's bundle)."""
+    modes = {_part_mode(part) for part in unbundle(payload, "test").values()}
+    assert len(modes) == 1
+    return modes.pop()
+
+
+def _part_mode(part) -> str:
+    if "y" in part.fields:
         return "masked"
-    if any(isinstance(v, bytes) for v in payload.fields.values()):
+    if any(isinstance(v, bytes) for v in part.fields.values()):
         return "ckks"
     return "plain"
 

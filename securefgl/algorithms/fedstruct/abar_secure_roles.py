@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from protocols.base import Envelope, Inbox, ProtocolError
+from protocols.bundles import bundle, unbundle
 from protocols.fixedpoint import FixedPointOverflowError
 from protocols.secure_sum import SumRequest, Support
 from protocols.wire import Payload
@@ -21,7 +22,7 @@ from securefgl.federation.hosted_sums import HostedSum
 
 logger = logging.getLogger(__name__)
 
-PATTERN_TAG = "fedstruct/abar/pattern"  # sender -> server: supp(B_ik) ("union" support)
+PATTERN_TAG = "fedstruct/abar/pattern"  # sender -> server: every supp(B_ik), one bundle ("union")
 UNION_TAG = "fedstruct/abar/union"  # server -> receiver: U_i
 SUPPORTS = ("rows", "union")
 SupportKind = Literal["rows", "union"]
@@ -83,15 +84,16 @@ class SecureHops(ABC):
         support also returns ``supp(B_ik)`` for the server, per receiver."""
         n, server = self.num_global_nodes, self.sums.client.server_id
         self._sum_hop, self._sum_round = hop, round_idx
-        out = []
+        patterns = {}
         for receiver, total in self.global_contributions(hop).items():
             self.sums.client.add_contribution(receiver, total)  # canonical: flat ids sorted
             if self.hop_support == "union":
                 pattern = Support((n, n), flat=total.row * n + total.col)  # sorted, unique
-                meta = {"hop": hop, "round": round_idx, "to": receiver, "n": n}
-                payload = Payload(pattern.to_fields(), meta)
-                out.append(Envelope(self.party_id, server, PATTERN_TAG, payload))
-        return out
+                patterns[receiver] = Payload(pattern.to_fields(), {})
+        if not patterns:
+            return []
+        payload = bundle(patterns, hop=hop, round=round_idx, n=n)
+        return [Envelope(self.party_id, server, PATTERN_TAG, payload)]
 
     def expect_secure_hop(self, hop: int, inbox: Inbox) -> int:
         """Announce this client's own sum (senders = its neighbouring clients) on the public
@@ -173,26 +175,27 @@ class UnionRelay:
         sizes: set[int] = set()
         for env in inbox:
             meta, k = env.payload.meta, env.sender
-            r, n = meta.get("to"), meta.get("n")
+            n = meta.get("n")
             if (
                 env.tag != PATTERN_TAG
                 or k not in self.clients
-                or r not in self.clients
-                or r == k
                 or meta.get("hop") != hop
                 or meta.get("round") != self._union_round
                 or not isinstance(n, int)
             ):
                 raise ProtocolError(f"{self.party_id}: unexpected {env.tag!r} from {k!r}")
-            try:
-                pattern = Support.from_fields((n, n), env.payload)
-            except ProtocolError as err:
-                raise ProtocolError(f"{self.party_id}: bad pattern from {k!r}: {err}") from err
-            if pattern is None or pattern.rows is not None:
-                raise ProtocolError(f"{self.party_id}: the pattern from {k!r} is not a pattern")
-            if k in parts.setdefault(r, {}):
-                raise ProtocolError(f"{self.party_id}: two patterns from {k!r} for {r!r}")
-            parts[r][k] = pattern.index
+            for r, part in unbundle(env.payload, self.party_id).items():
+                if r not in self.clients or r == k:
+                    raise ProtocolError(f"{self.party_id}: a pattern from {k!r} for {r!r}")
+                try:
+                    pattern = Support.from_fields((n, n), part)
+                except ProtocolError as err:
+                    raise ProtocolError(f"{self.party_id}: bad pattern from {k!r}: {err}") from err
+                if pattern is None or pattern.rows is not None:
+                    raise ProtocolError(f"{self.party_id}: the pattern from {k!r} is not a pattern")
+                if k in parts.setdefault(r, {}):
+                    raise ProtocolError(f"{self.party_id}: two patterns from {k!r} for {r!r}")
+                parts[r][k] = pattern.index
             sizes.add(n)
         if len(sizes) > 1:
             raise ProtocolError(f"{self.party_id}: senders disagree on n: {sorted(sizes)}")

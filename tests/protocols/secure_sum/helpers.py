@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from protocols.base import Envelope, no_transport
+from protocols.bundles import unbundle
 from protocols.secure_sum import (
     CKKSSum,
     MaskedSum,
@@ -17,6 +18,7 @@ from protocols.secure_sum import (
     run_secure_sums,
     setup_secure_sums,
 )
+from protocols.secure_sum.parties import TAG_CONTRIBUTION
 from protocols.wire import Payload
 
 SERVER = "server"
@@ -50,8 +52,22 @@ class Recorder:
         self.log.extend(no_transport(out))  # the transcript keeps its own copy of the bytes
         return out
 
+    @property
+    def parts(self) -> list[Envelope]:
+        """The log with every sender's bundle of contributions split into one envelope per
+        receiver of a part (still addressed to the server)."""
+        return [part for env in self.log for part in split_bundle(env)]
+
     def to(self, receiver: str, tag: str | None = None) -> list[Envelope]:
-        return [e for e in self.log if e.receiver == receiver and tag in (None, e.tag)]
+        return [e for e in self.parts if e.receiver == receiver and tag in (None, e.tag)]
+
+
+def split_bundle(env: Envelope) -> list[Envelope]:
+    """A contribution bundle as one envelope per part; any other envelope as it is."""
+    if env.tag != TAG_CONTRIBUTION:
+        return [env]
+    parts = unbundle(env.payload, "test").values()
+    return [Envelope(env.sender, env.receiver, env.tag, part) for part in parts]
 
 
 def client_ids(n: int) -> list[str]:

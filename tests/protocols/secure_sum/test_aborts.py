@@ -91,7 +91,9 @@ def _replace(field: str, make: Callable[[object], object], tag: str = TAG_CONTRI
         if env.tag != tag:
             return env
         fields = dict(env.payload.fields)
-        fields[field] = make(fields[field])
+        names = [n for n in fields if n.rpartition("/")[2] == field]  # every bundled part's
+        for name in names or [field]:
+            fields[name] = make(fields[name])
         return Envelope(env.sender, env.receiver, env.tag, Payload(fields, env.payload.meta))
 
     return mutate

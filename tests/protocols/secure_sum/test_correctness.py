@@ -13,6 +13,7 @@ from protocols.secure_sum import (
     Support,
     run_secure_sums,
 )
+from protocols.secure_sum.parties import TAG_CONTRIBUTION
 from tests.protocols.secure_sum.helpers import (
     MODES,
     Recorder,
@@ -116,3 +117,12 @@ def test_several_rounds_reuse_setup_but_not_round_idx() -> None:
 
 
 # ------------------------------------------------------------------------------ what leaks
+
+
+def test_secure_sum_senders_send_one_message_per_round() -> None:
+    n = 5
+    rec = Recorder()
+    run_mode("masked", n, simple_jobs(n), rec)
+    sent = [e.sender for e in rec.log if e.tag == TAG_CONTRIBUTION]
+    assert sorted(sent) == client_ids(n)  # one bundle each, not one per receiver
+    assert len(rec.to("server", TAG_CONTRIBUTION)) == n * (n - 1)  # every part inside

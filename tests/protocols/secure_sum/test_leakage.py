@@ -109,7 +109,7 @@ def test_no_individual_block_reaches_receiver_or_server(mode: str) -> None:
         deliveries = rec.to(r, TAG_DELIVERY)
         assert len(deliveries) == 1  # ONE aggregate per job, never the individual blocks
         assert deliveries[0].payload.meta["senders"] == [k for k in blocks if k != r]
-    for env in rec.log:  # no plaintext floats anywhere in the round
+    for env in rec.parts:  # no plaintext floats anywhere in the round
         for value in env.payload.fields.values():
             assert isinstance(value, bytes) or value.dtype.kind != "f", (env.tag, env.receiver)
         if mode.startswith("masked") and env.tag in (TAG_CONTRIBUTION, TAG_DELIVERY):
@@ -197,7 +197,7 @@ def test_plain_sparse_blocks_travel_as_coo() -> None:
     jobs = simple_jobs(3, shape=(50, 80), seed=5, sparse=True)
     rec = Recorder()
     run_mode("plain", 3, jobs, rec)
-    for env in rec.log:
+    for env in rec.parts:
         if env.tag in (TAG_CONTRIBUTION, TAG_DELIVERY):
             r = env.payload.meta["receiver"]
             k = env.sender if env.tag == TAG_CONTRIBUTION else env.payload.meta["sender"]

@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
+from protocols.bundles import unbundle
 from protocols.dp.accounting import PrivacyAccountant
 from securefgl.algorithms.fedpub.model import MaskedGCN, normalized_adjacency, proxy_graph
 from securefgl.algorithms.fedpub.parties import TAG_EMBEDDING, TAG_MODEL, PubServer
@@ -144,7 +145,8 @@ def test_secure_sums_equal_plain_and_server_never_sees_a_model(mode):
                 assert not np.isin(np.round(a.ravel(), 6), np.round(theta, 6)).mean() > 0.5
     if mode == "masked":
         for env in seen.messages("secure-sum/contribution"):
-            assert env.payload.fields["y"].dtype == np.uint64
+            for part in unbundle(env.payload, "test").values():
+                assert part.fields["y"].dtype == np.uint64
     assert abs(res.final["test_acc"] - plain.final["test_acc"]) <= 0.005
     assert res.protection["personalised aggregation θ̄_i = Σ_j α_ij θ_j"].startswith(mode)
 

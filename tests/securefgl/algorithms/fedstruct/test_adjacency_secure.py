@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from protocols.base import ProtocolError
+from protocols.bundles import unbundle
 from protocols.fixedpoint import FixedPointOverflowError
 from protocols.secure_sum import Support
 from protocols.secure_sum.masked import MaskedSum
@@ -237,11 +238,11 @@ def test_no_individual_block_reaches_receiver_or_server(mode, support):
     # or ciphertexts only
     for e in entries:
         if e.tag == TAG_CONTRIBUTION:
-            fields = set(e.payload().fields)
-            assert fields == ({"ct", "ct_len"} if mode == "ckks" else {"y"})
-            if mode != "ckks":
-                word = np.uint32 if mode == "masked32" else np.uint64
-                assert e.payload().fields["y"].dtype == word
+            for part in unbundle(e.payload(), "test").values():
+                assert set(part.fields) == ({"ct", "ct_len"} if mode == "ckks" else {"y"})
+                if mode != "ckks":
+                    word = np.uint32 if mode == "masked32" else np.uint64
+                    assert part.fields["y"].dtype == word
 
 
 def test_union_support_leaks_exactly_the_individual_patterns_to_the_server():
@@ -253,11 +254,10 @@ def test_union_support_leaks_exactly_the_individual_patterns_to_the_server():
     n = views[0].num_global_nodes
     entries = channel.transcript.entries
     patterns = {
-        (e.sender, e.payload().meta["to"], e.payload().meta["hop"]): Support.from_fields(
-            (n, n), e.payload()
-        ).index
+        (e.sender, to, e.payload().meta["hop"]): Support.from_fields((n, n), part).index
         for e in entries
         if e.tag == PATTERN_TAG
+        for to, part in unbundle(e.payload(), "test").items()
     }
     assert all(e.receiver == "server" for e in entries if e.tag == PATTERN_TAG)
     assert set(patterns) == set(Spy.blocks)

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from protocols.bundles import unbundle
 from protocols.secure_sum.parties import TAG_CONTRIBUTION
 from securefgl.algorithms import registry
 from securefgl.algorithms.fedstruct.abar_central import central_abar
@@ -128,7 +129,12 @@ def test_masked_abar_options_reach_the_hop_sums(small_views, option, atol, bad):
     _, views = small_views
     settings = _settings(structure_hops=2, sum_mode="masked", **option)
     _, transcript = _built_abar_matches_the_oracle(views, settings, atol, store=True)
-    words = [e.payload().fields["y"] for e in transcript.entries if e.tag == TAG_CONTRIBUTION]
+    words = [
+        part.fields["y"]
+        for e in transcript.entries
+        if e.tag == TAG_CONTRIBUTION
+        for part in unbundle(e.payload(), "test").values()
+    ]
     assert words and all(
         w.dtype == (np.uint32 if "abar_ring_bits" in option else np.uint64) for w in words
     )

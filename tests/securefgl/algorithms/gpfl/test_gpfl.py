@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from protocols.bundles import unbundle
 from securefgl.algorithms.gpfl.network import (
     compress,
     learn_network,
@@ -113,7 +114,8 @@ def test_private_run_server_gets_only_similarities_and_ldp_properties():
     assert "gpfl/features" not in tags and "gpfl/update" not in tags
     assert "gram/matrices" in tags and "gpfl/properties" in tags
     for env in seen.messages("secure-sum/contribution"):  # masked words, no float update
-        assert set(env.payload.fields) == {"y"} and env.payload.fields["y"].dtype == np.uint64
+        for part in unbundle(env.payload, "test").values():
+            assert set(part.fields) == {"y"} and part.fields["y"].dtype == np.uint64
     assert run.privacy["epsilon"] == 1.0 and "local DP" in run.privacy["adversary"]
     # the decrypted cosines are those of the clients' centred features (last round)
     algo = run.state.algorithm
