@@ -20,8 +20,9 @@ Amazon Computers: the same with ``--dataset Computers`` and ``--secagg-weight-bo
 (its node count), without the ckks run.
 
 The first folder is the plain reference; the folders of one call share the algorithm, the
-dataset and K, and replace that group's earlier rows (other groups are kept). Seconds are
-wall times on the machine the runs shared with other jobs (``--busy`` marks them so).
+dataset, K and the rounds, and replace that group's earlier rows (other groups are kept).
+Seconds are wall times on the machine the runs shared with other jobs (``--busy`` marks
+them so).
 """
 
 from __future__ import annotations
@@ -78,15 +79,15 @@ def row_of(folder: Path) -> dict[str, Any]:
     }
 
 
-def _group(row: dict[str, Any]) -> tuple[str, str, int]:
-    return row["algorithm"], row["dataset"], row["clients"]
+def _group(row: dict[str, Any]) -> tuple[str, str, int, int]:
+    return row["algorithm"], row["dataset"], row["clients"], row["rounds"]
 
 
 def section(rows: list[dict[str, Any]], busy: bool) -> list[str]:
     """One algorithm, dataset and K: the plain row first, then each secure transport."""
     ref = rows[0]
     lines = [
-        f"## {ref['algorithm']} on {ref['dataset']}, K = {ref['clients']}",
+        f"## {ref['algorithm']} on {ref['dataset']}, K = {ref['clients']}, {ref['rounds']} rounds",
         "",
         "| protocol | carried in | test acc (mean ± std) | Δ vs plain (points) | per seed "
         "| max abs err of the aggregate | MB (rounds / set-up) | seconds |",
@@ -122,7 +123,7 @@ def section(rows: list[dict[str, Any]], busy: bool) -> list[str]:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, int, int], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(_group(r), []).append(r)
     lines = ["# Secure = plain", ""]
@@ -154,7 +155,7 @@ def main() -> None:
     if new[0]["protocol"] != "plain":
         parser.error("the first folder must be the plain run")
     if len({_group(r) for r in new}) != 1:
-        parser.error("the folders must share the algorithm, dataset and number of clients")
+        parser.error("the folders must share the algorithm, dataset, clients and rounds")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{STEM}.json"
     rows = merge(read_json(path, []), new)
