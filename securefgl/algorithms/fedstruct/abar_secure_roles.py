@@ -81,7 +81,7 @@ class SecureHops(ABC):
 
     def prepare_secure_hop(self, hop: int, round_idx: int) -> list[Envelope]:
         """Hand every ``B_ik`` (``[n, n]``, opaque rows) to the hosted sums. With ``"union"``
-        support also returns ``supp(B_ik)`` for the server, per receiver."""
+        support also returns every ``supp(B_ik)`` for the server, in one bundle."""
         n, server = self.num_global_nodes, self.sums.client.server_id
         self._sum_hop, self._sum_round = hop, round_idx
         patterns = {}
