@@ -1,4 +1,5 @@
-"""The secure = plain report: one section per algorithm, dataset and K; reruns replace."""
+"""The secure = plain report: one section per algorithm, dataset, K and rounds; reruns
+replace."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Any
 from benchmarks.secure_plain import markdown, merge
 
 
-def _row(dataset: str, protocol: str, acc: float) -> dict[str, Any]:
+def _row(dataset: str, protocol: str, acc: float, rounds: int = 100) -> dict[str, Any]:
     return {
-        "algorithm": "fedavg", "dataset": dataset, "clients": 10, "rounds": 100,
+        "algorithm": "fedavg", "dataset": dataset, "clients": 10, "rounds": rounds,
         "seeds": [0], "protocol": protocol, "ring": "float32", "test_acc": [acc],
         "test_acc_mean": acc, "test_acc_std": 0.0, "aggregate_max_abs_error": None,
         "bytes": 1e6, "bytes_by_family": {}, "seconds": 1.0,
@@ -36,3 +37,12 @@ def test_each_group_has_its_verdict() -> None:
     rows[2]["note"] = "Why it differs."
     cora, computers = markdown(rows).split("## fedavg on Computers")
     assert "Why it differs." in computers and "Why it differs." not in cora
+
+
+def test_a_longer_run_sits_beside_the_shorter_one() -> None:
+    short = [_row("Computers", "plain", 63.0, 30), _row("Computers", "secagg", 49.5, 30)]
+    long = [_row("Computers", "plain", 69.0, 100), _row("Computers", "secagg", 64.9, 100)]
+    rows = merge(short, long)
+    assert rows == short + long
+    text = markdown(rows)
+    assert "K = 10, 30 rounds" in text and "K = 10, 100 rounds" in text
