@@ -83,15 +83,6 @@ def _at_scale(rows: list[dict], dataset: str) -> str:
     return out or "not run"
 
 
-def _plain_at_scale(rows: list[dict], dataset: str) -> str:
-    """The plain (pruned) parallel ratio at :data:`SCALE_TARGET`: the unprotected floor."""
-    k, hops, _ = SCALE_TARGET
-    found = [_par(r) for r in rows if r["dataset"] == dataset and r["clients"] == k
-             and r["hops"] == hops and variant(r) == "plain (pruned)" and not r["skipped"]
-             and r.get("parallel_ratio") is not None]  # fmt: skip
-    return str(found[0]) if found else "—"
-
-
 def conclusion(rows: list[dict], headline_k: int) -> str:
     """The conclusion's bullets with their numbers from ``rows`` (Cora)."""
     ran = [r for r in rows if not r["skipped"] and r["dataset"] == "cora" and r["hops"] > 1]
@@ -107,6 +98,7 @@ def conclusion(rows: list[dict], headline_k: int) -> str:
     cheap = [(x, r) for x in MAIN_VARIANTS[2:5] if (r := _at(rows, headline_k, top, x))]
     ckks = [r["ratio"] for r in ran if variant(r) == "ckks-union (pruned)"
             and r["clients"] == headline_k]  # fmt: skip
+    floor = _at(rows, SCALE_TARGET[0], SCALE_TARGET[1], "plain (pruned)")  # unprotected
     errors: dict[str, float] = {}
     for r in rows:
         if not r["skipped"] and r.get("max_abs_err") is not None and r["mode"] != "plain":
@@ -124,7 +116,7 @@ def conclusion(rows: list[dict], headline_k: int) -> str:
         errors=", ".join(f"{m} {e:.1e}" for m, e in sorted(errors.items())) or "—",
         scale_k=SCALE_TARGET[0], scale_hops=SCALE_TARGET[1], scale_max=SCALE_TARGET[2],
         scale_cora=_at_scale(rows, "cora"), scale_photo=_at_scale(rows, "photo"),
-        scale_plain=_plain_at_scale(rows, "cora"),
+        scale_plain=_par(floor) if floor and floor.get("parallel_ratio") else "—",
     )  # fmt: skip
 
 
