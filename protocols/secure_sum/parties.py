@@ -225,10 +225,7 @@ class SecureSumClient(ProtocolParty):
                     f"request says {request.shape}"
                 )
         self._start_encoding(requests)
-        parts = {}
-        for receiver, request in requests.items():
-            parts[receiver] = self._encode(receiver, request, self._outgoing[receiver])
-            parts[receiver].meta.update(round=self._r, receiver=receiver)
+        parts = {r: self._encode(r, request, self._outgoing[r]) for r, request in requests.items()}
         self._outgoing = {}
         return [Envelope(who, self.server_id, TAG_CONTRIBUTION, bundle(parts, round=self._r))]
 
@@ -261,7 +258,7 @@ class SecureSumClient(ProtocolParty):
 
     @abstractmethod
     def _encode(self, receiver: str, request: SumRequest, block: Block) -> Payload:
-        """This sender's part for ``receiver`` (round/receiver meta are added after)."""
+        """This sender's part for ``receiver`` (its bundle names the round and receiver)."""
 
     @abstractmethod
     def _combine(self, request: SumRequest, deliveries: Inbox) -> Total:
@@ -391,11 +388,7 @@ class SecureSumServer(ProtocolParty):
         for env in inbox:
             self._check(env, TAG_CONTRIBUTION, self.federation)
             for r, part in unbundle(env.payload, "server").items():
-                if (
-                    r not in got
-                    or env.sender not in self._requests[r].senders
-                    or part.meta.get("receiver") != r
-                ):
+                if r not in got or env.sender not in self._requests[r].senders:
                     raise ProtocolError(
                         f"server: unexpected contribution from {env.sender!r} to {r!r}"
                     )

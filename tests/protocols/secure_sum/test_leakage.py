@@ -8,6 +8,7 @@ import scipy.sparse as sp
 import tenseal as ts
 
 from protocols.base import Envelope, ProtocolError, no_transport
+from protocols.bundles import unbundle
 from protocols.crypto.prg import mask_words
 from protocols.secure_sum import (
     MaskedSum,
@@ -197,13 +198,14 @@ def test_plain_sparse_blocks_travel_as_coo() -> None:
     jobs = simple_jobs(3, shape=(50, 80), seed=5, sparse=True)
     rec = Recorder()
     run_mode("plain", 3, jobs, rec)
-    for env in rec.parts:
-        if env.tag in (TAG_CONTRIBUTION, TAG_DELIVERY):
-            r = env.payload.meta["receiver"]
-            k = env.sender if env.tag == TAG_CONTRIBUTION else env.payload.meta["sender"]
-            nnz = sp.coo_array(jobs[r][k]).nnz
-            assert set(env.payload.fields) == {"row", "col", "data"}
-            assert all(v.size == nnz for v in env.payload.fields.values())
+    sent = [(env.sender, r, part) for env in rec.log if env.tag == TAG_CONTRIBUTION
+            for r, part in unbundle(env.payload, "test").items()]  # fmt: skip
+    delivered = [(env.payload.meta["sender"], env.receiver, env.payload) for env in rec.log
+                 if env.tag == TAG_DELIVERY]  # fmt: skip
+    for k, r, payload in sent + delivered:
+        nnz = sp.coo_array(jobs[r][k]).nnz
+        assert set(payload.fields) == {"row", "col", "data"}
+        assert all(v.size == nnz for v in payload.fields.values())
     assert len(rec.to("c00", TAG_DELIVERY)) == 2  # one per sender
 
 
