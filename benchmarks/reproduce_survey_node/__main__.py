@@ -88,6 +88,8 @@ def _part(args: argparse.Namespace, dataset: str) -> tuple[str, int]:
     part += "" if rounds == 200 else f"-r{rounds}"
     if args.fedego_authors_eval:
         part += "-authors-eval"
+    if args.fedego_authors_split:
+        part += "-authors-split"
     return part, rounds
 
 
@@ -108,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fedego-authors-eval", action="store_true",
                     help="evaluate every round with fresh neighbour samples, as the authors' "
                          "code does (rows recorded as part fedego[-r<rounds>]-authors-eval)")
+    ap.add_argument("--fedego-authors-split", action="store_true",
+                    help="the authors' code's label-skew clients for each seed, replayed draw "
+                         "for draw (rows recorded as part fedego[-r<rounds>]-authors-split)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -145,9 +150,10 @@ def main(argv: list[str] | None = None) -> int:
 
                             authors = args.fedego_authors_eval
                             every = 1 if authors else EVAL_EVERY
+                            split = "authors" if args.fedego_authors_split else "ours"
                             run = fedego_run(method, dataset, prot, seed, rounds,
                                              args.fedego_hidden, eval_every=every,
-                                             fresh_eval=authors)  # fmt: skip
+                                             fresh_eval=authors, split_stream=split)  # fmt: skip
                         if row is None:
                             row = {"part": part, "method": method, "dataset": dataset,
                                    "clients": k, "protection": prot, "runs": []}  # fmt: skip

@@ -66,12 +66,13 @@ def fedego_config(method: str, dataset: str, protection: str, seed: int,
 
 def build(
     method: str, dataset: str, protection: str, seed: int, rounds: int, keep: bool = False,
-    hidden: int | None = None,
+    hidden: int | None = None, split_stream: str = "ours",
 ) -> tuple[Any, Any, Federation]:  # fmt: skip
-    """The algorithm set up on the label-skew world of ``seed``; (algorithm, world,
-    federation)."""
+    """The algorithm set up on the label-skew world of ``seed`` (``split_stream = "authors"``:
+    the authors' code's clients for that seed); (algorithm, world, federation)."""
     cfg = fedego_config(method, dataset, protection, seed, rounds, hidden)
-    world = label_skew_world(load_dataset(dataset), clients=5, seed=seed)
+    world = label_skew_world(load_dataset(dataset), clients=5, seed=seed,
+                             split_stream=split_stream)  # fmt: skip
     channel = Channel(Transcript(store_payloads=keep, payload_rounds=None if keep else 0))
     stack = build_stack(cfg, 5, experiment_id=f"{cfg.name}|seed={seed}", seed=None)
     fed = Federation(world.views, channel, stack, seed)
@@ -87,11 +88,12 @@ def _client_max(hist: list[dict[str, Any]], key: str) -> float:
 
 def fedego_run(method: str, dataset: str, protection: str, seed: int, rounds: int,
                hidden: int | None = None, eval_every: int = EVAL_EVERY,
-               fresh_eval: bool = False) -> dict[str, Any]:  # fmt: skip
+               fresh_eval: bool = False, split_stream: str = "ours") -> dict[str, Any]:  # fmt: skip
     if eval_every < 1:
         raise ValueError(f"eval_every must be >= 1, got {eval_every}")
     t0 = time.time()
-    algo, world, fed = build(method, dataset, protection, seed, rounds, hidden=hidden)
+    algo, world, fed = build(method, dataset, protection, seed, rounds, hidden=hidden,
+                             split_stream=split_stream)  # fmt: skip
     hist = []
     for r in range(rounds):
         algo.train_round(r)
@@ -124,6 +126,7 @@ def fedego_run(method: str, dataset: str, protection: str, seed: int, rounds: in
         "f1_global_client_max": _client_max(hist, "global_clients"),
         "eval_every": eval_every,
         "fresh_eval": fresh_eval,
+        "split_stream": split_stream,
         "best_val_round": best["round"],
         "privacy": algo.privacy(),
         "seconds": round(time.time() - t0, 1),

@@ -15,7 +15,8 @@ Masks of a client (positions in its shuffled order): local test = the last ``tes
 validation = the ``n_k // 5`` before them (the authors never use it for selection);
 training = the rest, from which FedEgo draws a fresh ``n_k // 5`` every local epoch.
 Deviations: our random streams (NumPy), not the authors' (Python ``random`` + NumPy), so
-the clients differ draw for draw with the same distribution.
+the clients differ draw for draw with the same distribution; ``split_stream = "authors"``
+replays the authors' draws (:mod:`securefgl.data.label_skew_replica`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from securefgl.data.label_skew_replica import authors_label_skew_draws
 from securefgl.data.views import ClientGraph, opaque_id_permutation
 
-__all__ = ["LabelSkewWorld", "label_skew_world"]
+__all__ = ["SPLIT_STREAMS", "LabelSkewWorld", "label_skew_world"]
+
+#: ours (NumPy streams) or the authors' code's draws replayed
+SPLIT_STREAMS = ("ours", "authors")
 
 
 @dataclass
@@ -65,23 +70,20 @@ def _induced(data: Data, nodes: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
     return torch.from_numpy(sub), deg
 
 
-def label_skew_world(
-    data: Data, clients: int = 5, sample_rate: float = 0.5, global_rate: float = 0.3,
-    test_num: int = 200, majors: int = 3, major_rate: float = 0.8, seed: int = 0,
-) -> LabelSkewWorld:  # fmt: skip
-    """FedEgo's label-skew split of ``data`` (module docstring)."""
-    data = _drop_isolated(data)
+def _our_draws(
+    data: Data, clients: int, sample_rate: float, global_rate: float, test_num: int,
+    majors: int, major_rate: float, seed: int, num_classes: int,
+) -> tuple[np.ndarray, list[np.ndarray]]:  # fmt: skip
+    """(the global test nodes, each client's nodes in order) from our NumPy streams."""
     rng = np.random.default_rng([seed, 0xE90])
     n, y = int(data.num_nodes), data.y.numpy()
-    num_classes = int(getattr(data, "num_classes", int(y.max()) + 1))
     order = rng.permutation(n)
-    global_test = np.sort(order[: int(n * global_rate)])
+    global_test = order[: int(n * global_rate)]
     blocked = np.zeros(n, dtype=bool)
     blocked[global_test] = True
-    perm = opaque_id_permutation(n, seed)
-    views, members = [], []
+    samples = []
     m = int(n * sample_rate)
-    for k in range(clients):
+    for _ in range(clients):
         pool = np.flatnonzero(~blocked)
         chosen = rng.choice(num_classes, size=min(majors, num_classes), replace=False)
         in_major = np.isin(y[pool], chosen)
@@ -94,10 +96,36 @@ def label_skew_world(
         _, deg = _induced(data, sample)
         sample = sample[deg > 0]
         sample = sample[rng.permutation(sample.size)]
+        blocked[sample[sample.size - test_num:]] = True
+        samples.append(sample)
+    return global_test, samples
+
+
+def label_skew_world(
+    data: Data, clients: int = 5, sample_rate: float = 0.5, global_rate: float = 0.3,
+    test_num: int = 200, majors: int = 3, major_rate: float = 0.8, seed: int = 0,
+    split_stream: str = "ours",
+) -> LabelSkewWorld:  # fmt: skip
+    """FedEgo's label-skew split of ``data`` (module docstring); ``split_stream = "authors"``
+    replays the authors' code's draws (:mod:`securefgl.data.label_skew_replica`)."""
+    if split_stream not in SPLIT_STREAMS:
+        raise ValueError(f"split_stream must be one of {SPLIT_STREAMS}, got {split_stream!r}")
+    data = _drop_isolated(data)
+    n, y = int(data.num_nodes), data.y.numpy()
+    num_classes = int(getattr(data, "num_classes", int(y.max()) + 1))
+    if split_stream == "authors":
+        global_test, samples = authors_label_skew_draws(
+            data.edge_index.numpy(), y, int(np.unique(y).size), clients, sample_rate,
+            global_rate, test_num, majors, major_rate, seed)  # fmt: skip
+    else:
+        global_test, samples = _our_draws(data, clients, sample_rate, global_rate, test_num,
+                                          majors, major_rate, seed, num_classes)  # fmt: skip
+    perm = opaque_id_permutation(n, seed)
+    views = []
+    for k, sample in enumerate(samples):
         nk = sample.size
         if nk <= test_num + nk // 5:
             raise ValueError(f"client {k} has {nk} nodes: too few for {test_num} test nodes")
-        blocked[sample[nk - test_num:]] = True
         edge_index, _ = _induced(data, sample)
         pos = np.arange(nk)
         test = pos >= nk - test_num
@@ -111,8 +139,8 @@ def label_skew_world(
             external_owner=torch.empty(0, dtype=torch.long), num_classes=num_classes,
             num_global_nodes=n,
         ))  # fmt: skip
-        members.append(sample)
+    global_test = np.sort(global_test)
     ei, _ = _induced(data, global_test)
     test_graph = Data(x=data.x[global_test].float(), y=data.y[global_test].long(), edge_index=ei,
                       num_nodes=int(global_test.size))  # fmt: skip
-    return LabelSkewWorld(views, test_graph, members)
+    return LabelSkewWorld(views, test_graph, samples)
