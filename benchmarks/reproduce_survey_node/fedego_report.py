@@ -43,6 +43,8 @@ def result_rows() -> list[dict[str, Any]]:
         runs = cell["runs"]
         # "fedego[authors-server-edges]": method fedego, variant authors-server-edges
         method, _, variant = cell["method"].rstrip("]").partition("[")
+        if cell["part"].endswith("-authors-split"):  # the authors' clients: a cell of its own
+            variant = "+".join(filter(None, (variant, "authors-split")))
         for metric, table in METRICS:
             mean, std = _stat(runs, f"{metric}_val_selected")
             last, _ = _stat(runs, f"{metric}_last")
