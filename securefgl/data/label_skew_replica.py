@@ -10,8 +10,8 @@ client by client the major classes, the major sample and the rest are heads of
 permutations of the pool (ascending ids, the major pool grouped class by class in the
 drawn order); the nodes with a neighbour in the sample are kept, in the order a Python set
 of them yields (the code fills one pair by pair; the same arrivals rebuild it, which
-assumes CPython's set layout, unchanged across the 3.x versions the code and we run), and
-shuffled with Python's ``random.shuffle``. Replayed here with
+assumes the code ran on a CPython with the same set layout as ours; the check against the
+code ran on CPython 3.11), and shuffled with Python's ``random.shuffle``. Replayed here with
 ``np.random.RandomState`` and ``random.Random``: the same draws in the same order. The
 distribution equals our NumPy-stream split's; only the draws differ. It exists to tell a
 split's luck from a method's effect: the code's seeds (1027, 1107, 2333, 9973) give the
