@@ -175,6 +175,14 @@ def _protected_phrase(diffs: list[float], missed: str) -> str:
     return f"{mean:+.2f} ({held} {PROTECTED_TOLERANCE} points{se})"
 
 
+def _protected_sentence(diffs: list[float], budget: int) -> str:
+    """The conclusion's sentence on protected against plaintext FedVN ('' without pairs)."""
+    if not diffs:
+        return ""
+    return (f" Protected FedVN − plaintext, paired over {len(diffs)} seed(s) of {budget} "
+            f"rounds: {_protected_phrase(diffs, 'misses')}.")  # fmt: skip
+
+
 def _paired(idx: dict[tuple[str, str, str], dict[str, Any]], d: str, key: str) -> list[float]:
     """Per seed run by both: secagg FedVN minus plaintext FedVN on ``key``."""
     p, s = idx.get((d, "fedvn", "plain")), idx.get((d, "fedvn", "secagg"))
@@ -343,9 +351,7 @@ def conclusion(
             line = (f"- {LABELS[d]}: no FedVN run of the full budget finished"
                     + (f" (finished: {', '.join(done)})" if done else "") + ".")  # fmt: skip
             diffs, budget = _protected_diffs(rows, short, d)
-            if diffs:
-                line += (f" Protected FedVN − plaintext, paired over {len(diffs)} seed(s) of "
-                         f"{budget} rounds: {_protected_phrase(diffs, 'misses')}.")  # fmt: skip
+            line += _protected_sentence(diffs, budget)
             out.append(line)
             continue
         gap, best_gap = v["val_mean"] - v["paper_mean"], v["mean"] - v["paper_mean"]
@@ -363,9 +369,7 @@ def conclusion(
         if others:
             line += " FedVN is " + " and ".join(others) + "."
         diffs, budget = _protected_diffs(rows, short, d)
-        if diffs:
-            line += (f" Protected FedVN − plaintext, paired over {len(diffs)} seed(s) of "
-                     f"{budget} rounds: {_protected_phrase(diffs, 'misses')}.")  # fmt: skip
+        line += _protected_sentence(diffs, budget)
         out.append(line)
     for a in attack_rows(attacks):
         if a["metric"] == "domain_accuracy":
