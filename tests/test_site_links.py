@@ -62,17 +62,18 @@ def test_markdown_links_outside_code(tmp_path):
     assert markdown_links(page) == ["docs/b.md"]
 
 
-@pytest.mark.parametrize(
-    "page",
-    [
-        "README.md",
-        *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
-        *sorted(
-            p.relative_to(ROOT).as_posix()
-            for p in (ROOT / "securefgl" / "algorithms").glob("*/README.md")
-        ),
-    ],
-)
+#: the Markdown pages of the repository that the site renders
+PAGES = [
+    "README.md",
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
+    *sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "securefgl" / "algorithms").glob("*/README.md")
+    ),
+]
+
+
+@pytest.mark.parametrize("page", PAGES)
 def test_repository_pages_link_to_files_that_exist(page):
     """Relative links work when browsing the repository (the site rewrites them)."""
     assert markdown_links(ROOT / page) == []
