@@ -13,8 +13,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from securefgl import extras
 from securefgl.algorithms.recommendation.central import train_central
 from securefgl.algorithms.recommendation.settings import RecConfig, RecommendationSettings
@@ -23,6 +21,7 @@ from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.rating_splits import published_split
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import load_ratings
+from securefgl.federation.compute import configure_torch
 
 Report = Callable[[FedRecTrainer, ClientViews, str], dict[str, Any]]
 
@@ -51,7 +50,7 @@ def run_recommendation(
         raise ConfigError("a checkpoint holds one run: give one algorithm and one seed")
     if config.executor == "ray":  # before any data is loaded
         extras.check("ray", "--executor ray")
-    torch.set_num_threads(config.threads)
+    configure_torch(config.threads)
     out = []
     for seed in config.seeds:
         data, views = rating_views(config, seed)
