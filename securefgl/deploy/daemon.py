@@ -37,7 +37,7 @@ from securefgl.deploy.keys import own_identity, read_registry
 from securefgl.deploy.settings import DeploySettings
 from securefgl.federation.builders import config_from_json, view_payload
 from securefgl.federation.codec import decode_value, encode_value
-from securefgl.federation.compute import configure_torch
+from securefgl.federation.compute import subnormals_flushed
 from securefgl.federation.party import PartyError
 from securefgl.federation.recipes import Recipe
 from securefgl.federation.remote import PartyHost, hello_statement
@@ -66,9 +66,9 @@ class PartyDaemon:
     def facts(self) -> dict[str, Any]:
         return public_facts(self.view) if self.view is not None else {}
 
+    @subnormals_flushed()  # each request runs on its own thread
     def handle(self, data: bytes) -> bytes:
         request = decode_value(data)
-        configure_torch()  # each request runs in its own thread
         with self.lock:  # one request at a time, in order
             if request.get("kind") == "hello":
                 return encode_value(self._hello(request["nonce"], str(request["where"])))

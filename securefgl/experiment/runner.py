@@ -46,7 +46,7 @@ from securefgl.experiment.graph_world import (
 )
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
-from securefgl.federation.compute import configure_torch
+from securefgl.federation.compute import subnormals_flushed
 from securefgl.federation.federation import Federation
 from securefgl.federation.progress import Progress
 from securefgl.federation.stack import ProtocolStack, build_stack
@@ -261,6 +261,7 @@ def draw_world(
     return graph, part, views, view_seed
 
 
+@subnormals_flushed()  # fast late rounds (securefgl.federation.compute)
 def run_single(
     config: ExperimentConfig,
     algorithm: str,
@@ -282,7 +283,6 @@ def run_single(
     size, unit = (data.num_graphs, "graphs") if graph_task else (data.num_nodes, "nodes")
     if config.clients > size:
         raise ConfigError(f"clients={config.clients} exceeds the {size} {unit} of {config.dataset}")
-    configure_torch()
     torch.manual_seed(seed)
     np.random.seed(seed)
     world = draw_graph_world if graph_task else draw_world
@@ -418,7 +418,7 @@ def run_experiment(
     transcript with the payloads of the set-up and round 0, plus every round's payloads of
     ``keep_tags`` (``attacks.keep_tags(names)``). Memory grows with the graph and the model."""
     check_config(config)
-    configure_torch(config.threads)
+    torch.set_num_threads(config.threads)
     data = load_graph(config)
 
     def transcript() -> Transcript | None:

@@ -40,7 +40,7 @@ from protocols.identity import install_provisioned, keystore_parties
 from protocols.wire import Payload
 from securefgl.extras import require
 from securefgl.federation.codec import DeferredPayload, checked, decode_value, encode_value
-from securefgl.federation.compute import configure_torch
+from securefgl.federation.compute import subnormals_flushed
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, PartyError, Target
 from securefgl.federation.recipes import (
@@ -63,7 +63,9 @@ class PartyWorker:
     """One actor's parties: built from recipes here, called with wire-encoded arguments."""
 
     def __init__(self, threads: int = 1, modules: bytes = b"") -> None:
-        configure_torch(threads)
+        import torch
+
+        torch.set_num_threads(threads)
         # the code it will run (wire-encoded module names): part of starting the worker
         started = time.perf_counter()
         import_builder_modules(decode_value(modules) if modules else [])
@@ -74,13 +76,14 @@ class PartyWorker:
         """Seconds this worker spent importing its parties' builder modules when it started."""
         return self._import_seconds
 
+    @subnormals_flushed()  # per call: Ray may run an actor's methods on any thread
     def build(self, party_id: str, data: bytes) -> None:
-        configure_torch()  # Ray may call an actor's methods from another thread
         spec = decode_value(data)
         for keys in spec["keys"]:  # malicious-server model: this party's signing keys
             install_provisioned(keys, party_id)
         self.parties[party_id] = build(Recipe(spec["builder"], spec["args"]))
 
+    @subnormals_flushed()
     def run(
         self, calls: list[tuple[str, list[str], str, bytes]], refs: Sequence[Any] = ()
     ) -> tuple[list[tuple[str, bytes, float]], list[Any]]:
@@ -92,7 +95,6 @@ class PartyWorker:
         Returned beside: the refs of the payloads these calls sent."""
         import ray
 
-        configure_torch()
         out: list[tuple[str, bytes, float]] = []
         sent: list[Any] = []
 

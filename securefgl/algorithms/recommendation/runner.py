@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from securefgl import extras
 from securefgl.algorithms.recommendation.central import train_central
 from securefgl.algorithms.recommendation.settings import RecConfig, RecommendationSettings
@@ -21,7 +23,7 @@ from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.rating_splits import published_split
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import load_ratings
-from securefgl.federation.compute import configure_torch
+from securefgl.federation.compute import subnormals_flushed
 
 Report = Callable[[FedRecTrainer, ClientViews, str], dict[str, Any]]
 
@@ -40,6 +42,7 @@ def rating_views(config: ExperimentConfig, seed: int) -> tuple[Any, ClientViews]
     return data, ClientViews(data, split)
 
 
+@subnormals_flushed()
 def run_recommendation(
     config: ExperimentConfig, reports: Sequence[Report] = (),
     checkpoint: str | Path | None = None, progress: bool = False,
@@ -50,7 +53,7 @@ def run_recommendation(
         raise ConfigError("a checkpoint holds one run: give one algorithm and one seed")
     if config.executor == "ray":  # before any data is loaded
         extras.check("ray", "--executor ray")
-    configure_torch(config.threads)
+    torch.set_num_threads(config.threads)
     out = []
     for seed in config.seeds:
         data, views = rating_views(config, seed)
