@@ -37,10 +37,10 @@ from securefgl.deploy.keys import own_identity, read_registry
 from securefgl.deploy.settings import DeploySettings
 from securefgl.federation.builders import config_from_json, view_payload
 from securefgl.federation.codec import decode_value, encode_value
-from securefgl.federation.compute import subnormals_flushed
 from securefgl.federation.party import PartyError
 from securefgl.federation.recipes import Recipe
 from securefgl.federation.remote import PartyHost, hello_statement
+from securefgl.federation.subnormals import subnormals_flushed
 
 log = logging.getLogger(__name__)
 

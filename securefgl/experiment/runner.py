@@ -46,10 +46,10 @@ from securefgl.experiment.graph_world import (
 )
 from securefgl.experiment.metrics import pooled_metrics
 from securefgl.federation import Channel, Transcript
-from securefgl.federation.compute import subnormals_flushed
 from securefgl.federation.federation import Federation
 from securefgl.federation.progress import Progress
 from securefgl.federation.stack import ProtocolStack, build_stack
+from securefgl.federation.subnormals import subnormals_flushed
 from securefgl.federation.transcript import EVALUATION, ROUNDS, SETUP
 
 log = logging.getLogger(__name__)
@@ -261,7 +261,7 @@ def draw_world(
     return graph, part, views, view_seed
 
 
-@subnormals_flushed()  # fast late rounds (securefgl.federation.compute)
+@subnormals_flushed()  # fast late rounds (securefgl.federation.subnormals)
 def run_single(
     config: ExperimentConfig,
     algorithm: str,

@@ -40,7 +40,6 @@ from protocols.identity import install_provisioned, keystore_parties
 from protocols.wire import Payload
 from securefgl.extras import require
 from securefgl.federation.codec import DeferredPayload, checked, decode_value, encode_value
-from securefgl.federation.compute import subnormals_flushed
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, PartyError, Target
 from securefgl.federation.recipes import (
@@ -49,6 +48,7 @@ from securefgl.federation.recipes import (
     builder_modules,
     import_builder_modules,
 )
+from securefgl.federation.subnormals import subnormals_flushed
 
 
 class PartyTimeoutError(PartyError):

@@ -23,7 +23,7 @@ from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.rating_splits import published_split
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import load_ratings
-from securefgl.federation.compute import subnormals_flushed
+from securefgl.federation.subnormals import subnormals_flushed
 
 Report = Callable[[FedRecTrainer, ClientViews, str], dict[str, Any]]
 

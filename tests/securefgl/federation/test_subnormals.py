@@ -6,7 +6,7 @@ import torch
 from securefgl.config import ExperimentConfig
 from securefgl.data.synthetic import csbm
 from securefgl.experiment.runner import run_single
-from securefgl.federation.compute import subnormals_flushed, subnormals_flushed_now
+from securefgl.federation.subnormals import subnormals_flushed, subnormals_flushed_now
 
 
 @pytest.fixture
