@@ -25,6 +25,12 @@ building the parties; ``ray_import_seconds``: of which the slowest worker's impo
 Every row has ``wall_s_excluding_setup``: its wall time less Ray's start-up (the local
 executor has none). ``--driver-bytes`` runs the Ray cells again and merges only these
 byte counts (deterministic) into the rows, keeping their timings.
+
+``--pairs N`` runs N back-to-back pairs of each workload (local on one thread, Ray on
+``--workers``; the order alternates from pair to pair) and appends them to
+``distributed_pairs.json``; the report gives each pair's Ray / local ratio (start-up
+excluded) and the ratio of the medians, which the ≤ 1.2× target is read on: a single pair
+on 2 shared cores moves by ±10 %.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -187,7 +194,8 @@ def run_child(workload: str, executor: str, workers: int, threads: int) -> dict[
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+def markdown(rows: list[dict[str, Any]], meta: dict[str, Any],
+             pairs: list[dict[str, Any]]) -> str:
     lines = ["# Local vs Ray executor", "", section(NOTES, "lead"), "",
              "## Every workload on both executors", "",
              "| workload | executor | workers | torch threads | clients | rounds | wall s "
@@ -209,7 +217,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r.get('setup_seconds', float('nan')):.1f} | {ratio(r, 1)} / {ratio(r, 2)} | "
             f"{r['peak_rss_gib']:.2f} | {same} |"
         )
-    lines += driver_table(rows) + startup_table(rows)
+    lines += driver_table(rows) + startup_table(rows) + pairs_table(pairs)
     lines += [
         "",
         "## Conclusion",
@@ -280,6 +288,52 @@ def startup_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+PAIR_TARGET = 1.2  # Ray (start-up excluded) / local, ratio of the medians
+
+
+def run_pairs(workloads: list[str], count: int, workers: int) -> list[dict[str, Any]]:
+    """``count`` back-to-back (local, Ray) pairs of each workload, alternating which runs
+    first; every row tagged with its pair and the session it ran in."""
+    session = time.strftime("%Y-%m-%d %H:%M")
+    rows = []
+    for workload in workloads:
+        for pair in range(count):
+            cells = [("local", 1), ("ray", workers)]
+            for executor, n in cells if pair % 2 == 0 else cells[::-1]:
+                row = run_child(workload, executor, n, 1)
+                row.update(pair=pair, session=session)
+                rows.append(row)
+                print(f"{workload} pair {pair} {executor}: "
+                      f"{row['wall_s_excluding_setup']:.2f} s", flush=True)  # fmt: skip
+    return rows
+
+
+def pairs_table(pairs: list[dict[str, Any]]) -> list[str]:
+    """Each back-to-back pair's Ray / local ratio (start-up excluded) and, per workload and
+    session, the ratio of the medians against the target."""
+    groups: dict[tuple[str, str], dict[int, dict[str, float]]] = {}
+    for r in pairs:
+        cell = groups.setdefault((r["workload"], r["session"]), {}).setdefault(r["pair"], {})
+        cell[r["executor"]] = r["wall_s_excluding_setup"]
+    if not groups:
+        return []
+    lines = ["", "## Ray against local, back-to-back pairs", "",
+             "Start-up excluded, both on one torch thread; a fresh process per run, the "
+             "machine otherwise idle (`--pairs`).", "",
+             "| workload | session | pairs: Ray / local | median Ray s / median local s "
+             "| ratio of medians | target ≤ 1.2× |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for (workload, session), cells in sorted(groups.items()):
+        done = [c for c in cells.values() if {"local", "ray"} <= c.keys()]
+        ray = statistics.median(c["ray"] for c in done)
+        local = statistics.median(c["local"] for c in done)
+        each = ", ".join(f"{c['ray'] / c['local']:.2f}" for c in done)
+        met = "met" if ray / local <= PAIR_TARGET else "not met"
+        lines.append(f"| {workload} | {session} | {each} | {ray:.2f} / {local:.2f} | "
+                     f"{ray / local:.2f}× | {met} |")  # fmt: skip
+    return lines
+
+
 def per_round_overhead(rows: list[dict[str, Any]]) -> list[str]:
     """Ray's own cost per round: the near-empty rounds' time after set-up, Ray minus local
     (both on one torch thread)."""
@@ -325,13 +379,21 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--driver-bytes", action="store_true",
                         help="rerun the Ray cells; merge only what crossed the driver")  # fmt: skip
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="run this many back-to-back local / Ray pairs of each workload "
+                             "(into distributed_pairs.json), then report")  # fmt: skip
     args = parser.parse_args()
     if args.one:
         workload, executor, workers, threads = args.one
         print(json.dumps(one(workload, executor, int(workers), int(threads))))
         return
-    path = OUT / "distributed.json"
+    path, pairs_path = OUT / "distributed.json", OUT / "distributed_pairs.json"
     rows: list[dict[str, Any]] = [] if args.fresh else read_json(path, [])
+    pairs: list[dict[str, Any]] = read_json(pairs_path, [])
+    if args.pairs:
+        pairs += run_pairs(args.workloads.split(","), args.pairs, args.workers)
+        write_json(pairs_path, pairs, indent=1, newline=True)
+        args.report_only = True
     done = {(r["workload"], r["executor"], r["workers"], r["threads"]) for r in rows}
     cells = (("local", 1, 1), ("local", 1, args.workers), ("ray", args.workers, 1))
     if args.driver_bytes:
@@ -363,7 +425,7 @@ def main() -> None:
     else:
         meta = {"machine": machine_info()}
         write_json(meta_path, meta, indent=1, newline=True)
-    write_text(OUT / "distributed.md", markdown(rows, meta))
+    write_text(OUT / "distributed.md", markdown(rows, meta, pairs))
 
 
 if __name__ == "__main__":
