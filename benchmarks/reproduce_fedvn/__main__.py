@@ -16,9 +16,9 @@ plan, ``--report-only`` rebuilds ``benchmarks/results/fedvn.{json,md,png}`` from
 ``--shard i/n`` runs every n-th (cell, seed) from i (processes share the runs file: writes
 merge under a lock). Resumable: every finished run is saved at once
 (``benchmarks/results/fedvn_runs.json``); runs already there are skipped. Other budgets
-keep their own runs files (``--rounds 3|20|200 --runs`` ``fedvn_short_runs.json`` /
-``fedvn_r20_runs.json`` / ``fedvn_r200_runs.json``); the report reads them all. A
-``--runs`` file outside the results is reported alone (give it its own ``--out``).
+keep their own runs files (``--rounds 3|20|200`` write ``fedvn_short_runs.json`` /
+``fedvn_r20_runs.json`` / ``fedvn_r200_runs.json``); the report reads them all. Any other
+budget needs its own ``--runs`` file, which is reported alone (give it its own ``--out``).
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ SHORT_PATH = OUT / "fedvn_short_runs.json"
 MEDIUM_PATH = OUT / "fedvn_r20_runs.json"
 #: FedVN at the authors' README's 200 rounds (--rounds 200 --runs this): a cause test
 LONG_PATH = OUT / "fedvn_r200_runs.json"
+#: the runs file of each budget the report reads
+BUDGET_RUNS = {ROUNDS: RUNS_PATH, 3: SHORT_PATH, 20: MEDIUM_PATH, 200: LONG_PATH}
 
 
 def summarise(row: dict[str, Any]) -> None:
@@ -101,6 +103,7 @@ def run_cell(cell: Cell, seed: int, rounds: int, graphs: OneGraphCache) -> dict[
     hist = [h for h in res.history if "test_acc" in h]
     return {
         "seed": seed,
+        "rounds": rounds,
         "finished": time.time(),
         "best": round(max(h["test_acc"] for h in hist) * 100, 2),
         "last": round(res.final["test_acc"] * 100, 2),
@@ -130,11 +133,20 @@ def main() -> None:
     parser.add_argument("--from-seed", type=int, default=0, help="skip seeds below this")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--shard", default="0/1", help="i/n: run every n-th run from i")
-    parser.add_argument("--runs", type=Path, default=RUNS_PATH)
+    parser.add_argument("--runs", type=Path, default=None,
+                        help="runs file (default: the report's file of this --rounds)")
     parser.add_argument("--out", type=Path, default=OUT / "fedvn.json")
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
+    if args.runs is None:
+        if args.rounds not in BUDGET_RUNS:
+            parser.error(f"--rounds {args.rounds}: the report reads budgets "
+                         f"{sorted(BUDGET_RUNS)}; give this one its own --runs file")
+        args.runs = BUDGET_RUNS[args.rounds]
+    budget = {path.resolve(): r for r, path in BUDGET_RUNS.items()}.get(args.runs.resolve())
+    if budget is not None and budget != args.rounds:
+        parser.error(f"{args.runs.name} holds {budget}-round runs, not --rounds {args.rounds}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("securefgl").setLevel(logging.WARNING)
     torch.set_num_threads(1)  # 2 shared cores; small graphs
