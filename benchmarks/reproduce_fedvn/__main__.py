@@ -13,10 +13,10 @@ downloads and are listed as not run.
 
 Run: ``SECUREFGL_DATA=... python -m benchmarks.reproduce_fedvn``; ``--dry-run`` prints the
 plan, ``--report-only`` rebuilds ``benchmarks/results/fedvn.{json,md,png}`` from the runs,
-``--shard i/n`` runs every n-th (cell, seed) from i (processes share the runs file: writes
-merge under a lock). Resumable: every finished run is saved at once
-(``benchmarks/results/fedvn_runs.json``); runs already there are skipped. Other budgets
-keep their own runs files (``--rounds 3|20|200`` write ``fedvn_short_runs.json`` /
+``--shard i/n`` runs every n-th (cell, seed) of the whole plan from i, skipping those done
+(processes share the runs file: writes merge under a lock). Resumable: every finished run
+is saved at once (``benchmarks/results/fedvn_runs.json``); runs already there are skipped.
+Other budgets keep their own runs files (``--rounds 3|20|200`` write ``fedvn_short_runs.json`` /
 ``fedvn_r20_runs.json`` / ``fedvn_r200_runs.json``); the report reads them all. Any other
 budget needs its own ``--runs`` file, which is reported alone (give it its own ``--out``).
 """
@@ -123,6 +123,15 @@ def run_cell(cell: Cell, seed: int, rounds: int, graphs: OneGraphCache) -> dict[
     }  # fmt: skip
 
 
+def shard_todo(
+    plan: list[tuple[Cell, int]], done: dict[tuple[str, str, str], set[int]], i: int, n: int
+) -> list[tuple[Cell, int]]:
+    """Shard ``i`` of ``n``: every n-th (cell, seed) of the whole plan from i, less those
+    done. Sharding the plan before dropping what is done keeps each shard's share fixed,
+    so a shard started after another has finished runs neither repeats nor skips any."""
+    return [(cell, seed) for cell, seed in plan[i::n] if seed not in done.get(cell.key, ())]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", type=csv_list, default=list(DATASETS))
@@ -134,7 +143,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--shard", default="0/1", help="i/n: run every n-th run from i")
     parser.add_argument("--runs", type=Path, default=None,
-                        help="runs file (default: the report's file of this --rounds)")
+                        help="runs file (default: the report's file of this --rounds)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=OUT / "fedvn.json")
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--report-only", action="store_true")
@@ -142,7 +151,7 @@ def main() -> None:
     if args.runs is None:
         if args.rounds not in BUDGET_RUNS:
             parser.error(f"--rounds {args.rounds}: the report reads budgets "
-                         f"{sorted(BUDGET_RUNS)}; give this one its own --runs file")
+                         f"{sorted(BUDGET_RUNS)}; give this one its own --runs file")  # fmt: skip
         args.runs = BUDGET_RUNS[args.rounds]
     budget = {path.resolve(): r for r, path in BUDGET_RUNS.items()}.get(args.runs.resolve())
     if budget is not None and budget != args.rounds:
@@ -156,15 +165,13 @@ def main() -> None:
         parser.error(f"methods from {sorted(known)}, protections from {list(PROTECTIONS)}")
     rows = read_json(args.runs, [])
     by_key = {row_key(r): r for r in rows}
-    todo = []
-    for group in stage_groups(stages(args.datasets, args.methods, args.protections)):
-        for seed in range(args.from_seed, args.seeds):  # seed-major: seeds early for every cell
-            for cell in group:
-                done = {r["seed"] for r in by_key.get(cell.key, {"runs": []})["runs"]}
-                if seed not in done:
-                    todo.append((cell, seed))
+    plan = [(cell, seed)
+            for group in stage_groups(stages(args.datasets, args.methods, args.protections))
+            for seed in range(args.from_seed, args.seeds)  # seed-major: seeds early for all
+            for cell in group]  # fmt: skip
     i, n = (int(x) for x in args.shard.split("/"))
-    todo = todo[i::n]
+    done = {key: {r["seed"] for r in row["runs"]} for key, row in by_key.items()}
+    todo = shard_todo(plan, done, i, n)
     logging.info("%d runs to do in this shard", len(todo))
     if args.dry_run:
         for cell, seed in todo:

@@ -1,4 +1,4 @@
-"""The FedVN grid writes each budget's runs to that budget's file, never another's."""
+"""The FedVN grid's command line: each budget writes its own runs file; shards are stable."""
 
 from __future__ import annotations
 
@@ -27,3 +27,17 @@ def test_a_budget_cannot_write_into_another_budgets_runs(
 def test_every_budget_has_its_own_file() -> None:
     assert len(set(grid_cli.BUDGET_RUNS.values())) == len(grid_cli.BUDGET_RUNS)
     assert grid_cli.BUDGET_RUNS[grid_cli.ROUNDS] == grid_cli.RUNS_PATH
+
+
+def test_shards_cover_the_plan_once_whatever_is_done() -> None:
+    from benchmarks.reproduce_fedvn.grid import Cell
+
+    plan = [(Cell(d, m), s) for s in range(3) for d in ("motif-basis", "motif-size")
+            for m in ("fedavg", "fedprox")]  # fmt: skip
+    done = {Cell("motif-size", "fedavg").key: {0, 1}}  # finished while a shard was running
+    left = [(c, s) for c, s in plan if s not in done.get(c.key, set())]
+    shards = [grid_cli.shard_todo(plan, done, i, 2) for i in range(2)]
+    assert sorted(map(str, shards[0] + shards[1])) == sorted(map(str, left))
+    assert not set(map(str, shards[0])) & set(map(str, shards[1]))
+    # the same shard before anything was done holds these runs and more
+    assert set(map(str, shards[0])) <= set(map(str, grid_cli.shard_todo(plan, {}, 0, 2)))
