@@ -21,10 +21,12 @@ NOT_RUN = {
 #: the slides' baselines we run (FedRep and FedALA are not implemented here)
 BASELINES = ("fedprox", "fedbn", "ditto", "gcfl", "fedstar")
 METHODS = ("fedvn", "fedavg", "self-train", *BASELINES)
-#: FedVN variants ([experiment.fedvn] changes): the authors' code's constant s_global
+#: FedVN variants ([experiment.fedvn] changes): the authors' code's constant s_global;
+#: the paper's s_local (the mean over the client's graphs, not the last batch's)
 VARIANTS: dict[str, dict[str, Any]] = {
     "fedvn": {},
     "fedvn[constant-s_global]": {"s_global": "constant"},
+    "fedvn[all-s_local]": {"s_local": "all"},
 }
 #: protocol stacks; under secagg FedVN's s_global sums are masked (the transport's mode)
 PROTECTIONS: dict[str, list[str]] = {"plain": ["plain"], "secagg": ["secagg"]}

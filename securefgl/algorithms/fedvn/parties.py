@@ -152,10 +152,14 @@ class FedVNClient(RoundClient, Party):
                 self.opt_omega.zero_grad()
                 loss.backward()
                 self.opt_omega.step()
-                self.s_local = scores.mean(0).detach()  # the code: the last batch's mean
+                if s.s_local == "batch":  # the code: the last batch's mean
+                    self.s_local = scores.mean(0).detach()
                 total += scores.detach().sum(0)
                 count += b.num_graphs
-        self.s_upload = (total / max(count, 1)).numpy().astype(np.float64)
+        mean = total / max(count, 1)
+        if s.s_local == "all":  # the paper: the mean over the client's graphs (this pass's)
+            self.s_local = mean
+        self.s_upload = mean.numpy().astype(np.float64)
 
     def _theta_pass(self) -> float:
         """Step θ on L_S and Q on L_S + λ1 L_V; ω fixed (its dropout off)."""

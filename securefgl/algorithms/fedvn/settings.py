@@ -9,6 +9,11 @@ generator of width 100. The backbone, optimizer and batches are ``[experiment.gr
 the clients' mean edge-score vectors, in ``sums`` mode; default: the mode the transport
 implies, plain → plain, secagg → masked, ckks → ckks) or ``constant`` (the authors' code:
 s_global = 1/M · 1, nothing about scores is sent).
+
+``s_local`` inside L_E: ``batch`` (the authors' code: the previous mini-batch's mean s̃) or
+``all`` (the paper's formula, §4.3: s_local^(k) = (1/N^(k)) Σ_i s̃_i over all the client's
+training graphs; here the mean of its previous ω pass, fixed for a pass, since the current
+pass's is not known until it ends).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 from protocols.names import SECURE_SUM_NAMES as SECURE_SUMS
 
 S_GLOBAL = ("mean", "constant")
+S_LOCAL = ("batch", "all")
 
 
 def _f(default: Any, help: str, choices: tuple[Any, ...] | None = None) -> Any:
@@ -35,6 +41,9 @@ class FedVNSettings:
     edge_hidden: int = _f(100, "width of the personal edge generator ω")
     s_global: str = _f("mean", "mean: the clients' mean s_local by a secure sum (the paper); "
                        "constant: 1/M (the authors' code)", S_GLOBAL)  # fmt: skip
+    s_local: str = _f("batch", "s_local in L_E: batch: the previous mini-batch's mean (the "
+                      "authors' code); all: the mean over the client's graphs in its "
+                      "previous ω pass (the paper's formula)", S_LOCAL)  # fmt: skip
     sums: str | None = _f(None, "secure-sum mode of s_global (default: from the transport)",
                           tuple(SECURE_SUMS))  # fmt: skip
     min_senders: int = _f(2, "a client's s_global sum needs this many other senders")
@@ -47,6 +56,8 @@ class FedVNSettings:
             raise ValueError("need lambda_decouple ≥ 0, lambda_contrast ≥ 0 and tau > 0")
         if self.s_global not in S_GLOBAL:
             raise ValueError(f"s_global must be one of {list(S_GLOBAL)}")
+        if self.s_local not in S_LOCAL:
+            raise ValueError(f"s_local must be one of {list(S_LOCAL)}")
         if self.sums is not None and self.sums not in SECURE_SUMS:
             raise ValueError(f"sums must be one of {list(SECURE_SUMS)}")
 

@@ -100,6 +100,23 @@ def test_constant_s_global_sends_no_scores(data):
                           "s_global)"].startswith("never sent")  # fmt: skip
 
 
+def test_s_local_is_the_last_batch_or_the_whole_pass(data, plain_run):
+    """The code's s_local (the last mini-batch's mean) differs from the pass's mean; the
+    paper's (``all``) is the mean over the client's graphs, the vector it sends."""
+    for p in plain_run.state.algorithm.clients.values():
+        assert not np.allclose(p.s_local.numpy(), p.s_upload, atol=1e-6)
+    paper = simulate(config(s_local="all"), "fedvn", 0, data, payload_rounds=None)
+    for p in paper.state.algorithm.clients.values():
+        assert np.allclose(p.s_local.numpy(), p.s_upload, atol=1e-6)
+
+
+def test_an_unknown_s_local_is_refused():
+    from securefgl.algorithms.fedvn.settings import FedVNSettings
+
+    with pytest.raises(ValueError, match="s_local"):
+        FedVNSettings(s_local="current")
+
+
 def test_fedvn_needs_every_client_every_round(data):
     with pytest.raises(ConfigError, match="client_fraction = 1"):
         run_single(config().replace(client_fraction=0.6), "fedvn", 0, data, progress=False)
