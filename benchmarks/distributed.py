@@ -325,6 +325,8 @@ def pairs_table(pairs: list[dict[str, Any]]) -> list[str]:
              "|---|---|---|---|---|---|"]  # fmt: skip
     for (workload, session), cells in sorted(groups.items()):
         done = [c for c in cells.values() if {"local", "ray"} <= c.keys()]
+        if not done:  # an interrupted pair: nothing to compare
+            continue
         ray = statistics.median(c["ray"] for c in done)
         local = statistics.median(c["local"] for c in done)
         each = ", ".join(f"{c['ray'] / c['local']:.2f}" for c in done)
