@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from protocols.fixedpoint import DEFAULT_PRECISION_BITS
 from protocols.names import HONEST_BUT_CURIOUS
 from protocols.names import TRANSPORT_NAMES as TRANSPORTS
 from securefgl.config import ConfigError
@@ -175,6 +176,10 @@ class RecConfig:
     secagg_threshold: float | None = None
     secagg_k: int | None = None
     min_cohort: int | None = None
+    #: the masked ring (:meth:`protocols.settings.ProtocolSettings.secagg_options`)
+    secagg_value_bound: float | None = None
+    secagg_ring_bits: int | None = None
+    secagg_precision_bits: int = DEFAULT_PRECISION_BITS
     keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
     time_budget_s: float | None = None
     #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
@@ -224,7 +229,9 @@ class RecConfig:
         t = self.secagg_threshold
         threshold = int(t) if t is not None and t > 1 else t
         return {"threat_model": self.threat_model, "threshold": threshold,
-                "neighbours": self.secagg_k, "min_cohort": self.min_cohort}  # fmt: skip
+                "neighbours": self.secagg_k, "min_cohort": self.min_cohort,
+                "value_bound": self.secagg_value_bound, "ring_bits": self.secagg_ring_bits,
+                "precision_bits": self.secagg_precision_bits}  # fmt: skip
 
     @property
     def noise_seed(self) -> int | None:
@@ -239,6 +246,7 @@ class RecConfig:
         mode = s.ldp or ("laplace" if fedgnn else "heuristic")
         clip = s.ldp_clip if s.ldp_clip is not None else (0.1 if fedgnn else 0.3)
         own = {"offset": s.offset, "item_std": s.item_std, "arch": s.arch, "loss": s.loss}
+        ring = config.protocol.secagg_options()  # FeSoG's / FedGNN's LDP is their own
         return cls(
             method=method, dim=s.dim, rounds=config.rounds, users_per_round=s.users_per_round,
             lr=config.lr, weight_decay=config.weight_decay, pseudo_items=s.pseudo_items,
@@ -248,7 +256,8 @@ class RecConfig:
             seeded_noise=config.protocol.seeded_noise, keep_views=s.keep_views,
             threat_model=config.protocol.threat_model,
             secagg_threshold=config.protocol.secagg_threshold, secagg_k=config.protocol.secagg_k,
-            min_cohort=config.protocol.min_cohort,
+            min_cohort=config.protocol.min_cohort, secagg_value_bound=ring["value_bound"],
+            secagg_ring_bits=ring["ring_bits"], secagg_precision_bits=ring["precision_bits"],
             time_budget_s=s.time_budget, user_groups=s.user_groups, executor=config.executor,
             workers=config.workers, ray_address=config.ray_address,
             party_timeout=config.party_timeout, ray_co_host=config.ray_co_host,

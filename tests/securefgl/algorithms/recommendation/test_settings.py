@@ -34,6 +34,17 @@ def test_threat_model_and_threshold_reach_the_users_secure_aggregation() -> None
     assert proto.threat_model == "malicious" and proto.threshold == 0.75 and proto.k == 4
 
 
+def test_the_masked_ring_options_reach_the_users_secure_aggregation() -> None:
+    config = _config(stack=["secagg+"], secagg_value_bound=1000.0, secagg_ring_bits=64,
+                     secagg_precision_bits=16)  # fmt: skip
+    options = RecConfig.from_experiment(config, "fesog", 0).transport_options()
+    codec = users_transport("secagg+", "test", options).config_for(256).codec
+    assert (codec.word_bits, codec.bound, codec.frac_bits) == (64, 1000.0, 45)
+    default = RecConfig.from_experiment(_config(stack=["secagg+"]), "fesog", 0)
+    codec = users_transport("secagg+", "test", default.transport_options()).config_for(256).codec
+    assert (codec.word_bits, codec.bound, codec.frac_bits) == (64, None, 24)
+
+
 def test_malicious_secagg_sums_equal_the_plain_sums() -> None:
     views = ClientViews.from_data(synthetic_ratings(n_users=30, n_items=25))
     state = fesog.init_fesog(views.n_users, views.n_items, 4, torch.Generator().manual_seed(0))
