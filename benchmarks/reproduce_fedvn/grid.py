@@ -21,12 +21,16 @@ NOT_RUN = {
 #: the slides' baselines we run (FedRep and FedALA are not implemented here)
 BASELINES = ("fedprox", "fedbn", "ditto", "gcfl", "fedstar")
 METHODS = ("fedvn", "fedavg", "self-train", *BASELINES)
-#: FedVN variants ([experiment.fedvn] changes): the authors' code's constant s_global;
-#: the paper's s_local (the mean over the client's graphs, not the last batch's)
-VARIANTS: dict[str, dict[str, Any]] = {
+#: variants, ``method[name]``: the section changes of a run of ``method``. FedVN's: the
+#: authors' code's constant s_global; the paper's s_local (the mean over the client's
+#: graphs, not the last batch's). FedStar's: random walks of 2 steps, whose return
+#: probabilities (a node's neighbours' degrees) a 1-WL GIN also sees, where 16 steps see
+#: the motifs' cycles
+VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
     "fedvn": {},
-    "fedvn[constant-s_global]": {"s_global": "constant"},
-    "fedvn[all-s_local]": {"s_local": "all"},
+    "fedvn[constant-s_global]": {"fedvn": {"s_global": "constant"}},
+    "fedvn[all-s_local]": {"fedvn": {"s_local": "all"}},
+    "fedstar[rw2]": {"graph": {"fedstar_rw": 2}},
 }
 #: protocol stacks; under secagg FedVN's s_global sums are masked (the transport's mode)
 PROTECTIONS: dict[str, list[str]] = {"plain": ["plain"], "secagg": ["secagg"]}
@@ -45,7 +49,7 @@ class Cell:
 
     @property
     def algorithm(self) -> str:
-        return "fedvn" if self.method in VARIANTS else self.method
+        return self.method.split("[")[0]
 
 
 def row_key(row: dict[str, Any]) -> tuple[str, str, str]:
@@ -53,7 +57,7 @@ def row_key(row: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def paper_value(dataset: str, method: str) -> list[float] | None:
-    """[mean, std] (%) of the slides' table (variants: FedVN's)."""
+    """[mean, std] (%) of the slides' table (a variant: its method's)."""
     data = load_data("fedvn_paper")
     base = method.split("[")[0]
     values = data["values"].get(base)
@@ -92,8 +96,9 @@ def make_config(cell: Cell, rounds: int) -> tuple[ExperimentConfig, str]:
     cfg = ExperimentConfig(
         task="graph", dataset=cell.dataset, clients=5, algorithms=[cell.algorithm], threads=1,
         mu=0.01, protocol=PROTECTIONS[cell.protection],
-        fedvn=VARIANTS.get(cell.method, {}),
+        fedvn=VARIANTS.get(cell.method, {}).get("fedvn", {}),
         name=f"fedvn-repro|{cell.dataset}|{cell.method}|{cell.protection}",
     )  # fmt: skip
     cfg = apply_setup(cfg)
-    return cfg.replace(rounds=rounds, graph={"best_of_last": rounds}), cell.algorithm
+    graph = {"best_of_last": rounds, **VARIANTS.get(cell.method, {}).get("graph", {})}
+    return cfg.replace(rounds=rounds, graph=graph), cell.algorithm

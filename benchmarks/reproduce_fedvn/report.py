@@ -24,7 +24,7 @@ from benchmarks.reproduce_fedvn.grid import DATASETS, LABELS, NOT_RUN, ROUNDS, r
 from securefgl.data.good_motif import expected_statistics, generate, motif_statistics
 
 ORDER = ("fedvn", "fedavg", "self-train", "fedprox", "fedbn", "ditto", "gcfl", "fedstar",
-         "fedvn[constant-s_global]", "fedvn[all-s_local]")  # fmt: skip
+         "fedstar[rw2]", "fedvn[constant-s_global]", "fedvn[all-s_local]")  # fmt: skip
 TOLERANCE = {"motif-basis": 3.0, "motif-size": 3.0}  # FedVN vs the slides (points)
 PROTECTED_TOLERANCE = 0.5
 

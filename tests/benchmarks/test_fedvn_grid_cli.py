@@ -1,4 +1,5 @@
-"""The FedVN grid's command line: each budget writes its own runs file; shards are stable."""
+"""The FedVN grid's command line: each budget writes its own runs file; shards are stable;
+a variant runs its method with its sections changed."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 import pytest
 
 from benchmarks.reproduce_fedvn import __main__ as grid_cli
+from benchmarks.reproduce_fedvn.grid import Cell, make_config
 
 
 @pytest.mark.parametrize("argv", [
@@ -41,3 +43,17 @@ def test_shards_cover_the_plan_once_whatever_is_done() -> None:
     assert not set(map(str, shards[0])) & set(map(str, shards[1]))
     # the same shard before anything was done holds these runs and more
     assert set(map(str, shards[0])) <= set(map(str, grid_cli.shard_todo(plan, {}, 0, 2)))
+
+
+@pytest.mark.parametrize(
+    ("method", "algorithm", "rw", "s_local"),
+    [("fedstar", "fedstar", 16, "batch"), ("fedstar[rw2]", "fedstar", 2, "batch"),
+     ("fedvn[all-s_local]", "fedvn", 16, "all")],
+)  # fmt: skip
+def test_a_variant_runs_its_method_with_its_sections_changed(
+    method: str, algorithm: str, rw: int, s_local: str
+) -> None:
+    config, algo = make_config(Cell("motif-basis", method), 100)
+    assert algo == algorithm and config.algorithms == [algorithm]
+    assert config.sections["graph"].fedstar_rw == rw
+    assert config.sections["fedvn"].s_local == s_local
