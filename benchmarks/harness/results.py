@@ -1,4 +1,5 @@
-"""Saving results: atomic writes, lock files, resumable partial files, Markdown and figures.
+"""Saving results: atomic writes, lock files, resumable partial files, Markdown and figures
+(and the grids' command-line helpers).
 
 Every write goes to a temporary file in the same folder and is renamed over the target, so
 an interrupted run never leaves half a file and readers see the old or the new version.
@@ -6,6 +7,7 @@ an interrupted run never leaves half a file and readers see the old or the new v
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import json
 import os
@@ -97,6 +99,18 @@ def save_seed_rows(
 def csv_list(value: str) -> list[str]:
     """A command-line ``a,b,c`` as ``["a", "b", "c"]`` (blanks dropped)."""
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``i/n`` with 0 <= i < n (argparse type)."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard is i/n, got {text!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard i/n needs 0 <= i < n (shards count from 0), "
+                                         f"got {text!r}")  # fmt: skip
+    return i, n
 
 
 class PartialFile:

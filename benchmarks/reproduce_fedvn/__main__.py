@@ -13,7 +13,7 @@ downloads and are listed as not run.
 
 Run: ``SECUREFGL_DATA=... python -m benchmarks.reproduce_fedvn``; ``--dry-run`` prints the
 plan, ``--report-only`` rebuilds ``benchmarks/results/fedvn.{json,md,png}`` from the runs,
-``--shard i/n`` runs every n-th (cell, seed) of the whole plan from i, skipping those done
+``--shard i/n`` (0 <= i < n) runs every n-th (cell, seed) of the whole plan from i, skipping those done
 (processes share the runs file: writes merge under a lock). Resumable: every finished run
 is saved at once (``benchmarks/results/fedvn_runs.json``); runs already there are skipped.
 Other budgets keep their own runs files (``--rounds 3|20|200`` write ``fedvn_short_runs.json`` /
@@ -36,7 +36,7 @@ from attacks.fedvn_domain import KEEP_TAGS, fedvn_domain_inference
 from attacks.simulation import simulate
 from benchmarks.harness.graphs import OneGraphCache
 from benchmarks.harness.plugin_family import ensure_family
-from benchmarks.harness.results import csv_list, read_json, save_seed_rows
+from benchmarks.harness.results import csv_list, parse_shard, read_json, save_seed_rows
 from benchmarks.harness.system import code_version
 from benchmarks.reproduce_fedvn.grid import (
     DATASETS,
@@ -141,7 +141,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
     parser.add_argument("--from-seed", type=int, default=0, help="skip seeds below this")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
-    parser.add_argument("--shard", default="0/1", help="i/n: run every n-th run from i")
+    parser.add_argument("--shard", type=parse_shard, default=(0, 1),
+                        help="i/n, 0 <= i < n: run every n-th run from i")  # fmt: skip
     parser.add_argument("--runs", type=Path, default=None,
                         help="runs file (default: the report's file of this --rounds)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=OUT / "fedvn.json")
@@ -169,7 +170,7 @@ def main() -> None:
             for group in stage_groups(stages(args.datasets, args.methods, args.protections))
             for seed in range(args.from_seed, args.seeds)  # seed-major: seeds early for all
             for cell in group]  # fmt: skip
-    i, n = (int(x) for x in args.shard.split("/"))
+    i, n = args.shard
     done = {key: {r["seed"] for r in row["runs"]} for key, row in by_key.items()}
     todo = shard_todo(plan, done, i, n)
     logging.info("%d runs to do in this shard", len(todo))

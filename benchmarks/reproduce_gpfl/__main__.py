@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from benchmarks.harness.graphs import OneGraphCache
-from benchmarks.harness.results import csv_list, read_json, save_seed_rows
+from benchmarks.harness.results import csv_list, parse_shard, read_json, save_seed_rows
 from benchmarks.harness.system import code_version
 from benchmarks.reproduce_gpfl.grid import (
     ALPHAS,
@@ -111,7 +111,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5,
                         help="seeds 0..N-1 (authors-split cells: the code's first N)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--shard", default="0/1", help="i/n: run every n-th cell from i")
+    parser.add_argument("--shard", type=parse_shard, default=(0, 1),
+                        help="i/n, 0 <= i < n: run every n-th cell from i")  # fmt: skip
     parser.add_argument("--out", type=Path, default=JSON_PATH)
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--report-only", action="store_true")
@@ -128,7 +129,7 @@ def main() -> None:
     by_key = {row_key(r): r for r in rows}
     cells = plan(args.datasets, args.clients, args.alphas, args.methods, args.protections,
                  args.protected_cells)  # fmt: skip
-    i, n = (int(x) for x in args.shard.split("/"))
+    i, n = args.shard
     cells = cells[i::n]
     todo = []
     for cell in cells:

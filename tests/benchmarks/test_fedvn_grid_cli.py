@@ -57,3 +57,13 @@ def test_a_variant_runs_its_method_with_its_sections_changed(
     assert algo == algorithm and config.algorithms == [algorithm]
     assert config.sections["graph"].fedstar_rw == rw
     assert config.sections["fedvn"].s_local == s_local
+
+
+@pytest.mark.parametrize("text", ["2/2", "-1/2", "1", "a/b", "0/0"])
+def test_a_shard_outside_the_plan_is_refused(
+    text: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["reproduce_fedvn", "--shard", text, "--dry-run"])
+    with pytest.raises(SystemExit):
+        grid_cli.main()
+    assert "--shard" in capsys.readouterr().err

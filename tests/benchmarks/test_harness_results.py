@@ -1,6 +1,11 @@
-"""Grid result files shared by concurrent processes: nothing saved by one is lost."""
+"""Grid result files shared by concurrent processes: nothing saved by one is lost; shards
+name a part of the plan."""
 
-from benchmarks.harness.results import csv_list, read_json, save_seed_rows
+import argparse
+
+import pytest
+
+from benchmarks.harness.results import csv_list, parse_shard, read_json, save_seed_rows
 
 
 def _key(row):
@@ -55,3 +60,10 @@ def test_round_bytes_adds_every_direction_of_every_round() -> None:
                {"bytes_up": 10, "bytes_down": 20, "bytes_p2p": 0}]  # fmt: skip
     assert round_bytes(history) == 36
     assert round_bytes([]) == 0
+
+
+def test_shards_count_from_zero() -> None:
+    assert parse_shard("0/1") == (0, 1) and parse_shard("1/2") == (1, 2)
+    for text in ("2/2", "-1/2", "0/0", "1", "a/b"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--shard"):
+            parse_shard(text)
