@@ -13,9 +13,10 @@ downloads and are listed as not run.
 
 Run: ``SECUREFGL_DATA=... python -m benchmarks.reproduce_fedvn``; ``--dry-run`` prints the
 plan, ``--report-only`` rebuilds ``benchmarks/results/fedvn.{json,md,png}`` from the runs,
-``--shard i/n`` (0 <= i < n) runs every n-th (cell, seed) of the whole plan from i, skipping those done
-(processes share the runs file: writes merge under a lock). Resumable: every finished run
-is saved at once (``benchmarks/results/fedvn_runs.json``); runs already there are skipped.
+``--shard i/n`` (0 <= i < n) runs every n-th (cell, seed) of the whole plan from i,
+skipping those done (processes share the runs file: writes merge under a lock).
+Resumable: every finished run is saved at once (``benchmarks/results/fedvn_runs.json``);
+runs already there are skipped.
 Other budgets keep their own runs files (``--rounds 3|20|200`` write ``fedvn_short_runs.json`` /
 ``fedvn_r20_runs.json`` / ``fedvn_r200_runs.json``); the report reads them all. Any other
 budget needs its own ``--runs`` file, which is reported alone (give it its own ``--out``).
