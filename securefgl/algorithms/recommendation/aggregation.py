@@ -189,6 +189,11 @@ def _run_protocol(
     return np.asarray(res.mean) * res.total_weight
 
 
+def _quantisation_error(total: np.ndarray, X: np.ndarray) -> float:
+    """max |protocol sum - float64 sum of the inputs| (the simulator holds both)."""
+    return float(np.max(np.abs(total - X.sum(axis=0, dtype=np.float64)), initial=0.0))
+
+
 def secure_support(
     up: Uploads,
     aggregation: str,
@@ -230,8 +235,9 @@ def _secure_sums(
     n_users: int | None,
     channel: Channel,
     options: TransportOptions,
-) -> tuple[AggregateSums, int, int]:
-    """Both phases on ``channel``; returns the sums, phase 1's bytes and both phases'."""
+) -> tuple[AggregateSums, int, int, float]:
+    """Both phases on ``channel``; returns the sums, phase 1's bytes, both phases' and the
+    max abs error of phase 2's sums (:func:`_quantisation_error`)."""
     if n_items is None:
         n_items = int(up.item_idx.max()) + 1 if up.item_idx.numel() else 0
     if n_users is None:
@@ -243,11 +249,11 @@ def _secure_sums(
     support_bytes = channel.transcript.total_bytes() - start
     empty = torch.zeros(0)
     support = AggregateSums(ii, empty, empty, ui, empty, empty, {}, 0.0)
-    total = _run_protocol(
-        _dense_vectors(up, support), up.users, aggregation, round_idx, channel, "sums", options
-    )
+    X = _dense_vectors(up, support)
+    total = _run_protocol(X, up.users, aggregation, round_idx, channel, "sums", options)
     sums = _parse_dense(total, up, support)
-    return sums, support_bytes, channel.transcript.total_bytes() - start
+    nbytes = channel.transcript.total_bytes() - start
+    return sums, support_bytes, nbytes, _quantisation_error(total, X)
 
 
 def secure_sums(
@@ -266,7 +272,7 @@ def secure_sums(
     ``n_items`` / ``n_users``: the server's table sizes (public). ``None`` falls back to the
     cohort's largest row id + 1, a simulator convenience for callers without the tables."""
     channel = channel if channel is not None else Channel(Transcript(store_payloads=False))
-    sums, _, nbytes = _secure_sums(
+    sums, _, nbytes, _ = _secure_sums(
         up, aggregation, round_idx, n_items, n_users, channel, options or {}
     )
     return sums, nbytes
@@ -279,9 +285,12 @@ def aggregate_uploads(
     n_items: int | None = None,
     n_users: int | None = None,
     options: TransportOptions | None = None,
+    errors: list[float] | None = None,
 ) -> tuple[AggregateSums, ServerView]:
     """``n_items`` / ``n_users``: the server's table sizes, over which the secure aggregations'
-    support phase runs (see :func:`secure_sums`); ``options``: the transport's."""
+    support phase runs (see :func:`secure_sums`); ``options``: the transport's. ``errors``:
+    a secure round appends the max abs error of its sums against the float64 sums of the
+    users' inputs (the simulator's measurement of the quantisation; no party's view)."""
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"unknown aggregation {aggregation!r}; expected one of {AGGREGATIONS}")
     if aggregation in ("plain", "ideal"):
@@ -290,7 +299,7 @@ def aggregate_uploads(
         return sums, ServerView(
             round_idx, aggregation, up.users, per_user, sums, int(up.nbytes_per_user().sum())
         )
-    sums, support_bytes, nbytes = _secure_sums(
+    sums, support_bytes, nbytes, error = _secure_sums(
         up,
         aggregation,
         round_idx,
@@ -301,6 +310,8 @@ def aggregate_uploads(
     )
     view = ServerView(round_idx, aggregation, up.users, None, sums, nbytes)
     view.extra["support_bytes"] = float(support_bytes)
+    if errors is not None:
+        errors.append(error)
     return sums, view
 
 

@@ -271,13 +271,20 @@ class RecAggregator(Party):
     ) -> None:
         self.party_id, self.aggregation = AGGREGATOR, aggregation
         self.n_items, self.n_users, self.options = n_items, n_users, options
+        self.errors: list[float] = []  # per round (the simulator's measurement)
 
     def aggregate(self, round_idx: int, uploads: list[Payload]) -> Payload:
         up = from_payloads(uploads)
         sums, view = aggregate_uploads(
-            up, self.aggregation, round_idx, self.n_items, self.n_users, self.options
-        )
+            up, self.aggregation, round_idx, self.n_items, self.n_users, self.options,
+            errors=self.errors,
+        )  # fmt: skip
         return sums_to_payload(sums, bytes_up=view.bytes_up, **view.extra)
+
+    def aggregate_error(self) -> float | None:
+        """The largest abs error of any sum so far against the float64 sums of the users'
+        inputs (the secure transport's quantisation; None: nothing measured)."""
+        return max(self.errors, default=None)
 
 
 class ExpansionParty(Stateful, Party):

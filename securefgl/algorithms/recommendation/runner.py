@@ -74,6 +74,7 @@ def run_recommendation(
                 "test_rmse": res.test_rmse, "test_mae": res.test_mae, "val_rmse": res.val_rmse,
                 "rounds": res.rounds, "seconds": res.seconds, "stopped": res.stopped,
                 "privacy": res.privacy, "settings": res.config,
+                "aggregate_max_abs_error": res.aggregate_max_abs_error,
             }  # fmt: skip
             out.append(row)
     return out

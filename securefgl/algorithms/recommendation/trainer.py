@@ -89,6 +89,9 @@ class RecResult:
     history: list[dict]
     detail: dict = field(default_factory=dict)  # test metrics split by warm / cold items
     stopped: str = "rounds"  # what ended the run: rounds, patience or time budget
+    #: a secure transport's max abs error of any sum against the float64 sums of the users'
+    #: inputs (None: plain / ideal, exact)
+    aggregate_max_abs_error: float | None = None
 
 
 class FedRecTrainer:
@@ -259,6 +262,14 @@ class FedRecTrainer:
         third = [THIRD_PARTY] if self.cfg.method == "fedgnn" else []
         return [SERVER, *self.groups, *third]
 
+    def _aggregate_error(self, saved: dict[str, Any] | None) -> float | None:
+        """The run's max abs error of the secure sums (rounds before a resume included)."""
+        if self.cfg.aggregation in ("plain", "ideal"):
+            return None
+        errors = [self._call(AGGREGATOR, RecAggregator.aggregate_error),
+                  (saved or {}).get("aggregate_error")]  # fmt: skip
+        return max((e for e in errors if e is not None), default=None)
+
     def _comparable(self) -> dict:
         return {k: v for k, v in self.cfg.to_dict().items() if k not in RESUMABLE_CHANGES}
 
@@ -353,7 +364,9 @@ class FedRecTrainer:
                     if checkpoint is not None and len(history) % checkpoint_every == 0:
                         progress_record = {"round": r + 1, "best": float(best), "bad": bad,
                                            "history": history, "detail": detail,
-                                           "seconds": time.perf_counter() - t0}  # fmt: skip
+                                           "seconds": time.perf_counter() - t0,
+                                           "aggregate_error": self._aggregate_error(
+                                               saved)}  # fmt: skip
                         self.save_checkpoint(checkpoint, progress_record)
                 bar.step(best_val_rmse=None if not np.isfinite(best) else float(best))
                 if cfg.time_budget_s and time.perf_counter() - t0 > cfg.time_budget_s:
@@ -395,4 +408,5 @@ class FedRecTrainer:
             history,
             detail,
             stopped,
+            self._aggregate_error(saved),
         )

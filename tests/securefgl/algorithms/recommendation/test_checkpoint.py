@@ -130,3 +130,13 @@ def test_a_ledger_journal_cut_short_drops_its_unsent_last_record(tmp_path) -> No
     assert UserLedger.journaled(4, path, header).accountant(1).epsilon() == 0.75
     with pytest.raises(ValueError, match="another run"):
         UserLedger.journaled(4, path, {"config": {"method": "fesog"}})
+
+
+def test_a_resumed_secure_run_keeps_the_quantisation_of_the_rounds_before(views, tmp_path):
+    cfg = replace(_config("fesog"), rounds=24, eval_every=4, users_per_round=12,
+                  transport="secagg+")  # fmt: skip
+    whole = FedRecTrainer(views, cfg).run()
+    _interrupted(views, cfg, tmp_path, at=18)  # saved after round 16
+    resumed = FedRecTrainer(views, cfg).run(checkpoint=tmp_path, checkpoint_every=2)
+    assert resumed.test_rmse == whole.test_rmse
+    assert resumed.aggregate_max_abs_error == whole.aggregate_max_abs_error > 0

@@ -233,3 +233,17 @@ def test_recommendation_privacy_claims_only_a_guarantee(views: ClientViews) -> N
         assert len(privacy["guarantees"]) == claims and "private" not in privacy
         if claims:
             assert privacy["guarantees"][0]["epsilon"] == privacy["epsilon_max_user"] > 0
+
+
+def test_a_secure_run_reports_its_quantisation(views: ClientViews) -> None:
+    """secagg+ rounds each of a sum's 16 summands to 2^-25 (24 fractional bits): the run's
+    max abs error against the float64 sums is non-zero and within 16 · 2^-25; plain is exact
+    and reports none."""
+    errors = {}
+    for transport in ("plain", "secagg+"):
+        cfg = RecConfig(method="fesog", rounds=2, eval_every=2, users_per_round=16,
+                        transport=transport)  # fmt: skip
+        with FedRecTrainer(views, cfg) as trainer:
+            errors[transport] = trainer.run().aggregate_max_abs_error
+    assert errors["plain"] is None
+    assert errors["secagg+"] is not None and 0 < errors["secagg+"] <= 16 * 2.0**-25 + 1e-12
