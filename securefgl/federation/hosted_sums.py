@@ -13,7 +13,7 @@ the executor and the channel, and the algorithm's *finish* call on each client.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,9 @@ class HostedSum:
         self.state: SecureSumClient | SecureSumServer | None = None
         self.spec: SumSpec | None = None
         self.protocol: SecureSum | None = None  # the mode's public configuration
+        #: this round's weighted sum as handed over, (column weights, vector, own weight):
+        #: the party's own data, read only by the simulator's audit (weighted_sum_error)
+        self.last_weighted: tuple[dict[str, float], np.ndarray, float] | None = None
 
     def host(self, spec: dict[str, Any], server_id: str, client_ids: Sequence[str]) -> None:
         """Make this party's state for the mode ``spec`` (a :meth:`SumSpec.to_wire`)."""
@@ -95,9 +98,10 @@ class HostedSum:
         for receiver, weight in column.items():
             self.client.add_contribution(receiver, weight * vector)
         senders = tuple(s for s in row if s != self.party_id)
+        own_weight = row.get(self.party_id, 0.0)
         if senders:
-            own = row.get(self.party_id, 0.0) * vector
-            self.client.expect_sum(SumRequest(senders, vector.shape), local=own)
+            self.client.expect_sum(SumRequest(senders, vector.shape), local=own_weight * vector)
+        self.last_weighted = (dict(column), vector, own_weight)
         return len(senders)
 
     @property
@@ -105,6 +109,29 @@ class HostedSum:
         if not isinstance(self.state, SecureSumServer):
             raise PartyError(f"{self.party_id}: no server secure-sum state hosted")
         return self.state
+
+
+def weighted_sum_error(hosted: Mapping[str, HostedSum | None]) -> float | None:
+    """The simulator's audit of a round of :meth:`HostedSum.weighted_sum`: the largest
+    absolute error of any receiver's total against the float64 sum of the terms its senders
+    handed over (and its own); None when a party is not held here or no sum was made."""
+    errors = []
+    for receiver, mine in hosted.items():
+        if mine is None or mine.last_weighted is None:
+            return None
+        result = mine.client.result()
+        if result is None:
+            continue
+        _, vector, own_weight = mine.last_weighted
+        expected = np.asarray(own_weight * vector if result.includes_local else 0.0, np.float64)
+        for sender in result.senders:
+            theirs = hosted.get(sender)
+            if theirs is None or theirs.last_weighted is None:
+                return None
+            column, v, _ = theirs.last_weighted
+            expected = expected + np.asarray(column[receiver] * v, dtype=np.float64)
+        errors.append(float(np.max(np.abs(np.asarray(result.total) - expected), initial=0.0)))
+    return max(errors, default=None)
 
 
 class SecureSumDriver:

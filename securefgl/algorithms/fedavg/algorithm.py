@@ -24,6 +24,7 @@ from torch_geometric.data import Data
 
 from protocols.base import AggregationProtocol, Envelope, ProtocolError, Role, run_phases
 from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.common.audit import AggregateAudit, holder_result
 from securefgl.algorithms.fedavg.parties import (
     FedAvgServer,
     RoundClient,
@@ -114,7 +115,7 @@ class FedAvg(Algorithm):
         }
         self.executor = federation.make_executor(recipes)
         self.clients = {cid: self.executor.held(cid) for cid in ids}  # None: not in this process
-        self._errors: list[float] = []  # per round (:meth:`aggregate_error`)
+        self._audit = AggregateAudit()  # per round (:meth:`aggregate_error`)
         self.server = self.executor.held(SERVER)
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: authorities}
         federation.channel.round = -1  # one-off setup: protocol keys, the initial model
@@ -220,37 +221,17 @@ class FedAvg(Algorithm):
         self._audit_aggregate(sampled)
 
     def _audit_aggregate(self, sampled: list[str]) -> None:
-        """The simulator's audit of the transport (:meth:`aggregate_error`): this round's
-        aggregate against the float64 weighted mean of its participants' inputs. Only when
-        the output holder and the participants are held in this process (local executor)
-        and no DP mechanism adds noise (the error would then be the noise)."""
-        stack = self.federation.stack
-        if stack.mechanism is not None:
-            return
-        if stack.protocol.output_role is Role.SERVER:
-            holder: Any = _role(self.server, FedAvgServer)
-        else:
-            holder = _role(self.clients.get(sampled[0]), RoundClient)
-        result = holder.agg.result() if holder is not None else None
-        if result is None:
-            return
-        total, weight = None, 0.0
-        for cid in result.participants:
-            client = _role(self.clients.get(cid), RoundClient)
-            sent = client.last_input if client is not None else None
-            if sent is None:
-                return
-            term = np.asarray(sent[0], dtype=np.float64) * sent[1]
-            total = term if total is None else total + term
-            weight += sent[1]
-        if total is None or weight <= 0:
-            return
-        error = float(np.max(np.abs(result.mean - total / weight), initial=0.0))
-        self._errors.append(error)
+        """The simulator's audit of the transport (:meth:`aggregate_error`,
+        :mod:`securefgl.algorithms.common.audit`)."""
+        server = _role(self.server, FedAvgServer)
+        first = _role(self.clients.get(sampled[0]), RoundClient)
+        result = holder_result(self.federation.stack, server and server.agg, first and first.agg)
+        held = {cid: _role(self.clients.get(cid), RoundClient) for cid in sampled}
+        self._audit.check(result, {c: p.last_input for c, p in held.items() if p is not None})
 
     def aggregate_error(self) -> float | None:
-        errors = getattr(self, "_errors", None)
-        return max(errors) if errors else None
+        audit = getattr(self, "_audit", None)
+        return audit.max_error() if audit is not None else None
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(self._live(), RoundClient.predict)

@@ -21,6 +21,7 @@ from torch_geometric.data import Data
 from protocols.base import ProtocolError, Role, run_phases
 from protocols.dp.accounting import PrivacyAccountant
 from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.common.audit import AggregateAudit, holder_result
 from securefgl.algorithms.common.graph.learner import deliver
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.fedego.model import EgoNet
@@ -80,6 +81,7 @@ class EgoFL(Algorithm):
         self.executor = ex = federation.make_executor(recipes)
         self.clients = {c: ex.held(c) for c in ids}
         self.server = ex.held(SERVER)
+        self._audit = AggregateAudit()
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: authorities}
         federation.channel.round = -1
         run_phases(protocol.setup_phases, self.roles, ex.phases(protocol),
@@ -104,6 +106,7 @@ class EgoFL(Algorithm):
                            channel.transmit)  # fmt: skip
             except ProtocolError as err:
                 raise ProtocolError(f"round {t} aborted: {err}") from err
+            self._audit_aggregate()
             ex.call([Call.to(SERVER, EgoServer.apply_result, t)]
                     + [Call.to(c, EgoClient.apply_result, t) for c in self.ids])  # fmt: skip
             self._broadcast(t)
@@ -116,6 +119,18 @@ class EgoFL(Algorithm):
             if self.accountant is not None:
                 self.accountant.step(self.s.dp_noise, 1.0)  # each ego-graph once per round
         return float(np.mean(losses))
+
+    def _audit_aggregate(self) -> None:
+        """The simulator's audit of the shared layer's aggregate (:meth:`aggregate_error`)."""
+        first = self.clients[self.ids[0]]
+        result = holder_result(self.federation.stack, self.server and self.server.agg,
+                               first and first.agg)  # fmt: skip
+        held = {c: p.last_input for c, p in self.clients.items() if p is not None}
+        self._audit.check(result, held)
+
+    def aggregate_error(self) -> float | None:
+        audit = getattr(self, "_audit", None)
+        return audit.max_error() if audit is not None else None
 
     def predict(self, draw: int = 0) -> list[SplitPredictions]:
         """Every client's predictions; ``draw`` > 0 samples other evaluation trees."""

@@ -94,6 +94,9 @@ class EgoClient(Party):
                  noise_seed: int | None) -> None:  # fmt: skip
         self.party_id = client_party_id(view.client_id)
         self.s, self.variant, self.seed, self.agg = settings, variant, seed, agg
+        #: the delta last handed to the protocol: its own data, read only by the simulator's
+        #: audit of the aggregate (:mod:`securefgl.algorithms.common.audit`)
+        self.last_input: tuple[np.ndarray, float] | None = None
         self.view = view
         self.x = sparse_rows(view.x)
         self.y = view.y
@@ -158,6 +161,7 @@ class EgoClient(Party):
                     losses.append(float(loss.detach()))
         if self.shared:
             delta = flat_of(self.shared) - self.start
+            self.last_input = (delta, 1.0)
             self.agg.begin_round(round_idx, delta, 1.0)  # the code's uniform mean
         if self.variant == "fedego":
             self._mixup(round_idx)

@@ -22,6 +22,7 @@ from torch_geometric.data import Data
 
 from protocols.dp.accounting import PrivacyAccountant
 from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.common.audit import AggregateAudit
 from securefgl.algorithms.common.graph.learner import deliver
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.fedpub.model import MaskedGCN
@@ -38,7 +39,7 @@ from securefgl.config import ConfigError
 from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.builders import config_json, view_payload
 from securefgl.federation.federation import Federation
-from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec
+from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec, weighted_sum_error
 from securefgl.federation.recipes import recipe
 
 INITIAL = "initial model and proxy graph (server -> clients)"
@@ -84,6 +85,7 @@ class PersonalisedSubgraphFL(Algorithm):
         }  # fmt: skip
         self.executor = ex = federation.make_executor(recipes)
         self.clients = {pid: ex.held(pid) for pid in ids}
+        self._audit = AggregateAudit()
         self.server = ex.held(SERVER)
         channel = federation.channel
         channel.round = -1
@@ -122,7 +124,15 @@ class PersonalisedSubgraphFL(Algorithm):
             deliver(ex, channel, sent, PubClient.receive_weights, t)
             self.driver.round(t, prepare=lambda c: Call.to(c, PubClient.prepare_sum, t),
                               finish=lambda c: Call.to(c, PubClient.finish_sum, t))  # fmt: skip
+            self._audit.record(weighted_sum_error(
+                {c: p.sums if p is not None else None for c, p in self.clients.items()}))
         return float(np.average(losses, weights=self._weights))
+
+    def aggregate_error(self) -> float | None:
+        """The personalised secure sums' largest error against their float64 sums
+        (:func:`~securefgl.federation.hosted_sums.weighted_sum_error`)."""
+        audit = getattr(self, "_audit", None)
+        return audit.max_error() if audit is not None else None
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(self.ids, PubClient.predict)

@@ -190,7 +190,7 @@ class FedVNClient(RoundClient, Party):
             for _ in range(self.config.local_epochs):
                 loss = self._theta_pass()
         delta = shared_vector(self.model, self.Q).astype(np.float64) - self.params  # type: ignore[operator]
-        self.agg.begin_round(round_idx, delta, max(self.weight, 1e-12))
+        self.submit(round_idx, delta, max(self.weight, 1e-12))
         return loss
 
     # -- s_global by a secure sum --------------------------------------------------------------

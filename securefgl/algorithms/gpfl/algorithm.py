@@ -26,6 +26,7 @@ from protocols.base import Role, run_phases
 from protocols.dp.accounting import PureDPAccountant
 from protocols.gram import DEFAULT_AUTHORITY, GramProtocol
 from securefgl.algorithms.base import SplitPredictions
+from securefgl.algorithms.common.audit import AggregateAudit
 from securefgl.algorithms.common.graph.learner import (
     INITIAL_MODEL,
     GraphAlgorithm,
@@ -47,7 +48,7 @@ from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.builders import config_json, graph_view_payload
 from securefgl.federation.federation import Federation
-from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec
+from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec, weighted_sum_error
 from securefgl.federation.recipes import Recipe, recipe
 from securefgl.models import get_flat
 
@@ -88,6 +89,7 @@ class GPFL(GraphAlgorithm):
             )
         self.executor = ex = federation.make_executor(recipes)
         self.clients = {pid: ex.held(pid) for pid in self.ids}
+        self._audit = AggregateAudit()
         self.server = ex.held(SERVER)
         self._gram_hosted = False
         channel = federation.channel
@@ -152,11 +154,19 @@ class GPFL(GraphAlgorithm):
                 prepare=lambda c: Call.to(c, GPFLClient.prepare_update, t),
                 finish=lambda c: Call.to(c, GPFLClient.finish_update, t),
             )
+            self._audit.record(weighted_sum_error(
+                {c: p.sums if p is not None else None for c, p in self.clients.items()}))
         return float(np.average(losses, weights=self._weights))
 
     @property
     def _min_senders(self) -> int:
         return self.s.min_senders if self.s.sums != "plain" else 1
+
+    def aggregate_error(self) -> float | None:
+        """The personalised secure sums' largest error against their float64 sums
+        (:func:`~securefgl.federation.hosted_sums.weighted_sum_error`)."""
+        audit = getattr(self, "_audit", None)
+        return audit.max_error() if audit is not None else None
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(self.ids, GraphLearner.predict)

@@ -231,3 +231,23 @@ def test_every_secure_run_reports_its_aggregate_error(graph, plain_run):
     assert 0 < errors["ckks"] < 1e-5, errors
     assert errors["dp"] is None
     assert runs["secagg-32"].to_dict()["aggregate_max_abs_error"] == errors["secagg-32"]
+
+
+@pytest.mark.parametrize(("algorithm", "takes_dp"), [
+    ("fedego", True), ("fedsage+", True), ("spreadfgl", True), ("fed-pub", False),
+])  # fmt: skip
+def test_the_families_with_their_own_rounds_report_their_aggregate_error(
+    graph, algorithm, takes_dp
+):
+    """FedEgo, the edge-server families (FedSage+, SpreadFGL) and FED-PUB's personalised
+    sums audit their aggregates like FedAvg: non-zero under secagg's fixed point, within
+    2^-25 (64-bit ring, 24 fractional bits, means and convex mixtures); none under a DP
+    mechanism (FED-PUB refuses one)."""
+    stacks = [("secagg", ["secagg"])] + [("dp", ["clip_noise", "secagg"])] * takes_dp
+    errors = {
+        name: run_single(_cfg(protocol=stack, algorithms=[algorithm], rounds=2),
+                         algorithm, 0, graph, progress=False).aggregate_error
+        for name, stack in stacks
+    }  # fmt: skip
+    assert errors["secagg"] is not None and 0 < errors["secagg"] <= 2.0**-25, errors
+    assert errors.get("dp") is None

@@ -64,6 +64,9 @@ class EdgeClient(Party):
         self.server_id = server_id
         self.training = training
         self.agg = agg
+        #: the delta last handed to the protocol: its own data, read only by the simulator's
+        #: audit of the aggregate (:mod:`securefgl.algorithms.common.audit`)
+        self.last_input: tuple[np.ndarray, float] | None = None
         self.x_own = sp.csr_matrix(view.x.numpy().astype(np.float32))
         self.y = view.y.clone()
         self.masks = {s: getattr(view, f"{s}_mask").clone() for s in SPLITS}
@@ -143,6 +146,7 @@ class EdgeClient(Party):
         set_flat(self.model, self.params)
         loss = self.train_steps(round_idx)
         delta = get_flat(self.model).astype(np.float64) - self.params
+        self.last_input = (delta, 1.0)
         self.agg.begin_round(round_idx, delta, 1.0)
         return loss
 

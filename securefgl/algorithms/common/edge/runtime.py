@@ -25,6 +25,7 @@ from torch_geometric.data import Data
 
 from protocols.base import Envelope, Role, run_phases
 from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.common.audit import AggregateAudit, holder_result
 from securefgl.algorithms.common.edge.client import EdgeClient, LocalTraining
 from securefgl.algorithms.common.edge.model import SageNet
 from securefgl.algorithms.common.edge.parties import edge_client, edge_server
@@ -110,6 +111,7 @@ class EdgeFGL(Algorithm):
         self.executor = federation.make_executor(recipes, list(self.stacks.values()))
         self.clients = {cid: self.executor.held(cid) for cid in ids}  # None: elsewhere
         self.servers = {sid: self.executor.held(sid) for sid in self.server_list}
+        self._audit = AggregateAudit()
         federation.channel.round = -1  # keys and the initial model
         for sid, stack in self.stacks.items():
             run_phases(stack.protocol.setup_phases, self._roles(sid),
@@ -168,6 +170,7 @@ class EdgeFGL(Algorithm):
             protocol = self.stacks[sid].protocol
             run_phases(protocol.round_phases, self._roles(sid), ex.phases(protocol),
                        channel.transmit)  # fmt: skip
+            self._audit_aggregate(sid)
         ex.call([Call.to(s, EdgeServer.apply_result, round_idx) for s in self.server_list]
                 + [Call.to(c, EdgeClient.apply_result, round_idx) for c in ids])  # fmt: skip
         self.between_rounds(round_idx)
@@ -175,6 +178,18 @@ class EdgeFGL(Algorithm):
         for sid, stack in self.stacks.items():
             stack.account_round(1.0, len(self.members[sid]), self.dim_params)
         return float(np.mean(losses))
+
+    def _audit_aggregate(self, sid: str) -> None:
+        """The simulator's audit of server ``sid``'s aggregate (:meth:`aggregate_error`)."""
+        server, members = self.servers[sid], self.members[sid]
+        first = self.clients[members[0]]
+        result = holder_result(self.stacks[sid], server and server.agg, first and first.agg)
+        held = {c: self.clients[c] for c in members}
+        self._audit.check(result, {c: p.last_input for c, p in held.items() if p is not None})
+
+    def aggregate_error(self) -> float | None:
+        audit = getattr(self, "_audit", None)
+        return audit.max_error() if audit is not None else None
 
     def between_rounds(self, round_idx: int) -> None:
         """After the aggregation, before the broadcast: Eq. 16 every :meth:`mix_interval`

@@ -78,6 +78,8 @@ def test_secagg_with_masked_sums_equals_plaintext(data, plain_run):
     a = [h["test_acc"] for h in plain_run.result.history]
     b = [h["test_acc"] for h in secure.result.history]
     assert np.allclose(a, b, atol=0.02)
+    error = secure.state.algorithm.aggregate_error()  # θ ‖ Q audited like FedAvg's
+    assert error is not None and 0 < error < 1e-6
     for p, q in zip(plain_run.state.algorithm.clients.values(),
                     secure.state.algorithm.clients.values(), strict=True):  # fmt: skip
         assert np.allclose(p.s_global.numpy(), q.s_global.numpy(), atol=1e-4)

@@ -99,6 +99,7 @@ def test_personalised_update_is_w_times_the_updates_through_masked_sums():
     got = np.stack([c.flat for c in clients])
     assert np.allclose(got, expect, atol=1e-5)  # Eq. 2, fixed point 2^-32
     assert run.protection["personalised aggregation Σ_j w_ij Δθ_j"].startswith("masked")
+    assert run.aggregate_error is not None and 0 < run.aggregate_error < 1e-8  # the audit
 
 
 def test_private_run_server_gets_only_similarities_and_ldp_properties():
