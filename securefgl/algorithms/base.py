@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 from torch_geometric.data import Data
 
-from securefgl.config import ExperimentConfig
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.federation.federation import Federation
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
@@ -33,9 +33,20 @@ class Algorithm(ABC):
     #: links): giving them those edges (cross_edges = "known") contradicts the method
     repairs_cross_edges: ClassVar[bool] = False
     server_ids: ClassVar[frozenset[str]] = frozenset({"server"})
+    #: why this method's server must read every client's update in the clear (it then
+    #: refuses any protocol stack, :meth:`check_stack`); None: it runs under the stack
+    clear_updates: ClassVar[str | None] = None
 
     def __init__(self, config: ExperimentConfig) -> None:
         self.config = config
+
+    @classmethod
+    def check_stack(cls, config: ExperimentConfig) -> None:
+        """Refuse (:class:`ConfigError`) a protocol stack this method cannot honour."""
+        protocol = config.protocol
+        if cls.clear_updates and (protocol.transport != "plain" or protocol.mechanism is not None):
+            raise ConfigError(f"{cls.name}: {cls.clear_updates}; it takes no protocol stack "
+                              f"(got {protocol.label}): run it with --protocol plain")  # fmt: skip
 
     @abstractmethod
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:

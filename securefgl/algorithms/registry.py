@@ -59,6 +59,7 @@ def check_config(config: ExperimentConfig) -> ExperimentConfig:
         extras.check("ray", "--executor ray")
     for name in config.algorithms:
         cls = algorithm_class(name, config.task)
+        cls.check_stack(config)
         if cls.needs_cross_edges and cross_edge_mode(config) != "known":
             raise ConfigError(
                 f"{name} needs cross_edges = 'known' (its clients know their edges to other "

@@ -119,6 +119,15 @@ def test_fedavg_runs_through_secure_aggregation():
     assert abs(secure.final["test_acc"] - plain.final["test_acc"]) < 0.05
 
 
+@pytest.mark.parametrize("stack", [["secagg"], ["ckks"], ["clip_noise"]])
+def test_gcfl_refuses_a_protocol_stack_its_server_cannot_work_under(stack):
+    """GCFL+ clusters on each client's update: under a stack the run would say "secagg" and
+    send them in the clear, so the configuration is refused before anything runs."""
+    with pytest.raises(ConfigError, match="gcfl: GCFL\\+ clusters .* --protocol plain"):
+        check_config(config(algorithms=["fedavg", "gcfl"], protocol=stack))
+    check_config(config(algorithms=["gcfl"], protocol=["plain"]))
+
+
 @pytest.mark.parametrize("stream", ["ours", "authors"])
 def test_split_seed_fixes_the_split_while_the_run_seed_varies(stream):
     from securefgl.experiment.graph_world import draw_graph_world, load_graph_data
