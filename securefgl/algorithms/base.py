@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from torch_geometric.data import Data
 
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.federation.federation import Federation
+
+if TYPE_CHECKING:
+    from securefgl.algorithms.common.audit import AggregateAudit
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
 
@@ -36,6 +39,9 @@ class Algorithm(ABC):
     #: why this method's server must read every client's update in the clear (it then
     #: refuses any protocol stack, :meth:`check_stack`); None: it runs under the stack
     clear_updates: ClassVar[str | None] = None
+    #: the simulator's audit of the run's aggregates (:meth:`aggregate_error`), made by the
+    #: families that aggregate through the stack
+    audit: AggregateAudit | None = None
 
     def __init__(self, config: ExperimentConfig) -> None:
         self.config = config
@@ -85,7 +91,7 @@ class Algorithm(ABC):
         coordinates) against the float64 weighted mean of the inputs the clients handed to
         the transport: the secure transport's quantisation (fixed point, CKKS noise).
         Measured by the simulator where it holds the parties; None when not measured."""
-        return None
+        return self.audit.max_error() if self.audit is not None else None
 
     def privacy(self) -> dict[str, Any]:
         """Guarantees the algorithm adds beyond its protocol stack (e.g. FedStruct's edge DP

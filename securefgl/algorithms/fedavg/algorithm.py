@@ -115,7 +115,7 @@ class FedAvg(Algorithm):
         }
         self.executor = federation.make_executor(recipes)
         self.clients = {cid: self.executor.held(cid) for cid in ids}  # None: not in this process
-        self._audit = AggregateAudit()  # per round (:meth:`aggregate_error`)
+        self.audit = AggregateAudit()
         self.server = self.executor.held(SERVER)
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: authorities}
         federation.channel.round = -1  # one-off setup: protocol keys, the initial model
@@ -227,11 +227,7 @@ class FedAvg(Algorithm):
         first = _role(self.clients.get(sampled[0]), RoundClient)
         result = holder_result(self.federation.stack, server and server.agg, first and first.agg)
         held = {cid: _role(self.clients.get(cid), RoundClient) for cid in sampled}
-        self._audit.check(result, {c: p.last_input for c, p in held.items() if p is not None})
-
-    def aggregate_error(self) -> float | None:
-        audit = getattr(self, "_audit", None)
-        return audit.max_error() if audit is not None else None
+        self.audit.check(result, {c: p.last_input for c, p in held.items() if p is not None})
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(self._live(), RoundClient.predict)

@@ -81,7 +81,7 @@ class EgoFL(Algorithm):
         self.executor = ex = federation.make_executor(recipes)
         self.clients = {c: ex.held(c) for c in ids}
         self.server = ex.held(SERVER)
-        self._audit = AggregateAudit()
+        self.audit = AggregateAudit()
         self.roles = {Role.SERVER: [SERVER], Role.CLIENT: ids, Role.AUTHORITY: authorities}
         federation.channel.round = -1
         run_phases(protocol.setup_phases, self.roles, ex.phases(protocol),
@@ -126,11 +126,7 @@ class EgoFL(Algorithm):
         result = holder_result(self.federation.stack, self.server and self.server.agg,
                                first and first.agg)  # fmt: skip
         held = {c: p.last_input for c, p in self.clients.items() if p is not None}
-        self._audit.check(result, held)
-
-    def aggregate_error(self) -> float | None:
-        audit = getattr(self, "_audit", None)
-        return audit.max_error() if audit is not None else None
+        self.audit.check(result, held)
 
     def predict(self, draw: int = 0) -> list[SplitPredictions]:
         """Every client's predictions; ``draw`` > 0 samples other evaluation trees."""

@@ -85,7 +85,7 @@ class PersonalisedSubgraphFL(Algorithm):
         }  # fmt: skip
         self.executor = ex = federation.make_executor(recipes)
         self.clients = {pid: ex.held(pid) for pid in ids}
-        self._audit = AggregateAudit()
+        self.audit = AggregateAudit()
         self.server = ex.held(SERVER)
         channel = federation.channel
         channel.round = -1
@@ -124,15 +124,9 @@ class PersonalisedSubgraphFL(Algorithm):
             deliver(ex, channel, sent, PubClient.receive_weights, t)
             self.driver.round(t, prepare=lambda c: Call.to(c, PubClient.prepare_sum, t),
                               finish=lambda c: Call.to(c, PubClient.finish_sum, t))  # fmt: skip
-            self._audit.record(weighted_sum_error(
+            self.audit.record(weighted_sum_error(
                 {c: p.sums if p is not None else None for c, p in self.clients.items()}))
         return float(np.average(losses, weights=self._weights))
-
-    def aggregate_error(self) -> float | None:
-        """The personalised secure sums' largest error against their float64 sums
-        (:func:`~securefgl.federation.hosted_sums.weighted_sum_error`)."""
-        audit = getattr(self, "_audit", None)
-        return audit.max_error() if audit is not None else None
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(self.ids, PubClient.predict)

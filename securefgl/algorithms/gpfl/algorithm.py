@@ -89,7 +89,7 @@ class GPFL(GraphAlgorithm):
             )
         self.executor = ex = federation.make_executor(recipes)
         self.clients = {pid: ex.held(pid) for pid in self.ids}
-        self._audit = AggregateAudit()
+        self.audit = AggregateAudit()
         self.server = ex.held(SERVER)
         self._gram_hosted = False
         channel = federation.channel
@@ -154,19 +154,13 @@ class GPFL(GraphAlgorithm):
                 prepare=lambda c: Call.to(c, GPFLClient.prepare_update, t),
                 finish=lambda c: Call.to(c, GPFLClient.finish_update, t),
             )
-            self._audit.record(weighted_sum_error(
+            self.audit.record(weighted_sum_error(
                 {c: p.sums if p is not None else None for c, p in self.clients.items()}))
         return float(np.average(losses, weights=self._weights))
 
     @property
     def _min_senders(self) -> int:
         return self.s.min_senders if self.s.sums != "plain" else 1
-
-    def aggregate_error(self) -> float | None:
-        """The personalised secure sums' largest error against their float64 sums
-        (:func:`~securefgl.federation.hosted_sums.weighted_sum_error`)."""
-        audit = getattr(self, "_audit", None)
-        return audit.max_error() if audit is not None else None
 
     def predict(self) -> list[SplitPredictions]:
         return self.executor.map(self.ids, GraphLearner.predict)

@@ -111,7 +111,7 @@ class EdgeFGL(Algorithm):
         self.executor = federation.make_executor(recipes, list(self.stacks.values()))
         self.clients = {cid: self.executor.held(cid) for cid in ids}  # None: elsewhere
         self.servers = {sid: self.executor.held(sid) for sid in self.server_list}
-        self._audit = AggregateAudit()
+        self.audit = AggregateAudit()
         federation.channel.round = -1  # keys and the initial model
         for sid, stack in self.stacks.items():
             run_phases(stack.protocol.setup_phases, self._roles(sid),
@@ -185,11 +185,7 @@ class EdgeFGL(Algorithm):
         first = self.clients[members[0]]
         result = holder_result(self.stacks[sid], server and server.agg, first and first.agg)
         held = {c: self.clients[c] for c in members}
-        self._audit.check(result, {c: p.last_input for c, p in held.items() if p is not None})
-
-    def aggregate_error(self) -> float | None:
-        audit = getattr(self, "_audit", None)
-        return audit.max_error() if audit is not None else None
+        self.audit.check(result, {c: p.last_input for c, p in held.items() if p is not None})
 
     def between_rounds(self, round_idx: int) -> None:
         """After the aggregation, before the broadcast: Eq. 16 every :meth:`mix_interval`
