@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from torch_geometric.data import Data
 
 from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.federation.audit import AggregateAudit
 from securefgl.federation.federation import Federation
-
-if TYPE_CHECKING:
-    from securefgl.algorithms.common.audit import AggregateAudit
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
 

@@ -24,7 +24,6 @@ from torch_geometric.data import Data
 
 from protocols.base import AggregationProtocol, Envelope, ProtocolError, Role, run_phases
 from securefgl.algorithms.base import Algorithm, SplitPredictions
-from securefgl.algorithms.common.audit import AggregateAudit, holder_result
 from securefgl.algorithms.fedavg.parties import (
     FedAvgServer,
     RoundClient,
@@ -34,6 +33,7 @@ from securefgl.algorithms.fedavg.parties import (
 from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
 from securefgl.federation import SERVER, Call, client_party_id
+from securefgl.federation.audit import AggregateAudit, holder_result
 from securefgl.federation.builders import protocol_host, stack_args, view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import Recipe, recipe
@@ -222,7 +222,7 @@ class FedAvg(Algorithm):
 
     def _audit_aggregate(self, sampled: list[str]) -> None:
         """The simulator's audit of the transport (:meth:`aggregate_error`,
-        :mod:`securefgl.algorithms.common.audit`)."""
+        :mod:`securefgl.federation.audit`)."""
         server = _role(self.server, FedAvgServer)
         first = _role(self.clients.get(sampled[0]), RoundClient)
         result = holder_result(self.federation.stack, server and server.agg, first and first.agg)

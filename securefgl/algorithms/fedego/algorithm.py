@@ -21,7 +21,6 @@ from torch_geometric.data import Data
 from protocols.base import ProtocolError, Role, run_phases
 from protocols.dp.accounting import PrivacyAccountant
 from securefgl.algorithms.base import Algorithm, SplitPredictions
-from securefgl.algorithms.common.audit import AggregateAudit, holder_result
 from securefgl.algorithms.common.graph.learner import deliver
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.fedego.model import EgoNet
@@ -35,6 +34,7 @@ from securefgl.algorithms.fedego.parties import (
 )
 from securefgl.config import ConfigError
 from securefgl.federation import SERVER, Call, client_party_id
+from securefgl.federation.audit import AggregateAudit, holder_result
 from securefgl.federation.builders import protocol_host, stack_args, view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import recipe

@@ -95,7 +95,7 @@ class EgoClient(Party):
         self.party_id = client_party_id(view.client_id)
         self.s, self.variant, self.seed, self.agg = settings, variant, seed, agg
         #: the delta last handed to the protocol: its own data, read only by the simulator's
-        #: audit of the aggregate (:mod:`securefgl.algorithms.common.audit`)
+        #: audit of the aggregate (:mod:`securefgl.federation.audit`)
         self.last_input: tuple[np.ndarray, float] | None = None
         self.view = view
         self.x = sparse_rows(view.x)

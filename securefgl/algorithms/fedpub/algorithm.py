@@ -22,7 +22,6 @@ from torch_geometric.data import Data
 
 from protocols.dp.accounting import PrivacyAccountant
 from securefgl.algorithms.base import Algorithm, SplitPredictions
-from securefgl.algorithms.common.audit import AggregateAudit
 from securefgl.algorithms.common.graph.learner import deliver
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.fedpub.model import MaskedGCN
@@ -37,6 +36,7 @@ from securefgl.algorithms.fedpub.parties import (
 from securefgl.algorithms.fedpub.settings import FedPubSettings
 from securefgl.config import ConfigError
 from securefgl.federation import SERVER, Call, client_party_id
+from securefgl.federation.audit import AggregateAudit
 from securefgl.federation.builders import config_json, view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec, weighted_sum_error

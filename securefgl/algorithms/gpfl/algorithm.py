@@ -26,7 +26,6 @@ from protocols.base import Role, run_phases
 from protocols.dp.accounting import PureDPAccountant
 from protocols.gram import DEFAULT_AUTHORITY, GramProtocol
 from securefgl.algorithms.base import SplitPredictions
-from securefgl.algorithms.common.audit import AggregateAudit
 from securefgl.algorithms.common.graph.learner import (
     INITIAL_MODEL,
     GraphAlgorithm,
@@ -46,6 +45,7 @@ from securefgl.algorithms.gpfl.parties import (
 from securefgl.config import ConfigError
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, Call, client_party_id
+from securefgl.federation.audit import AggregateAudit
 from securefgl.federation.builders import config_json, graph_view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.hosted_sums import SecureSumDriver, SumSpec, weighted_sum_error

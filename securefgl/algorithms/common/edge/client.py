@@ -65,7 +65,7 @@ class EdgeClient(Party):
         self.training = training
         self.agg = agg
         #: the delta last handed to the protocol: its own data, read only by the simulator's
-        #: audit of the aggregate (:mod:`securefgl.algorithms.common.audit`)
+        #: audit of the aggregate (:mod:`securefgl.federation.audit`)
         self.last_input: tuple[np.ndarray, float] | None = None
         self.x_own = sp.csr_matrix(view.x.numpy().astype(np.float32))
         self.y = view.y.clone()

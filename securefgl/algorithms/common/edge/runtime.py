@@ -25,7 +25,6 @@ from torch_geometric.data import Data
 
 from protocols.base import Envelope, Role, run_phases
 from securefgl.algorithms.base import Algorithm, SplitPredictions
-from securefgl.algorithms.common.audit import AggregateAudit, holder_result
 from securefgl.algorithms.common.edge.client import EdgeClient, LocalTraining
 from securefgl.algorithms.common.edge.model import SageNet
 from securefgl.algorithms.common.edge.parties import edge_client, edge_server
@@ -34,6 +33,7 @@ from securefgl.config import ConfigError
 from securefgl.config.topology import EdgeTopology, edge_server_id
 from securefgl.data import ClientGraph
 from securefgl.federation import Call, Target, client_party_id
+from securefgl.federation.audit import AggregateAudit, holder_result
 from securefgl.federation.builders import protocol_host, stack_args, view_payload
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import Recipe, recipe
