@@ -21,6 +21,11 @@ from protocols.base import AggregateResult, Role
 Input = tuple[np.ndarray, float]
 
 
+def max_abs_error(got: Any, expected: Any) -> float:
+    """max |got - expected| over every entry (0 for empty arrays)."""
+    return float(np.max(np.abs(np.asarray(got) - expected), initial=0.0))
+
+
 def holder_result(stack: Any, server_agg: Any, client_agg: Any) -> AggregateResult | None:
     """The aggregate of the round from whoever the stack's protocol gives it to (the server's
     protocol party, or a client's), None when that party is not held here or under a DP
@@ -53,7 +58,7 @@ class AggregateAudit:
             weight += sent[1]
         if total is None or weight <= 0:
             return
-        self.errors.append(float(np.max(np.abs(result.mean - total / weight), initial=0.0)))
+        self.errors.append(max_abs_error(result.mean, total / weight))
 
     def record(self, error: float | None) -> None:
         """Record an error measured elsewhere (e.g. a round of personalised secure sums)."""

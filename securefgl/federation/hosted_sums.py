@@ -22,6 +22,7 @@ import numpy as np
 from protocols.base import Role, run_phases
 from protocols.registry import make_secure_sum
 from protocols.secure_sum import SecureSum, SecureSumClient, SecureSumServer, SumRequest
+from securefgl.federation.audit import max_abs_error
 from securefgl.federation.channel import Channel
 from securefgl.federation.executor import Executor
 from securefgl.federation.party import Call, Party, PartyError
@@ -130,7 +131,7 @@ def weighted_sum_error(hosted: Mapping[str, HostedSum | None]) -> float | None:
                 return None
             column, v, _ = theirs.last_weighted
             expected = expected + np.asarray(column[receiver] * v, dtype=np.float64)
-        errors.append(float(np.max(np.abs(np.asarray(result.total) - expected), initial=0.0)))
+        errors.append(max_abs_error(result.total, expected))
     return max(errors, default=None)
 
 

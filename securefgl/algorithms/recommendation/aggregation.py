@@ -29,6 +29,7 @@ from protocols.base import AggregationProtocol, aggregate, setup_parties
 from protocols.registry import make_transport
 from protocols.wire import Payload
 from securefgl.algorithms.recommendation.uploads import Uploads
+from securefgl.federation.audit import max_abs_error
 from securefgl.federation.channel import Channel
 from securefgl.federation.transcript import Transcript
 
@@ -189,11 +190,6 @@ def _run_protocol(
     return np.asarray(res.mean) * res.total_weight
 
 
-def _quantisation_error(total: np.ndarray, X: np.ndarray) -> float:
-    """max |protocol sum - float64 sum of the inputs| (the simulator holds both)."""
-    return float(np.max(np.abs(total - X.sum(axis=0, dtype=np.float64)), initial=0.0))
-
-
 def secure_support(
     up: Uploads,
     aggregation: str,
@@ -237,7 +233,7 @@ def _secure_sums(
     options: TransportOptions,
 ) -> tuple[AggregateSums, int, int, float]:
     """Both phases on ``channel``; returns the sums, phase 1's bytes, both phases' and the
-    max abs error of phase 2's sums (:func:`_quantisation_error`)."""
+    max abs error of phase 2's sums."""
     if n_items is None:
         n_items = int(up.item_idx.max()) + 1 if up.item_idx.numel() else 0
     if n_users is None:
@@ -253,7 +249,8 @@ def _secure_sums(
     total = _run_protocol(X, up.users, aggregation, round_idx, channel, "sums", options)
     sums = _parse_dense(total, up, support)
     nbytes = channel.transcript.total_bytes() - start
-    return sums, support_bytes, nbytes, _quantisation_error(total, X)
+    # the simulator holds both: the protocol's sum against the float64 sum of the inputs
+    return sums, support_bytes, nbytes, max_abs_error(total, X.sum(axis=0, dtype=np.float64))
 
 
 def secure_sums(

@@ -57,6 +57,7 @@ from securefgl.algorithms.recommendation.uploads import from_payloads, to_payloa
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import RatingData
 from securefgl.federation import SERVER, Party
+from securefgl.federation.audit import AggregateAudit
 from securefgl.federation.recipes import Recipe, party_builder, recipe
 
 AGGREGATOR = "aggregator"
@@ -271,20 +272,20 @@ class RecAggregator(Party):
     ) -> None:
         self.party_id, self.aggregation = AGGREGATOR, aggregation
         self.n_items, self.n_users, self.options = n_items, n_users, options
-        self.errors: list[float] = []  # per round (the simulator's measurement)
+        self.audit = AggregateAudit()  # per round (the simulator's measurement)
 
     def aggregate(self, round_idx: int, uploads: list[Payload]) -> Payload:
         up = from_payloads(uploads)
         sums, view = aggregate_uploads(
             up, self.aggregation, round_idx, self.n_items, self.n_users, self.options,
-            errors=self.errors,
+            errors=self.audit.errors,
         )  # fmt: skip
         return sums_to_payload(sums, bytes_up=view.bytes_up, **view.extra)
 
     def aggregate_error(self) -> float | None:
         """The largest abs error of any sum so far against the float64 sums of the users'
         inputs (the secure transport's quantisation; None: nothing measured)."""
-        return max(self.errors, default=None)
+        return self.audit.max_error()
 
 
 class ExpansionParty(Stateful, Party):
