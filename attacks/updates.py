@@ -3,7 +3,7 @@
 Over ``plain`` (also under ``clip_noise`` in central mode and under LDP, which transform
 the update before it is sent in the clear) the server receives ``plain/update`` with
 ``weighted = weight · update`` and the weight in the metadata. Under ``secagg`` /
-``secagg+`` it receives only pairwise-masked vectors in Z_2^64, under ``ckks`` only
+``secagg+`` it receives only pairwise-masked vectors in Z_2^w (w = 32 or 64), under ``ckks`` only
 ciphertexts under a key it does not hold: no individual update is readable, and the
 attacks that need one say so (:func:`individual_update_or_reason`).
 """

@@ -1,4 +1,5 @@
-"""Bytes per run: the two heavy runs of the bytes issue, before and after, by message family.
+"""Bytes per run: two heavy runs (FedStruct masked Ā, FedGCN under CKKS), before and after
+the byte-saving changes, by message family.
 
 Each workload runs twice, 100 rounds, seed 0, otherwise defaults as a new user would:
 
@@ -15,7 +16,7 @@ Rows ``{"workload", "version", "extra" (the after flags), "bytes", "bytes_by_fam
 and ``rounds``. Bytes are deterministic for a
 given seed, so a busy machine does not change them (only the seconds column).
 
-    python -m benchmarks.run_bytes --before-tree /path/to/checkout-of-2be44aa^
+    python -m benchmarks.run_bytes --before-tree /path/to/checkout-before-the-changes
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from securefgl.federation.party import SERVER
 
 
 def keygen(party_id: str, keydir: Path, publish: Path | None = None) -> list[str]:
-    """Make ``party_id``'s keys in ``keydir`` if missing; publish the public signing key
-    and the TLS certificate request; what to tell the registrar and the SuperLink's
-    operator."""
+    """Make ``party_id``'s keys in ``keydir`` if missing; publish the public signing key,
+    the TLS certificate request and (clients) the SuperNode's public key; what to tell the
+    registrar and the SuperLink's operator."""
     identity = keys.own_identity(keydir, party_id)
     path = keys.publish(identity, Path(publish or keydir))
     lines = [f"{party_id}: signing key {keys.fingerprint(identity.public)} -> {path}"]
@@ -24,6 +24,10 @@ def keygen(party_id: str, keydir: Path, publish: Path | None = None) -> list[str
     lines.append(f"{party_id}: TLS certificate request -> {request} (for the registrar)")
     if party_id != SERVER:  # the server organisation runs the SuperLink, not a SuperNode
         _, node_pub = keys.node_key(keydir)
+        if publish is not None:  # the public half only, named by its party
+            published = Path(publish) / f"{party_id}.{node_pub.name}"
+            published.write_bytes(node_pub.read_bytes())
+            node_pub = published
         lines.append(f"{party_id}: SuperNode key -> {node_pub} (for the SuperLink's operator)")
     return lines
 
