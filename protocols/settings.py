@@ -113,10 +113,10 @@ class ProtocolSettings:
             raise ValueError(f"threat_model must be one of {list(THREAT_MODELS)}, "
                              f"got {self.threat_model!r}")  # fmt: skip
         t, k = self.secagg_threshold, self.secagg_k
-        if t is not None and (t <= 0.5 or 1 < t < 2):
+        if t is not None and (t <= 0.5 or 1 < t < 2 or (t > 1 and t != int(t))):
             raise ValueError(
-                f"secagg_threshold must be a fraction in (0.5, 1] or a count ≥ 2 (Shamir t must "
-                f"exceed half of the share holders), got {t}"
+                f"secagg_threshold must be a fraction in (0.5, 1] or a whole count ≥ 2 (Shamir "
+                f"t must exceed half of the share holders), got {t}"
             )
         if self.min_cohort is not None and self.min_cohort < 2:
             raise ValueError(f"min_cohort must be an integer ≥ 2, got {self.min_cohort}")
@@ -146,6 +146,20 @@ class ProtocolSettings:
                              f"got {self.dp_accountant!r}")  # fmt: skip
         if self.dp_colluding_clients < 0:
             raise ValueError(f"dp_colluding_clients must be ≥ 0, got {self.dp_colluding_clients}")
+        if mechanism == "clip_noise" and self.dp_mode == "distributed" and transport == "plain":
+            raise ValueError(
+                "dp_mode = 'distributed' over the plain transport: the server would see each "
+                "client's update with only its 1/√n share of the noise, so no ε against it "
+                "holds; use a secure transport (secagg, secagg+, ckks) or dp_mode = 'central'"
+            )
+        central = self.dp_mode == "central" or (self.dp_mode == "auto" and transport == "plain")
+        if mechanism == "clip_noise" and central and self.threat_model != HONEST_BUT_CURIOUS:
+            raise ValueError(
+                "clip_noise in central mode under threat_model = 'malicious': the server adds "
+                "the noise, so a malicious server can leave it out and nothing can be claimed; "
+                "use distributed noise over a secure transport (e.g. secagg+,clip_noise) or an "
+                "LDP mechanism"
+            )
         if mechanism == "clip_noise" and self.dp_mode == "central":
             from protocols.base import Role
             from protocols.registry import TRANSPORTS

@@ -76,11 +76,29 @@ def test_the_ring_follows_from_the_settings() -> None:
         ("secagg_weight_bound", -1.0, "finite number > 0"),
         ("secagg_ring_bits", 16, "32 or 64"),
         ("secagg_precision_bits", 63, r"\[0, 62\]"),
+        ("secagg_threshold", 2.7, "whole count"),
     ],
 )
 def test_settings_are_checked(field, value, match) -> None:
     with pytest.raises(ValueError, match=match):
         ProtocolSettings(stack=["secagg"], **{field: value})
+
+
+@pytest.mark.parametrize(
+    ("stack", "mode"),
+    [(["clip_noise"], "auto"), (["clip_noise"], "central"), (["clip_noise", "secagg"], "central")],
+)
+def test_a_malicious_server_is_not_trusted_to_add_the_noise(stack, mode) -> None:
+    with pytest.raises(ValueError, match="malicious server can leave it out"):
+        ProtocolSettings(stack=stack, dp_mode=mode, threat_model="malicious")
+    ProtocolSettings(stack=stack, dp_mode=mode)  # honest-but-curious: central noise is fine
+    ProtocolSettings(stack=["clip_noise", "secagg+"], threat_model="malicious")  # distributed
+
+
+def test_distributed_noise_needs_a_transport_that_hides_each_share() -> None:
+    with pytest.raises(ValueError, match="1/√n share"):
+        ProtocolSettings(stack=["clip_noise"], dp_mode="distributed")
+    ProtocolSettings(stack=["clip_noise", "secagg"], dp_mode="distributed")
 
 
 def test_the_settings_name_the_rings_of_the_fixed_point_codec():

@@ -139,19 +139,19 @@ class EgoFL(Algorithm):
         return self.executor.map(self.ids, EgoClient.predict_on, x, ei, y, draw)
 
     def privacy(self) -> dict[str, Any]:
-        """The stack's ledgers plus the mixup's (against the server, unit one ego-graph);
+        """The mixup's ledger (against the server, unit one ego-graph), beside the stack's;
         the mixup's is the headline ε when the stack has none."""
-        out = dict(self.federation.stack.privacy())
+        out: dict[str, Any] = {}
         if self.accountant is not None:
             unit = "one ego-graph (a centre and its sampled 2-hop tree)"
             eps = self.accountant.epsilon()
             ledger = {"epsilon": eps, "delta": self.s.delta, "accountant": "rdp",
                       "adversary": "server", "mechanism": "Gaussian on the mixed ego-graphs",
                       "unit": unit}  # fmt: skip
-            out["guarantees"] = [*out.get("guarantees", []), ledger]
+            out["guarantees"] = [ledger]
             out.update({"mixup_epsilon": eps, "mixup_delta": self.s.delta, "mixup_unit": unit,
                         "mixup_accountant": "rdp"})  # fmt: skip
-            if "epsilon" not in out:
+            if "epsilon" not in self.federation.stack.privacy():
                 out.update({k: ledger[k] for k in ("epsilon", "delta", "accountant",
                                                    "adversary")})  # fmt: skip
         return out

@@ -98,6 +98,7 @@ class PersonalisedSubgraphFL(Algorithm):
         if s.sums != "plain":
             experiment = f"{cfg.name or 'run'}|fed-pub|seed={federation.seed}"
             spec = SumSpec(str(s.sums), experiment, {"min_senders": s.min_senders})
+            spec = spec.authenticated(federation.stack.sum_options())
             self.driver = SecureSumDriver(ex, channel, spec, ids, SERVER)
             self.driver.setup()
         self.accountant = PrivacyAccountant("rdp", s.delta) if s.embedding == "gaussian" else None

@@ -96,7 +96,8 @@ class GPFL(GraphAlgorithm):
         send_initial(ex, channel, self.ids)
         experiment = f"{cfg.name or 'run'}|gpfl|seed={federation.seed}"
         options = {"min_senders": s.min_senders if s.sums != "plain" else 1}
-        self.spec = spec = SumSpec(str(s.sums), experiment, options)
+        spec = SumSpec(str(s.sums), experiment, options)
+        self.spec = spec = spec.authenticated(federation.stack.sum_options())
         self.driver = SecureSumDriver(ex, channel, spec, self.ids, SERVER)
         self.driver.setup()
         self.gram_roles = {Role.SERVER: [SERVER], Role.CLIENT: self.ids,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -115,6 +116,10 @@ class RecommendationSettings:
             value = getattr(self, key)
             if value is not None and not value > 0:
                 raise ValueError(f"{key} must be > 0, got {value}")
+        for key in ("ldp_clip", "ldp_lambda", "item_std"):  # a time budget may be unlimited
+            value = getattr(self, key)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{key} must be finite, got {value}")
         if self.max_users is not None and self.max_users < 1:
             raise ValueError(f"max_users must be ≥ 1, got {self.max_users}")
         choices = (("ldp", LDP_MODES), ("offset", OFFSETS), ("arch", ARCHS), ("loss", LOSSES),

@@ -151,6 +151,16 @@ def test_dp_run_states_epsilon_against_the_server():
     assert privacy["epsilon"] == privacy["mixup_epsilon"] and privacy["adversary"] == "server"
 
 
+def test_a_run_states_each_claim_once():
+    from securefgl.experiment.runner import load_graph, run_single
+
+    config = ExperimentConfig(dataset="csbm", csbm={"num_nodes": 200}, clients=3, rounds=1,
+                              algorithms=["fedego"], protocol=["secagg", "clip_noise"])
+    run = run_single(config, "fedego", 0, load_graph(config), progress=False)
+    claims = [(g["adversary"], g["epsilon"]) for g in run.privacy["guarantees"]]
+    assert len(claims) == len(set(claims)) == 2  # the stack's: vs server, vs model observers
+
+
 def test_demix_attack_reads_labels_exactly_without_mixing():
     world = tiny_world()
     algo, transcript = build(world, "secagg", mixup=False)

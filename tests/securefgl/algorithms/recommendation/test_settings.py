@@ -64,3 +64,12 @@ def test_dp_mechanism_fields_are_refused(field: str) -> None:
     value = {"dp_noise": 2.0, "dp_clip": 0.5, "dp_colluding_clients": 1}[field]
     with pytest.raises((ConfigError, ValueError), match=field):
         _config(**{field: value})
+
+
+@pytest.mark.parametrize("field", ["ldp_clip", "ldp_lambda", "item_std"])
+@pytest.mark.parametrize("value", [float("inf"), 0.0])
+def test_scales_must_be_finite_and_positive(field: str, value: float) -> None:
+    from securefgl.algorithms.recommendation.settings import RecommendationSettings
+
+    with pytest.raises(ValueError, match=field):
+        RecommendationSettings(**{field: value})
