@@ -152,8 +152,7 @@ class ProtocolSettings:
                 "client's update with only its 1/√n share of the noise, so no ε against it "
                 "holds; use a secure transport (secagg, secagg+, ckks) or dp_mode = 'central'"
             )
-        central = self.dp_mode == "central" or (self.dp_mode == "auto" and transport == "plain")
-        if mechanism == "clip_noise" and central and self.threat_model != HONEST_BUT_CURIOUS:
+        if self.clip_noise_mode == "central" and self.threat_model != HONEST_BUT_CURIOUS:
             raise ValueError(
                 "clip_noise in central mode under threat_model = 'malicious': the server adds "
                 "the noise, so a malicious server can leave it out and nothing can be claimed; "
@@ -184,9 +183,22 @@ class ProtocolSettings:
         return parse_stack(self.stack)[1]
 
     @property
+    def clip_noise_mode(self) -> str | None:
+        """Where clip_noise's noise is added (``central``: by the server, the default over
+        ``plain``; ``distributed``: as client shares, the default over a secure transport);
+        None without clip_noise."""
+        transport, mechanism = parse_stack(self.stack)
+        if mechanism != "clip_noise":
+            return None
+        if self.dp_mode != "auto":
+            return self.dp_mode
+        return "central" if transport == "plain" else "distributed"
+
+    @property
     def label(self) -> str:
-        """The stack as written in result tables (``clip_noise+secagg``, ``plain``)."""
-        return "+".join(self.stack) or "plain"
+        """The stack as written in result tables and on the command line
+        (``secagg+,clip_noise``, ``plain``)."""
+        return ",".join(self.stack) or "plain"
 
     def masked_value_bound(self, mechanism: Any = None) -> float | None:
         """The bound a secagg / secagg+ client checks before masking: max ``|w·x_i|`` and

@@ -75,6 +75,31 @@ def protections(result: ExperimentResult) -> str:
     return " + ".join([result.config.protocol.label, *(f"{u} DP" for u in extra)])
 
 
+def threat_line(result: ExperimentResult) -> str:
+    """The server's threat model, and where clip_noise's noise is added: ``malicious
+    server, distributed noise``."""
+    protocol = result.config.protocol
+    mode = protocol.clip_noise_mode
+    return f"{protocol.threat_model} server" + (f", {mode} noise" if mode else "")
+
+
+def assumption_lines(result: ExperimentResult) -> list[str]:
+    """Each distinct ε claim of the run with what it rests on (sampling, collusion)."""
+    claims: dict[tuple[str, ...], list[str]] = {}
+    for row in result.summary():
+        if row.get("noise") == NOISE_SEEDED:
+            continue
+        for g in _claims(row):
+            terms = claim_terms(g)
+            rests = "; ".join(str(g[k]) for k in ("sampling", "collusion") if g.get(k))
+            claims.setdefault((terms, rests), []).append(row["algorithm"])
+    lines = []
+    for (terms, rests), algorithms in claims.items():
+        lines.append(f"- {', '.join(dict.fromkeys(algorithms))}: ε {terms}"
+                     + (f"; rests on: {rests}" if rests else ""))  # fmt: skip
+    return ["", "What each ε assumes:", "", *lines] if lines else []
+
+
 def _split(result: ExperimentResult, md: bool) -> str:
     cfg = result.config
     if cfg.task == "graph":
@@ -98,7 +123,8 @@ def text_table(result: ExperimentResult, width: int = 80) -> str:
     cfg, rows = result.config, result.summary()
     seeds = len(cfg.seeds)
     title = (f"{cfg.dataset} · {_split(result, False)} · K={cfg.clients} · "
-             f"{protections(result)} · {seeds} seed{'s' * (seeds != 1)}")  # fmt: skip
+             f"{protections(result)} ({threat_line(result)}) · "
+             f"{seeds} seed{'s' * (seeds != 1)}")  # fmt: skip
     head = ["algorithm", "model", "fed.", "acc %", "F1 %", "ε", "MB", "s"]
     body = [
         [
@@ -142,7 +168,7 @@ def markdown_table(result: ExperimentResult) -> str:
     spread = "mean ± std over seeds" if seeds > 1 else "one seed: no std"
     lines = [
         f"# {cfg.dataset} · {_split(result, True)} · {cfg.clients} clients · "
-        f"protocol {protections(result)}",
+        f"protocol {protections(result)} · {threat_line(result)}",
         "",
         f"{_local_work(rows, cfg.rounds)}, "
         + (f"fold {cfg.graph.test_fold} of {cfg.graph.folds} per client tested, "
@@ -164,7 +190,7 @@ def markdown_table(result: ExperimentResult) -> str:
             f"| {percent(row, 'best_last_test_acc' if graph else 'val_acc', seeds)} "
             f"| {format_epsilon(row)} | {row['bytes'] / 1e6:.2f} | {row['seconds']:.1f} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *assumption_lines(result)]) + "\n"
 
 
 def _rec_epsilon(row: dict[str, Any]) -> str:

@@ -161,15 +161,12 @@ class ProtocolStack:
         return f"none claimed ({self.sampling} sampling): q = 1"
 
 
-def _mechanism(name: str, settings: ProtocolSettings, transport: str, clients: int) -> Any:
+def _mechanism(name: str, settings: ProtocolSettings, clients: int) -> Any:
     if name == "clip_noise":
-        mode = settings.dp_mode
-        if mode == "auto":
-            mode = "central" if transport == "plain" else "distributed"
         return ClipNoiseMechanism(
             clip_norm=settings.dp_clip,
             noise_multiplier=settings.dp_noise,
-            mode=mode,
+            mode=settings.clip_noise_mode,
             expected_clients=clients,
         )
     if name == "ldp_laplace":
@@ -225,7 +222,7 @@ def protocol_stack(
         pki = Pki.issue([SERVER, DEFAULT_AUTHORITY_ID, *ids])
     mechanism = (
         None if mech_name is None
-        else _mechanism(mech_name, settings, transport_name, clients_per_round)
+        else _mechanism(mech_name, settings, clients_per_round)
     )  # fmt: skip
     transport = make_transport(
         transport_name, experiment_id, threshold=settings.threshold(),

@@ -172,6 +172,10 @@ class EgoFL(Algorithm):
     def model_label(self) -> str:
         return "Linear + 2×SAGE on 2-hop ego-graphs"
 
+    def local_work(self) -> str:
+        n = ego_settings(self.config).local_epochs
+        return f"{n} local epoch{'s' * (n != 1)} on fresh ego-graphs"
+
 
 class FedEgo(EgoFL):
     name = "fedego"
@@ -193,6 +197,7 @@ class EgoFedProx(EgoFL):
 class EgoLocal(EgoFL):
     name = "fedego-local"
     variant = "local"
+    setting = "local"
 
 
 __all__ = ["EgoFL", "EgoFedAvg", "EgoFedProx", "EgoLocal", "FedEgo"]

@@ -160,6 +160,10 @@ class PersonalisedSubgraphFL(Algorithm):
     def model_label(self) -> str:
         return "masked GCN" if self.variant == "fed-pub" and self.s.masks else "GCN"
 
+    def local_work(self) -> str:
+        n = self.config.section(FedPubSettings).local_steps
+        return f"{n} full-batch step{'s' * (n != 1)}"
+
 
 class FedPub(PersonalisedSubgraphFL):
     name = "fed-pub"
@@ -183,6 +187,7 @@ class PubFedProx(PersonalisedSubgraphFL):
 class PubLocal(PersonalisedSubgraphFL):
     name = "fedpub-local"
     variant = "local"
+    setting = "local"
 
 
 class FedPer(PersonalisedSubgraphFL):

@@ -247,6 +247,9 @@ class FedStruct(FedAvg):
     def model_label(self) -> str:
         return f"FedStruct ({self.settings.nsf} NSFs, decoupled GCN)"
 
+    def local_work(self) -> str:
+        return "1 full-batch gradient (FedSGD)"
+
     def privacy(self) -> dict[str, Any]:
         dp = self.settings.edge_privacy
         if dp is None:
