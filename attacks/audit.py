@@ -36,7 +36,7 @@ from protocols.dp.rng import NOISE_SEEDED
 from protocols.registry import parse_stack, secure_sum_for_stack
 from securefgl.algorithms.fedstruct.settings import EDGE_DP_MECHANISMS as EDGE_DP
 from securefgl.algorithms.fedstruct.settings import apply_preset
-from securefgl.config import ExperimentConfig
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.runner import load_graph
 from securefgl.extras import pyplot
 
@@ -56,6 +56,14 @@ class AuditConfig:
     seeds: list[int] = field(default_factory=lambda: [0])
     central_rounds: int | None = None  # default: base.rounds
     fedstruct_preset: bool = True  # FedStruct: Table 5 lr / decay / dropout / rounds, H2V
+
+    def __post_init__(self) -> None:
+        if self.base.protocol.stack:
+            raise ConfigError("audit: the protocols give each cell's stack; the base "
+                              f"configuration's protocol stack {self.base.protocol.label!r} "
+                              "would be ignored: put it in protocols")  # fmt: skip
+        if self.central_rounds is not None and self.central_rounds < 1:
+            raise ConfigError(f"audit: central_rounds must be ≥ 1, got {self.central_rounds}")
 
 
 def parse_protocol(spec: str) -> tuple[list[str], tuple[str, float] | None]:
@@ -84,7 +92,7 @@ def cell_config(
     """The training configuration of one cell (FedStruct takes ``edge_dp`` on Ā's inputs,
     internal and cross blocks: :mod:`securefgl.algorithms.fedstruct.edge_dp`)."""
     cfg = audit.base.replace(protocol=list(stack), algorithms=[algorithm], eval_every=10**9)
-    if algorithm == "central" and audit.central_rounds:
+    if algorithm == "central" and audit.central_rounds is not None:
         cfg = cfg.replace(rounds=audit.central_rounds)
     if algorithm in ("fedstruct", "fedgcn"):
         cfg = cfg.replace(cross_edges="known")
@@ -132,8 +140,10 @@ def guarantees(
                 if mech == "clip_noise"
                 else f"each client's uploaded update (client-level local DP, {mech}{against})"
             )
+            assumes = "; ".join(str(g[k]) for k in ("sampling", "collusion") if g.get(k))
             out.append({"epsilon": g["epsilon"], "unit": "client-level (accountant)",
-                        "covers": covers})  # fmt: skip
+                        "covers": covers, "adversary": g.get("adversary"),
+                        "assumes": assumes or None})  # fmt: skip
         elif privacy.get("h_epsilon") is not None and g["epsilon"] == privacy["h_epsilon"]:
             covers = (f"each node's released H row (local DP, {privacy.get('h_mechanism')}, over "
                       f"{privacy.get('h_uploads')} uploads; against the "
@@ -142,7 +152,8 @@ def guarantees(
                         "covers": covers})  # fmt: skip
         else:
             covers = str(g.get("covers") or f"{unit}{against}")
-            out.append({"epsilon": g["epsilon"], "unit": unit, "covers": covers})
+            out.append({"epsilon": g["epsilon"], "unit": unit, "covers": covers,
+                        "adversary": g.get("adversary")})  # fmt: skip
     if privacy.get("noise") == NOISE_SEEDED:  # seeded noise: every claim is void
         for g in out:
             g["covers"] += " — seeded noise: NOT PRIVATE"
@@ -219,6 +230,12 @@ def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]
         for proto in audit.protocols
         if attacks_for(algo, audit.attacks) and not (algo == "central" and proto != "plain")
     ]
+    if not cells:
+        raise ValueError(
+            f"audit: no cell to run: none of the attacks {audit.attacks or 'all'} targets "
+            f"{audit.algorithms} under {audit.protocols} (central runs only plain; "
+            "securefgl audit --list-attacks names each attack's targets)"
+        )
     rows: list[dict[str, Any]] = []
     bar = tqdm(cells, desc="audit", disable=None if progress else True)
     for seed, algo, proto in bar:
@@ -261,7 +278,11 @@ def epsilon_cells(row: dict[str, Any]) -> tuple[str, str]:
         f"{g['epsilon']:.3g}" + (" (edge)" if str(g.get("unit", "")).startswith("edge") else "")
         for g in gs
     )
-    covers = "; ".join(str(g.get("covers") or "not stated") for g in gs)
+    covers = "; ".join(
+        str(g.get("covers") or "not stated")
+        + (f" (assumes: {g['assumes']})" if g.get("assumes") else "")
+        for g in gs
+    )
     return eps or "–", covers or "–"
 
 
@@ -350,12 +371,22 @@ def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:
         for r in rows
         if r["epsilon"] is not None and r.get("primary", True)
     }
+    scales: dict[str, str] = {}  # ε of different units or adversaries: different markers
     for (ds, algo, proto), r in dp.items():
-        ax.scatter(r["epsilon"], 100 * r["accuracy"], c=colors[ds])
+        first = (r.get("guarantees") or [{}])[0]
+        scale = str(r.get("epsilon_unit")) + (
+            f", vs {first['adversary']}" if first.get("adversary") else ""
+        )
+        marker = scales.setdefault(scale, "os^Dvx"[len(scales) % 6])
+        ax.scatter(r["epsilon"], 100 * r["accuracy"], c=colors[ds], marker=marker)
         ax.annotate(f"{ds}/{algo}/{proto}", (r["epsilon"], 100 * r["accuracy"]), fontsize=6)
     if dp:
         ax.set_xscale("log")
-    ax.set_title("accuracy vs ε (client-level accountant / edge-level ε)", fontsize=9)
+        handles = [plt.Line2D([], [], marker=m, linestyle="none", color="k", label=scale)
+                   for scale, m in scales.items()]  # fmt: skip
+        ax.legend(handles=handles, fontsize=6, title="ε: unit, adversary (not comparable)",
+                  title_fontsize=6)  # fmt: skip
+    ax.set_title("accuracy vs ε, one marker per unit and adversary", fontsize=9)
     ax.set_xlabel("ε")
     ax.set_ylabel("test accuracy (%)")
     for extra in list(axes.flat)[panels:]:

@@ -42,6 +42,9 @@ def register_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
     )  # fmt: skip
     group.add_argument("--central-rounds", type=int, default=None, metavar="N",
                        help="rounds of central (default: --rounds)")  # fmt: skip
+    group.add_argument("--no-fedstruct-preset", dest="fedstruct_preset", action="store_false",
+                       help="FedStruct cells keep this run's lr, weight decay, dropout and "
+                       "rounds (default: the paper's Table 5 values replace them)")  # fmt: skip
     group.add_argument("--list-attacks", action="store_true", help="list attacks and exit")
     group.add_argument(
         "--strict",
@@ -74,11 +77,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     protocols = [p for p in args.protocols.split(";") if p.strip()] if args.protocols else None
     audit = AuditConfig(
         base=base,
-        algorithms=list(base.algorithms) if args.algorithms else ["central", "fedavg"],
+        algorithms=list(base.algorithms) or ["central", "fedavg"],
         protocols=protocols or list(DEFAULT_PROTOCOLS),
         attacks=args.attacks or [],
         seeds=list(base.seeds),
         central_rounds=args.central_rounds,
+        fedstruct_preset=args.fedstruct_preset,
     )
     try:
         rows = run_audit(audit, progress=show_progress(args))

@@ -58,6 +58,9 @@ def register_sweep(sub: argparse._SubParsersAction) -> Callable[[argparse.Namesp
     group.add_argument("--ldp-epsilons", type=_floats, help="ldp_laplace: ε per release")
     group.add_argument("--attacks", type=_names,
                        help="comma-separated attacks (default: all that target each algorithm)")
+    group.add_argument("--no-fedstruct-preset", dest="fedstruct_preset", action="store_false",
+                       default=None, help="FedStruct cells keep this run's lr, weight decay, "
+                       "dropout and rounds (default: the paper's Table 5 values replace them)")
     group.add_argument("--restart", action="store_true",
                        help="discard the cells a previous sweep of this name left")  # fmt: skip
     add_config_flags(sweep)
@@ -78,16 +81,21 @@ def _table(path: str | None) -> dict[str, Any]:
 
 
 def sweep_from_args(args: argparse.Namespace) -> SweepConfig:
-    from attacks.sweep.grid import SweepConfig
+    from attacks.sweep.grid import Protection, SweepConfig
 
     base = config_from_args(args, tables=("sweep",))
     table = _table(args.config)
     given = {k: getattr(args, k) for k in ("protections", "epsilons", "noise", "ldp_epsilons",
-                                           "attacks") if getattr(args, k) is not None}
+                                           "attacks", "fedstruct_preset")
+             if getattr(args, k) is not None}  # fmt: skip
     settings = {**table, **given}
-    if "epsilons" not in settings and "noise" not in settings:
-        settings["epsilons"] = DEFAULTS["epsilons"]
     settings.setdefault("protections", DEFAULTS["protections"])
+    wants_epsilons = any(
+        p.edge_dp or p.mechanism == "clip_noise"
+        for p in map(Protection.parse, settings["protections"])
+    )
+    if "epsilons" not in settings and "noise" not in settings and wants_epsilons:
+        settings["epsilons"] = DEFAULTS["epsilons"]
     if args.algorithms or "algorithms" not in settings:
         settings["algorithms"] = list(base.algorithms)
     if args.seeds or "seeds" not in settings:

@@ -59,6 +59,10 @@ def _append(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
+#: the mechanisms whose level is a noise multiplier σ (ldp_laplace's is its ε)
+SIGMA = ("clip_noise", "ldp_gaussian")
+
+
 def _claim(folder: Path, sweep: SweepConfig, restart: bool) -> None:
     """Bind ``folder`` to this grid (refusing another grid's folder unless ``restart``)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -92,6 +96,7 @@ def run_cell(sweep: SweepConfig, cell: Cell, data: Any, progress: bool) -> dict[
                      views_hook=hook, transcript=transcript)  # fmt: skip
     edge = (p.edge_dp, float(cell.level)) if p.edge_dp and cell.level is not None else None
     claims = guarantees(cell.algorithm, list(p.stack), edge, AuditRun(cfg, run))
+    claim = _claim_in_unit(claims, p.unit)
     attacks = []
     for name in names:
         result = attack_run(cfg, run, name)
@@ -103,20 +108,25 @@ def run_cell(sweep: SweepConfig, cell: Cell, data: Any, progress: bool) -> dict[
     return {
         "cell": cell.key, "algorithm": cell.algorithm, "protection": p.spec,
         "level": cell.level, "level_kind": cell.level_kind, "seed": cell.seed,
-        "unit": p.unit, "dp_noise": cfg.protocol.dp_noise if p.mechanism else None,
+        "unit": p.unit, "dp_noise": cfg.protocol.dp_noise if p.mechanism in SIGMA else None,
         "utility": float(run.final["test_acc"]), "guarantees": claims,
-        "epsilon": _epsilon(claims, p.unit), "noise": run.privacy.get("noise"),
+        "epsilon": (claim or {}).get("epsilon"), "noise": run.privacy.get("noise"),
+        "adversary_of_epsilon": (claim or {}).get("adversary"),
         "attacks": attacks, "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
 
 
-def _epsilon(claims: list[dict[str, Any]], unit: str | None) -> float | None:
-    """The run's reported ε in the protection's unit (None: ε = ∞, no DP)."""
+#: the mechanisms whose level is a noise multiplier σ (ldp_laplace's is its ε)
+SIGMA = ("clip_noise", "ldp_gaussian")
+
+
+def _claim_in_unit(claims: list[dict[str, Any]], unit: str | None) -> dict[str, Any] | None:
+    """The run's reported claim in the protection's unit (None: ε = ∞, no DP)."""
     if unit is None:
         return None
     for g in claims:
         if str(g.get("unit", "")).startswith(unit):
-            return float(g["epsilon"])
+            return {"epsilon": float(g["epsilon"]), "adversary": g.get("adversary")}
     return None
 
 

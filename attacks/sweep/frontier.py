@@ -37,6 +37,13 @@ def _seeded(record: dict[str, Any]) -> bool:
     return record.get("private") is False
 
 
+def _scale(record: dict[str, Any]) -> str | None:
+    """The ε's unit and the adversary it is stated against (``client-level, vs server``):
+    claims against different adversaries are never read on one scale."""
+    unit, against = record["unit"], record.get("adversary_of_epsilon")
+    return f"{unit}, vs {against}" if unit and against else unit
+
+
 def frontier_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The frontier of a sweep's cell records (:func:`attacks.sweep.engine.run_sweep`)."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
@@ -50,7 +57,7 @@ def frontier_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         noise, _ = _mean_std([r["dp_noise"] for r in runs])
         base = {
             "algorithm": algorithm, "protection": protection,
-            "epsilon": epsilon, "epsilon_unit": runs[0]["unit"],
+            "epsilon": epsilon, "epsilon_unit": _scale(runs[0]),
             "level": level, "level_kind": kind, "dp_noise": noise,
             "seeds": sorted(r["seed"] for r in runs),
             "utility": utility, "utility_std": utility_std,
@@ -88,9 +95,9 @@ def markdown(rows: list[dict[str, Any]], title: str = "Privacy–utility frontie
     lines = [
         f"# {title}", "",
         "Accuracy: test accuracy in %, mean ± sample std over the seeds. ε: what the runs "
-        "reported (mean over seeds), in its unit; client-level and edge-level ε are not "
-        "comparable. Attack values beside their naive baseline (what the adversary guesses "
-        "without the attack).", "",
+        "reported (mean over seeds), in its unit and against its adversary; ε of different "
+        "units or adversaries are not comparable. Attack values beside their naive baseline "
+        "(what the adversary guesses without the attack).", "",
         "| algorithm | protection | ε | σ | seeds | accuracy (%) | attack | metric | value "
         "| baseline |",
         "|---|---|---|---|---|---|---|---|---|---|",

@@ -56,8 +56,22 @@ class SweepConfig:
                 raise ConfigError(f"sweep: {name} must be > 0, got {bad}")
         if self.epsilons and self.noise:
             raise ConfigError("sweep: give clip_noise's levels as epsilons or as noise, not both")
-        for spec in self.protections:
-            _levels(self, Protection.parse(spec))  # refuses a protection without its levels
+        if self.base.protocol.stack:
+            raise ConfigError("sweep: the protections give each cell's stack; the base "
+                              f"configuration's protocol stack {self.base.protocol.label!r} "
+                              "would be ignored: put it in protections")  # fmt: skip
+        for name, key in (("algorithms", str), ("protections", str), ("seeds", str),
+                          ("epsilons", _level), ("noise", _level), ("ldp_epsilons", _level)):
+            keys = [key(v) for v in getattr(self, name)]
+            if len(set(keys)) != len(keys):
+                raise ConfigError(f"sweep: {name} repeat an entry (as cells name them): {keys}")
+        used = {kind for spec in self.protections for _, kind in
+                _levels(self, Protection.parse(spec))}  # refuses a protection without its levels
+        consumer = {"epsilons": "epsilon", "noise": "noise", "ldp_epsilons": "ldp_epsilon"}
+        for name, kind in consumer.items():
+            if getattr(self, name) and kind not in used:
+                raise ConfigError(f"sweep: no protection uses {name} ({getattr(self, name)}); "
+                                  "drop them or add a protection that takes them")  # fmt: skip
         for name in self.attacks:
             attack_spec(name)  # refuses an unknown attack, with a suggestion
 
@@ -113,13 +127,18 @@ class Cell:
 
     @property
     def key(self) -> str:
-        level = "inf" if self.level is None else f"{self.level:g}"
+        level = "inf" if self.level is None else _level(self.level)
         return f"{self.algorithm}|{self.protection.spec}|{self.level_kind}={level}|{self.seed}"
 
     def label(self) -> str:
         level = {"epsilon": "ε", "noise": "σ", "ldp_epsilon": "ε per release"}
         at = "" if self.level is None else f" {level[self.level_kind]}={self.level:g}"
         return f"{self.algorithm} · {self.protection.spec}{at} · seed {self.seed}"
+
+
+def _level(value: float) -> str:
+    """A privacy level as cell keys name it."""
+    return f"{value:g}"
 
 
 def _levels(sweep: SweepConfig, p: Protection) -> list[tuple[float | None, str]]:

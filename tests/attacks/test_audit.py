@@ -130,7 +130,7 @@ def test_rows_carry_baselines_and_what_each_epsilon_covers(tmp_path):
     audit = AuditConfig(
         base=base,
         algorithms=["fedavg", "fedstruct"],
-        protocols=["clip_noise", "edgerand:2"],
+        protocols=["clip_noise", "secagg,clip_noise", "edgerand:2"],
         attacks=["link_stealing", "hop2vec_leakage"],
         fedstruct_preset=False,
     )
@@ -149,9 +149,13 @@ def test_rows_carry_baselines_and_what_each_epsilon_covers(tmp_path):
     assert covers["fedstruct", "edgerand:2"].startswith("Ā and structural NSFs")
     assert "feature branch" in covers["fedstruct", "edgerand:2"]
     assert covers["fedavg", "clip_noise"].startswith("released model updates (client-level")
+    secure = next(r for r in rows if r["protocol"] == "secagg,clip_noise")
+    assert secure["guarantees"][0]["adversary"] == "server"
+    assert "collude with the server" in secure["guarantees"][0]["assumes"]
     md = save_audit(rows, tmp_path / "grid")["md"].read_text()
     assert "| baseline | advantage | leaks |" in md and "ε covers" in md
     assert "Ā and structural NSFs" in md and "released model updates" in md
+    assert "(assumes: none claimed (the server sees who takes part)" in md
 
 
 def test_a_refuted_claim_is_flagged_in_rows_table_and_exit_code(monkeypatch, tmp_path, capsys):
@@ -204,3 +208,30 @@ def test_audit_help_shows_its_own_defaults(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert f"(default: {';'.join(DEFAULT_PROTOCOLS)})" in out
     assert "(default: central,fedavg)" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--protocol", "secagg", "--protocols", "plain"], "stack 'secagg' would be ignored"),
+        (["--central-rounds", "0"], "central_rounds must be ≥ 1"),
+        (["--algorithms", "central", "--protocols", "secagg"], "no cell to run"),
+    ],
+)
+def test_the_audit_command_refuses_what_it_would_ignore(tmp_path, capsys, flags, message):
+    argv = ["audit", "--csbm", '{"num_nodes": 120}', "--clients", "3", "--rounds", "1",
+            "--attacks", "link_stealing", "--output-dir", str(tmp_path), "--no-progress",
+            *flags]  # fmt: skip
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_audit_takes_its_algorithms_from_the_config_file(tmp_path, capsys):
+    toml = tmp_path / "audit.toml"
+    toml.write_text('[experiment]\nalgorithms = ["fedprox"]\n')
+    argv = ["audit", "--config", str(toml), "--csbm", '{"num_nodes": 120}', "--clients", "3",
+            "--rounds", "1", "--protocols", "plain", "--attacks", "link_stealing",
+            "--output-dir", str(tmp_path), "--name", "grid", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    saved = json.loads((tmp_path / "grid" / "result.json").read_text())
+    assert {r["algorithm"] for r in saved["rows"]} == {"fedprox"}

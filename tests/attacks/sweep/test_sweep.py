@@ -54,6 +54,7 @@ def test_each_cell_reports_its_epsilon_in_its_unit(tmp_path) -> None:
     dp = by[("secagg,clip_noise", 1.0)]
     assert dp["unit"] == "client-level" and dp["epsilon"] == pytest.approx(1.0, rel=1e-3)
     assert dp["dp_noise"] > by[("secagg,clip_noise", 8.0)]["dp_noise"]
+    assert dp["adversary_of_epsilon"] == "server"  # the headline claim of distributed noise
     edge = by[("edgerand", 8.0)]
     assert edge["unit"] == "edge-level" and edge["epsilon"] == 8.0
     assert all(r["attacks"][0]["value"] is not None for r in records)
@@ -73,19 +74,22 @@ def test_the_frontier_averages_seeds_and_draws_its_figures(tmp_path) -> None:
     for name in ("frontier_utility", "frontier_attacks", "frontier_tradeoff"):
         assert out[name].stat().st_size > 10_000
     assert "∞ (no DP)" in out["md"].read_text()
+    dp = next(r for r in rows if r["protection"] == "secagg,clip_noise")
+    assert dp["epsilon_unit"] == "client-level, vs server"  # never one scale for two adversaries
+    assert "(client-level, vs server)" in out["md"].read_text()
 
 
 def test_a_folder_of_another_sweep_is_refused(tmp_path) -> None:
-    run_sweep(_sweep(seeds=[0], protections=["plain"]), tmp_path, progress=False)
+    run_sweep(_sweep(seeds=[0], protections=["plain"], epsilons=[]), tmp_path, progress=False)
     with pytest.raises(ValueError, match="another sweep"):
-        run_sweep(_sweep(seeds=[1], protections=["plain"]), tmp_path, progress=False)
-    again = run_sweep(_sweep(seeds=[1], protections=["plain"]), tmp_path, progress=False,
-                      restart=True)  # fmt: skip
+        run_sweep(_sweep(seeds=[1], protections=["plain"], epsilons=[]), tmp_path, progress=False)
+    again = run_sweep(_sweep(seeds=[1], protections=["plain"], epsilons=[]), tmp_path,
+                      progress=False, restart=True)  # fmt: skip
     assert [r["seed"] for r in again] == [1]
 
 
 def test_progress_lines_when_not_a_terminal(tmp_path, capsys) -> None:
-    run_sweep(_sweep(seeds=[0], protections=["plain"]), tmp_path, progress=True)
+    run_sweep(_sweep(seeds=[0], protections=["plain"], epsilons=[]), tmp_path, progress=True)
     assert "[1/1] fedavg · plain · seed 0: ε=∞, accuracy" in capsys.readouterr().out
 
 
@@ -96,8 +100,19 @@ def test_progress_lines_when_not_a_terminal(tmp_path, capsys) -> None:
         ({"noise": [1.0]}, "not both"),
         ({"attacks": ["link_steal"]}, "did you mean"),
         ({"protections": ["edgerand:2"]}, "epsilons give edge DP"),
+        ({"seeds": [0, 0]}, "seeds repeat"),
+        ({"epsilons": [4.0, 4.0000001]}, "epsilons repeat"),
+        ({"protections": ["plain", "secagg"]}, "no protection uses epsilons"),
+        ({"ldp_epsilons": [2.0]}, "no protection uses ldp_epsilons"),
+        ({"base": BASE.replace(protocol=["ckks"])}, "protocol stack 'ckks' would be ignored"),
     ],
 )
 def test_grid_refusals(kw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         _sweep(**kw)
+
+
+def test_a_laplace_cell_has_no_sigma(tmp_path) -> None:
+    sweep = _sweep(seeds=[0], protections=["ldp_laplace"], epsilons=[], ldp_epsilons=[2.0])
+    (record,) = run_sweep(sweep, tmp_path, progress=False)
+    assert record["level_kind"] == "ldp_epsilon" and record["dp_noise"] is None
