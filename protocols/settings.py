@@ -113,7 +113,9 @@ class ProtocolSettings:
             raise ValueError(f"threat_model must be one of {list(THREAT_MODELS)}, "
                              f"got {self.threat_model!r}")  # fmt: skip
         t, k = self.secagg_threshold, self.secagg_k
-        if t is not None and (t <= 0.5 or 1 < t < 2 or (t > 1 and t != int(t))):
+        if t is not None and (
+            not math.isfinite(t) or t <= 0.5 or 1 < t < 2 or (t > 1 and t != int(t))
+        ):
             raise ValueError(
                 f"secagg_threshold must be a fraction in (0.5, 1] or a whole count ≥ 2 (Shamir "
                 f"t must exceed half of the share holders), got {t}"
@@ -133,10 +135,10 @@ class ProtocolSettings:
                 f"secagg_precision_bits must lie in [0, 62], got {self.secagg_precision_bits}"
             )
         for name in ("dp_clip", "dp_epsilon"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not self.dp_noise >= 0:
-            raise ValueError(f"dp_noise must be ≥ 0, got {self.dp_noise}")
+            if not 0 < getattr(self, name) < math.inf:
+                raise ValueError(f"{name} must be a finite number > 0, got {getattr(self, name)}")
+        if not 0 <= self.dp_noise < math.inf:
+            raise ValueError(f"dp_noise must be a finite number ≥ 0, got {self.dp_noise}")
         if not 0 < self.dp_delta < 1:
             raise ValueError(f"dp_delta must lie in (0, 1), got {self.dp_delta}")
         if self.dp_mode not in DP_MODES:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import math
 import os
 import tomllib
 from collections.abc import Collection
@@ -29,6 +30,7 @@ from securefgl.config.families import (
     default_algorithms,
     sections,
     task_defaults,
+    task_sections,
 )
 from securefgl.config.fields import (
     ConfigError,
@@ -53,6 +55,8 @@ CROSS_EDGES = ("hidden", "known")
 MODEL_NAMES = ("gcn", "sage", "mlp")
 ALL_TASKS = TASKS  # every field applies to these unless its metadata says otherwise
 GRAPH_TASKS = ("node", "graph")
+NODE_TASK = ("node",)  # the graph task has its own ([experiment.graph]) or none
+NON_GRAPH = tuple(t for t in TASKS if t != "graph")
 
 S = TypeVar("S")
 
@@ -74,7 +78,7 @@ class ExperimentConfig:
     task: str = _opt(
         "node", "node: classify the nodes of one graph; graph: classify whole graphs (each "
         "client holds its own graphs, [experiment.graph]); recommendation: rate items "
-        "(`securefgl recommend`)", "data", TASKS,
+        "(`securefgl recommend`)", "data", TASKS, tasks=ALL_TASKS,
     )  # fmt: skip
     dataset: str = _opt(
         "csbm", "dataset name (`securefgl datasets`) or csbm", "data", tasks=ALL_TASKS
@@ -90,33 +94,39 @@ class ExperimentConfig:
     csbm: dict[str, Any] = _opt(
         {"num_nodes": 3000, "feature_signal": 0.2, "homophily": 0.7},
         "generator options as JSON, e.g. '{\"num_nodes\": 5000}'",
-        "data",
+        "data", tasks=NODE_TASK,
     )
     normalize_features: bool = _opt(
         False, "divide each node's non-negative features by their sum (at least 1; PyG's "
         "NormalizeFeatures; a per-node step each client can do on its own nodes)", "data",
+        tasks=NODE_TASK,
     )  # fmt: skip
     largest_component: bool = _opt(
-        False, "keep only the largest connected component (FED-PUB's preprocessing)", "data"
+        False, "keep only the largest connected component (FED-PUB's preprocessing)", "data",
+        tasks=NODE_TASK,
     )
-    train_fraction: float = _opt(0.1, "training nodes", "data")
-    val_fraction: float = _opt(0.1, "validation nodes", "data")
-    test_fraction: float = _opt(0.8, "test nodes", "data")
-    label_rate: float | None = _opt(None, "if set: train = label_rate, test = rest", "data")
+    train_fraction: float = _opt(0.1, "training nodes", "data", tasks=NODE_TASK)
+    val_fraction: float = _opt(0.1, "validation nodes", "data", tasks=NODE_TASK)
+    test_fraction: float = _opt(0.8, "test nodes", "data", tasks=NODE_TASK)
+    label_rate: float | None = _opt(
+        None, "if set: train = label_rate, test = rest", "data", tasks=NODE_TASK
+    )
     split_scope: str = _opt(
         "global", "global: one split of all nodes; client: the fractions drawn inside each "
-        "client (FedSage+, FedGLS)", "data", SPLIT_SCOPES,
+        "client (FedSage+, FedGLS)", "data", SPLIT_SCOPES, tasks=NODE_TASK,
     )  # fmt: skip
     # federation
     clients: int = _opt(10, "number of clients K", "federation")
-    partition: str = _opt("louvain", "how nodes are split into clients", "federation", PARTITIONS)
+    partition: str = _opt("louvain", "how nodes are split into clients", "federation", PARTITIONS,
+                          tasks=NODE_TASK)  # fmt: skip
     partition_cut: float | None = _opt(
         None, "raise the edge cut to this fraction by swapping random nodes' clients (sizes "
         "kept): a stress test for a paper's reported missing links", "federation",
+        tasks=NODE_TASK,
     )  # fmt: skip
     cross_edges: str | None = _opt(
         None, "what clients know of cross-client edges (default: by algorithm)", "federation",
-        CROSS_EDGES,
+        CROSS_EDGES, tasks=NODE_TASK,
     )  # fmt: skip
     client_fraction: float = _opt(1.0, "clients sampled per round", "federation")
     client_sampling: str = _opt(
@@ -131,10 +141,10 @@ class ExperimentConfig:
         "defaults)", "federation", tasks=ALL_TASKS,
     )  # fmt: skip
     edge_servers: int = _opt(1, "edge servers N (spreadfgl), each covering a block of clients",
-                             "federation")  # fmt: skip
+                             "federation", tasks=NODE_TASK)  # fmt: skip
     server_topology: str = _opt(
         "ring", "edge-server adjacency: ring, line, complete, star, none or '0-1,1-2'",
-        "federation", metavar="SPEC",
+        "federation", metavar="SPEC", tasks=NODE_TASK,
     )  # fmt: skip
     # the protocol stack (its own section: transport, DP, secagg, threat model)
     protocol: ProtocolSettings = field(
@@ -142,20 +152,21 @@ class ExperimentConfig:
     )
     # model and training
     model: str = _opt("gcn", "backbone of fedavg / fedprox / local / central", "training",
-                      MODEL_NAMES)  # fmt: skip
-    hidden: int = _opt(64, "hidden width", "training")
-    layers: int = _opt(2, "layers", "training")
-    dropout: float = _opt(0.5, "dropout", "training")
+                      MODEL_NAMES, tasks=NODE_TASK)  # fmt: skip
+    hidden: int = _opt(64, "hidden width", "training", tasks=NODE_TASK)
+    layers: int = _opt(2, "layers", "training", tasks=NODE_TASK)
+    dropout: float = _opt(0.5, "dropout", "training", tasks=NODE_TASK)
     lr: float = _opt(0.01, "Adam lr (local, central; the server optimizer's in fedavg)",
-                     "training", tasks=ALL_TASKS)  # fmt: skip
-    weight_decay: float = _opt(5e-4, "weight decay", "training", tasks=ALL_TASKS)
+                     "training", tasks=NON_GRAPH)  # fmt: skip
+    weight_decay: float = _opt(5e-4, "weight decay", "training", tasks=NON_GRAPH)
     rounds: int = _opt(100, "rounds (epochs for local / central; recommendation: the cap "
                        "before validation patience stops a run)", "training",
                        tasks=ALL_TASKS)  # fmt: skip
     local_epochs: int = _opt(1, "local SGD steps per round (fedavg / fedprox)", "training")
-    client_lr: float = _opt(1.0, "local SGD lr (1 step at lr 1 = FedSGD)", "training")
+    client_lr: float = _opt(1.0, "local SGD lr (1 step at lr 1 = FedSGD)", "training",
+                            tasks=NODE_TASK)  # fmt: skip
     server_optimizer: str = _opt("adam", "adam (FedAdam) or sgd (lr 1 = FedAvg)", "training",
-                                 ("adam", "sgd"))  # fmt: skip
+                                 ("adam", "sgd"), tasks=NODE_TASK)  # fmt: skip
     mu: float = _opt(0.01, "FedProx proximal weight", "training")
     eval_every: int = _opt(10, "rounds between evaluations", "training", tasks=ALL_TASKS)
     # where the parties run
@@ -237,9 +248,32 @@ class ExperimentConfig:
                 return value
         raise ConfigError(f"no installed family has the settings class {kind.__name__}")
 
+    def _refuse_other_tasks_fields(self) -> None:
+        """A field set away from its default that the task does not read is refused (it
+        would be recorded as applied and do nothing), naming the task's own setting."""
+        defaults = task_defaults(self.task)
+        for f in dataclasses.fields(self):
+            tasks = f.metadata.get("tasks")
+            if not tasks or self.task in tasks:
+                continue
+            default = defaults.get(f.name, f.default)
+            if f.default_factory is not dataclasses.MISSING:
+                default = defaults.get(f.name, f.default_factory())
+            if getattr(self, f.name) == default:
+                continue
+            own = [
+                f"[experiment.{section.name}] {f.name} "
+                f"(--{section.prefix}{f.name.replace('_', '-')})"
+                for section in task_sections(self.task)
+                if f.name in {g.name for g in dataclasses.fields(section.settings)}
+            ]
+            hint = f"; use {own[0]}" if own else ""
+            raise ConfigError(f"{f.name} does not apply to task {self.task!r}{hint}")
+
     def validate(self) -> ExperimentConfig:
         """Check every generic field and section (run on construction); returns ``self``."""
         _choice("task", self.task, TASKS)
+        self._refuse_other_tasks_fields()
         resolve = {"node": resolve_name, "graph": resolve_graph_name,
                    "recommendation": resolve_rating_name}[self.task]  # fmt: skip
         try:
@@ -282,13 +316,17 @@ class ExperimentConfig:
         if not 0 <= self.dropout < 1:
             raise ConfigError(f"dropout must lie in [0, 1), got {self.dropout}")
         for key in ("lr", "client_lr"):
-            if not getattr(self, key) > 0:
-                raise ConfigError(f"{key} must be > 0, got {getattr(self, key)}")
+            if not 0 < getattr(self, key) < math.inf:
+                raise ConfigError(f"{key} must be a finite number > 0, got {getattr(self, key)}")
         for key in ("weight_decay", "mu"):
-            if not getattr(self, key) >= 0:
-                raise ConfigError(f"{key} must be ≥ 0, got {getattr(self, key)}")
+            if not 0 <= getattr(self, key) < math.inf:
+                raise ConfigError(f"{key} must be a finite number ≥ 0, got {getattr(self, key)}")
         if not self.seeds:
             raise ConfigError("seeds: give at least one seed")
+        if min(self.seeds) < 0 or len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(f"seeds must be distinct integers ≥ 0, got {self.seeds}")
+        if len(set(self.algorithms)) != len(self.algorithms):
+            raise ConfigError(f"algorithms: each at most once, got {self.algorithms}")
         if self.threads < 1:
             raise ConfigError(f"threads must be ≥ 1, got {self.threads}")
         _choice("executor", self.executor, EXECUTORS)

@@ -103,6 +103,13 @@ def sections() -> Mapping[str, Section]:
     return out
 
 
+def task_sections(task: str) -> list[Section]:
+    """The settings sections of the families of ``task``."""
+    found = {f.section.name: f.section for f in families().values()
+             if f.task == task and f.section is not None}  # fmt: skip
+    return list(found.values())
+
+
 def algorithm_names(task: str) -> list[str]:
     """The algorithm names of ``task``, in family order."""
     return [a for f in families().values() if f.task == task for a in f.algorithms]

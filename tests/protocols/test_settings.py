@@ -77,6 +77,9 @@ def test_the_ring_follows_from_the_settings() -> None:
         ("secagg_ring_bits", 16, "32 or 64"),
         ("secagg_precision_bits", 63, r"\[0, 62\]"),
         ("secagg_threshold", 2.7, "whole count"),
+        ("secagg_threshold", math.inf, "whole count"),
+        ("dp_clip", math.inf, "finite number > 0"),
+        ("dp_noise", math.inf, "finite number ≥ 0"),
     ],
 )
 def test_settings_are_checked(field, value, match) -> None:

@@ -27,6 +27,16 @@ from securefgl.experiment import run_experiment
         ({"lr": 0.0}, "lr"),
         ({"seeds": []}, "seed"),
         ({"server_optimizer": "lamb"}, "server_optimizer"),
+        ({"lr": float("inf")}, "lr must be a finite number"),
+        ({"mu": float("inf")}, "mu must be a finite number"),
+        ({"seeds": [-1]}, "seeds must be distinct integers ≥ 0"),
+        ({"seeds": [0, 0]}, "seeds must be distinct"),
+        ({"algorithms": ["fedavg", "fedavg"]}, "each at most once"),
+        ({"task": "graph", "dataset": "MUTAG", "hidden": 8}, r"hidden does not apply to task "
+         r"'graph'; use \[experiment.graph\] hidden \(--graph-hidden\)"),
+        ({"task": "graph", "dataset": "MUTAG", "partition": "metis"}, "partition does not apply"),
+        ({"task": "graph", "dataset": "MUTAG", "lr": 0.5}, "lr does not apply"),
+        ({"task": "graph", "dataset": "MUTAG", "csbm": {"num_nodes": 50}}, "csbm does not"),
     ],
 )
 def test_invalid_configs_are_rejected(changes, message):
@@ -111,3 +121,9 @@ def test_section_keys_at_the_top_level_name_their_section(tmp_path):
 def test_bad_section_values_are_refused_when_the_config_is_built(section, message):
     with pytest.raises(ConfigError, match=message):
         ExperimentConfig(**section)
+
+
+def test_a_field_at_its_default_is_no_trouble_for_another_task():
+    node = ExperimentConfig(hidden=8)
+    graph = ExperimentConfig(task="graph", dataset="MUTAG", rounds=3, local_epochs=2, mu=0.1)
+    assert node.hidden == 8 and graph.replace(rounds=4).rounds == 4  # replace keeps defaults
