@@ -37,6 +37,11 @@ class Algorithm(ABC):
     #: why this method's server must read every client's update in the clear (it then
     #: refuses any protocol stack, :meth:`check_stack`); None: it runs under the stack
     clear_updates: ClassVar[str | None] = None
+    #: it trains every client every round (refuses client_fraction < 1)
+    all_clients: ClassVar[bool] = False
+    #: where its privacy settings are when it takes no DP mechanism on the updates
+    #: (e.g. ``"[experiment.gpfl]"``); None: the stack's mechanism applies
+    own_privacy: ClassVar[str | None] = None
     #: the simulator's audit of the run's aggregates (:meth:`aggregate_error`), made by the
     #: families that aggregate through the stack
     audit: AggregateAudit | None = None
@@ -46,11 +51,19 @@ class Algorithm(ABC):
 
     @classmethod
     def check_stack(cls, config: ExperimentConfig) -> None:
-        """Refuse (:class:`ConfigError`) a protocol stack this method cannot honour."""
+        """Refuse (:class:`ConfigError`) a protocol stack or client sampling this method
+        cannot honour; run by the registry's check before any data is loaded."""
         protocol = config.protocol
         if cls.clear_updates and (protocol.transport != "plain" or protocol.mechanism is not None):
             raise ConfigError(f"{cls.name}: {cls.clear_updates}; it takes no protocol stack "
                               f"(got {protocol.label}): run it with --protocol plain")  # fmt: skip
+        if cls.all_clients and config.client_fraction < 1:
+            raise ConfigError(f"{cls.name} trains every client every round: client_fraction "
+                              f"must be 1, got {config.client_fraction}")  # fmt: skip
+        if cls.own_privacy and protocol.mechanism is not None:
+            raise ConfigError(f"{cls.name} takes no DP mechanism on its updates (got "
+                              f"{protocol.label}); its privacy settings are in "
+                              f"{cls.own_privacy}")  # fmt: skip
 
     @abstractmethod
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:

@@ -279,6 +279,7 @@ def run_single(
     ``transcript`` replaces the one built from ``config.store_payloads``.
     """
     cls = algorithm_class(algorithm, config.task)
+    cls.check_stack(config)  # what the method cannot honour, before any work
     graph_task = config.task == "graph"
     size, unit = (data.num_graphs, "graphs") if graph_task else (data.num_nodes, "nodes")
     if config.clients > size:

@@ -32,7 +32,6 @@ from securefgl.algorithms.fedego.parties import (
     ego_settings,
     flat_of,
 )
-from securefgl.config import ConfigError
 from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.audit import AggregateAudit, holder_result
 from securefgl.federation.builders import protocol_host, stack_args, view_payload
@@ -49,11 +48,10 @@ class EgoFL(Algorithm):
     """The round loop shared by FedEgo and its baselines (``variant``)."""
 
     variant: ClassVar[str] = "fedego"
+    all_clients = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
-        if cfg.client_fraction < 1:
-            raise ConfigError(f"{self.name} trains every client every round: client_fraction = 1")
         self.s = s = ego_settings(cfg)
         self.federation = federation
         views = federation.views

@@ -29,7 +29,6 @@ from securefgl.algorithms.fedavg.algorithm import MODEL_BROADCAST, MODEL_UPDATES
 from securefgl.algorithms.fedavg.parties import FedAvgServer, RoundClient
 from securefgl.algorithms.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.algorithms.fedgls.local import OwnModelClient, client_setup
-from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
 from securefgl.federation import SERVER, client_party_id
 from securefgl.federation.builders import (
@@ -151,6 +150,7 @@ def prototype_server(stack: dict[str, Any], holds: bool, classes: int, dim: int)
 
 class FedProto(FedAvg):
     name = "fedproto"
+    all_clients = True
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
@@ -159,8 +159,6 @@ class FedProto(FedAvg):
         views = federation.views
         self.graphless = graphless_ids([v.client_id for v in views], cfg.fedgls, federation.seed)
         protocol = federation.stack.protocol
-        if cfg.client_fraction < 1:
-            raise ConfigError("fedproto runs with every client each round (client_fraction = 1)")
         classes = views[0].num_classes
         proto_dim = cfg.hidden if cfg.fedgls.split == "A" else classes
         self.dim = classes * (proto_dim + 1)

@@ -34,7 +34,7 @@ from securefgl.algorithms.fedpub.parties import (
     pub_server,
 )
 from securefgl.algorithms.fedpub.settings import FedPubSettings
-from securefgl.config import ConfigError
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.audit import AggregateAudit
 from securefgl.federation.builders import config_json, view_payload
@@ -52,18 +52,20 @@ class PersonalisedSubgraphFL(Algorithm):
     """The round loop shared by FED-PUB and its baselines (``variant``)."""
 
     variant: ClassVar[str] = "fed-pub"
+    all_clients = True
+    own_privacy = "[experiment.fedpub]"
+
+    @classmethod
+    def check_stack(cls, config: ExperimentConfig) -> None:
+        super().check_stack(config)
+        s = config.section(FedPubSettings).resolved(config.protocol.secure_sum_mode())
+        if cls.variant != "fed-pub" and s.sums != "plain":
+            raise ConfigError(f"{cls.name}: secure personalised sums are FED-PUB's; the "
+                              "baselines aggregate in the clear (use sums = plain)")  # fmt: skip
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
-        if cfg.protocol.mechanism is not None or cfg.client_fraction < 1:
-            raise ConfigError(f"{self.name} needs every client every round and takes no update "
-                              f"mechanism (got {cfg.protocol.label}, client_fraction "
-                              f"{cfg.client_fraction}); its privacy settings are in "
-                              "[experiment.fedpub]")  # fmt: skip
         s = cfg.section(FedPubSettings).resolved(cfg.protocol.secure_sum_mode())
-        if self.variant != "fed-pub" and s.sums != "plain":
-            raise ConfigError(f"{self.name}: secure personalised sums are FED-PUB's; the "
-                              "baselines aggregate in the clear (use sums = plain)")  # fmt: skip
         self.s, self.federation = s, federation
         views = federation.views
         if len(views) < 2:

@@ -45,6 +45,7 @@ EDGE_GENERATOR = "edge generator ω"
 
 class FedVN(GraphAlgorithm, FedAvg):
     name = "fedvn"
+    all_clients = True  # s_global is a sum over every client
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
@@ -52,10 +53,6 @@ class FedVN(GraphAlgorithm, FedAvg):
         self.federation = federation
         self.rng = np.random.default_rng(federation.seed)
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]
-        if cfg.client_fraction < 1:
-            raise ConfigError("fedvn trains every client every round (s_global is a sum over "
-                              f"all of them): use client_fraction = 1, got "
-                              f"{cfg.client_fraction}")  # fmt: skip
         if s.s_global == "mean" and len(views) < 3:
             raise ConfigError("fedvn's s_global sum needs at least 3 clients")
         with party_torch_rng(federation.seed, SERVER, "init"):

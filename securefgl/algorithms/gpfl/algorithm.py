@@ -60,14 +60,11 @@ WEIGHTS = "mixing weights (server -> clients)"
 
 class GPFL(GraphAlgorithm):
     name = "gpfl"
+    all_clients = True
+    own_privacy = "[experiment.gpfl]"
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
-        if cfg.protocol.mechanism is not None or cfg.client_fraction < 1:
-            raise ConfigError("gpfl needs every client every round and takes no update "
-                              f"mechanism (got {cfg.protocol.label}, client_fraction "
-                              f"{cfg.client_fraction}); its privacy settings are in "
-                              "[experiment.gpfl]")  # fmt: skip
         self.s = s = gpfl_settings(cfg)
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]
         if len(views) < 3:

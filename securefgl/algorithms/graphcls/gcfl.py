@@ -158,7 +158,6 @@ class GCFLPlus(GraphAlgorithm):
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
-        self.check_stack(cfg)
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]
         self.ids = [client_party_id(v.client_id) for v in views]
         init = build_model("gin", views[0].num_features, views[0].num_classes, cfg)

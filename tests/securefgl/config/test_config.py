@@ -127,3 +127,23 @@ def test_a_field_at_its_default_is_no_trouble_for_another_task():
     node = ExperimentConfig(hidden=8)
     graph = ExperimentConfig(task="graph", dataset="MUTAG", rounds=3, local_epochs=2, mu=0.1)
     assert node.hidden == 8 and graph.replace(rounds=4).rounds == 4  # replace keeps defaults
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"algorithms": ["fedavg", "fedego"], "client_fraction": 0.5}, "fedego trains every"),
+        ({"algorithms": ["spreadfgl"], "client_fraction": 0.5}, "spreadfgl trains every"),
+        ({"algorithms": ["fedproto"], "client_fraction": 0.5}, "fedproto trains every"),
+        ({"algorithms": ["fed-pub"], "protocol": ["secagg", "clip_noise"]},
+         r"in \[experiment.fedpub\]"),
+        ({"algorithms": ["fedpub-fedavg"], "fedpub": {"sums": "masked"}}, "FED-PUB's"),
+        ({"task": "graph", "dataset": "MUTAG", "algorithms": ["gpfl"],
+          "protocol": ["clip_noise"]}, r"in \[experiment.gpfl\]"),
+        ({"task": "graph", "dataset": "MUTAG", "algorithms": ["fedvn"], "client_fraction": 0.6},
+         "fedvn trains every"),
+    ],
+)
+def test_what_a_method_cannot_honour_is_refused_before_any_work(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        check_config(ExperimentConfig(**changes))

@@ -52,6 +52,7 @@ class EdgeFGL(Algorithm):
     (:meth:`between_rounds`)."""
 
     multi_server: ClassVar[bool] = False  # False: one edge server covering every client
+    all_clients = True
 
     @abstractmethod
     def training(self) -> LocalTraining:
@@ -71,8 +72,6 @@ class EdgeFGL(Algorithm):
     # ----------------------------------------------------------------- set-up
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
-        if cfg.client_fraction < 1:
-            raise ConfigError(f"{self.name} trains every client every round: client_fraction = 1")
         self.federation = federation
         views = federation.views
         ids = [client_party_id(v.client_id) for v in views]

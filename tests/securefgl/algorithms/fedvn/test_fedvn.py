@@ -120,7 +120,7 @@ def test_an_unknown_s_local_is_refused():
 
 
 def test_fedvn_needs_every_client_every_round(data):
-    with pytest.raises(ConfigError, match="client_fraction = 1"):
+    with pytest.raises(ConfigError, match="client_fraction must be 1"):
         run_single(config().replace(client_fraction=0.6), "fedvn", 0, data, progress=False)
 
 

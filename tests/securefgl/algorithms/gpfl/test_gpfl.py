@@ -154,5 +154,5 @@ def test_gpfl_refuses_update_mechanisms():
     from securefgl.config import ConfigError
 
     data = load_graph(config())
-    with pytest.raises(ConfigError, match="no update"):
+    with pytest.raises(ConfigError, match="no DP mechanism on its updates"):
         run_single(config().replace(protocol=["ldp_laplace"]), "gpfl", 0, data, progress=False)
