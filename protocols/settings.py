@@ -154,6 +154,12 @@ class ProtocolSettings:
                 "client's update with only its 1/√n share of the noise, so no ε against it "
                 "holds; use a secure transport (secagg, secagg+, ckks) or dp_mode = 'central'"
             )
+        if (transport in ("secagg", "secagg+") and self.secagg_ring_bits == 32
+                and self.secagg_value_bound is None and mechanism != "clip_noise"):
+            raise ValueError(
+                "secagg_ring_bits = 32 needs a value bound: declare secagg_value_bound (the "
+                "largest |x| of an update entry) or use clip_noise, whose clip bounds it"
+            )
         if self.clip_noise_mode == "central" and self.threat_model != HONEST_BUT_CURIOUS:
             raise ValueError(
                 "clip_noise in central mode under threat_model = 'malicious': the server adds "
@@ -183,6 +189,37 @@ class ProtocolSettings:
     def mechanism(self) -> str | None:
         """The stack's DP mechanism, if any."""
         return parse_stack(self.stack)[1]
+
+    def ignored_settings(self) -> list[str]:
+        """The fields set away from their defaults that this stack never reads, each with
+        who reads it (a run refuses them rather than record them as applied)."""
+        transport, mechanism = parse_stack(self.stack)
+        defaults = ProtocolSettings()
+        changed = [f.name for f in dataclasses.fields(self)
+                   if getattr(self, f.name) != getattr(defaults, f.name)]  # fmt: skip
+        readers = {
+            "dp_clip": ("clip_noise", "ldp_laplace", "ldp_gaussian"),
+            "dp_noise": ("clip_noise", "ldp_gaussian"),
+            "dp_epsilon": ("ldp_laplace",),
+            "dp_mode": ("clip_noise",),
+        }
+        out = [
+            f"{name} (read by {', '.join(users)} only)"
+            for name, users in readers.items() if name in changed and mechanism not in users
+        ]
+        if "dp_colluding_clients" in changed and self.clip_noise_mode != "distributed":
+            out.append("dp_colluding_clients (distributed clip_noise only)")
+        masked = transport in ("secagg", "secagg+")
+        for name in changed:
+            if name.startswith("secagg_") and not masked:
+                out.append(f"{name} (secagg and secagg+ only)")
+        if masked and "secagg_k" in changed and transport != "secagg+":
+            out.append("secagg_k (secagg+ only: secagg masks with every client)")
+        unbounded = self.secagg_value_bound is None and mechanism != "clip_noise"
+        if masked and "secagg_precision_bits" in changed and unbounded:
+            out.append("secagg_precision_bits (needs a value bound: secagg_value_bound, or "
+                       "clip_noise's clip; without one the 64-bit ring keeps 24 bits)")  # fmt: skip
+        return out
 
     @property
     def clip_noise_mode(self) -> str | None:

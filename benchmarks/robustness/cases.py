@@ -168,7 +168,7 @@ CASES: list[Case] = [
     _run("more clients than nodes", "config value", ("--clients", "80"),
          "clients=80 exceeds the 60 nodes", CONFIG_ERROR),
     _run("DP clip zero", "config value", ("--protocol", "clip_noise", "--dp-clip", "0"),
-         "protocol: dp_clip must be > 0, got 0.0", CONFIG_ERROR),
+         "protocol: dp_clip must be a finite number > 0, got 0.0", CONFIG_ERROR),
     _run("secagg with one client", "config value",
          ("--algorithms", "fedavg", "--clients", "1", "--protocol", "secagg"),
          "protocol: secagg needs at least 2 clients per round", CONFIG_ERROR),

@@ -57,6 +57,7 @@ def check_config(config: ExperimentConfig) -> ExperimentConfig:
     (raises :class:`ConfigError`)."""
     if config.executor == "ray":  # before any data is loaded
         extras.check("ray", "--executor ray")
+    config.refuse_unread_protocol_settings()
     for name in config.algorithms:
         cls = algorithm_class(name, config.task)
         cls.check_stack(config)

@@ -270,6 +270,14 @@ class ExperimentConfig:
             hint = f"; use {own[0]}" if own else ""
             raise ConfigError(f"{f.name} does not apply to task {self.task!r}{hint}")
 
+    def refuse_unread_protocol_settings(self) -> None:
+        """:class:`ConfigError` naming the protocol settings this stack would never read
+        (:meth:`ProtocolSettings.ignored_settings`); run before any work."""
+        ignored = self.protocol.ignored_settings()
+        if ignored:
+            raise ConfigError(f"protocol {self.protocol.label!r} would ignore "
+                              f"{'; '.join(ignored)}: drop them or change the stack")
+
     def validate(self) -> ExperimentConfig:
         """Check every generic field and section (run on construction); returns ``self``."""
         _choice("task", self.task, TASKS)

@@ -236,4 +236,10 @@ def recommendation_markdown(config: Any, rows: list[dict[str, Any]]) -> str:
             f"| {r['val_rmse']:.4f} | {r['rounds']} | {r['seconds']:.1f} | {_rec_epsilon(r)} "
             f"| {(r.get('privacy') or {}).get('noise', 'none')} |"
         )
+    for r in rows:
+        if r.get("reference_settings"):
+            lines += ["", f"{r['method']}: the non-federated reference, with its own settings "
+                      f"({r['reference_settings']}); the flags and the protocol above apply to "
+                      "the federated methods."]  # fmt: skip
+            break
     return "\n".join(lines) + "\n"

@@ -110,3 +110,26 @@ def test_the_settings_name_the_rings_of_the_fixed_point_codec():
 
     assert settings.WORD_BITS == fixedpoint.WORD_BITS
     assert settings.DEFAULT_PRECISION_BITS == fixedpoint.DEFAULT_PRECISION_BITS
+
+
+@pytest.mark.parametrize(
+    ("settings", "ignored"),
+    [
+        ({"stack": ["clip_noise"], "dp_epsilon": 0.5}, "dp_epsilon (read by ldp_laplace only)"),
+        ({"stack": ["secagg"], "dp_noise": 2.0}, "dp_noise"),
+        ({"stack": ["ldp_laplace"], "dp_mode": "central"}, "dp_mode"),
+        ({"stack": ["ckks"], "secagg_threshold": 0.9}, "secagg_threshold (secagg and secagg+"),
+        ({"stack": ["secagg"], "secagg_k": 4}, "secagg_k (secagg+ only"),
+        ({"stack": ["secagg"], "secagg_precision_bits": 30}, "needs a value bound"),
+        ({"stack": ["clip_noise"], "dp_colluding_clients": 1}, "dp_colluding_clients"),
+    ],
+)
+def test_settings_the_stack_never_reads_are_named(settings, ignored) -> None:
+    assert any(ignored in line for line in ProtocolSettings(**settings).ignored_settings())
+
+
+def test_settings_the_stack_reads_are_not_named() -> None:
+    used = ProtocolSettings(stack=["secagg+", "clip_noise"], dp_noise=2.0, dp_clip=0.5,
+                            secagg_k=4, secagg_precision_bits=24, dp_colluding_clients=1)
+    assert used.ignored_settings() == []
+    assert ProtocolSettings(stack=["ldp_laplace"], dp_epsilon=2.0).ignored_settings() == []

@@ -12,6 +12,7 @@ dominates the federated RMSE (see the warm / cold split in the benchmark)."""
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import numpy as np
@@ -22,6 +23,14 @@ from securefgl.algorithms.recommendation import fesog
 from securefgl.algorithms.recommendation.segment import expanded, segment_sum
 from securefgl.algorithms.recommendation.trainer import RecResult, rmse_detail
 from securefgl.data.rating_views import ClientViews
+
+
+def central_settings() -> str:
+    """What the central reference trains with (its own defaults, whatever the run's flags:
+    the reference is not the subject), for result files."""
+    d = {k: v.default for k, v in inspect.signature(train_central).parameters.items()}
+    return (f"dim {d['dim']}, Adam lr {d['lr']:g}, weight decay {d['weight_decay']:g}, at most "
+            f"{d['epochs']} epochs, patience {d['patience']}, no protocol")  # fmt: skip
 
 
 def train_central(

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from securefgl import extras
-from securefgl.algorithms.recommendation.central import train_central
+from securefgl.algorithms.recommendation.central import central_settings, train_central
 from securefgl.algorithms.recommendation.settings import RecConfig, RecommendationSettings
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer
 from securefgl.config import ConfigError, ExperimentConfig
@@ -53,6 +53,7 @@ def run_recommendation(
         raise ConfigError("a checkpoint holds one run: give one algorithm and one seed")
     if config.executor == "ray":  # before any data is loaded
         extras.check("ray", "--executor ray")
+    config.refuse_unread_protocol_settings()
     torch.set_num_threads(config.threads)
     out = []
     for seed in config.seeds:
@@ -64,6 +65,7 @@ def run_recommendation(
                     raise ConfigError("--checkpoint is for fesog / fedgnn runs")
                 res = train_central(views, seed=seed, time_budget_s=config.section(
                     RecommendationSettings).time_budget)  # fmt: skip
+                row["reference_settings"] = central_settings()
             else:
                 cfg = RecConfig.from_experiment(config, method, seed)
                 with FedRecTrainer(views, cfg) as trainer:

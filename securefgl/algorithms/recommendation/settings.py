@@ -78,7 +78,10 @@ class RecommendationSettings:
     ldp_clip: float | None = _option(None, "δ, the L∞ clip of an upload (default 0.3 / 0.1)")
     ldp_lambda: float = _option(0.1, "λ, the heuristic factor or the Laplace scale")
     patience: int = _option(5, "evaluations without a better validation RMSE before a stop")
-    max_neighbors: int = _option(5, "FeSoG: social neighbours per user")
+    max_neighbors: int = _option(
+        5, "FedGNN: users the graph expansion returns per item (FeSoG uses every social "
+        "neighbour)",
+    )  # fmt: skip
     expand_every: int = _option(20, "FedGNN: rounds between graph expansions")
     time_budget: float | None = _option(None, "seconds a run may train (default: no limit)")
     offset: str = _option(

@@ -31,3 +31,17 @@ def test_a_run_without_a_claim_lists_no_assumptions() -> None:
     md = markdown_table(run_experiment(config, progress=False))
     assert "honest-but-curious server" in md.splitlines()[0]
     assert "What each ε assumes" not in md
+
+
+def test_the_central_recommendation_reference_states_its_own_settings() -> None:
+    from securefgl.algorithms.recommendation.central import central_settings
+    from securefgl.experiment.report import recommendation_markdown
+
+    config = ExperimentConfig(task="recommendation", dataset="FilmTrust",
+                              protocol=["secagg"])  # fmt: skip
+    row = {"method": "central", "seed": 0, "test_rmse": 1.0, "test_mae": 0.8, "val_rmse": 1.0,
+           "rounds": 7, "seconds": 0.1, "dataset": {"dataset": "FilmTrust"},
+           "reference_settings": central_settings()}  # fmt: skip
+    md = recommendation_markdown(config, [row])
+    assert "central: the non-federated reference" in md and "no protocol" in md
+    assert "dim 8" in central_settings()

@@ -192,7 +192,7 @@ def test_secagg_ring_from_the_experiment():
     assert codec.word_bits == 32 and codec.effective_bound == 100.0
     forced = {**declared, "secagg_ring_bits": 64}
     assert _masked_codec(_cfg(protocol=forced)).word_bits == 64
-    with pytest.raises(ValueError, match="needs a value_bound"):
+    with pytest.raises(ValueError, match="secagg_ring_bits = 32 needs a value bound"):
         _masked_codec(_cfg(protocol={"stack": ["secagg"], "secagg_ring_bits": 32}))
 
 

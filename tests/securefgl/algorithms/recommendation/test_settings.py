@@ -73,3 +73,11 @@ def test_scales_must_be_finite_and_positive(field: str, value: float) -> None:
 
     with pytest.raises(ValueError, match=field):
         RecommendationSettings(**{field: value})
+
+
+def test_the_stack_refuses_settings_it_would_not_read() -> None:
+    from securefgl.algorithms.recommendation.runner import run_recommendation
+
+    config = _config(stack=["ckks"], secagg_threshold=0.9)
+    with pytest.raises(ConfigError, match="would ignore secagg_threshold"):
+        run_recommendation(config)
