@@ -8,11 +8,14 @@ Each algorithm class declares what it needs (``federated``, ``needs_cross_edges`
 from __future__ import annotations
 
 import functools
+import logging
 
 from securefgl import extras
 from securefgl.algorithms.base import Algorithm
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.config.families import algorithm_names, check_algorithm, families
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -42,6 +45,33 @@ def algorithms(task: str = "node") -> dict[str, type[Algorithm]]:
     return {name: algorithm_class(name, task) for name in algorithm_names(task)}
 
 
+def unread_sections(config: ExperimentConfig) -> dict[str, list[str]]:
+    """The settings sections set away from their defaults that no chosen algorithm reads,
+    each with the algorithms that would (a section is its family's, or its task's toolkit)."""
+    out = {}
+    for family in families().values():
+        section = family.section
+        if section is None or section.name in out:
+            continue
+        readers = [f for f in families().values() if f.section is not None
+                   and f.section.name == section.name]  # fmt: skip
+        if section.task_wide:
+            readers = [f for f in families().values() if f.task == family.task]
+        names = [a for f in readers if f.task == config.task for a in f.algorithms]
+        if set(names) & set(config.algorithms):
+            continue
+        if config.sections.get(section.name) != section.settings():
+            out[section.name] = names or [f"the {family.task} task's algorithms"]
+    return out
+
+
+def warn_unread_sections(config: ExperimentConfig) -> None:
+    """Log a warning for each section no chosen algorithm reads (:func:`unread_sections`)."""
+    for name, readers in unread_sections(config).items():
+        log.warning("[experiment.%s] is set but only %s read it: it has no effect here",
+                    name, ", ".join(readers))  # fmt: skip
+
+
 def cross_edge_mode(config: ExperimentConfig) -> str:
     """``config.cross_edges``, or when unset: ``known`` iff an algorithm needs it."""
     if config.cross_edges is not None:
@@ -58,6 +88,7 @@ def check_config(config: ExperimentConfig) -> ExperimentConfig:
     if config.executor == "ray":  # before any data is loaded
         extras.check("ray", "--executor ray")
     config.refuse_unread_protocol_settings()
+    warn_unread_sections(config)
     for name in config.algorithms:
         cls = algorithm_class(name, config.task)
         cls.check_stack(config)

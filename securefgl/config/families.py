@@ -33,6 +33,7 @@ class Section:
     settings: type
     title: str
     prefix: str = ""  # flags are --<prefix><field> (fields marked "unprefixed" get both)
+    task_wide: bool = False  # read by every algorithm of the family's task (its toolkit)
 
 
 @dataclass(frozen=True)

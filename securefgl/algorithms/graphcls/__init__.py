@@ -38,6 +38,7 @@ FAMILY = Family(
     section=Section(
         "graph", GraphTaskSettings,
         "graph classification (--task graph; defaults: GPFL's set-up)", "graph-",
+        task_wide=True,
     ),  # fmt: skip
     defaults=("self-train", "fedavg"),
 )

@@ -147,3 +147,18 @@ def test_a_field_at_its_default_is_no_trouble_for_another_task():
 def test_what_a_method_cannot_honour_is_refused_before_any_work(changes, message):
     with pytest.raises(ConfigError, match=message):
         check_config(ExperimentConfig(**changes))
+
+
+def test_a_section_no_chosen_algorithm_reads_is_named(caplog):
+    from securefgl.algorithms.registry import unread_sections
+
+    config = ExperimentConfig(algorithms=["fedavg", "fedgl"], spreadfgl={"h_mechanism": "gaussian"},
+                              fedego={"dp_noise": 2.0})  # fmt: skip
+    assert unread_sections(config) == {"fedego": ["fedego", "fedego-fedavg", "fedego-fedprox",
+                                                  "fedego-local"]}  # fmt: skip
+    with caplog.at_level("WARNING"):
+        check_config(config)
+    assert "[experiment.fedego] is set but only fedego" in caplog.text
+    graph = ExperimentConfig(task="graph", dataset="MUTAG", algorithms=["gpfl"],
+                             graph={"hidden": 16})  # fmt: skip
+    assert unread_sections(graph) == {}  # the graph toolkit's section: every graph algorithm
