@@ -97,7 +97,15 @@ def assumption_lines(result: ExperimentResult) -> list[str]:
     for (terms, rests), algorithms in claims.items():
         lines.append(f"- {', '.join(dict.fromkeys(algorithms))}: ε {terms}"
                      + (f"; rests on: {rests}" if rests else ""))  # fmt: skip
-    return ["", "What each ε assumes:", "", *lines] if lines else []
+    if not lines:
+        return []
+    sent = {run.algorithm: run.protection for run in result.runs if run.protection}
+    covered = [name for name in dict.fromkeys(a for names in claims.values() for a in names)
+               if name in sent]  # fmt: skip
+    channels = [f"- {name}: " + "; ".join(f"{kind}: {how}" for kind, how in sent[name].items())
+                for name in covered]  # fmt: skip
+    return ["", "What each ε assumes:", "", *lines,
+            "", "Each ε covers its unit only; what each algorithm sent, and how:", "", *channels]
 
 
 def _split(result: ExperimentResult, md: bool) -> str:

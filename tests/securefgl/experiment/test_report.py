@@ -23,6 +23,8 @@ def test_the_tables_name_the_threat_model_and_what_each_claim_assumes() -> None:
     server = next(line for line in assumes.splitlines() if "vs server" in line)
     assert "at most 1 client(s) collude" in server and "the server chooses the cohort" in server
     assert "q = 1" in server  # no amplification claimed against the server
+    channels = md.split("what each algorithm sent, and how:")[1]
+    assert "- fedavg: model updates (clients -> server): clip_noise+secagg+" in channels
 
 
 def test_a_run_without_a_claim_lists_no_assumptions() -> None:
