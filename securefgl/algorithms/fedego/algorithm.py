@@ -85,7 +85,8 @@ class EgoFL(Algorithm):
         run_phases(protocol.setup_phases, self.roles, ex.phases(protocol),
                    federation.channel.transmit)  # fmt: skip
         self._broadcast(-1)
-        self.accountant = PrivacyAccountant("rdp", s.delta) if s.dp_noise > 0 else None
+        kind = cfg.protocol.dp_accountant
+        self.accountant = PrivacyAccountant(kind, s.delta) if s.dp_noise > 0 else None
 
     def _broadcast(self, round_idx: int) -> None:
         sent = self.executor.call([Call.to(SERVER, EgoServer.broadcast, round_idx, self.ids)])[0]
@@ -143,12 +144,13 @@ class EgoFL(Algorithm):
         if self.accountant is not None:
             unit = "one ego-graph (a centre and its sampled 2-hop tree)"
             eps = self.accountant.epsilon()
-            ledger = {"epsilon": eps, "delta": self.s.delta, "accountant": "rdp",
+            kind = self.accountant.kind
+            ledger = {"epsilon": eps, "delta": self.s.delta, "accountant": kind,
                       "adversary": "server", "mechanism": "Gaussian on the mixed ego-graphs",
                       "unit": unit}  # fmt: skip
             out["guarantees"] = [ledger]
             out.update({"mixup_epsilon": eps, "mixup_delta": self.s.delta, "mixup_unit": unit,
-                        "mixup_accountant": "rdp"})  # fmt: skip
+                        "mixup_accountant": kind})  # fmt: skip
             if "epsilon" not in self.federation.stack.privacy():
                 out.update({k: ledger[k] for k in ("epsilon", "delta", "accountant",
                                                    "adversary")})  # fmt: skip

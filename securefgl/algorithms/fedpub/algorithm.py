@@ -103,7 +103,8 @@ class PersonalisedSubgraphFL(Algorithm):
             spec = spec.authenticated(federation.stack.sum_options())
             self.driver = SecureSumDriver(ex, channel, spec, ids, SERVER)
             self.driver.setup()
-        self.accountant = PrivacyAccountant("rdp", s.delta) if s.embedding == "gaussian" else None
+        kind = cfg.protocol.dp_accountant
+        self.accountant = PrivacyAccountant(kind, s.delta) if s.embedding == "gaussian" else None
 
     def train_round(self, round_idx: int) -> float:
         ex, channel, s, t = self.executor, self.federation.channel, self.s, round_idx
@@ -141,7 +142,7 @@ class PersonalisedSubgraphFL(Algorithm):
             "embedding_epsilon": self.accountant.epsilon(),
             "embedding_delta": self.s.delta,
             "adversary": "the server (client-level DP of the functional embeddings only)",
-            "accountant": "rdp",
+            "accountant": self.accountant.kind,
         }
 
     def protection(self) -> dict[str, str]:

@@ -99,7 +99,8 @@ class FedSagePlus(FedSage):
                 driver.setup()
             self.accountant = None
             if st.cross_sum_noise > 0:
-                self.accountant = PrivacyAccountant("rdp", st.cross_delta)
+                kind = self.config.protocol.dp_accountant
+                self.accountant = PrivacyAccountant(kind, st.cross_delta)
             prepare, finish = NeighGenState.prepare_answers, NeighGenState.finish_answers
             for epoch in range(st.fed_gen_epochs):
                 queries = [e for out in ex.map(ids, NeighGenState.query, epoch) for e in out]

@@ -264,3 +264,14 @@ def test_evaluation_draws_repeat_per_draw_and_leave_training_alone() -> None:
     twin.train_round(1)  # no evaluation in between: the same model
     for a, b in zip(algo.clients.values(), twin.clients.values(), strict=True):
         assert torch.equal(a.model.low.weight, b.model.low.weight)
+
+
+def test_the_mixup_ledger_uses_the_runs_accountant():
+    from securefgl.experiment.runner import load_graph, run_single
+
+    config = ExperimentConfig(dataset="csbm", csbm={"num_nodes": 200}, clients=3, rounds=1,
+                              algorithms=["fedego"], fedego={"dp_noise": 2.0},
+                              protocol={"dp_accountant": "prv"})  # fmt: skip
+    run = run_single(config, "fedego", 0, load_graph(config), progress=False)
+    assert run.privacy["mixup_accountant"] == "prv"
+    assert [g["accountant"] for g in run.privacy["guarantees"]] == ["prv"]
