@@ -334,7 +334,11 @@ def report_error(err: BaseException) -> tuple[int, str]:
     if isinstance(err, DatasetError):
         return EXIT_RUNTIME, f"data error: {_one_line(err)}"
     if isinstance(err, FixedPointOverflowError):
-        return EXIT_RUNTIME, f"fixed-point overflow during the run: {_one_line(err)}"
+        return EXIT_RUNTIME, (
+            f"fixed-point overflow during the run: {_one_line(err)} (a secagg client masks "
+            "w·x and w, w its weight, e.g. its training nodes: --secagg-value-bound bounds "
+            "|x|, --secagg-weight-bound bounds w)"
+        )
     if isinstance(err, ProtocolError):
         return EXIT_RUNTIME, f"protocol error during the run: {_one_line(err)}"
     if isinstance(err, KeyboardInterrupt):
