@@ -37,6 +37,7 @@ from attacks.simulation import AuditRun, World
 from attacks.structure_reconstruction import structure_reconstruction
 from protocols.registry import parse_stack, secure_sum_for_stack
 from securefgl.algorithms.fedpub.parties import TAG_EMBEDDING
+from securefgl.algorithms.fedstruct.settings import FedStructSettings
 from securefgl.algorithms.spreadfgl.client import H_TAG
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
 
@@ -120,7 +121,10 @@ ATTACKS: dict[str, AttackSpec] = {
         AttackSpec(
             "structure_reconstruction",
             ("fedstruct",),
-            lambda c: structure_reconstruction(c.world, c.sum_mode, c.edge_dp, c.run.result.seed),
+            lambda c: structure_reconstruction(
+                c.world, c.sum_mode, c.edge_dp, c.run.result.seed,
+                min_senders=c.run.config.section(FedStructSettings).abar_min_senders,
+            ),
         ),
         AttackSpec(
             "neighbour_feature_inference",

@@ -48,16 +48,19 @@ NAME = "structure_reconstruction"
 MODES = ("plain", "masked", "ckks")
 
 
-def build(views: list[ClientGraph], mode: str, hops: int = 2) -> tuple[dict, Channel]:
+def build(
+    views: list[ClientGraph], mode: str, hops: int = 2, min_senders: int = 1
+) -> tuple[dict, Channel]:
     """Algorithm 3 through a fresh channel; returns the client parties and the channel.
 
-    Secure sums over a single sender are allowed here (``min_senders=1``): the worst case,
-    what a receiver learns when a run allows them (by default a run refuses them)."""
+    ``min_senders`` as the audited run's (``abar_min_senders``); 1, the default here,
+    allows secure sums over a single sender: the worst case, what a receiver learns when a
+    run allows them."""
     clients = {f"client-{v.client_id}": AdjacencyClient(v) for v in views}
     parties: dict[str, Party] = dict(clients)
     parties["server"] = AdjacencyRelay("server", list(clients))
     channel = Channel()
-    options = {} if mode == "plain" else {"min_senders": 1}
+    options = {} if mode == "plain" else {"min_senders": min_senders}
     hop_sum = hop_sum_for(mode, "securefgl/audit", **options)
     run_build(clients, channel, LocalExecutor(parties), hops, hop_sum=hop_sum, server_id="server")
     return clients, channel
@@ -237,20 +240,24 @@ def structure_reconstruction(
     edge_dp: tuple[str, float] | None = None,
     seed: int = 0,
     adversaries: list[int] | None = None,
+    min_senders: int = 1,
 ) -> AttackResult:
     """Every client (or those in ``adversaries``) attacks its neighbours' edges from what
-    the hop-2 exchange gave it."""
+    the hop-2 exchange gave it. The exchange is re-run on the seed's views with the run's
+    mode and ``min_senders``; edge DP's perturbation is drawn afresh (the same mechanism
+    and ε: the same distribution as the run's, not its draw)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
     views = world.views
     if any(v.cross_edges != "known" for v in views):
         raise ValueError("FedStruct's Ā needs cross_edges='known' views")
-    details: dict = {"mode": mode, "hops": 2}
+    details: dict = {"mode": mode, "hops": 2, "min_senders": min_senders,
+                     "view": "hop-2 exchange re-run on the seed's views"}  # fmt: skip
     if edge_dp is not None:
         mech, eps = edge_dp
         views = perturb_federation(views, EdgeDP(mech, eps))  # the clients' secret noise
-        details.update(edge_dp=mech, edge_dp_epsilon=eps)
-    clients, channel = build(views, mode)
+        details.update(edge_dp=mech, edge_dp_epsilon=eps, edge_dp_draw="afresh")
+    clients, channel = build(views, mode, min_senders=min_senders)
     truth = world.truth_opaque_adjacency
     rng = np.random.default_rng(seed)
     chosen = range(len(views)) if adversaries is None else adversaries
