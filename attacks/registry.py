@@ -75,21 +75,13 @@ def _dp_audit(cell: Cell) -> AttackResult:
         reason = "no client-level DP mechanism (clip_noise) in the stack: nothing to audit"
         return not_applicable("dp_audit", "server", reason)
     privacy = cell.run.result.privacy  # the run's own claim, against its own adversary
-    transport = parse_stack(cell.stack)[0]
-    mode = (
-        cfg.protocol.dp_mode
-        if cfg.protocol.dp_mode != "auto"
-        else "central"
-        if transport == "plain"
-        else ("distributed")
-    )
     return dp_audit(
         cfg.protocol.dp_clip,
         cfg.protocol.dp_noise,
-        cfg.rounds,
+        int(privacy.get("dp_rounds", cfg.rounds)),  # the aggregations the ledger charged
         cfg.protocol.dp_delta,
         claimed_epsilon=privacy.get("epsilon"),
-        mode=mode,
+        mode=str(cfg.protocol.clip_noise_mode),
         sample_rate=cfg.client_fraction,
         sampling=cfg.client_sampling,
         knows_participation=privacy.get("adversary") == "server",
