@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,6 +38,9 @@ class Algorithm(ABC):
     #: why this method's server must read every client's update in the clear (it then
     #: refuses any protocol stack, :meth:`check_stack`); None: it runs under the stack
     clear_updates: ClassVar[str | None] = None
+    #: generic training fields it does not read, each with what it uses instead (a run that
+    #: sets one is warned: the field may still serve the other algorithms of the run)
+    instead_of: ClassVar[Mapping[str, str]] = {}
     #: it trains every client every round (refuses client_fraction < 1)
     all_clients: ClassVar[bool] = False
     #: where its privacy settings are when it takes no DP mechanism on the updates

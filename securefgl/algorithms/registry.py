@@ -72,6 +72,17 @@ def warn_unread_sections(config: ExperimentConfig) -> None:
                     name, ", ".join(readers))  # fmt: skip
 
 
+def warn_unread_fields(config: ExperimentConfig) -> None:
+    """Log a warning for each generic field set away from its default that a chosen
+    algorithm does not read (its ``instead_of``)."""
+    default = ExperimentConfig(task=config.task, dataset=config.dataset)
+    for name in config.algorithms:
+        cls = algorithm_class(name, config.task)
+        for key, instead in cls.instead_of.items():
+            if getattr(config, key) != getattr(default, key):
+                log.warning("%s does not read %s: %s", name, key, instead)
+
+
 def cross_edge_mode(config: ExperimentConfig) -> str:
     """``config.cross_edges``, or when unset: ``known`` iff an algorithm needs it."""
     if config.cross_edges is not None:
@@ -89,6 +100,7 @@ def check_config(config: ExperimentConfig) -> ExperimentConfig:
         extras.check("ray", "--executor ray")
     config.refuse_unread_protocol_settings()
     warn_unread_sections(config)
+    warn_unread_fields(config)
     for name in config.algorithms:
         cls = algorithm_class(name, config.task)
         cls.check_stack(config)

@@ -49,6 +49,13 @@ class EgoFL(Algorithm):
 
     variant: ClassVar[str] = "fedego"
     all_clients = True
+    instead_of = {
+        "model": "its model is Linear + 2×SAGE", "layers": "its model is Linear + 2×SAGE",
+        "hidden": "see --fedego-hidden", "lr": "see --fedego-lr", "client_lr": "see --fedego-lr",
+        "local_epochs": "see --fedego-local-epochs", "mu": "see --fedego-mu",
+        "dropout": "no dropout", "weight_decay": "no weight decay",
+        "server_optimizer": "the shared layers are a plain mean",
+    }  # fmt: skip
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

@@ -54,6 +54,12 @@ class PersonalisedSubgraphFL(Algorithm):
     variant: ClassVar[str] = "fed-pub"
     all_clients = True
     own_privacy = "[experiment.fedpub]"
+    instead_of = {
+        "model": "its model is FED-PUB's GCN", "layers": "its model is FED-PUB's GCN",
+        "hidden": "see --fedpub-hidden", "lr": "see --fedpub-lr", "client_lr": "see --fedpub-lr",
+        "weight_decay": "see --fedpub-weight-decay", "local_epochs": "see --fedpub-local-steps",
+        "mu": "see --fedpub-mu", "server_optimizer": "its server mixes personalised means",
+    }  # fmt: skip
 
     @classmethod
     def check_stack(cls, config: ExperimentConfig) -> None:

@@ -142,6 +142,12 @@ def _hop_sum(
 
 
 class FedStruct(FedAvg):
+    instead_of = {
+        "model": "its decoupled model", "layers": "see --feature-hidden, --structure-hidden",
+        "hidden": "see --feature-hidden, --structure-hidden",
+        "local_epochs": "FedSGD: one full-batch gradient a round", "client_lr": "FedSGD",
+        "mu": "FedSGD: no proximal term",
+    }  # fmt: skip
     """FedStruct with a decoupled-GCN NFE and NSFs ``settings.nsf`` (see module docstring).
 
     ``settings`` (default: the configuration's section) are resolved against ``config``.

@@ -162,3 +162,12 @@ def test_a_section_no_chosen_algorithm_reads_is_named(caplog):
     graph = ExperimentConfig(task="graph", dataset="MUTAG", algorithms=["gpfl"],
                              graph={"hidden": 16})  # fmt: skip
     assert unread_sections(graph) == {}  # the graph toolkit's section: every graph algorithm
+
+
+def test_a_generic_field_a_chosen_algorithm_does_not_read_is_named(caplog):
+    config = ExperimentConfig(algorithms=["fedavg", "fedego", "fedstruct"], hidden=8)
+    with caplog.at_level("WARNING"):
+        check_config(config)
+    assert "fedego does not read hidden: see --fedego-hidden" in caplog.text
+    assert "fedstruct does not read hidden" in caplog.text
+    assert "fedavg does not read" not in caplog.text
