@@ -142,6 +142,10 @@ def test_a_field_at_its_default_is_no_trouble_for_another_task():
           "protocol": ["clip_noise"]}, r"in \[experiment.gpfl\]"),
         ({"task": "graph", "dataset": "MUTAG", "algorithms": ["fedvn"], "client_fraction": 0.6},
          "fedvn trains every"),
+        ({"algorithms": ["spreadfgl"], "clients": 4, "edge_servers": 2,
+          "protocol": {"stack": ["secagg"], "min_cohort": 3}}, "the smallest with 2 clients"),
+        ({"algorithms": ["spreadfgl"], "clients": 4, "edge_servers": 2, "protocol": ["ckks"]},
+         "edge servers cannot exchange it"),
     ],
 )
 def test_what_a_method_cannot_honour_is_refused_before_any_work(changes, message):
@@ -171,3 +175,9 @@ def test_a_generic_field_a_chosen_algorithm_does_not_read_is_named(caplog):
     assert "fedego does not read hidden: see --fedego-hidden" in caplog.text
     assert "fedstruct does not read hidden" in caplog.text
     assert "fedavg does not read" not in caplog.text
+
+
+def test_edge_servers_without_an_algorithm_that_runs_them_is_named(caplog):
+    with caplog.at_level("WARNING"):
+        check_config(ExperimentConfig(algorithms=["fedavg", "fedgl"], clients=4, edge_servers=2))
+    assert "only spreadfgl run several edge servers" in caplog.text

@@ -24,12 +24,13 @@ import numpy as np
 from torch_geometric.data import Data
 
 from protocols.base import Envelope, Role, run_phases
+from protocols.registry import TRANSPORTS
 from securefgl.algorithms.base import Algorithm, SplitPredictions
 from securefgl.algorithms.common.edge.client import EdgeClient, LocalTraining
 from securefgl.algorithms.common.edge.model import SageNet
 from securefgl.algorithms.common.edge.parties import edge_client, edge_server
 from securefgl.algorithms.common.edge.server import EdgeServer
-from securefgl.config import ConfigError
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.config.topology import EdgeTopology, edge_server_id
 from securefgl.data import ClientGraph
 from securefgl.federation import Call, Target, client_party_id
@@ -65,6 +66,27 @@ class EdgeFGL(Algorithm):
     def num_servers(self) -> int:
         return int(self.config.edge_servers) if self.multi_server else 1
 
+    @classmethod
+    def check_stack(cls, config: ExperimentConfig) -> None:
+        """Also: each edge server's block of clients can run the stack's rounds, and with
+        several servers the aggregate stays with the server (Eq. 16 exchanges it)."""
+        super().check_stack(config)
+        servers = int(config.edge_servers) if cls.multi_server else 1
+        smallest = config.clients // servers  # contiguous blocks (EdgeTopology.build)
+        try:
+            config.protocol.check_cohort(smallest)
+            config.protocol.cohort_floor(smallest)
+        except ValueError as err:
+            raise ConfigError(f"{cls.name}: {servers} edge server(s), the smallest with "
+                              f"{smallest} clients: {err}") from None  # fmt: skip
+        transport = config.protocol.transport
+        if servers > 1 and TRANSPORTS[transport].output_role is not Role.SERVER:
+            raise ConfigError(
+                f"{transport} leaves each server's aggregate with its clients, so edge "
+                "servers cannot exchange it (Eq. 16): use secagg / secagg+ (the server learns "
+                "only its clients' mean) or one edge server"
+            )
+
     def mix_interval(self) -> int:
         """Rounds between two Eq. 16 exchanges of the servers' aggregates."""
         return 1
@@ -91,12 +113,6 @@ class EdgeFGL(Algorithm):
             stack = build_stack(cfg, len(members), f"spreadfgl|seed={federation.seed}|{sid}",
                                 seed=federation.noise_seed)  # fmt: skip
             holds = stack.protocol.output_role is Role.SERVER
-            if not holds and self.topology.servers > 1:
-                raise ConfigError(
-                    f"{stack.protocol.name} leaves each server's aggregate with its clients, so "
-                    "edge servers cannot exchange it (Eq. 16): use secagg / secagg+ (the server "
-                    "learns only its clients' mean) or one edge server"
-                )
             authorities = list(stack.parties(sid, members, self.dim_params).others)
             self.stacks[sid], self.members[sid], self.authorities[sid] = stack, members, authorities
             args = stack_args(stack, federation.noise_seed, cfg, sid, members, self.dim_params)

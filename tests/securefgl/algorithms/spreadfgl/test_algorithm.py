@@ -7,6 +7,7 @@ import pytest
 
 from securefgl.algorithms.common.edge.client import EdgeClient
 from securefgl.algorithms.common.edge.server import SERVER_MODEL_TAG
+from securefgl.algorithms.registry import algorithm_class
 from securefgl.algorithms.spreadfgl.client import H_TAG
 from securefgl.algorithms.spreadfgl.patch import PATCH_TAG
 from securefgl.config import ConfigError
@@ -130,8 +131,8 @@ def test_within_server_aggregation_runs_through_the_stack(graph):
         algo.privacy()["epsilon"] > 0
         and algo.protection()["model updates (clients -> edge server)"] == "clip_noise+secagg"
     )
-    with pytest.raises(ConfigError, match="Eq. 16"):
-        build("spreadfgl", tiny_config(protocol=["ckks"]), graph)
+    with pytest.raises(ConfigError, match="Eq. 16"):  # checked before any work
+        algorithm_class("spreadfgl").check_stack(tiny_config(protocol=["ckks"]))
     ckks, _, _ = build("fedgl", tiny_config(protocol=["ckks"]), graph)
     ckks.train_round(0)
     assert ckks.servers["edge-0"].params is None  # the server never learns the model
