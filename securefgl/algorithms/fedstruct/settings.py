@@ -213,6 +213,9 @@ class FedStructSettings:
                 "abar_collusion_threshold / abar_ring_bits / abar_pair_masks apply to "
                 "sum_mode='masked'"
             )
+        bound = self.abar_degree_bound
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+            raise ValueError(f"abar_degree_bound must be an int >= 1, got {bound!r}")
         m = self.abar_min_senders
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ValueError(f"abar_min_senders must be an int >= 1, got {m!r}")

@@ -80,6 +80,8 @@ class GPFLSettings:
             raise ValueError("gae_hidden must be ≥ 4 and min_properties ≤ 6")
         if self.threshold < 0 or self.gae_lr <= 0 or self.gae_weight_decay < 0:
             raise ValueError("need threshold ≥ 0, gae_lr > 0, gae_weight_decay ≥ 0")
+        if not self.sparsity >= 0:
+            raise ValueError(f"sparsity must be ≥ 0, got {self.sparsity}")
         if self.property_epsilon is not None and not self.property_epsilon > 0:
             raise ValueError(f"property_epsilon must be > 0, got {self.property_epsilon}")
         for key, allowed in (("norm", NORMS), ("initial", INITIALS),

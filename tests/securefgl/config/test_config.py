@@ -37,6 +37,9 @@ from securefgl.experiment import run_experiment
         ({"task": "graph", "dataset": "MUTAG", "partition": "metis"}, "partition does not apply"),
         ({"task": "graph", "dataset": "MUTAG", "lr": 0.5}, "lr does not apply"),
         ({"task": "graph", "dataset": "MUTAG", "csbm": {"num_nodes": 50}}, "csbm does not"),
+        ({"fedstruct": {"abar_degree_bound": 0}}, "abar_degree_bound must be"),
+        ({"task": "graph", "dataset": "MUTAG", "gpfl": {"sparsity": -1.0}}, "sparsity must"),
+        ({"task": "graph", "dataset": "MUTAG", "graph": {"gcfl_eps1": -1.0}}, "gcfl_eps1 must"),
     ],
 )
 def test_invalid_configs_are_rejected(changes, message):

@@ -103,6 +103,10 @@ class GraphTaskSettings:
             raise ValueError(f"eval_batch_size must be unset or ≥ 2, got {self.eval_batch_size}")
         if self.ditto_lambda < 0:
             raise ValueError(f"ditto_lambda must be ≥ 0, got {self.ditto_lambda}")
+        for key in ("gcfl_eps1", "gcfl_eps2"):
+            value = getattr(self, key)
+            if value is not None and not value >= 0:
+                raise ValueError(f"{key} must be unset or ≥ 0, got {value}")
         from securefgl.data.good_motif import check_motif_options
         from securefgl.data.graph_datasets import check_synthetic_options
 

@@ -1,6 +1,5 @@
 """FedStruct training: it learns, protocols agree, and the transcript holds only θ / S."""
 
-import functools
 import math
 
 import numpy as np
@@ -62,7 +61,11 @@ def _setup(views, settings, protocol=(), store=True, seed=0, **cfg):
 def test_fedstruct_beats_local_and_fedavg(graph, monkeypatch):
     """H2V, unpruned Ā with L_s = 2, random partition K = 4 (through the runner)."""
     real = registry.algorithm_class
-    fixed = functools.partial(FedStruct, settings=_settings())
+    class Fixed(FedStruct):  # the runner builds it from the config alone
+        def __init__(self, config):
+            super().__init__(config, settings=_settings())
+
+    fixed = Fixed
     monkeypatch.setattr(
         "securefgl.experiment.runner.algorithm_class",
         lambda name, task="node": fixed if name == "fedstruct" else real(name, task),
