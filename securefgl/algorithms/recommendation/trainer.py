@@ -44,6 +44,7 @@ from securefgl.algorithms.recommendation.parties import (
 )
 from securefgl.algorithms.recommendation.settings import Method, RecConfig
 from securefgl.algorithms.recommendation.uploads import from_payloads
+from securefgl.config import ConfigError
 from securefgl.data.datasets import private_dir
 from securefgl.data.rating_views import ClientViews
 from securefgl.federation import SERVER, Call, Executor, LocalExecutor, PartyError, Target
@@ -294,8 +295,12 @@ class FedRecTrainer:
         if not (root / "latest.npz").exists():
             return None
         _, pointer = load_arrays(root / "latest.npz")
-        if pointer["config"] != self._comparable():
-            raise ValueError(f"{root} holds a checkpoint of another configuration")
+        saved, now = pointer["config"], self._comparable()
+        if saved != now:
+            keys = sorted(k for k in {*saved, *now} if saved.get(k) != now.get(k))
+            changed = ", ".join(f"{k} {saved.get(k)!r} → {now.get(k)!r}" for k in keys)
+            raise ConfigError(f"{root} holds a checkpoint of another configuration ({changed}): "
+                              "run it as saved, or give another --checkpoint")  # fmt: skip
         here = root / pointer["round"]
         self.executor.map(self._stateful(), Stateful.load_state, str(here))
         arrays, progress = load_arrays(here / "driver.npz")

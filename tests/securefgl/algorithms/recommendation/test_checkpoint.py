@@ -76,7 +76,7 @@ def test_a_checkpoint_of_another_configuration_is_refused(views, tmp_path) -> No
     _interrupted(views, cfg, tmp_path, at=25)
     longer = replace(cfg, rounds=80)  # how long a run goes on may change
     FedRecTrainer(views, longer).load_checkpoint(tmp_path)
-    with pytest.raises(ValueError, match="another configuration"):
+    with pytest.raises(ValueError, match=r"another configuration \(lr 0.1 → 0.5\)"):
         FedRecTrainer(views, replace(cfg, lr=0.5)).load_checkpoint(tmp_path)
 
 
