@@ -315,7 +315,8 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
         print(f"\n{title}:")
         for r in (r for r in rows if r["task"] == task):
             state = "generated" if r["class"] == "generated" else (
-                "present" if r["present"] else "missing")  # fmt: skip
+                "present" if r["present"] else "cached" if r["cached"] else "missing"
+            )  # fmt: skip
             print(f"  {r['name']:<{width}}  {state:<9} {r.get('path') or ''}".rstrip())
     return 0
 

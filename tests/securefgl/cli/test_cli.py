@@ -98,3 +98,19 @@ def test_datasets_command_lists_every_task(tmp_path, capsys):
     for task, name in (("graph classification", "PROTEINS"), ("recommendation", "FilmTrust")):
         assert task in out and name in out
     assert "synthetic-graphs" in out and "generated" in out
+
+
+def test_a_dataset_only_in_the_cache_is_listed_as_cached(tmp_path, capsys, monkeypatch):
+    from securefgl.data.catalog import DATASETS
+
+    cache, root = tmp_path / "cache", tmp_path / "root"
+    root.mkdir()
+    spec = DATASETS["cora"]
+    raw = spec.raw_dir(cache)
+    raw.mkdir(parents=True)
+    for name in spec.raw_files:
+        (raw / name).write_bytes(b"")
+    monkeypatch.setenv("SECUREFGL_CACHE", str(cache))
+    assert main(["datasets", "--data-root", str(root)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("Cora "))
+    assert "cached" in line
