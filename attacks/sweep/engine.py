@@ -11,12 +11,14 @@ own bar on a terminal; elsewhere one line per finished cell.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +140,33 @@ def run_sweep(
     on_cell: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every cell of ``sweep`` not yet in ``folder``; returns all cell records in grid
-    order. ``on_cell(index, record)`` runs after each new cell is saved."""
+    order. ``on_cell(index, record)`` runs after each new cell is saved. One sweep at a
+    time per folder: a second is refused while the first runs."""
     folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with _exclusive(folder):
+        return _run(sweep, folder, progress, restart, on_cell)
+
+
+@contextlib.contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s lock for the sweep (released when the process ends, even killed)."""
+    with open(folder / ".lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"another sweep is running in {folder}: wait for it, or give "
+                             "another name") from None  # fmt: skip
+        yield
+
+
+def _run(
+    sweep: SweepConfig,
+    folder: Path,
+    progress: bool,
+    restart: bool,
+    on_cell: Callable[[int, dict[str, Any]], None] | None,
+) -> list[dict[str, Any]]:
     _claim(folder, sweep, restart)
     grid = cells(sweep)
     done = done_cells(folder)

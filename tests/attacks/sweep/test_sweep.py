@@ -116,3 +116,13 @@ def test_a_laplace_cell_has_no_sigma(tmp_path) -> None:
     sweep = _sweep(seeds=[0], protections=["ldp_laplace"], epsilons=[], ldp_epsilons=[2.0])
     (record,) = run_sweep(sweep, tmp_path, progress=False)
     assert record["level_kind"] == "ldp_epsilon" and record["dp_noise"] is None
+
+
+def test_a_second_sweep_in_a_running_sweeps_folder_is_refused(tmp_path) -> None:
+    import fcntl
+
+    with open(tmp_path / ".lock", "a") as held:  # the first sweep, still running
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(ValueError, match="another sweep is running"):
+            run_sweep(_sweep(seeds=[0], protections=["plain"], epsilons=[]), tmp_path,
+                      progress=False)  # fmt: skip
