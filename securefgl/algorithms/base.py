@@ -41,6 +41,8 @@ class Algorithm(ABC):
     #: generic training fields it does not read, each with what it uses instead (a run that
     #: sets one is warned: the field may still serve the other algorithms of the run)
     instead_of: ClassVar[Mapping[str, str]] = {}
+    #: it runs ``edge_servers`` edge servers on ``server_topology`` (others run one server)
+    multi_server: ClassVar[bool] = False
     #: it trains every client every round (refuses client_fraction < 1)
     all_clients: ClassVar[bool] = False
     #: where its privacy settings are when it takes no DP mechanism on the updates

@@ -83,11 +83,9 @@ def warn_unread_fields(config: ExperimentConfig) -> None:
                 log.warning("%s does not read %s: %s", name, key, instead)
     servers = ("edge_servers", "server_topology")
     if any(getattr(config, k) != getattr(default, k) for k in servers) and not any(
-        getattr(algorithm_class(name, config.task), "multi_server", False)
-        for name in config.algorithms
+        algorithm_class(name, config.task).multi_server for name in config.algorithms
     ):
-        readers = [name for name, cls in algorithms(config.task).items()
-                   if getattr(cls, "multi_server", False)]  # fmt: skip
+        readers = [name for name, cls in algorithms(config.task).items() if cls.multi_server]
         log.warning("edge_servers and server_topology have no effect here: only %s run "
                     "several edge servers", ", ".join(readers))  # fmt: skip
 

@@ -1,6 +1,6 @@
 """The edge runtime's round loop (SpreadFGL, Zhong et al., Algorithm 1; also FedSage+'s).
 
-``N`` edge servers (``server_topology``; one unless :attr:`EdgeFGL.multi_server`), server
+``N`` edge servers (``server_topology``; one unless ``multi_server``), server
 ``S_j`` covering a block of clients; every round each client trains from its server's
 model, each server aggregates its own clients through its own instance of the configured
 protocol stack (a DP mechanism's distributed noise is sized for ``M_j`` clients; every
@@ -18,7 +18,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from torch_geometric.data import Data
@@ -52,7 +52,6 @@ class EdgeFGL(Algorithm):
     (:meth:`before_training`) and what happens after each aggregation
     (:meth:`between_rounds`)."""
 
-    multi_server: ClassVar[bool] = False  # False: one edge server covering every client
     all_clients = True
 
     @abstractmethod
