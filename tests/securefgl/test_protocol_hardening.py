@@ -21,9 +21,9 @@ from tests.securefgl.algorithms.fedstruct.test_training import _settings, _setup
 # ------------------------------------------------------------------- secagg configuration
 
 
-@pytest.mark.parametrize("bad", [0.5, 0.3, 0.0, -1.0, 1.5, 1.99, 0, -3])
+@pytest.mark.parametrize("bad", [0.5, 0.3, 0.0, -1.0, 1.5, 1.99, 0, -3, 2.5, float("inf")])
 def test_thresholds_that_can_never_be_valid_are_config_errors(bad) -> None:
-    with pytest.raises(ConfigError, match=r"secagg_threshold.*\(0.5, 1\] or a count ≥ 2"):
+    with pytest.raises(ConfigError, match=r"secagg_threshold.*\(0.5, 1\] or a whole count ≥ 2"):
         ExperimentConfig(protocol={"stack": ["secagg"], "secagg_threshold": bad})
 
 
