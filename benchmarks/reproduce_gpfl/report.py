@@ -166,23 +166,28 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
     above FedAvg and above self-train in the cells where the paper has it above."""
     idx, out = _index(rows), []
     for d in sorted({r["dataset"] for r in rows}):
-        within, above = [], {"fedavg": [], "self-train": []}
+        within, last, above = [], [], {"fedavg": [], "self-train": []}
         for k, a in SETTINGS:
             g = idx.get((d, k, a, "gpfl", "plain"))
             if g is None or g["mean"] is None or g["paper_mean"] is None:
                 continue
             within.append(abs(g["mean"] - g["paper_mean"]) <= 2)
+            if g.get("final_mean") is not None:
+                last.append(abs(g["final_mean"] - g["paper_mean"]) <= 2)
             for other, got in above.items():
                 o, p_o = idx.get((d, k, a, other, "plain")), paper_value(d, k, a, other)
                 if o is not None and o["mean"] is not None and p_o is not None \
                         and g["paper_mean"] > p_o[0]:
                     got.append(g["mean"] > o["mean"])
         if within:
-            out.append(f"| {d} | {sum(within)} of {len(within)} | "
+            out.append(f"| {d} | {sum(within)} of {len(within)} | {sum(last)} of {len(last)} | "
                        + " | ".join(f"{sum(v)} of {len(v)}" for v in above.values()) + " |")
-    head = ("| dataset | GPFL within 2 points of the paper | GPFL above FedAvg (where the paper "
-            "is) | GPFL above self-train (where the paper is) |")  # fmt: skip
-    return [head, "|---|---|---|---|", *out] if out else []
+    head = ("| dataset | GPFL within 2 points of the paper | the same on the last round | GPFL "
+            "above FedAvg (where the paper is) | GPFL above self-train (where the paper is) |")
+    note = ("The headline metric (the best of the last 10 rounds) is the authors' and is "
+            "picked on test accuracy, so it is optimistic; the last round's accuracy is picked "
+            "by nothing and is judged beside it.")  # fmt: skip
+    return [head, "|---|---|---|---|---|", *out, "", note] if out else []
 
 
 def write_markdown(rows: list[dict[str, Any]], path: Path) -> None:
