@@ -20,6 +20,7 @@ upward import.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import subprocess
@@ -273,6 +274,11 @@ def files_touched_to_add_an_algorithm() -> int:
 
 
 def main() -> None:
+    argparse.ArgumentParser(
+        prog="python -m benchmarks.structure",
+        description="Measure the code's layout (modules, sizes, imports) and write "
+        "benchmarks/results/structure.json.",
+    ).parse_args()
     report = structure()
     out = ROOT / "benchmarks" / "results" / "structure.json"
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

@@ -7,11 +7,11 @@ FED-PUB part (``--part fedpub``): datasets × K ∈ {5, 10, 20} × methods × se
 round, at the round of best client-mean validation accuracy (evaluated every 5 rounds; what
 we report) and the best test round (the official code's optimistic rule, kept beside).
 FedEgo part (``--part fedego``): Cora and CiteSeer, label skew, 5 clients, micro-F1 on the
-local and the global test (200 rounds unless ``--rounds``). Every finished seed is saved at once
+local and the global test (200 rounds unless ``--rounds``; the report uses 100). Every finished seed is saved at once
 (``benchmarks/results/survey_node_runs.json``, ``fedego_runs.json``); a rerun skips what is
 there; a budget other than the default gets rows of its own (part ``fedpub-r100``,
 ``fedego-r100``, ...).
-``--report-only`` rebuilds ``survey_node.{json,md,png}``.
+``--report-only`` rebuilds ``survey_node.{json,md}``.
 """
 
 from __future__ import annotations
@@ -96,8 +96,11 @@ def _part(args: argparse.Namespace, dataset: str) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--part", default="fedpub", choices=("fedpub", "fedego"))
-    ap.add_argument("--methods", type=csv_list, default=["fed-pub", "fedavg"])
-    ap.add_argument("--datasets", type=csv_list, default=list(FEDPUB_DATASETS))
+    ap.add_argument("--methods", type=csv_list, default=None,
+                    help="default: fed-pub,fedavg (fedpub part); the FedEgo tables' methods "
+                    "(fedego part)")  # fmt: skip
+    ap.add_argument("--datasets", type=csv_list, default=None,
+                    help="default: FED-PUB's five (fedpub part); Cora,CiteSeer (fedego part)")
     ap.add_argument("--clients", type=csv_list, default=[str(k) for k in FEDPUB_CLIENTS])
     ap.add_argument("--seeds", type=csv_list, default=["0"])
     ap.add_argument("--protections", type=csv_list, default=["plain"])
@@ -121,6 +124,13 @@ def main(argv: list[str] | None = None) -> int:
 
         write_report()
         return 0
+    if args.part == "fedego":
+        from benchmarks.reproduce_survey_node.fedego_runs import FEDEGO_METHODS
+
+        args.methods = args.methods or list(FEDEGO_METHODS)
+        args.datasets = args.datasets or ["Cora", "CiteSeer"]
+    args.methods = args.methods or ["fed-pub", "fedavg"]
+    args.datasets = args.datasets or list(FEDPUB_DATASETS)
     register_checkout_families()
     torch.set_num_threads(1)
     runs = RUNS if args.part == "fedpub" else FEDEGO_RUNS

@@ -12,6 +12,7 @@ F1) is shown beside it, marked as optimistic.
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any
 
@@ -152,7 +153,7 @@ def write_report() -> None:
                            "prior", "dataset", "mixup_epsilon", "metrics", "baselines")}
         for a in attacks]}  # fmt: skip
     (RESULTS / "fedego.json").write_text(json.dumps(payload, indent=1))
-    notes = RESULTS / "fedego_notes.md"
+    notes = ROOT / "benchmarks" / "notes" / "fedego.md"
     text = markdown(rows, attacks)
     if notes.exists():
         text += "\n" + notes.read_text()
@@ -160,4 +161,9 @@ def write_report() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(
+        prog="python -m benchmarks.reproduce_survey_node.fedego_report",
+        description="Rewrite benchmarks/results/fedego.{json,md} from fedego_runs.json and "
+        "fedego_demix.json (no training).",
+    ).parse_args()
     write_report()
