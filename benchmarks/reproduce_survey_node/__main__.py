@@ -7,8 +7,9 @@ FED-PUB part (``--part fedpub``): datasets × K ∈ {5, 10, 20} × methods × se
 round, at the round of best client-mean validation accuracy (evaluated every 5 rounds; what
 we report) and the best test round (the official code's optimistic rule, kept beside).
 FedEgo part (``--part fedego``): Cora and CiteSeer, label skew, 5 clients, micro-F1 on the
-local and the global test (200 rounds unless ``--rounds``; the report uses 100). Every finished seed is saved at once
-(``benchmarks/results/survey_node_runs.json``, ``fedego_runs.json``); a rerun skips what is
+local and the global test (200 rounds unless ``--rounds``; the report uses 100). Every
+finished seed is saved at once (``benchmarks/results/survey_node_runs.json``,
+``fedego_runs.json``); a rerun skips what is
 there; a budget other than the default gets rows of its own (part ``fedpub-r100``,
 ``fedego-r100``, ...).
 ``--report-only`` rebuilds ``survey_node.{json,md}``.
