@@ -74,7 +74,7 @@ def main() -> None:
             run_single(config, algo, s, data, progress=False).final["test_acc"] * 100
             for s in config.seeds
         ]
-        paper = paper_value("Cora", "random", 10, algo)  # the paper's Cora rows, K = 10
+        paper = paper_value(args.dataset, "random", 10, algo)  # the paper's rows, K = 10
         rows.append(
             {
                 "dataset": args.dataset,
