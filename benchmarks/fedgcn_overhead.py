@@ -13,7 +13,7 @@ result.json (process start-up excluded). Rows ``{"dataset", "clients", "mode", "
 ``benchmarks/results/fedgcn_overhead.json`` and the report is rewritten. Compare within a
 pair (the modes run back to back); run it on an otherwise idle machine.
 
-    python -m benchmarks.fedgcn_overhead --datasets Cora --clients 5,10 --pair c
+    python -m benchmarks.fedgcn_overhead --datasets Cora --clients 5,10 --pair o
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.notes import section
 from benchmarks.harness.results import read_json, round_bytes, write_json, write_text
 from benchmarks.harness.system import loadavg, tree_rss_bytes
 
@@ -171,30 +172,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
               f"≤ {TARGET_K20:g}× with ≤ {PEAK_K20_GB:g} GB peak on PubMed and Amazon Computers "
               "K = 20, at the same accuracy (within 0.3 points). The run seconds include the "
               "set-up (the neighbour sums), where most of the CKKS cost at K = 20 lies. Commands: "
-              "`python -m benchmarks.fedgcn_overhead` (module "
-              "docstring); pairs a and b ran by hand with the same commands, before the CKKS "
-              "aggregation and secure sums packed two reals per slot; from pair e on, each "
-              "sender encrypts its neighbour-sum blocks on worker processes (2 on this "
-              "machine, `SECUREFGL_CKKS_WORKERS`); from pair f on, one client a round "
-              "decrypts the CKKS aggregate and relays the mean, sealed, to the others "
-              "(`protocols.ckks_relay`); from pair g on, each client's update is encrypted "
-              "on the worker processes from the moment it is handed over, while the next "
-              "client trains; from pair h on, the CPU seconds of each run (user + system, "
-              "its worker processes included) and, in brackets after the ratio, the floor: "
-              "the ratio no schedule of that ckks run's measured work could beat on this "
-              "machine's 2 cores (its CPU seconds less the start-up's, over 2 cores, at least "
-              "the plain run's seconds); pair i adds `ckks-shared`, the neighbour sums under "
-              "one key of the clients (`--fedgcn-sum-keys shared`; FedGCN's trust, "
-              "honest-but-curious server only: docs/protocols.md); from pair j on, the "
-              "server loads and adds what it received on worker processes of its own "
-              "(`EncryptionPool.add_all`; Computers K = 20 ckks-shared, the code before and "
-              "after back to back: 97.8 s and 93.1 s). The CPU's speed drifts between "
-              "batches (a CKKS round on Cora K = 10 took 0.57 s in pair c and 0.73 s in pair "
-              "e, with the same code on that path; Computers K = 20 ckks-shared took 137.6 s "
-              "and 93.1 s, same code, 15 minutes apart, plain 33.3 s both times), so compare "
-              "ratios within a pair. Pairs e "
-              "to g ran with the other jobs of the machine paused (SIGSTOP): their load "
-              "averages at start still decay from them.", ""]  # fmt: skip
+              "`python -m benchmarks.fedgcn_overhead` (module docstring). "
+              + section("fedgcn_overhead", "history"), ""]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -202,7 +181,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="Cora")
     parser.add_argument("--clients", default="5")
-    parser.add_argument("--pair", default="c", help="label of this batch of pairs")
+    parser.add_argument("--pair", help="a new label for this batch of pairs (required unless "
+                        "--report-only)")  # fmt: skip
     parser.add_argument("--modes", default="plain,ckks", help=f"from {list(MODES)}")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
@@ -210,6 +190,9 @@ def main() -> None:
         parser.error(f"--modes: plain and any of {list(MODES)}, got {unknown or args.modes}")
     path = OUT / f"{STEM}.json"
     rows: list[dict[str, Any]] = read_json(path, [])
+    if not args.report_only and (not args.pair or args.pair in {r["pair"] for r in rows}):
+        used = sorted({r["pair"] for r in rows})
+        parser.error(f"--pair: give a label not used yet (used: {', '.join(used)})")
     for dataset in [] if args.report_only else args.datasets.split(","):
         for clients in map(int, args.clients.split(",")):
             for mode in args.modes.split(","):
