@@ -18,8 +18,8 @@ with n ≤ ``--fit-max-n`` only, whose error on the points above it (n = 500) ch
 model extrapolates in n; and on every point, whose residuals are reported and which makes
 the projection. The projection of a round on N workers (one core each, clients spread
 evenly, the server on a worker of its own) adds the network: every upload crosses the
-server's link (bandwidth ``--link-gbit``); a router that relays payloads (our Ray executor
-did, before envelopes went from actor to actor) also carries every payload over its own
+server's link (bandwidth ``--link-gbit``); a router that relays payloads (an executor whose driver
+forwards every envelope) also carries every payload over its own
 link, in and out, so it is a second ceiling (the "driver relay" column). Not modelled:
 dropouts (the unmasking of a dropped client's pairwise masks), stragglers, Ray's per-task
 overhead, the model training itself, and the honest-but-curious CKKS relay's extra hop (one

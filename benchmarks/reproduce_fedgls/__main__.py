@@ -165,7 +165,7 @@ def main() -> None:
     cells = plan(args.datasets, args.tables) if not (args.diagnose or args.select) else []
     cells += diagnostics(args.datasets, args.diagnose)
     cells += selection_cells(args.datasets) if args.select else []
-    # older runs lack the best-validation round, and before --select its validation accuracy
+    # a run recorded without the field its mode reads is run again
     needed = "val_acc_best" if args.select else "acc_best_val"
     if args.methods:
         cells = [c for c in cells if c.method in args.methods]

@@ -422,10 +422,9 @@ def run_table(
 #: FedGNN on MovieLens-100K (u1 split) beside the FedGNN paper's Table 3 (RMSE 0.920):
 #: the paper's setting (§4.1: star graph, GAT, 256-d, MSE, SGD lr 0.01, 128 users per round,
 #: M = 1000, δ = 0.1, λ = 0.2) with our user-mean offset and items initialised at 0.05·N(0, 1)
-#: (without them the predictions start near 0 and validation RMSE falls from 3.99 to 3.77 in
-#: 40 rounds), and ours (two-level GAT, 8-d, per-user RMSE, lr 0.3, M = 10,
-#: δ = λ = 0.1) with the offset, per-user RMSE or the per-rating loss ("sse"; at lr 0.03 /
-#: 0.1 / 0.3 the best seed-0 validation RMSE in 600 rounds is 0.977 / 0.953 / 0.947)
+#: (without them the predictions start near 0: benchmarks/notes/recommendation.md), and ours
+#: (two-level GAT, 8-d, per-user RMSE, lr 0.3, M = 10, δ = λ = 0.1) with the offset, per-user
+#: RMSE or the per-rating loss ("sse"; its lr chosen on validation RMSE: the notes)
 FEDGNN_PAPER_ML100K = 0.920
 MOVIELENS_RUNS = {
     "fedgnn + user-mean offset": {
