@@ -103,6 +103,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
     rows = read_json(args.out, [])
+    setting = (args.dataset, args.clients, args.alpha, args.rounds)
+    if rows and {(r["dataset"], r["clients"], r["alpha"], r["rounds"]) for r in rows} != {setting}:
+        ap.error(f"{args.out} holds another setting's rows: give another --out")
     done = {(r["protection"], r["seed"]) for r in rows}
     base = ExperimentConfig(task="graph", dataset=args.dataset, clients=args.clients,
                             rounds=args.rounds, eval_every=args.rounds, algorithms=["gpfl"],
