@@ -31,6 +31,7 @@ from typing import Any
 
 from protocols.identity import HONEST_BUT_CURIOUS, install_identity, keystore_parties
 from securefgl.config import ConfigError
+from securefgl.config.families import check_algorithm
 from securefgl.deploy.data import public_facts, read_view
 from securefgl.deploy.framing import recv_frame, send_frame
 from securefgl.deploy.keys import own_identity, read_registry
@@ -114,6 +115,15 @@ class PartyDaemon:
                 raise PartyError(f"a build for client {stub.meta.get('client_id')}")
             args["view"] = view_payload(self.view)
         stack = args.get("stack")
+        if "view" in args:  # a party holding this client's data: only the agreed algorithm's
+            mine = self.settings.experiment
+            family = check_algorithm(self.settings.algorithm, mine.task).name
+            if not builder.startswith(f"securefgl.algorithms.{family}."):
+                raise PartyError(f"{builder}: this party's data goes only to "
+                                 f"{self.settings.algorithm}'s parties (deploy.toml)")  # fmt: skip
+            if not isinstance(stack, dict):
+                raise PartyError(f"{builder}: this party's data is served only under the "
+                                 "deployment's protocol stack")  # fmt: skip
         if isinstance(stack, dict):
             self._check_stack(stack)
         self.host.build(self.party_id, Recipe(builder, args))

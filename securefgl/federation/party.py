@@ -59,6 +59,8 @@ def import_class(path: str) -> type:
         raise PartyError(f"no class {path!r}: {exc}") from None
     if not isinstance(obj, type):
         raise PartyError(f"{path!r} is not a class")
+    if class_path(obj) != path:  # only a class's own name: no Party.__base__, no aliases
+        raise PartyError(f"{path!r} names {class_path(obj)!r}, not a class of its own")
     return obj
 
 

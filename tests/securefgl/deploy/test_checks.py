@@ -120,6 +120,27 @@ def test_a_build_the_party_did_not_agree_to_is_refused(daemon, change, why):
     assert status == "error" and why in data.decode() and not daemon.host.parties
 
 
+def test_the_party_s_data_goes_only_to_its_algorithm_s_parties_under_its_stack(daemon):
+    view = view_payload(stub_view({**public_facts(daemon.view), "client_id": 0}))
+    other = {"view": view, "training": {}, "seed": 0}  # another family's builder, no stack
+    out = _request(daemon, kind="build", party="client-0", session="s", seq=1,
+                   builder="securefgl.algorithms.common.edge.parties:local_client", args=other)
+    assert "only to fedavg's parties" in out["results"][0][1].decode()
+    bare = {"view": view, "noise_seed": None, "seed": 0}  # the right builder, no stack
+    out = _request(daemon, kind="build", party="client-0", session="s", seq=2,
+                   builder="securefgl.algorithms.fedavg.parties:fedavg_client", args=bare)
+    assert "only under the deployment's protocol stack" in out["results"][0][1].decode()
+    assert not daemon.host.parties
+
+
+def test_a_role_interface_is_named_by_its_own_path_only(daemon):
+    assert _build(daemon)["results"][0][0] == "ok"
+    sneaky = [[["securefgl.federation.party:Party.__base__"], "predict", encode_value([[], {}])]]
+    out = _request(daemon, kind="calls", party="client-0", session="s", seq=2, calls=sneaky)
+    status, text, _ = out["results"][0]
+    assert status == "error" and "not a class of its own" in text.decode()
+
+
 def test_requests_out_of_order_and_outside_securefgl_are_refused(daemon):
     assert _build(daemon, seq=5)["results"][0][0] == "ok"
     calls = [[["securefgl.algorithms.fedavg.parties:RoundClient"], "training_weight",
