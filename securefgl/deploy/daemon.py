@@ -126,16 +126,27 @@ class PartyDaemon:
                                  "deployment's protocol stack")  # fmt: skip
         if isinstance(stack, dict):
             self._check_stack(stack)
+        seeded = [a for a in (args, stack or {}) if a.get("noise_seed") is not None]
+        if seeded and not self.settings.experiment.protocol.seeded_noise:
+            raise PartyError("the driver sends a noise seed: this party draws its privacy "
+                             "noise from its own secret source")  # fmt: skip
         self.host.build(self.party_id, Recipe(builder, args))
 
     def _check_stack(self, stack: dict[str, Any]) -> None:
         """The protocol the driver asks for is this party's (deploy.toml), under the
         registrar's registry."""
-        mine = self.settings.experiment.protocol
-        theirs = config_from_json(stack["config"]).protocol
+        experiment, asked = self.settings.experiment, config_from_json(stack["config"])
+        mine, theirs = experiment.protocol, asked.protocol
         if theirs != mine:
             raise PartyError(f"the driver asks for protocol {_brief(theirs)}, deploy.toml "
                              f"says {_brief(mine)}")  # fmt: skip
+        rounds = (experiment.clients, experiment.clients_per_round, experiment.client_sampling)
+        if (asked.clients, int(stack["per_round"]), asked.client_sampling) != rounds:
+            raise PartyError(  # the cohort floor and the noise shares follow from these
+                f"the driver asks for rounds of {stack['per_round']} of {asked.clients} clients "
+                f"({asked.client_sampling}); deploy.toml says {rounds[1]} of {rounds[0]} "
+                f"({rounds[2]})"
+            )
         registry = stack.get("registry")
         if mine.threat_model != HONEST_BUT_CURIOUS and registry != self.registry.to_wire():
             raise PartyError("the driver's key registry is not the registrar's")

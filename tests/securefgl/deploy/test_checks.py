@@ -83,12 +83,13 @@ def _request(daemon: PartyDaemon, **body) -> dict:
     return decode_value(daemon.handle(encode_value(body)))
 
 
-def _stack(daemon: PartyDaemon, **changes) -> dict:
+def _stack(daemon: PartyDaemon, per_round: int = 2, noise_seed: int | None = None,
+           **changes) -> dict:  # fmt: skip
     from securefgl.federation.builders import config_json
 
     config = daemon.settings.experiment.replace(**changes)
-    stack = {"token": "t", "config": config_json(config), "per_round": 2,
-             "experiment_id": "run|seed=0", "noise_seed": None, "server": "server",
+    stack = {"token": "t", "config": config_json(config), "per_round": per_round,
+             "experiment_id": "run|seed=0", "noise_seed": noise_seed, "server": "server",
              "clients": ["client-0", "client-1"], "dim": 4,
              "registry": daemon.registry.to_wire()}  # fmt: skip
     return stack
@@ -112,6 +113,8 @@ def test_a_build_gets_the_party_s_own_view_in_place_of_the_stub(daemon):
     [
         ({"client": 1}, "a build for client 1"),
         ({"protocol": {"stack": ["plain"], "threat_model": "malicious"}}, "asks for protocol"),
+        ({"per_round": 1}, "rounds of 1 of 2 clients"),
+        ({"noise_seed": 7}, "its own secret source"),
     ],
 )
 def test_a_build_the_party_did_not_agree_to_is_refused(daemon, change, why):
