@@ -329,6 +329,7 @@ def report_error(err: BaseException) -> tuple[int, str]:
     """``(exit status, message)`` of an error raised by a command."""
     from protocols.base import ProtocolError  # here: the parser is built without them
     from protocols.fixedpoint import FixedPointOverflowError
+    from securefgl.federation.party import PartyError
 
     if isinstance(err, ConfigError):
         return EXIT_USAGE, f"configuration error: {_one_line(err)}"
@@ -342,6 +343,8 @@ def report_error(err: BaseException) -> tuple[int, str]:
         )
     if isinstance(err, ProtocolError):
         return EXIT_RUNTIME, f"protocol error during the run: {_one_line(err)}"
+    if isinstance(err, PartyError):  # a party refused or could not answer (deployments)
+        return EXIT_RUNTIME, f"party error: {_one_line(err)}"
     if isinstance(err, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted"
     if isinstance(err, OSError):

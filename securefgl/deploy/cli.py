@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from securefgl.config import ConfigError
+
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -54,6 +56,10 @@ def _cmd_party(args: argparse.Namespace) -> int:
     from securefgl.deploy import settings
     from securefgl.federation.party import SERVER
 
+    if args.publish and not args.keygen:
+        raise ConfigError("--publish goes with --keygen")
+    if args.keygen and args.supernode:
+        raise ConfigError("--supernode starts a SuperNode beside the daemon: not with --keygen")
     deploy = settings.load(args.config)
     if args.keygen:
         from securefgl.deploy.keygen import keygen
@@ -87,6 +93,11 @@ def _cmd_party(args: argparse.Namespace) -> int:
 def _cmd_deploy(args: argparse.Namespace) -> int:
     from securefgl.deploy import keys
 
+    if args.step == "flower-app":  # needs no deploy.toml
+        from securefgl.deploy.flower_launch import write_flower_app
+
+        print(write_flower_app(Path(args.out)))
+        return 0
     if args.step == "registrar-keygen":
         identity = keys.own_identity(Path(args.keydir), keys.REGISTRAR)
         print(identity.public.hex())
@@ -94,17 +105,28 @@ def _cmd_deploy(args: argparse.Namespace) -> int:
     if args.step == "register":
         registrar = keys.own_identity(Path(args.keydir), keys.REGISTRAR, create=False)
         files = [Path(p) for p in args.published]
+        if odd := [str(p) for p in files if not p.name.endswith((".pub.json", ".csr.pem"))]:
+            raise ConfigError(f"register takes <party>.pub.json and <party>.csr.pem files, "
+                              f"not {', '.join(odd)}")  # fmt: skip
         published = keys.read_published([p for p in files if p.name.endswith(".pub.json")])
-        Path(args.out).write_bytes(keys.sign_registry(published, registrar))
-        for pid, key in sorted(published.items()):
-            print(f"{pid}: {keys.fingerprint(key)}")
+        if not published:
+            raise ConfigError("register: no <party>.pub.json among the files")
+        out = Path(args.out)
         requests = [p for p in files if p.name.endswith(".csr.pem")]
+        issued: dict[str, tuple[Path, str]] = {}
         if requests:
             from securefgl.deploy.tls import issue
 
-            issued = issue(Path(args.keydir), requests, Path(args.out).parent)
-            for pid, cert in sorted(issued.items()):
-                print(f"{pid}: TLS certificate {cert}")
+            try:
+                issued = issue(Path(args.keydir), requests, out.parent, list(published))
+            except ValueError as err:
+                raise ConfigError(f"register: {err}") from None
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(keys.sign_registry(published, registrar))
+        for pid, key in sorted(published.items()):
+            print(f"{pid}: signing key {keys.fingerprint(key)}")
+        for pid, (cert, tls_key) in sorted(issued.items()):
+            print(f"{pid}: TLS key {tls_key}, certificate {cert}")
         return 0
     from securefgl.deploy import settings
 
@@ -117,16 +139,10 @@ def _cmd_deploy(args: argparse.Namespace) -> int:
             if target is not None:
                 print(f"{pid}: {write_view(view, target)}")
         return 0
-    if args.step == "flower-app":
-        from securefgl.deploy.flower_launch import write_flower_app
-
-        print(write_flower_app(Path(args.out)))
-        return 0
     return _run(deploy, args)
 
 
 def _run(deploy: Any, args: argparse.Namespace) -> int:
-    from securefgl.config import ConfigError
 
     logging.getLogger("securefgl").setLevel(logging.INFO)
     if args.engine == "flower-sim":

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from securefgl.deploy import keys
-from securefgl.deploy.tls import tls_request
+from securefgl.deploy.tls import request_fingerprint, tls_request
 from securefgl.federation.party import SERVER
 
 
@@ -21,7 +21,8 @@ def keygen(party_id: str, keydir: Path, publish: Path | None = None) -> list[str
     path = keys.publish(identity, Path(publish or keydir))
     lines = [f"{party_id}: signing key {keys.fingerprint(identity.public)} -> {path}"]
     request = tls_request(keydir, party_id, Path(publish or keydir))
-    lines.append(f"{party_id}: TLS certificate request -> {request} (for the registrar)")
+    lines.append(f"{party_id}: TLS key {request_fingerprint(request)}, certificate request -> "
+                 f"{request} (for the registrar)")  # fmt: skip
     if party_id != SERVER:  # the server organisation runs the SuperLink, not a SuperNode
         _, node_pub = keys.node_key(keydir)
         if publish is not None:  # the public half only, named by its party

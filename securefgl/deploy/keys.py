@@ -34,13 +34,25 @@ def _private_write(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
+def check_private(path: Path) -> Path:
+    """``path``, a private key file: :class:`PermissionError` if others can read it or its
+    folder (the key files are 0600 in a 0700 keydir), :class:`FileNotFoundError` naming it
+    if it is missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such key file")
+    if path.stat().st_mode & 0o077:
+        raise PermissionError(f"{path} is readable by others: chmod 600 it")
+    if path.parent.stat().st_mode & 0o077:
+        raise PermissionError(f"{path.parent} is open to others: chmod 700 it")
+    return path
+
+
 def own_identity(keydir: Path, party_id: str, create: bool = True) -> Identity:
     """``party_id``'s signing key from ``keydir``, made here on first use (``create``)."""
     path = Path(keydir) / SIGNING_KEY
     if path.exists():
-        if path.stat().st_mode & 0o077:
-            raise PermissionError(f"{path} is readable by others: chmod 600 it")
-        return Identity.from_private_bytes(party_id, path.read_bytes())
+        return Identity.from_private_bytes(party_id, check_private(path).read_bytes())
     if not create:
         raise FileNotFoundError(f"{path}: no signing key (securefgl party --keygen makes it)")
     identity = Identity.generate(party_id)
@@ -55,7 +67,9 @@ def node_key(keydir: Path) -> tuple[Path, Path]:
     from cryptography.hazmat.primitives.asymmetric import ec
 
     private, public = Path(keydir) / NODE_KEY, Path(keydir) / f"{NODE_KEY}.pub"
-    if not private.exists():
+    if private.exists():
+        check_private(private)
+    else:
         key = ec.generate_private_key(ec.SECP384R1())
         _private_write(private, key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,

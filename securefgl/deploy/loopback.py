@@ -126,14 +126,14 @@ def prepare(
             raise RuntimeError(f"keygen failed: {err.decode()[-2000:]}")
     if split.returncode:
         raise RuntimeError(f"deploy split failed: {split.stderr[-2000:]}")
-    signed = keys.sign_registry(
-        keys.read_published(sorted(published.glob("*.pub.json"))), registrar
-    )
+    registered = keys.read_published(sorted(published.glob("*.pub.json")))
+    signed = keys.sign_registry(registered, registrar)
     (folder / "registrar" / "registry.signed").write_bytes(signed)
     from securefgl.deploy.tls import TLS_CERT, issue
 
-    issued = issue(folder / "registrar", sorted(published.glob("*.csr.pem")), published)
-    for pid, cert in issued.items():  # each party installs the certificate it got back
+    requests = sorted(published.glob("*.csr.pem"))
+    issued = issue(folder / "registrar", requests, published, list(registered))
+    for pid, (cert, _) in issued.items():  # each party installs the certificate it got back
         (keydirs[pid] / TLS_CERT).write_bytes(cert.read_bytes())
     return config
 

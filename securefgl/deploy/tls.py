@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from securefgl.deploy.framing import recv_frame, send_frame
+from securefgl.deploy.keys import check_private, fingerprint
 from securefgl.federation.remote import Silence, Transport
 
 TLS_KEY, TLS_CERT, CA_KEY, CA_CERT = "tls.key", "tls.crt", "ca.key", "ca.crt"
@@ -47,7 +48,7 @@ def tls_request(keydir: Path, party_id: str, publish: Path | None = None) -> Pat
 
     path = Path(keydir) / TLS_KEY
     if path.exists():
-        key = serialization.load_pem_private_key(path.read_bytes(), None)
+        key = serialization.load_pem_private_key(check_private(path).read_bytes(), None)
     else:
         key = ec.generate_private_key(ec.SECP256R1())
         _write_private(path, key.private_bytes(
@@ -72,7 +73,7 @@ def _ca(keydir: Path) -> tuple[Any, Any]:
 
     key_path, cert_path = Path(keydir) / CA_KEY, Path(keydir) / CA_CERT
     if key_path.exists():
-        key = serialization.load_pem_private_key(key_path.read_bytes(), None)
+        key = serialization.load_pem_private_key(check_private(key_path).read_bytes(), None)
         return key, x509.load_pem_x509_certificate(cert_path.read_bytes())
     key = ec.generate_private_key(ec.SECP256R1())
     _write_private(key_path, key.private_bytes(
@@ -95,24 +96,44 @@ def _ca(keydir: Path) -> tuple[Any, Any]:
     return key, cert
 
 
-def issue(registrar_keydir: Path, requests: Sequence[Path], out: Path) -> dict[str, Path]:
+def request_fingerprint(path: Path) -> str:
+    """The fingerprint of the TLS key a certificate request carries (what ``register``
+    prints beside the certificate it issues)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    csr = x509.load_pem_x509_csr(Path(path).read_bytes())
+    return fingerprint(csr.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo))
+
+
+def issue(
+    registrar_keydir: Path, requests: Sequence[Path], out: Path, parties: Sequence[str]
+) -> dict[str, tuple[Path, str]]:
     """The registrar issues each certificate request (checked with its owner out of band,
-    like the signing keys) a certificate for the name it asks for, into ``out``
-    (``<party>.crt``, and the CA's ``ca.crt``); party -> certificate path."""
+    like the signing keys) a certificate for the name it asks for, which must be one of the
+    registered ``parties`` (at most one request each), into ``out`` (``<party>.crt``, and
+    the CA's ``ca.crt``); party -> (certificate path, the TLS key's fingerprint)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    ca_key, ca_cert = _ca(registrar_keydir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CA_CERT).write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    now = dt.datetime.now(dt.UTC)
-    issued: dict[str, Path] = {}
+    checked: dict[str, tuple[Path, Any]] = {}  # every request checked before anything is issued
     for path in requests:
         csr = x509.load_pem_x509_csr(Path(path).read_bytes())
         if not csr.is_signature_valid:
             raise ValueError(f"{path}: the request's signature does not verify")
         party = str(csr.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
+        if party not in parties or party in checked:
+            raise ValueError(f"{path}: a request for {party!r}, which has no registered key "
+                             "here or a second request")  # fmt: skip
+        checked[party] = (Path(path), csr)
+    ca_key, ca_cert = _ca(registrar_keydir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CA_CERT).write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    now = dt.datetime.now(dt.UTC)
+    issued: dict[str, tuple[Path, str]] = {}
+    for party, (path, csr) in checked.items():
         cert = (
             x509.CertificateBuilder().subject_name(csr.subject).issuer_name(ca_cert.subject)
             .public_key(csr.public_key()).serial_number(x509.random_serial_number())
@@ -123,15 +144,19 @@ def issue(registrar_keydir: Path, requests: Sequence[Path], out: Path) -> dict[s
                                                   ExtendedKeyUsageOID.CLIENT_AUTH]), False)
             .sign(ca_key, hashes.SHA256())
         )  # fmt: skip
-        issued[party] = out / f"{party}.crt"
-        issued[party].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        target = out / f"{party}.crt"
+        target.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        issued[party] = (target, request_fingerprint(path))
     return issued
 
 
 def _context(purpose: ssl.Purpose, keydir: Path, ca: Path) -> ssl.SSLContext:
     ctx = ssl.create_default_context(purpose, cafile=str(ca))
     ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-    ctx.load_cert_chain(str(Path(keydir) / TLS_CERT), str(Path(keydir) / TLS_KEY))
+    cert = Path(keydir) / TLS_CERT
+    if not cert.is_file():
+        raise FileNotFoundError(f"{cert}: no TLS certificate (the registrar issues it)")
+    ctx.load_cert_chain(str(cert), str(check_private(Path(keydir) / TLS_KEY)))
     return ctx
 
 

@@ -44,10 +44,24 @@ def test_only_the_pinned_registrar_s_registry_is_accepted(tmp_path):
 
 
 def test_a_key_file_others_can_read_is_refused(tmp_path):
-    keys.own_identity(tmp_path, "client-0")
-    os.chmod(tmp_path / keys.SIGNING_KEY, 0o644)
+    from securefgl.deploy.tls import tls_request
+
+    keydir = tmp_path / "keys"
+    keys.own_identity(keydir, "client-0")
+    tls_request(keydir, "client-0", tmp_path / "out")
+    keys.node_key(keydir)
+    for name in (keys.SIGNING_KEY, "tls.key", keys.NODE_KEY):
+        os.chmod(keydir / name, 0o644)
+        with pytest.raises(PermissionError, match="chmod 600"):
+            keys.check_private(keydir / name)
+        os.chmod(keydir / name, 0o600)
     with pytest.raises(PermissionError):
-        keys.own_identity(tmp_path, "client-0")
+        os.chmod(keydir / keys.SIGNING_KEY, 0o644)
+        keys.own_identity(keydir, "client-0")
+    os.chmod(keydir / keys.SIGNING_KEY, 0o600)
+    os.chmod(keydir, 0o755)  # a keydir others can list and enter
+    with pytest.raises(PermissionError, match="chmod 700"):
+        keys.own_identity(keydir, "client-0")
 
 
 def _daemon(tmp_path: Path, experiment: dict) -> PartyDaemon:

@@ -139,7 +139,7 @@ def test_only_the_server_s_certificate_gets_an_answer_and_the_traffic_is_tls(
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)):  # no certificate
         _ask(address, _client_ctx(None, ca))
     other = tmp_path / "other"  # a certificate another CA issued to "server"
-    issue(tmp_path / "other-ca", [tls_request(other, SERVER)], other)
+    issue(tmp_path / "other-ca", [tls_request(other, SERVER)], other, [SERVER])
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
         _ask(address, _client_ctx(other, ca))
     # the registrar's certificate, but a party's, not the server's: refused by the daemon
@@ -147,7 +147,7 @@ def test_only_the_server_s_certificate_gets_an_answer_and_the_traffic_is_tls(
         _ask(address, _client_ctx(settings.party("client-1").keydir, ca))
     # the server refuses a daemon whose certificate the registrar did not issue
     impostor = tmp_path / "impostor"
-    issue(tmp_path / "other-ca", [tls_request(impostor, "client-0")], impostor)
+    issue(tmp_path / "other-ca", [tls_request(impostor, "client-0")], impostor, ["client-0"])
     listener = socket.create_server(("127.0.0.1", 0))
     fake = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     fake.load_cert_chain(str(impostor / "client-0.crt"), str(impostor / TLS_KEY))
