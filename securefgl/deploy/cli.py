@@ -47,6 +47,8 @@ def register_commands(sub: Any) -> dict[str, Handler]:
                      "sockets on this machine; flower-sim: Flower's simulation engine (the "
                      "flower extra; the deployment engine runs with `flwr run`)")  # fmt: skip
     run.add_argument("--out", help="write the run (result, endpoints, key store) as JSON")
+    run.add_argument("--wait", type=float, default=300.0, metavar="S",
+                     help="seconds to wait for every party's signed hello (default 300)")
     app = steps.add_parser("flower-app", help="write the Flower app to submit with `flwr run`")
     app.add_argument("--out", required=True, help="folder (created)")
     return {"party": _cmd_party, "deploy": _cmd_deploy}
@@ -161,13 +163,14 @@ def _run(deploy: Any, args: argparse.Namespace) -> int:
         if deploy.tls_ca is None or None in addresses:
             raise ConfigError("--engine tls needs [deployment] tls_ca and every party's address")
         ctx = server_context(deploy.server_keydir, deploy.tls_ca)
-        run = run_deployment(deploy, TlsTransport([str(a) for a in addresses], ctx))
+        run = run_deployment(deploy, TlsTransport([str(a) for a in addresses], ctx),
+                             wait=args.wait)  # fmt: skip
     else:
         from securefgl.deploy.driver import run_deployment
         from securefgl.deploy.sockets import SocketTransport
 
         sockets = [p.socket for p in deploy.parties.values()]
-        run = run_deployment(deploy, SocketTransport(sockets))
+        run = run_deployment(deploy, SocketTransport(sockets), wait=args.wait)
     text = json.dumps(run.to_dict(), indent=1, default=str)
     if args.out:
         Path(args.out).write_text(text)

@@ -96,6 +96,24 @@ def load(path: str | Path) -> DeploySettings:
         p = Path(value)
         return p if p.is_absolute() else root / p
 
+    def number(value: Any, key: str, kind: type) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ConfigError(f"{path}: {key} must be a positive number, got {value!r}")
+        return kind(value)
+
+    def address(value: Any, key: str) -> str:
+        host, _, port = str(value).rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"{path}: {key} must be host:port, got {value!r}")
+        return str(value)
+
+    registrar_key = dep.get("registrar_key")
+    try:
+        if len(bytes.fromhex(str(registrar_key))) != 32:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"{path}: deployment.registrar_key must be the registrar's Ed25519 "
+                          f"public key (64 hex digits), got {registrar_key!r}") from None
     parties = {}
     for pid, table in _table(raw, "party", path).items():
         if not isinstance(table, dict):
@@ -107,8 +125,9 @@ def load(path: str | Path) -> DeploySettings:
             pid, where(table.get("keydir"), f"party.{pid}.keydir"),
             where(table.get("socket"), f"party.{pid}.socket"),
             where(table["data"], f"party.{pid}.data") if "data" in table else None,
-            int(table["supernode_port"]) if "supernode_port" in table else None,
-            str(table["address"]) if "address" in table else None,
+            number(table["supernode_port"], f"party.{pid}.supernode_port", int)
+            if "supernode_port" in table else None,
+            address(table["address"], f"party.{pid}.address") if "address" in table else None,
         )  # fmt: skip
     unknown = set(dep) - {"registry", "registrar_key", "server_keydir", "party_timeout",
                           "superlink", "root_certificates", "tls_ca"}  # fmt: skip
@@ -116,8 +135,9 @@ def load(path: str | Path) -> DeploySettings:
         raise ConfigError(f"{path}: [deployment] has unknown keys {sorted(unknown)}")
     settings = DeploySettings(
         path, config, where(dep.get("registry"), "deployment.registry"),
-        str(dep.get("registrar_key", "")), where(dep.get("server_keydir"), "server_keydir"),
-        parties, float(dep.get("party_timeout", 120.0)), dep.get("superlink"),
+        str(registrar_key), where(dep.get("server_keydir"), "server_keydir"),
+        parties, number(dep.get("party_timeout", 120.0), "deployment.party_timeout", float),
+        dep.get("superlink"),
         where(dep["root_certificates"], "root_certificates") if "root_certificates" in dep
         else None,
         where(dep["tls_ca"], "tls_ca") if "tls_ca" in dep else None,

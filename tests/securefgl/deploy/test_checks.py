@@ -228,9 +228,30 @@ def test_discovery_maps_only_signed_hellos_and_refuses_a_forged_or_rerouted_one(
 def test_deploy_toml_refuses_what_does_not_run_across_organisations(tmp_path):
     text = loopback.toml_text({
         "experiment": {**EXPERIMENT, "algorithms": ["fedsage+"]},
-        "deployment": {"registry": "r", "registrar_key": "00", "server_keydir": "k"},
+        "deployment": {"registry": "r", "registrar_key": "00" * 32, "server_keydir": "k"},
         "party": {},
     })  # fmt: skip
     (tmp_path / "deploy.toml").write_text(text)
     with pytest.raises(ConfigError, match="does not run across organisations"):
+        load(tmp_path / "deploy.toml")
+
+
+@pytest.mark.parametrize(
+    ("deployment", "party", "message"),
+    [
+        ({"registrar_key": "00"}, {}, "64 hex digits"),
+        ({"party_timeout": "sixty"}, {}, "party_timeout must be a positive number"),
+        ({}, {"address": "127.0.0.1"}, "must be host:port"),
+        ({}, {"supernode_port": "x9"}, "supernode_port must be a positive number"),
+    ],
+)
+def test_deploy_toml_values_are_checked_when_read(tmp_path, deployment, party, message):
+    text = loopback.toml_text({
+        "experiment": EXPERIMENT,
+        "deployment": {"registry": "r", "registrar_key": "00" * 32, "server_keydir": "k",
+                       **deployment},
+        "party": {"client-0": {"keydir": "k0", "socket": "s0", **party}},
+    })  # fmt: skip
+    (tmp_path / "deploy.toml").write_text(text)
+    with pytest.raises(ConfigError, match=message):
         load(tmp_path / "deploy.toml")
