@@ -83,9 +83,8 @@ def _cmd_party(args: argparse.Namespace) -> int:
         extras.check("flower", "--supernode")
 
         node = start_supernode(deploy, args.party)
-    print(f"{args.party}: serving on {daemon.own.socket}", flush=True)
     try:
-        serve(daemon)
+        serve(daemon, announce=lambda line: print(line, flush=True))
     finally:
         if node is not None:
             node.terminate()

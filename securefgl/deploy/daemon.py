@@ -26,6 +26,7 @@ import logging
 import os
 import socketserver
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -207,9 +208,13 @@ def _serve_tls(daemon: PartyDaemon) -> socketserver.ThreadingTCPServer:
     return server
 
 
-def serve(daemon: PartyDaemon, ready: threading.Event | None = None) -> None:
+def serve(
+    daemon: PartyDaemon,
+    ready: threading.Event | None = None,
+    announce: Callable[[str], None] = log.info,
+) -> None:
     """Answer requests on the party's Unix socket (and its TLS port, given an address)
-    until interrupted."""
+    until interrupted; ``announce`` is told where once both listen."""
     path = Path(daemon.own.socket)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.unlink(missing_ok=True)
@@ -218,10 +223,16 @@ def serve(daemon: PartyDaemon, ready: threading.Event | None = None) -> None:
         server = socketserver.ThreadingUnixStreamServer(str(path), _Handler)
     finally:
         os.umask(old)
-    tls = _serve_tls(daemon) if daemon.own.address else None
+    try:  # a failed TLS set-up leaves no socket behind (it would look like a live party)
+        tls = _serve_tls(daemon) if daemon.own.address else None
+    except BaseException:
+        server.server_close()
+        path.unlink(missing_ok=True)
+        raise
     with server:
         server.daemon = daemon  # type: ignore[attr-defined]
-        log.info("%s: serving on %s", daemon.party_id, path)
+        where = f"{path}" + (f" and {daemon.own.address} (TLS)" if tls is not None else "")
+        announce(f"{daemon.party_id}: serving on {where}")
         if ready is not None:
             ready.set()
         try:
