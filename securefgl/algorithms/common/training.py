@@ -66,13 +66,20 @@ def train_epochs(
     return float(np.mean(losses))
 
 
+def unlinked(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (label, prediction) pairs sorted: what the metrics need (the confusion counts),
+    not which node has which label (a client's evaluation reply crosses the channel)."""
+    order = np.lexsort((y_pred, y_true))
+    return y_true[order], y_pred[order]
+
+
 @torch.no_grad()
 def predict_splits(model: nn.Module, data: Data) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(true labels, predicted labels) of each split's nodes."""
+    """(true labels, predicted labels) of each split's nodes, :func:`unlinked`."""
     model.eval()
     pred = model(data.x, data.edge_index).argmax(dim=-1)
     return {
-        s: (data.y[m].numpy(), pred[m].numpy())
+        s: unlinked(data.y[m].numpy(), pred[m].numpy())
         for s in SPLITS
         if (m := getattr(data, f"{s}_mask")) is not None
     }

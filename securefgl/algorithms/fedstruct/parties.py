@@ -22,7 +22,7 @@ from protocols.dp.rng import make_rng
 from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.common.training import SPLITS, party_torch_rng
+from securefgl.algorithms.common.training import SPLITS, party_torch_rng, unlinked
 from securefgl.algorithms.fedavg.parties import FedAvgServer, RoundClient
 from securefgl.algorithms.fedstruct import edge_dp
 from securefgl.algorithms.fedstruct.abar_client import AdjacencyClient, AdjacencyRelay, SparseRows
@@ -287,7 +287,7 @@ class FedStructClient(RoundClient, Party):
         self.model.eval()
         pred = self.model(self.view.x, self.a_local, self._all_abar, self.s).argmax(dim=-1)
         return {
-            s: (self.view.y[m].numpy(), pred[m].numpy())
+            s: unlinked(self.view.y[m].numpy(), pred[m].numpy())
             for s in SPLITS
             if (m := getattr(self.view, f"{s}_mask")) is not None
         }
