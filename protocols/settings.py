@@ -209,6 +209,9 @@ class ProtocolSettings:
         ]
         if "dp_colluding_clients" in changed and self.clip_noise_mode != "distributed":
             out.append("dp_colluding_clients (distributed clip_noise only)")
+        if "min_cohort" in changed and (transport == "plain" or (
+                transport == "ckks" and self.threat_model == HONEST_BUT_CURIOUS)):
+            out.append("min_cohort (secagg, secagg+, and ckks under a malicious server)")
         masked = transport in ("secagg", "secagg+")
         for name in changed:
             if name.startswith("secagg_") and not masked:

@@ -122,6 +122,7 @@ def test_the_settings_name_the_rings_of_the_fixed_point_codec():
         ({"stack": ["secagg"], "secagg_k": 4}, "secagg_k (secagg+ only"),
         ({"stack": ["secagg"], "secagg_precision_bits": 30}, "needs a value bound"),
         ({"stack": ["clip_noise"], "dp_colluding_clients": 1}, "dp_colluding_clients"),
+        ({"stack": ["ckks"], "min_cohort": 3}, "min_cohort (secagg, secagg+, and ckks under"),
     ],
 )
 def test_settings_the_stack_never_reads_are_named(settings, ignored) -> None:

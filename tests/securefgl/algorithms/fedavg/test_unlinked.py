@@ -16,8 +16,8 @@ from securefgl.experiment.metrics import pooled_metrics
 def test_sorted_pairs_keep_the_confusion_counts_and_the_metrics(pairs) -> None:
     y_true, y_pred = (np.array(v) for v in zip(*pairs, strict=True))
     t, p = unlinked(y_true, y_pred)
-    assert sorted(zip(t.tolist(), p.tolist())) == list(zip(t.tolist(), p.tolist()))
-    assert sorted(zip(y_true.tolist(), y_pred.tolist())) == list(zip(t.tolist(), p.tolist()))
+    got = list(zip(t.tolist(), p.tolist(), strict=True))
+    assert got == sorted(got) == sorted(zip(y_true.tolist(), y_pred.tolist(), strict=True))
     split = {"train": (t, p), "val": (t, p), "test": (t, p)}
     orig = {"train": (y_true, y_pred), "val": (y_true, y_pred), "test": (y_true, y_pred)}
     assert pooled_metrics([split], 4) == pooled_metrics([orig], 4)
