@@ -10,6 +10,7 @@ from attacks.linkteller import linkteller
 from attacks.membership import membership_inference
 from attacks.registry import ATTACKS
 from attacks.simulation import simulate
+from securefgl.algorithms.common.training import unlinked
 from securefgl.config import ExperimentConfig
 from tests.attacks.graphs import cliques
 
@@ -49,10 +50,11 @@ def test_deployment_answers_as_the_client_predicts(fedstruct_run):
     for dep in deployments(fedstruct_run):
         view = fedstruct_run.views[dep.client]
         pred = dep.logits().argmax(dim=-1).numpy()
-        ref = algo.clients[f"client-{view.client_id}"].predict()
-        for split, (_, p) in ref.items():
+        ref = algo.clients[f"client-{view.client_id}"].predict()  # (label, prediction) pairs
+        for split, (y, p) in ref.items():
             mask = getattr(view, f"{split}_mask").numpy()
-            assert (pred[mask] == p).all()
+            mine = unlinked(view.y.numpy()[mask], pred[mask])
+            assert (mine[0] == y).all() and (mine[1] == p).all()
 
 
 def test_stacked_queries_are_answered_copy_by_copy(fedstruct_run):
