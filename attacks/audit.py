@@ -37,6 +37,7 @@ from protocols.registry import parse_stack, secure_sum_for_stack
 from securefgl.algorithms.fedstruct.settings import EDGE_DP_MECHANISMS as EDGE_DP
 from securefgl.algorithms.fedstruct.settings import apply_preset
 from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.experiment.report import claim_assumptions
 from securefgl.experiment.runner import load_graph
 from securefgl.extras import pyplot
 
@@ -140,7 +141,7 @@ def guarantees(
                 if mech == "clip_noise"
                 else f"each client's uploaded update (client-level local DP, {mech}{against})"
             )
-            assumes = "; ".join(str(g[k]) for k in ("sampling", "collusion") if g.get(k))
+            assumes = claim_assumptions(g)
             out.append({"epsilon": g["epsilon"], "unit": "client-level (accountant)",
                         "covers": covers, "adversary": g.get("adversary"),
                         "assumes": assumes or None})  # fmt: skip

@@ -75,14 +75,13 @@ def warn_unread_sections(config: ExperimentConfig) -> None:
 def warn_unread_fields(config: ExperimentConfig) -> None:
     """Log a warning for each generic field set away from its default that a chosen
     algorithm does not read (its ``instead_of``)."""
-    default = ExperimentConfig(task=config.task, dataset=config.dataset)
     for name in config.algorithms:
         cls = algorithm_class(name, config.task)
         for key, instead in cls.instead_of.items():
-            if getattr(config, key) != getattr(default, key):
+            if not config.is_default(key):
                 log.warning("%s does not read %s: %s", name, key, instead)
     servers = ("edge_servers", "server_topology")
-    if any(getattr(config, k) != getattr(default, k) for k in servers) and not any(
+    if not all(config.is_default(k) for k in servers) and not any(
         algorithm_class(name, config.task).multi_server for name in config.algorithms
     ):
         readers = [name for name, cls in algorithms(config.task).items() if cls.multi_server]

@@ -248,18 +248,22 @@ class ExperimentConfig:
                 return value
         raise ConfigError(f"no installed family has the settings class {kind.__name__}")
 
+    def is_default(self, name: str) -> bool:
+        """Whether generic field ``name`` holds its default for this task."""
+        f = next(f for f in dataclasses.fields(self) if f.name == name)
+        defaults = task_defaults(self.task)
+        if name in defaults:
+            return bool(getattr(self, name) == defaults[name])
+        factory = f.default_factory
+        default = f.default if factory is dataclasses.MISSING else factory()
+        return bool(getattr(self, name) == default)
+
     def _refuse_other_tasks_fields(self) -> None:
         """A field set away from its default that the task does not read is refused (it
         would be recorded as applied and do nothing), naming the task's own setting."""
-        defaults = task_defaults(self.task)
         for f in dataclasses.fields(self):
             tasks = f.metadata.get("tasks")
-            if not tasks or self.task in tasks:
-                continue
-            default = defaults.get(f.name, f.default)
-            if f.default_factory is not dataclasses.MISSING:
-                default = defaults.get(f.name, f.default_factory())
-            if getattr(self, f.name) == default:
+            if not tasks or self.task in tasks or self.is_default(f.name):
                 continue
             own = [
                 f"[experiment.{section.name}] {f.name} "

@@ -83,6 +83,11 @@ def threat_line(result: ExperimentResult) -> str:
     return f"{protocol.threat_model} server" + (f", {mode} noise" if mode else "")
 
 
+def claim_assumptions(g: dict[str, Any]) -> str:
+    """What an ε claim rests on: its sampling and collusion assumptions ("" if none)."""
+    return "; ".join(str(g[k]) for k in ("sampling", "collusion") if g.get(k))
+
+
 def assumption_lines(result: ExperimentResult) -> list[str]:
     """Each distinct ε claim of the run with what it rests on (sampling, collusion)."""
     claims: dict[tuple[str, ...], list[str]] = {}
@@ -91,7 +96,7 @@ def assumption_lines(result: ExperimentResult) -> list[str]:
             continue
         for g in _claims(row):
             terms = claim_terms(g)
-            rests = "; ".join(str(g[k]) for k in ("sampling", "collusion") if g.get(k))
+            rests = claim_assumptions(g)
             claims.setdefault((terms, rests), []).append(row["algorithm"])
     lines = []
     for (terms, rests), algorithms in claims.items():
