@@ -143,6 +143,11 @@ class AggregationProtocol(ABC):
         model)."""
         return None
 
+    def min_participants(self, n_clients: int) -> int:
+        """The fewest clients a round of a federation of ``n_clients`` can aggregate (fewer:
+        the round cannot run, e.g. a Poisson draw that only one client joined)."""
+        return 1
+
 
 def default_invoke(parties: Mapping[str, ProtocolParty]) -> Invoke:
     """Call phase methods in-process (the sequential local executor)."""

@@ -313,6 +313,9 @@ class SignedCKKSAggregation(CKKSAggregation):
             )
         return max(m, 2) if n_clients >= 2 else m
 
+    def min_participants(self, n_clients: int) -> int:
+        return self.min_summands(n_clients)
+
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int
     ) -> AggregationParties:

@@ -184,6 +184,9 @@ class DPAggregation(AggregationProtocol):
     def min_summands(self, n_clients: int) -> int | None:
         return self.inner.min_summands(n_clients)
 
+    def min_participants(self, n_clients: int) -> int:
+        return self.inner.min_participants(n_clients)
+
     def create_parties(
         self, server_id: str, client_ids: Sequence[str], dim: int
     ) -> AggregationParties:

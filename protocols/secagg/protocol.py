@@ -139,6 +139,9 @@ class SecAggregation(AggregationProtocol):
             m = max(m, min(self.threshold, n_clients))
         return max(m, 2)
 
+    def min_participants(self, n_clients: int) -> int:
+        return self.cohort_for(n_clients)
+
     def config_for(self, n_clients: int) -> SecAggConfig:
         """Public parameters for ``n_clients``; refuses (``ValueError``) a threshold that is
         at most half of the share holders of a full round (smaller rounds have fewer) and a

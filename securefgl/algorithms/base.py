@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -13,9 +14,22 @@ from torch_geometric.data import Data
 
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.federation.audit import AggregateAudit
+from securefgl.federation.executor import Executor
 from securefgl.federation.federation import Federation
+from securefgl.federation.party import SERVER
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (y_true, y_pred)
+
+
+@dataclass(frozen=True)
+class Evaluators:
+    """Who evaluates: the client parties, the method each answers with its
+    :data:`SplitPredictions`, and the party that learns only the pooled counts under
+    ``secure_evaluation`` (a federated method's server, or its first edge server)."""
+
+    clients: list[str]
+    predict: Callable[..., SplitPredictions]
+    server: str = SERVER
 
 
 #: How an algorithm trains: ``federated``; ``local``: each client alone, no message (the
@@ -51,6 +65,7 @@ class Algorithm(ABC):
     #: the simulator's audit of the run's aggregates (:meth:`aggregate_error`), made by the
     #: families that aggregate through the stack
     audit: AggregateAudit | None = None
+    executor: Executor  # its parties, once set up
 
     def __init__(self, config: ExperimentConfig) -> None:
         self.config = config
@@ -115,9 +130,14 @@ class Algorithm(ABC):
         on Ā's inputs: ``{"edge_dp": ..., "edge_epsilon": ...}``)."""
         return {}
 
-    @abstractmethod
-    def predict(self) -> list[SplitPredictions]:
-        """Predictions of the current model(s) for each client's nodes (or the global graph).
+    def evaluators(self) -> Evaluators | None:
+        """Its evaluating parties once set up (None: no parties, e.g. the central model)."""
+        return None
 
-        This is the simulator's evaluation oracle, not a protocol message.
-        """
+    def predict(self) -> list[SplitPredictions]:
+        """Predictions of the current model(s) for each client's nodes (or the global graph),
+        each client's reply to the driver (:meth:`evaluators`)."""
+        found = self.evaluators()
+        if found is None:
+            raise NotImplementedError(f"{self.name} names no evaluators")
+        return self.executor.map(found.clients, found.predict)

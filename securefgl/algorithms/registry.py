@@ -87,6 +87,11 @@ def warn_unread_fields(config: ExperimentConfig) -> None:
         readers = [name for name, cls in algorithms(config.task).items() if cls.multi_server]
         log.warning("edge_servers and server_topology have no effect here: only %s run "
                     "several edge servers", ", ".join(readers))  # fmt: skip
+    references = [n for n in config.algorithms
+                  if algorithm_class(n, config.task).setting != "federated"]
+    if config.secure_evaluation and references:
+        log.warning("secure_evaluation does not apply to %s: no server evaluates them (the "
+                    "experimenter reads their predictions)", ", ".join(references))  # fmt: skip
 
 
 def cross_edge_mode(config: ExperimentConfig) -> str:
@@ -102,6 +107,11 @@ def cross_edge_mode(config: ExperimentConfig) -> str:
 def check_config(config: ExperimentConfig) -> ExperimentConfig:
     """The algorithms exist and their needs are met, the executor's optional extra included
     (raises :class:`ConfigError`)."""
+    if config.task == "recommendation":
+        raise ConfigError(
+            "task 'recommendation' runs with `securefgl recommend` (Python: "
+            "securefgl.algorithms.recommendation.runner.run_recommendation)"
+        )
     if config.executor == "ray":  # before any data is loaded
         extras.check("ray", "--executor ray")
     config.refuse_unread_protocol_settings()

@@ -169,6 +169,11 @@ class ExperimentConfig:
                                  ("adam", "sgd"), tasks=NODE_TASK)  # fmt: skip
     mu: float = _opt(0.01, "FedProx proximal weight", "training")
     eval_every: int = _opt(10, "rounds between evaluations", "training", tasks=ALL_TASKS)
+    secure_evaluation: bool = _opt(
+        False, "the server learns the clients' evaluation only as a SecAgg sum of their counts, "
+        "in the run's threat model (off: each client's confusion counts reach it)", "training",
+        tasks=ALL_TASKS,
+    )  # fmt: skip
     # where the parties run
     executor: str = _opt(
         "local", "local: every party in this process; ray: parties in Ray actors", "execution",
@@ -317,6 +322,9 @@ class ExperimentConfig:
         for key in ("clients", "hidden", "layers", "rounds", "local_epochs", "eval_every"):
             if int(getattr(self, key)) < 1:
                 raise ConfigError(f"{key} must be ≥ 1, got {getattr(self, key)}")
+        if self.secure_evaluation and self.clients < 2:
+            raise ConfigError("secure_evaluation sums the evaluation of 2 or more clients "
+                              f"(got clients={self.clients})")  # fmt: skip
         if not 1 <= self.edge_servers <= self.clients:
             raise ConfigError(f"edge_servers must lie in [1, clients], got {self.edge_servers}")
         try:
@@ -352,8 +360,8 @@ class ExperimentConfig:
                 f"{self.protocol.dp_colluding_clients}"
             )
         try:
-            self.protocol.cohort_floor(self.clients_per_round, self.client_sampling)
-            if self.task != "recommendation":  # recommendation: users are its clients
+            if self.task != "recommendation":  # its users are its clients (its own check)
+                self.protocol.cohort_floor(self.clients_per_round, self.client_sampling)
                 self.protocol.check_cohort(self.clients_per_round)
         except ValueError as err:
             raise ConfigError(f"protocol: {err}") from None
@@ -394,7 +402,9 @@ class ExperimentConfig:
 
     def replace(self, **changes: Any) -> ExperimentConfig:
         """A validated copy with ``changes``; a section given as a dict updates only the
-        named fields of that section (``fedstruct={"nsf": "degree"}``, ``protocol={...}``)."""
+        named fields of that section (``fedstruct={"nsf": "degree"}``, ``protocol={...}``);
+        ``protocol=[...]`` names a new stack, and the protocol settings it would not read
+        return to their defaults (e.g. ``dp_noise`` without clip_noise)."""
         values: dict[str, Any] = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self) if f.name not in ("protocol", "sections")
@@ -424,9 +434,12 @@ class ExperimentConfig:
         dataset preset)."""
         out = self.to_dict()
         p = self.protocol
+        per_round, sampling = self.clients_per_round, self.client_sampling
+        if self.task == "recommendation":  # its users are its clients
+            per_round, sampling = self.sections["recommendation"].users_per_round, "fixed"
         out["protocol"].update(
             transport=p.transport, mechanism=p.mechanism, secure_sum_mode=p.secure_sum_mode(),
-            min_cohort_enforced=p.cohort_floor(self.clients_per_round, self.client_sampling),
+            min_cohort_enforced=p.cohort_floor(per_round, sampling),
         )  # fmt: skip
         for name, settings in self.sections.items():
             resolve = getattr(settings, "resolve", None)
@@ -488,8 +501,10 @@ def _protocol(value: Any, base: ProtocolSettings | None = None) -> ProtocolSetti
     base = base or ProtocolSettings()
     if value is None or value is base:
         return base
-    if isinstance(value, list | tuple):
-        value = {"stack": list(value)}
+    if isinstance(value, list | tuple):  # a new stack: what it would not read is reset
+        new = updated("protocol", base, {"stack": list(value)})
+        stale = [s.split(" ", 1)[0] for s in new.ignored_settings()]
+        return new.replace(**{k: getattr(ProtocolSettings(), k) for k in stale})
     if not isinstance(value, dict | ProtocolSettings):
         raise ConfigError(
             "protocol must be a table ([experiment.protocol]) or a list of protocol names "
@@ -522,7 +537,9 @@ def _refuse_unknown(values: dict[str, Any], known: list[str]) -> None:
     if not unknown:
         return
     tables = _tables()
-    notes = [did_you_mean(key, known) or _where(key, tables) for key in unknown]
+    homed = {k for _, keys in tables for k in keys}  # a key of a section: name its section
+    notes = [_where(key, tables) if key in homed else did_you_mean(key, known)
+             or _where(key, tables) for key in unknown]  # fmt: skip
     raise ConfigError(f"unknown config keys {unknown}{''.join(notes)}; known keys: {sorted(known)}")
 
 

@@ -30,7 +30,13 @@ from securefgl.config import ConfigError
 from securefgl.deploy.data import PUBLIC_FACTS, stub_view
 from securefgl.deploy.keys import own_identity, read_registry
 from securefgl.deploy.settings import DeploySettings
-from securefgl.experiment.runner import RunResult, _privacy, train_rounds
+from securefgl.experiment.runner import (
+    RunResult,
+    _privacy,
+    evaluation,
+    protection,
+    train_rounds,
+)
 from securefgl.federation import SERVER, Call, Channel, Transcript, client_party_id
 from securefgl.federation.executor import Executor
 from securefgl.federation.federation import Federation
@@ -167,7 +173,8 @@ def run_deployment(
         transcript = channel.transcript
         setup_bytes = transcript.total_bytes()
         progress(event="set up", seconds=setup_seconds, bytes=setup_bytes)
-        history = train_rounds(config, algo, stack, transcript, stubs[0].num_classes,
+        evaluate = evaluation(config, algo, federation, stubs[0].num_classes)
+        history = train_rounds(config, algo, stack, transcript, evaluate,
                                f"{algorithm} seed={seed}")  # fmt: skip
         silent = {p: w for ex in federation._made if isinstance(ex, RemoteExecutor)
                   for p, w in ex.why_silent.items()}  # fmt: skip
@@ -175,7 +182,7 @@ def run_deployment(
     result = RunResult(
         algorithm, seed, algo.federated, final, history, {}, setup_bytes,
         _privacy(stack.privacy(), algo.privacy(), config.protocol.seeded_noise),
-        None, None, setup_seconds, algo.protection(), algo.model_label(), algo.model_short(),
+        None, None, setup_seconds, protection(config, algo), algo.model_label(), algo.model_short(),
         algo.setting, algo.local_work(), bytes_by_family=transcript.bytes_by_family(),
     )  # fmt: skip
     progress(event="done", final=final)

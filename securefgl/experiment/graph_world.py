@@ -12,6 +12,7 @@ hold validation graphs, the test accuracy of the round with the best validation 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,8 @@ from securefgl.data.graph_views import (
     build_domain_views,
     build_graph_views,
 )
-from securefgl.experiment.metrics import accuracy, macro_f1
+from securefgl.experiment.metrics import pooled_accuracy
+from securefgl.federation.evaluation import SplitCounts, pooled_counts
 
 SplitPredictions = dict[str, tuple[np.ndarray, np.ndarray]]
 
@@ -62,20 +64,22 @@ def draw_graph_world(
     return data, part, views, seed
 
 
-def client_mean_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict[str, float]:
+def client_mean_from_counts(counts: Mapping[str, SplitCounts]) -> dict[str, float]:
     """Per split: the mean over clients of each client's accuracy and macro-F1, and the
     accuracy pooled over all graphs (``pooled_<split>_acc``)."""
     out: dict[str, float] = {}
-    for split in ("train", "val", "test"):
-        parts = [p[split] for p in per_client if split in p and len(p[split][0])]
-        if not parts:
+    for split, c in counts.items():
+        if not c.with_nodes:
             continue
-        out[f"{split}_acc"] = float(np.mean([accuracy(t, q) for t, q in parts]))
-        out[f"{split}_f1"] = float(np.mean([macro_f1(t, q, num_classes) for t, q in parts]))
-        y_true = np.concatenate([t for t, _ in parts])
-        y_pred = np.concatenate([q for _, q in parts])
-        out[f"pooled_{split}_acc"] = accuracy(y_true, y_pred)
+        out[f"{split}_acc"] = c.acc_sum / c.with_nodes
+        out[f"{split}_f1"] = c.f1_sum / c.with_nodes
+        out[f"pooled_{split}_acc"] = pooled_accuracy(c)
     return out
+
+
+def client_mean_metrics(per_client: list[SplitPredictions], num_classes: int) -> dict[str, float]:
+    """:func:`client_mean_from_counts` of the clients' predictions."""
+    return client_mean_from_counts(pooled_counts(per_client, num_classes))
 
 
 def best_of_last(history: list[dict[str, Any]], rounds: int) -> dict[str, float]:

@@ -38,15 +38,17 @@ from securefgl.data.metis import largest_component
 from securefgl.data.synthetic import csbm
 from securefgl.experiment.graph_world import (
     best_of_last,
-    client_mean_metrics,
+    client_mean_from_counts,
     draw_graph_world,
     generator_options,
     load_graph_data,
     selected_by_validation,
 )
-from securefgl.experiment.metrics import pooled_metrics
+from securefgl.experiment.metrics import pooled_from_counts
 from securefgl.federation import Channel, Transcript
+from securefgl.federation.evaluation import SecureEvaluation, SplitCounts, pooled_counts
 from securefgl.federation.federation import Federation
+from securefgl.federation.party import Target
 from securefgl.federation.progress import Progress
 from securefgl.federation.stack import ProtocolStack, build_stack
 from securefgl.federation.subnormals import subnormals_flushed
@@ -288,7 +290,7 @@ def run_single(
     np.random.seed(seed)
     world = draw_graph_world if graph_task else draw_world
     graph, part, views, view_seed = world(config, seed, data)  # type: ignore[operator]
-    metrics = client_mean_metrics if graph_task else pooled_metrics
+    metrics = client_mean_from_counts if graph_task else pooled_from_counts
     last = config.graph.best_of_last if graph_task else 0  # evaluated every round
     if views_hook is not None:
         views = views_hook(views)
@@ -320,9 +322,8 @@ def run_single(
         bar.start_rounds()
         transcript = channel.transcript
         setup_bytes = transcript.total_bytes()
-        history = train_rounds(
-            config, algo, stack, transcript, int(graph.num_classes), label, bar, metrics, last
-        )
+        evaluate = evaluation(config, algo, federation, int(graph.num_classes))
+        history = train_rounds(config, algo, stack, transcript, evaluate, label, bar, metrics, last)
         final = {k: v for k, v in history[-1].items() if k.endswith(("_acc", "_f1"))}
         if graph_task:
             final.update(best_of_last(history, last))
@@ -342,7 +343,7 @@ def run_single(
             if keep_state
             else None,
             setup_seconds,
-            algo.protection(),
+            protection(config, algo),
             algo.model_label(),
             algo.model_short(),
             algo.setting,
@@ -352,22 +353,66 @@ def run_single(
         )
 
 
+Evaluate = Callable[[int], dict[str, SplitCounts]]
+
+
+def evaluation(
+    config: ExperimentConfig, algo: Algorithm, federation: Federation, num_classes: int
+) -> Evaluate:
+    """How a set-up ``algo`` is evaluated after a round: each client's reply summed by the
+    driver, or with ``secure_evaluation`` (a federated method) a SecAgg sum in the run's
+    threat model that the server opens (:mod:`securefgl.federation.evaluation`)."""
+    found = algo.evaluators() if algo.federated else None
+    if not config.secure_evaluation or found is None:
+        return lambda _round: pooled_counts(algo.predict(), num_classes)
+    stack = federation.stack
+    secure = SecureEvaluation(
+        algo.executor, federation.channel, found.server, stack.experiment_id,
+        num_classes, stack.threat_model, stack.sum_options().get("registry"),
+        config.protocol.min_cohort,
+    )  # fmt: skip
+    target = Target.of(found.predict)
+
+    def secure_counts(round_idx: int) -> dict[str, SplitCounts]:
+        live = algo.evaluators()  # e.g. FedAvg's clients that have not gone silent
+        return secure.counts(round_idx, target, live.clients if live else [])
+
+    return secure_counts
+
+
+#: the protection entry of the evaluation replies (:func:`protection`)
+EVALUATION_REPLIES = "evaluation replies (clients -> server)"
+
+
+def protection(config: ExperimentConfig, algo: Algorithm) -> dict[str, str]:
+    """How each family of ``algo``'s messages travelled (:meth:`Algorithm.protection`),
+    its evaluation replies included."""
+    if not algo.federated:
+        return algo.protection()
+    how = (
+        "secagg sum of the clients' confusion counts and own metrics (the server learns the "
+        "totals)" if config.secure_evaluation
+        else "plain: each client's sorted (label, prediction) pairs, i.e. its confusion counts"
+    )  # fmt: skip
+    return {**algo.protection(), EVALUATION_REPLIES: how}
+
+
 def train_rounds(
     config: ExperimentConfig,
     algo: Algorithm,
     stack: ProtocolStack,
     transcript: Transcript,
-    num_classes: int,
+    evaluate: Evaluate,
     label: str,
     bar: Progress | None = None,
-    metrics: Callable[[Any, int], dict[str, float]] = pooled_metrics,
+    metrics: Callable[[dict[str, SplitCounts]], dict[str, float]] = pooled_from_counts,
     last: int = 0,
 ) -> list[dict[str, Any]]:
     """The rounds of a set-up ``algo``: per round its loss, wall time and bytes, plus the
-    metrics on the evaluation schedule (every ``eval_every`` rounds and the last ``last``,
-    at least one); one row per round, each reported to ``bar``. The deployment driver
-    (``securefgl.deploy``) runs the same loop, so both give the same history for the same
-    parties."""
+    metrics of ``evaluate`` (:func:`evaluation`) on the evaluation schedule (every
+    ``eval_every`` rounds and the last ``last``, at least one); one row per round, each
+    reported to ``bar``. The deployment driver (``securefgl.deploy``) runs the same loop, so
+    both give the same history for the same parties."""
     history: list[dict[str, Any]] = []
     for r in range(config.rounds):
         start, t0 = len(transcript.entries), time.perf_counter()
@@ -382,8 +427,8 @@ def train_rounds(
         )
         if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
             with transcript.family_scope(EVALUATION):
-                predictions = algo.predict()
-            row.update(metrics(predictions, num_classes))
+                counts = evaluate(r)
+            row.update(metrics(counts))
             if "epsilon" in (spent := stack.privacy()):
                 row["epsilon"] = spent["epsilon"]
             log.debug("%s round=%d %s", label, r, row)

@@ -80,7 +80,7 @@ class PhaseCalls:
     (``batch``, which an executor may run in parallel; None for a party gone silent)."""
 
     executor: Executor
-    types: tuple[type[ProtocolParty], ...]
+    types: tuple[type, ...]  # the protocol's party types, or a role that answers its phases
 
     def __call__(self, party_id: str, method: str, inbox: Inbox) -> list[Envelope]:
         return self.executor.invoke(party_id, Target.phase(method, self.types), inbox)

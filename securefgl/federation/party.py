@@ -127,6 +127,9 @@ class Target(Generic[R]):
     def bind(self, party: Party) -> Callable[..., R]:
         """The bound method of ``party``'s role that answers this target."""
         found = [r for r in party.live_roles() if self.answers(r)]
+        attachable = [i for i in self.interfaces if issubclass(i, AttachedRole)]
+        if not found and len(attachable) == 1:
+            found = [attachable[0].of(party)]
         if not found:
             raise PartyError(
                 f"{party.party_id}: no role answers {self.label} (roles: "
@@ -178,7 +181,25 @@ class Party:
         return (self,)
 
     def live_roles(self) -> list[object]:
-        return [r for r in self.roles() if r is not None]
+        """Its set-up roles, and the :class:`AttachedRole` s it took on."""
+        attached = self.__dict__.get("_attached", {})
+        return [*(r for r in self.roles() if r is not None), *attached.values()]
+
+
+class AttachedRole:
+    """A role any party takes on at the first call of one of its methods, made from the
+    party itself (e.g. its side of a secure evaluation,
+    :class:`~securefgl.federation.evaluation.EvaluationHost`)."""
+
+    def __init__(self, party: Party) -> None:
+        self.party = party
+
+    @classmethod
+    def of(cls, party: Party) -> AttachedRole:
+        attached = party.__dict__.setdefault("_attached", {})
+        if cls not in attached:
+            attached[cls] = cls(party)
+        return attached[cls]
 
 
 def check_wire_value(value: Any, where: str = "argument") -> None:

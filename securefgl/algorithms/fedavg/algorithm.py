@@ -23,7 +23,7 @@ import numpy as np
 from torch_geometric.data import Data
 
 from protocols.base import AggregationProtocol, Envelope, ProtocolError, Role, run_phases
-from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.base import Algorithm, Evaluators
 from securefgl.algorithms.fedavg.parties import (
     FedAvgServer,
     RoundClient,
@@ -168,6 +168,12 @@ class FedAvg(Algorithm):
         channel.round = round_idx
         sampled = self._sample(round_idx)
         stack, q = self.federation.stack, self.config.client_fraction
+        fewest = stack.protocol.min_participants(len(self.clients))
+        if sampled and len(sampled) < fewest:  # Poisson: too few joined to aggregate
+            log.warning("round %d: %d client(s) joined, fewer than the %d %s sums: no "
+                        "update this round", round_idx, len(sampled), fewest,
+                        stack.protocol.name)  # fmt: skip
+            sampled = []
         if not sampled:  # Poisson: nobody joined; central noise is still released
             ex.call([Call.to(SERVER, FedAvgServer.apply_empty_round, round_idx, self.dim)])
             self._broadcast(round_idx)
@@ -229,8 +235,8 @@ class FedAvg(Algorithm):
         held = {cid: _role(self.clients.get(cid), RoundClient) for cid in sampled}
         self.audit.check(result, {c: p.last_input for c, p in held.items() if p is not None})
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self._live(), RoundClient.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(self._live(), RoundClient.predict)
 
     def protection(self) -> dict[str, str]:
         stack = self.federation.stack

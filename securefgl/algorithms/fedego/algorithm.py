@@ -20,7 +20,7 @@ from torch_geometric.data import Data
 
 from protocols.base import ProtocolError, Role, run_phases
 from protocols.dp.accounting import PrivacyAccountant
-from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.base import Algorithm, Evaluators, SplitPredictions
 from securefgl.algorithms.common.graph.learner import deliver
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.fedego.model import EgoNet
@@ -133,6 +133,9 @@ class EgoFL(Algorithm):
                                first and first.agg)  # fmt: skip
         held = {c: p.last_input for c, p in self.clients.items() if p is not None}
         self.audit.check(result, held)
+
+    def evaluators(self) -> Evaluators:
+        return Evaluators(self.ids, EgoClient.predict)
 
     def predict(self, draw: int = 0) -> list[SplitPredictions]:
         """Every client's predictions; ``draw`` > 0 samples other evaluation trees."""

@@ -13,7 +13,7 @@ import torch
 from torch_geometric.data import Data
 
 from protocols.wire import Payload
-from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.base import Algorithm, Evaluators, SplitPredictions
 from securefgl.algorithms.common.training import SPLITS, party_torch_rng
 from securefgl.algorithms.fedgls.clients import Serving
 from securefgl.algorithms.fedgls.graphless import graphless_ids, view_payload_of
@@ -137,8 +137,8 @@ class LocalGNNk(Algorithm):
         losses = self.executor.map(list(self.clients), OwnModelClient.local_update, round_idx, 0.0)
         return float(np.average(losses, weights=self._weights))
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), OwnModelClient.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(list(self.clients), OwnModelClient.predict)
 
     def protection(self) -> dict[str, str]:
         return {"messages": "none (every client trains alone)"}

@@ -21,7 +21,7 @@ import numpy as np
 from torch_geometric.data import Data
 
 from protocols.dp.accounting import PrivacyAccountant
-from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.base import Algorithm, Evaluators
 from securefgl.algorithms.common.graph.learner import deliver
 from securefgl.algorithms.common.training import party_torch_rng
 from securefgl.algorithms.fedpub.model import MaskedGCN
@@ -138,8 +138,8 @@ class PersonalisedSubgraphFL(Algorithm):
                 {c: p.sums if p is not None else None for c, p in self.clients.items()}))
         return float(np.average(losses, weights=self._weights))
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self.ids, PubClient.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(self.ids, PubClient.predict)
 
     def privacy(self) -> dict[str, Any]:
         if self.variant != "fed-pub" or self.accountant is None:

@@ -17,7 +17,7 @@ import torch
 from torch_geometric.data import Data
 
 from protocols.base import Role
-from securefgl.algorithms.base import SplitPredictions
+from securefgl.algorithms.base import Evaluators
 from securefgl.algorithms.common.graph.learner import GraphAlgorithm
 from securefgl.algorithms.common.graph.settings import GraphTaskSettings
 from securefgl.algorithms.common.training import party_torch_rng
@@ -94,8 +94,8 @@ class FedVN(GraphAlgorithm, FedAvg):
             )  # fmt: skip
         return loss
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), RoundClient.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(list(self.clients), RoundClient.predict)
 
     def protection(self) -> dict[str, str]:
         stack = "+".join(self.federation.stack.names) or "plain"

@@ -25,7 +25,7 @@ from torch_geometric.data import Data
 from protocols.base import Role, run_phases
 from protocols.dp.accounting import PureDPAccountant
 from protocols.gram import DEFAULT_AUTHORITY, GramProtocol
-from securefgl.algorithms.base import SplitPredictions
+from securefgl.algorithms.base import Evaluators
 from securefgl.algorithms.common.graph.learner import (
     INITIAL_MODEL,
     GraphAlgorithm,
@@ -160,8 +160,8 @@ class GPFL(GraphAlgorithm):
     def _min_senders(self) -> int:
         return self.s.min_senders if self.s.sums != "plain" else 1
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self.ids, GraphLearner.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(self.ids, GraphLearner.predict)
 
     def privacy(self) -> dict[str, Any]:
         if self.s.property_epsilon is None:

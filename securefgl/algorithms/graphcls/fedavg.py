@@ -26,7 +26,7 @@ from torch_geometric.data import Data
 from protocols.base import AggregationClient, Role
 from protocols.dp.rng import make_rng
 from protocols.wire import Payload
-from securefgl.algorithms.base import SplitPredictions
+from securefgl.algorithms.base import Evaluators, SplitPredictions
 from securefgl.algorithms.common.graph.learner import (
     INITIAL_MODEL,
     GraphAlgorithm,
@@ -81,8 +81,8 @@ class SelfTrain(GraphAlgorithm):
         losses = self.executor.map(self.ids, SelfTrainClient.local_round, round_idx)
         return float(np.average(losses, weights=self._weights))
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self.ids, GraphLearner.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(self.ids, GraphLearner.predict)
 
     def protection(self) -> dict[str, str]:
         return {INITIAL_MODEL: "plain"}
@@ -203,8 +203,8 @@ class GraphFedAvg(GraphAlgorithm, FedAvg):
             shared=shared, initial=initial, seed=fed.seed, noise_seed=fed.noise_seed,
         )  # fmt: skip
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), RoundClient.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(list(self.clients), RoundClient.predict)
 
     def protection(self) -> dict[str, str]:
         return {

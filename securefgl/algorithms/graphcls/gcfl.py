@@ -20,7 +20,7 @@ from torch_geometric.data import Data
 
 from protocols.base import Envelope
 from protocols.wire import Payload
-from securefgl.algorithms.base import SplitPredictions
+from securefgl.algorithms.base import Evaluators
 from securefgl.algorithms.common.graph.learner import (
     INITIAL_MODEL,
     GraphAlgorithm,
@@ -184,8 +184,8 @@ class GCFLPlus(GraphAlgorithm):
         deliver(ex, channel, sent, GCFLClient.apply_cluster, round_idx)
         return float(np.average([loss for loss, _ in out], weights=self._weights))
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(self.ids, GraphLearner.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(self.ids, GraphLearner.predict)
 
     def protection(self) -> dict[str, str]:
         return {INITIAL_MODEL: "plain", UPDATES: "plain (GCFL+ needs every client's update)",

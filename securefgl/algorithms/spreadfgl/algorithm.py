@@ -19,7 +19,7 @@ import numpy as np
 from torch_geometric.data import Data
 
 from protocols.base import Envelope
-from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.base import Algorithm, Evaluators
 from securefgl.algorithms.common.edge.client import EdgeClient, LocalTraining
 from securefgl.algorithms.common.edge.parties import local_client
 from securefgl.algorithms.common.edge.runtime import EdgeFGL
@@ -189,8 +189,8 @@ class LocalFGL(Algorithm):
         ids = list(self.clients)
         return float(np.mean(self.executor.map(ids, EdgeClient.train_steps, round_idx)))
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), EdgeClient.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(list(self.clients), EdgeClient.predict)
 
     def local_work(self) -> str:
         n = local_training(self.config, 0.0).steps

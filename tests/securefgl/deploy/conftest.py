@@ -23,6 +23,7 @@ from securefgl.experiment.runner import load_graph, run_single
 FEDAVG = {
     "dataset": "csbm", "clients": 5, "rounds": 2, "algorithms": ["fedavg"], "seeds": [0],
     "protocol": {"stack": ["secagg+"], "threat_model": "malicious", "min_cohort": 3},
+    "secure_evaluation": True,
 }  # fmt: skip
 # FedStruct's masked Ā sends dense N x N hop sums: a 600-node graph keeps them small
 FEDSTRUCT = {

@@ -79,6 +79,7 @@ def _run(cfg, transcript, algorithm="fedavg"):
             {
                 "protocol": {"stack": ["secagg"], "threat_model": "malicious"},  # a PKI per
                 "clients": 6, "edge_servers": 2,  # edge server's stack
+                "secure_evaluation": True,  # summed for the first edge server
                 "spreadfgl": {"interval": 2, "local_steps": 2, "top_k": 3, "ae_iterations": 2},
             },
         ),
@@ -90,7 +91,7 @@ def _run(cfg, transcript, algorithm="fedavg"):
         ),
         ("fedgls", {"protocol": ["secagg"], "clients": 6}),
         ("gpfl", {**GRAPHS, "gpfl": {"gae_epochs": 5, "sums": "masked", "similarity": "ckks"}}),
-        ("fedavg", {**GRAPHS, "protocol": ["secagg"]}),
+        ("fedavg", {**GRAPHS, "protocol": ["secagg"], "secure_evaluation": True}),
     ],
 )  # fmt: skip
 def test_ray_gives_the_local_result_and_the_same_messages(algorithm, settings):

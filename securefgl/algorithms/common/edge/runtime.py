@@ -25,7 +25,7 @@ from torch_geometric.data import Data
 
 from protocols.base import Envelope, Role, run_phases
 from protocols.registry import TRANSPORTS
-from securefgl.algorithms.base import Algorithm, SplitPredictions
+from securefgl.algorithms.base import Algorithm, Evaluators
 from securefgl.algorithms.common.edge.client import EdgeClient, LocalTraining
 from securefgl.algorithms.common.edge.model import SageNet
 from securefgl.algorithms.common.edge.parties import edge_client, edge_server
@@ -213,8 +213,8 @@ class EdgeFGL(Algorithm):
                 for e in s]  # fmt: skip
         self._deliver(sent, EdgeServer.mix_models)
 
-    def predict(self) -> list[SplitPredictions]:
-        return self.executor.map(list(self.clients), EdgeClient.predict)
+    def evaluators(self) -> Evaluators:
+        return Evaluators(list(self.clients), EdgeClient.predict, self.server_list[0])
 
     def predict_global(self, graph: Data) -> list[float]:
         """Each client's accuracy on ``graph`` (e.g. FedEgo's global test; simulator oracle)."""
