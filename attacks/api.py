@@ -24,6 +24,8 @@ from securefgl.experiment.runner import ExperimentResult, RunResult
 
 def spec(name: str) -> AttackSpec:
     """The attack ``name`` (``ConfigError`` with a suggestion when it is unknown)."""
+    if not isinstance(name, str):
+        raise ConfigError(f"an attack is named by a string, got {name!r}")
     if name not in ATTACKS:
         raise ConfigError(f"unknown attack {name!r}{did_you_mean(name, ATTACKS)}; "
                           f"choose from {sorted(ATTACKS)}")  # fmt: skip
@@ -68,8 +70,11 @@ def attack_run(config: ExperimentConfig, run: RunResult, name: str) -> AttackRes
 
 
 def run(result: ExperimentResult, name: str) -> list[AttackResult]:
-    """Attack ``name`` on every run of ``result`` it targets (in the runs' order)."""
+    """Attack ``name`` on every run of ``result`` it targets (in the runs' order);
+    ``ConfigError`` naming its targets when it targets none of them."""
     chosen = spec(name)
-    return [
-        attack_run(result.config, r, name) for r in result.runs if r.algorithm in chosen.targets
-    ]
+    targeted = [r for r in result.runs if r.algorithm in chosen.targets]
+    if not targeted:
+        ran = sorted({r.algorithm for r in result.runs})
+        raise ConfigError(f"{name} targets {', '.join(sorted(chosen.targets))}, not {ran}")
+    return [attack_run(result.config, r, name) for r in targeted]

@@ -107,8 +107,10 @@ def interaction_report(trainer: Any, views: Any, aggregation: str) -> dict[str, 
     seen = "plain" if aggregation == "plain" else "ideal"
     a = interaction_inference(trainer.observe(0, seen), views).as_dict()
     a["summary"] = (
-        f"interaction inference ({a['view']}): AUC {a['auc']:.3f}, "
-        f"AUC among uploaded rows {a['auc_uploaded']:.3f}, P@{a['k']} {a['precision_at_k']:.3f}"
+        f"interaction inference ({a['view']}): AUC {a['auc']:.3f} (popularity prior "
+        f"{a['baseline_auc']:.3f}: {'leaks' if a['leaks'] else 'no more than the prior'}), "
+        f"AUC among uploaded rows {a['auc_uploaded']:.3f} (½: indistinguishable), "
+        f"P@{a['k']} {a['precision_at_k']:.3f}"
     )
     return {"attack": a}
 

@@ -6,8 +6,11 @@ rate (ground truth: u's training items). Scores per (user, item): ``"rows"`` (1 
 item row in u's upload), ``"magnitude"`` (the L2 norm of the uploaded row: FeSoG's pseudo
 rows tend to be smaller); under secure aggregation (``ckks`` / ``secagg`` / ``ideal``
 views) only the cohort's per-row norms, the same for every user (a popularity prior).
-Metrics, averaged over the round's users: ROC AUC over all items (ties ½), the AUC among
-the user's uploaded rows (real vs pseudo items; ½ = indistinguishable), precision@k.
+Metrics, averaged over the round's users: ROC AUC over all items (ties ½) beside the AUC
+of a public prior alone (each item's popularity among the users outside the round;
+``leaks`` when the guess beats it by more than 0.05), the AUC among the user's
+uploaded rows (real vs pseudo items; ½ = indistinguishable, and far below ½ distinguishes
+them too), precision@k.
 Against FedGNN's graph expansion: :func:`token_dictionary_attack` (the third party
 colluding with a key holder: exact recovery) and :func:`frequency_attack` (the third party
 with the server's popularity knowledge, no key).
@@ -21,6 +24,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from attacks.base import DEFAULT_MARGIN
 from protocols.wire import Payload
 from securefgl.algorithms.recommendation.aggregation import ServerView
 from securefgl.algorithms.recommendation.expansion import TOKEN_BYTES, item_tokens
@@ -62,10 +66,19 @@ class InferenceResult:
     k: int
     users: int
     view: str
+    #: the AUC of a public prior alone: each item's popularity among the other users
+    baseline_auc: float = float("nan")
 
-    def as_dict(self) -> dict[str, float | int | str]:
+    @property
+    def leaks(self) -> bool:
+        """The guess beats the popularity prior by more than the AUC margin."""
+        return bool(self.auc - self.baseline_auc > DEFAULT_MARGIN)
+
+    def as_dict(self) -> dict[str, float | int | str | bool]:
         return {
             "auc": self.auc,
+            "baseline_auc": self.baseline_auc,
+            "leaks": self.leaks,
             "auc_uploaded": self.auc_uploaded,
             "precision_at_k": self.precision_at_k,
             "k": self.k,
@@ -111,15 +124,20 @@ def interaction_inference(
     """Average per-user AUC / precision@k of the server's guess of each user's items."""
     rng = np.random.default_rng(seed)
     scores = _user_scores(view, score, views.n_items)
-    aucs, precs, up_aucs = [], [], []
+    aucs, precs, up_aucs, prior_aucs = [], [], [], []
     per_user = view.per_user is not None
-    for u, s in zip(view.users, scores, strict=True):
+    items = [views.view(int(u)).train_items for u in view.users]
+    popularity = np.bincount(views.train.col, minlength=views.n_items).astype(np.float64)
+    for own in items:  # the prior: the items' popularity among the users outside the round
+        np.subtract.at(popularity, own, 1.0)
+    for own, s in zip(items, scores, strict=True):
         truth = np.zeros(views.n_items, bool)
-        truth[views.view(int(u)).train_items] = True
+        truth[own] = True
         a = auc_from_scores(s, truth)
         if np.isfinite(a):
             aucs.append(a)
             precs.append(precision_at_k(s, truth, k, rng))
+            prior_aucs.append(auc_from_scores(popularity, truth))
         if per_user:
             up = s > 0
             b = auc_from_scores(s[up], truth[up])
@@ -130,7 +148,8 @@ def interaction_inference(
         return float(np.mean(x)) if x else float("nan")
 
     kind = "per-user uploads" if per_user else "aggregate only"
-    return InferenceResult(mean(aucs), mean(up_aucs), mean(precs), k, len(aucs), kind)
+    return InferenceResult(mean(aucs), mean(up_aucs), mean(precs), k, len(aucs), kind,
+                           mean(prior_aucs))  # fmt: skip
 
 
 def token_dictionary_attack(upload: Payload, key: bytes, n_items: int) -> np.ndarray:

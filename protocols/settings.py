@@ -26,6 +26,7 @@ from protocols.names import (
     parse_stack,
     secure_sum_for_stack,
 )
+from protocols.secagg.rounds import check_threshold, default_degree, holders_for
 
 #: the rings and default precision of ``protocols.fixedpoint`` (``WORD_BITS``,
 #: ``DEFAULT_PRECISION_BITS``), named here so that reading the settings loads no numpy
@@ -105,10 +106,7 @@ class ProtocolSettings:
     )
 
     def __post_init__(self) -> None:
-        try:
-            transport, mechanism = parse_stack(self.stack)
-        except ValueError as err:
-            raise ValueError(f"protocol: {err}") from None
+        transport, mechanism = parse_stack(self.stack)  # ValueError naming the unknown
         if self.threat_model not in THREAT_MODELS:
             raise ValueError(f"threat_model must be one of {list(THREAT_MODELS)}, "
                              f"got {self.threat_model!r}")  # fmt: skip
@@ -313,6 +311,11 @@ class ProtocolSettings:
                 f"is that update), got {clients_per_round}: raise clients (or "
                 "client_fraction), or use the plain transport"
             )
+        t = self.threshold()
+        if transport in MULTI_PARTY_TRANSPORTS and isinstance(t, int):
+            plus = transport == "secagg+"
+            k = (self.secagg_k or default_degree(clients_per_round)) if plus else None
+            check_threshold(t, holders_for(k, clients_per_round))  # a full round's holders
 
     def threshold(self) -> int | float | None:
         """Shamir t as the transport takes it: a count (> 1) or a fraction (≤ 1)."""

@@ -248,6 +248,8 @@ class ClipNoiseMechanism:
         an adversary that does not learn which clients took part (an observer of the
         released model); the server, which sees the participant list, gets q = 1.
         """
+        if self.mode == "distributed" and n_survivors == 0:
+            return float("inf")  # nobody took part: no update and no noise were released
         sigma = self.effective_noise_multiplier(n_survivors, colluding)
         accountant.step(sigma, sample_rate)
         return sigma

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from protocols.dp.rng import NOISE_SEEDED
+from securefgl.algorithms.recommendation.settings import RecommendationSettings
 from securefgl.experiment.runner import ExperimentResult
 
 #: the setting column (securefgl.algorithms.base.SETTINGS): printed, then in result.md
@@ -233,8 +234,13 @@ def recommendation_lines(rows: list[dict[str, Any]]) -> str:
 def recommendation_markdown(config: Any, rows: list[dict[str, Any]]) -> str:
     """result.md of ``securefgl recommend``: one row per run."""
     data = rows[0]["dataset"] if rows else {"dataset": config.dataset}
+    protocol = config.protocol
+    sums = config.section(RecommendationSettings).ideal_sums and protocol.transport != "plain"
+    stack = f"ideal functionality of {protocol.label} (no cryptography ran)" if sums else (
+        protocol.label)  # fmt: skip
     lines = [
-        f"# {data['dataset']} · recommendation · protocol {config.protocol.label}",
+        f"# {data['dataset']} · recommendation · protocol {stack} · "
+        f"{protocol.threat_model} server",
         "",
         f"At most {config.rounds} rounds (validation patience and the time budget stop "
         "earlier), evaluated every "

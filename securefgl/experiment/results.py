@@ -7,16 +7,23 @@ never holds half a ``result.json``. Every command saves through here (``securefg
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from securefgl.config import ConfigError, ExperimentConfig, check_run_name
 from securefgl.experiment.provenance import RECOMMENDATION_UNITS, UNITS, provenance
 from securefgl.experiment.report import markdown_table, recommendation_markdown
 from securefgl.experiment.runner import ExperimentResult
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "check_output_dir",
@@ -71,9 +78,28 @@ def result_folder(config: ExperimentConfig, default: str) -> Path:
     return folder
 
 
+def strict_json(value: Any) -> Any:
+    """``value`` as standard JSON can hold it: NaN as null, ±∞ as ``"inf"`` / ``"-inf"``
+    (``float()`` reads both back), tuples as lists; anything else not JSON as its ``str``."""
+    if isinstance(value, float | np.floating):
+        x = float(value)
+        return x if math.isfinite(x) else (None if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, np.integer | np.bool_):
+        return value.item()
+    return str(value)
+
+
 def save_payload(folder: Path, payload: dict[str, Any], markdown: str) -> Path:
-    """``result.json`` (``payload``) and ``result.md`` (``markdown``) into ``folder``."""
-    write_atomic(folder / "result.json", json.dumps(payload, indent=2, default=str))
+    """``result.json`` (``payload``, :func:`strict_json`) and ``result.md`` (``markdown``)
+    into ``folder``."""
+    text = json.dumps(strict_json(payload), indent=2, allow_nan=False)
+    write_atomic(folder / "result.json", text)
     write_atomic(folder / "result.md", markdown)
     return folder
 
@@ -86,16 +112,22 @@ def save_result(result: ExperimentResult, output_dir: str | Path | None = None) 
         cfg = cfg.replace(output_dir=str(output_dir))
     folder = result_folder(cfg, default_name(result))
     payload = {
-        "config": result.config.to_dict(),
+        "config": cfg.to_dict(),
         "units": UNITS,
         "summary": result.summary(),
         "runs": [r.to_dict() for r in result.runs],
         "provenance": provenance(result.config),
     }
+    if (folder / "result.json").exists():
+        log.warning("%s: replacing the result saved there before", folder)
     save_payload(folder, payload, markdown_table(result))
-    for run in result.runs:
-        if run.transcript is not None:
-            run.transcript.save(folder / f"transcript-{run.algorithm}-seed{run.seed}")
+    kept = {f"transcript-{r.algorithm}-seed{r.seed}": r.transcript for r in result.runs}
+    for stale in folder.glob("transcript-*"):  # an earlier result's, not this one's
+        if stale.is_dir() and kept.get(stale.name) is None:
+            shutil.rmtree(stale)
+    for name, transcript in kept.items():
+        if transcript is not None:
+            transcript.save(folder / name)
     return folder
 
 

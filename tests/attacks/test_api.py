@@ -40,3 +40,7 @@ def test_refusals_say_what_to_do(result) -> None:
     with pytest.raises(ValueError, match="keep_state=True"):
         attacks.run(plain, "link_stealing")
     assert attacks.keep_tags(["link_stealing"]) == frozenset()
+    with pytest.raises(ConfigError, match="structure_reconstruction targets .*not"):
+        attacks.run(result, "structure_reconstruction")
+    with pytest.raises(ConfigError, match="named by a string"):
+        attacks.run(result, ["link_stealing"])  # type: ignore[arg-type]

@@ -73,6 +73,18 @@ def test_poisson_participation_is_each_clients_secret_coin():
     assert participants(c) == participants(d)
 
 
+def test_a_poisson_round_too_small_to_sum_is_skipped_and_charged_nothing(caplog):
+    cfg = ExperimentConfig(
+        csbm=TINY, clients=6, rounds=12, algorithms=["fedavg"], client_fraction=0.25,
+        client_sampling="poisson",  # seeded coins: this draw has rounds of 0 and 1 client
+        protocol={"stack": ["secagg", "clip_noise"], "seeded_noise": True},
+    )  # fmt: skip
+    with caplog.at_level("WARNING"):
+        run = run_single(cfg, "fedavg", 0, load_graph(cfg), progress=False)
+    assert "1 client(s) joined, fewer than the 2 clip_noise+secagg sums" in caplog.text
+    assert np.isfinite(run.privacy["epsilon"]) and run.privacy["dp_rounds"] == 12
+
+
 def test_edge_dp_noise_is_secret_for_fedstruct_and_the_standalone_exchange():
     cfg = ExperimentConfig(
         csbm=TINY, clients=3, rounds=1, algorithms=["fedstruct"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,6 +29,8 @@ LOSSES = ("rmse", "mse", "sse")
 OFFSETS = ("none", "user-mean")
 
 Mode = Literal["none", "heuristic", "laplace"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,9 @@ class RecommendationSettings:
     )
     ldp_clip: float | None = _option(None, "δ, the L∞ clip of an upload (default 0.3 / 0.1)")
     ldp_lambda: float = _option(0.1, "λ, the heuristic factor or the Laplace scale")
-    patience: int = _option(5, "evaluations without a better validation RMSE before a stop")
+    patience: int = _option(
+        5, "evaluations without a better validation RMSE a run tolerates (the next one stops it)"
+    )
     max_neighbors: int = _option(
         5, "FedGNN: users the graph expansion returns per item (FeSoG uses every social "
         "neighbour)",
@@ -154,6 +159,8 @@ class RecommendationSettings:
             )
         if self.ideal_sums and config.protocol.transport == "plain":
             raise ValueError("ideal_sums simulates a secure transport: name one (e.g. secagg)")
+        config.protocol.cohort_floor(self.users_per_round)  # the users of a round
+        config.protocol.check_cohort(self.users_per_round)
 
     def replace(self, **changes: Any) -> RecommendationSettings:
         return dataclasses.replace(self, **changes)
@@ -254,6 +261,9 @@ class RecConfig:
         mode = s.ldp or ("laplace" if fedgnn else "heuristic")
         clip = s.ldp_clip if s.ldp_clip is not None else (0.1 if fedgnn else 0.3)
         own = {"offset": s.offset, "item_std": s.item_std, "arch": s.arch, "loss": s.loss}
+        defaults = {f.name: f.default for f in dataclasses.fields(RecommendationSettings)}
+        if unread := [k for k, v in own.items() if not fedgnn and v != defaults[k]]:
+            log.warning("%s does not read %s (FedGNN's settings)", method, ", ".join(unread))
         ring = config.protocol.secagg_options()  # FeSoG's / FedGNN's LDP is their own
         return cls(
             method=method, dim=s.dim, rounds=config.rounds, users_per_round=s.users_per_round,

@@ -102,6 +102,12 @@ class FedRecTrainer:
 
     def __init__(self, views: ClientViews, cfg: RecConfig) -> None:
         self.views, self.cfg = views, cfg
+        most = int(views.train.lengths(np.arange(views.n_users)).max(initial=0))
+        if cfg.pseudo_items and most + cfg.pseudo_items > views.n_items:
+            raise ConfigError(
+                f"pseudo_items = {cfg.pseudo_items}: a user who rated {most} of the "
+                f"{views.n_items} items has fewer unrated items to draw them from; lower it"
+            )
         # the users' shared token key (FedGNN expansion): made by the key authority
         self.token_key = new_token_key() if cfg.method == "fedgnn" else b""
         parties = recipes(views, cfg, self.token_key)
@@ -389,8 +395,15 @@ class FedRecTrainer:
         spent = self.ledger.summary()
         claims = []
         if cfg.ldp.mode == "laplace" and self.ledger.guaranteed:  # none / heuristic: no claim
+            expansion = (
+                "; nor the exact embedding graph expansion sends the third party (and, "
+                "through it, the co-raters)" if cfg.method == "fedgnn" else ""
+            )  # fmt: skip
             claims.append({"epsilon": spent["epsilon_max_user"], "delta": 0.0,
-                           "unit": "user-level (a user's uploads; local DP, the worst user)",
+                           "unit": "user-level: the values of a user's uploads, given the item "
+                                   "rows it uploads (local DP, the worst user); not which items "
+                                   "it rated, which the rows show (pseudo-items only blur "
+                                   f"them: interaction inference measures it){expansion}",
                            "adversary": "everyone (local DP)"})  # fmt: skip
         privacy = {
             "mode": cfg.ldp.mode,

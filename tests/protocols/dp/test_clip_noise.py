@@ -177,6 +177,17 @@ def test_dropout_weakens_distributed_noise_and_accounting_follows() -> None:
     assert acc.history == [(charged, 0.1, 1)]
 
 
+def test_a_round_nobody_took_part_in_charges_nothing_under_distributed_noise() -> None:
+    mech = ClipNoiseMechanism(1.0, 1.0, mode="distributed", expected_clients=4)
+    acc = PrivacyAccountant("rdp", 1e-5)
+    mech.account(acc, sample_rate=1.0, n_survivors=3)
+    assert mech.account(acc, sample_rate=1.0, n_survivors=0) == float("inf")
+    assert len(acc.history) == 1 and np.isfinite(acc.epsilon())
+    central = ClipNoiseMechanism(1.0, 1.0, expected_clients=4)  # its noise is still released
+    central.account(acc, sample_rate=0.5, n_survivors=0)
+    assert len(acc.history) == 2
+
+
 def test_participants_denominator_charges_replace_one_sensitivity() -> None:
     mech = ClipNoiseMechanism(1.0, 2.0, denominator="participants")
     assert mech.effective_noise_multiplier() == pytest.approx(1.0)

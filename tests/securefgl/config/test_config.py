@@ -109,6 +109,10 @@ def test_section_keys_at_the_top_level_name_their_section(tmp_path):
         ExperimentConfig.from_toml(flat)
     with pytest.raises(ConfigError, match="unknown \\[fedgcn\\] keys"):
         ExperimentConfig.from_dict({"fedgcn": {"hopz": 1}})
+    # a section's key close to a generic one is still sent to its section
+    for key, value in (("threat_model", "malicious"), ("stack", ["secagg"])):
+        with pytest.raises(ConfigError, match=rf"'{key}' belongs under \[experiment.protocol\]"):
+            ExperimentConfig(**{key: value})
 
 
 @pytest.mark.parametrize(
@@ -184,3 +188,17 @@ def test_edge_servers_without_an_algorithm_that_runs_them_is_named(caplog):
     with caplog.at_level("WARNING"):
         check_config(ExperimentConfig(algorithms=["fedavg", "fedgl"], clients=4, edge_servers=2))
     assert "only spreadfgl run several edge servers" in caplog.text
+
+
+def test_the_recommendation_task_is_sent_to_its_own_runner():
+    with pytest.raises(ConfigError, match="securefgl recommend"):
+        check_config(ExperimentConfig(task="recommendation", dataset="FilmTrust"))
+
+
+def test_a_new_stack_as_a_list_resets_the_settings_it_would_not_read():
+    dp = ExperimentConfig(protocol={"stack": ["secagg", "clip_noise"], "dp_noise": 0.5,
+                                    "min_cohort": 3})  # fmt: skip
+    secagg = dp.replace(protocol=["secagg"])
+    assert secagg.protocol.dp_noise == 1.0 and secagg.protocol.min_cohort == 3
+    assert secagg.protocol.ignored_settings() == []
+    assert dp.replace(protocol={"stack": ["secagg"]}).protocol.dp_noise == 0.5  # a table: as given

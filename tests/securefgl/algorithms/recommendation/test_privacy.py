@@ -183,6 +183,7 @@ def test_pseudo_items_hide_true_items_from_nonzero_row_attack(
 
     bare, hidden = attack(0), attack(24)
     assert bare.auc == pytest.approx(1.0) and bare.precision_at_k == pytest.approx(1.0)
+    assert bare.baseline_auc == pytest.approx(0.5, abs=0.1) and bare.leaks  # no popular items
     # with q pseudo rows the uploaded rows are all alike to this attack: chance among them
     assert hidden.auc_uploaded == pytest.approx(0.5)
     # precision@8 ≈ share of real rows among uploaded (8 train items of 8 + 24 rows)

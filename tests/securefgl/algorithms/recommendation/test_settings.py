@@ -81,3 +81,37 @@ def test_the_stack_refuses_settings_it_would_not_read() -> None:
     config = _config(stack=["ckks"], secagg_threshold=0.9)
     with pytest.raises(ConfigError, match="would ignore secagg_threshold"):
         run_recommendation(config)
+
+
+def test_the_cohort_and_threshold_are_checked_against_the_users_of_a_round() -> None:
+    ok = ExperimentConfig(task="recommendation", dataset="FilmTrust",
+                          recommendation={"users_per_round": 64},
+                          protocol=ProtocolSettings(stack=["secagg"], min_cohort=20))  # fmt: skip
+    assert ok.resolved()["protocol"]["min_cohort_enforced"] == 20  # not the node task's clients
+    for protocol, message in (({"min_cohort": 9}, "exceeds the 8 clients"),
+                              ({"secagg_threshold": 3}, "at most half of the 8")):  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            ExperimentConfig(task="recommendation", dataset="FilmTrust",
+                             recommendation={"users_per_round": 8},
+                             protocol=ProtocolSettings(stack=["secagg"], **protocol))  # fmt: skip
+
+
+def test_more_pseudo_items_than_a_user_has_unrated_is_a_configuration_error() -> None:
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer
+    from securefgl.data.rating_views import ClientViews
+    from securefgl.data.ratings import synthetic_ratings
+
+    views = ClientViews.from_data(synthetic_ratings(n_users=20, n_items=30, seed=0), seed=0)
+    with pytest.raises(ConfigError, match="pseudo_items = 30: a user who rated"):
+        FedRecTrainer(views, RecConfig(method="fedgnn", rounds=1, users_per_round=4,
+                                       pseudo_items=30))  # fmt: skip
+
+
+def test_fedgnns_own_settings_set_for_fesog_are_named(caplog) -> None:
+    config = ExperimentConfig(task="recommendation", dataset="FilmTrust",
+                              recommendation={"arch": "star", "loss": "sse"})  # fmt: skip
+    with caplog.at_level("WARNING"):
+        RecConfig.from_experiment(config, "fedgnn", 0)
+        assert not caplog.text
+        RecConfig.from_experiment(config, "fesog", 0)
+    assert "fesog does not read arch, loss" in caplog.text

@@ -1,0 +1,36 @@
+"""save_result records the folder it wrote and leaves no earlier result's transcripts."""
+
+import json
+
+from securefgl import run_experiment, save_result
+from securefgl.config import ExperimentConfig
+
+
+def test_a_result_saved_elsewhere_records_that_folder_and_replaces_stale_transcripts(tmp_path):
+    config = ExperimentConfig(csbm={"num_nodes": 200}, clients=3, rounds=1, name="same",
+                              algorithms=["fedavg", "fedprox"], store_payloads=True)  # fmt: skip
+    kept = run_experiment(config, progress=False, keep_state=True)
+    folder = save_result(kept, tmp_path)
+    assert sorted(p.name for p in folder.glob("transcript-*")) == [
+        "transcript-fedavg-seed0", "transcript-fedprox-seed0"
+    ]  # fmt: skip
+    saved = json.loads((folder / "result.json").read_text())
+    assert saved["config"]["output_dir"] == str(tmp_path)
+    again = run_experiment(config.replace(algorithms=["fedavg"], store_payloads=False),
+                           progress=False)  # fmt: skip
+    assert save_result(again, tmp_path) == folder
+    assert not list(folder.glob("transcript-*"))  # the first result's, gone with it
+
+
+def test_result_json_is_standard_json_with_infinite_epsilon(tmp_path):
+    config = ExperimentConfig(
+        csbm={"num_nodes": 200}, clients=3, rounds=1, name="noiseless",
+        protocol={"stack": ["secagg", "clip_noise"], "dp_noise": 0.0},
+    )  # fmt: skip
+    folder = save_result(run_experiment(config, progress=False), tmp_path)
+
+    def refuse(constant):
+        raise ValueError(f"not standard JSON: {constant}")
+
+    saved = json.loads((folder / "result.json").read_text(), parse_constant=refuse)
+    assert saved["summary"][0]["epsilon"] == "inf"
