@@ -130,6 +130,12 @@ class Algorithm(ABC):
         on Ā's inputs: ``{"edge_dp": ..., "edge_epsilon": ...}``)."""
         return {}
 
+    def silent_parties(self) -> frozenset[str]:
+        """Its parties that went silent (a worker died, a deadline passed): the rounds and
+        evaluations after go on without them."""
+        executor = self.__dict__.get("executor")
+        return executor.silent if executor is not None else frozenset()
+
     def evaluators(self) -> Evaluators | None:
         """Its evaluating parties once set up (None: no parties, e.g. the central model)."""
         return None

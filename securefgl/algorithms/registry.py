@@ -14,6 +14,7 @@ from securefgl import extras
 from securefgl.algorithms.base import Algorithm
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.config.families import algorithm_names, check_algorithm, families
+from securefgl.federation.ray_executor import check_ray_address
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,10 @@ def warn_unread_fields(config: ExperimentConfig) -> None:
         readers = [name for name, cls in algorithms(config.task).items() if cls.multi_server]
         log.warning("edge_servers and server_topology have no effect here: only %s run "
                     "several edge servers", ", ".join(readers))  # fmt: skip
+    ray_only = [k for k in ("workers", "ray_address", "party_timeout", "ray_co_host")
+                if not config.is_default(k)]  # fmt: skip
+    if config.executor != "ray" and ray_only:
+        log.warning("%s have no effect without --executor ray", ", ".join(ray_only))
     references = [n for n in config.algorithms
                   if algorithm_class(n, config.task).setting != "federated"]
     if config.secure_evaluation and references:
@@ -114,6 +119,7 @@ def check_config(config: ExperimentConfig) -> ExperimentConfig:
         )
     if config.executor == "ray":  # before any data is loaded
         extras.check("ray", "--executor ray")
+        check_ray_address(config.ray_address)
     config.refuse_unread_protocol_settings()
     warn_unread_sections(config)
     warn_unread_fields(config)

@@ -352,8 +352,9 @@ class ExperimentConfig:
         _choice("executor", self.executor, EXECUTORS)
         if self.workers < 1:
             raise ConfigError(f"workers must be ≥ 1, got {self.workers}")
-        if self.party_timeout is not None and not self.party_timeout > 0:
-            raise ConfigError(f"party_timeout must be > 0 seconds, got {self.party_timeout}")
+        if self.party_timeout is not None and not 0 < self.party_timeout < math.inf:
+            raise ConfigError(f"party_timeout must be a finite number of seconds > 0 (unset: no "
+                              f"limit), got {self.party_timeout}")  # fmt: skip
         if not 0 <= self.protocol.dp_colluding_clients < self.clients:
             raise ConfigError(
                 "protocol.dp_colluding_clients must lie in [0, clients), got "

@@ -159,9 +159,20 @@ def text_table(result: ExperimentResult, width: int = 80) -> str:
         if _claims(r) and r.get("noise") != NOISE_SEEDED:
             notes.append(f"ε of {r['algorithm']}: " + "; ".join(
                 f"{g['epsilon']:.3g} = {claim_terms(g)}" for g in _claims(r)))  # fmt: skip
+    notes += silent_lines(result)
     for note in notes:
         lines += textwrap.wrap(note, width, subsequent_indent="  ")
     return "\n".join(lines)
+
+
+def silent_lines(result: ExperimentResult) -> list[str]:
+    """A note per run whose parties went silent: its later metrics cover the others."""
+    return [
+        f"{run.algorithm} seed {run.seed}: "
+        + ", ".join(f"{p} went silent in round {r}" for p, r in run.silent.items())
+        + "; the later rounds and metrics cover the other parties only."
+        for run in result.runs if run.silent
+    ]  # fmt: skip
 
 
 def _local_work(rows: list[dict[str, Any]], rounds: int) -> str:
@@ -204,7 +215,8 @@ def markdown_table(result: ExperimentResult) -> str:
             f"| {percent(row, 'best_last_test_acc' if graph else 'val_acc', seeds)} "
             f"| {format_epsilon(row)} | {row['bytes'] / 1e6:.2f} | {row['seconds']:.1f} |"
         )
-    return "\n".join([*lines, *assumption_lines(result)]) + "\n"
+    silent = silent_lines(result)
+    return "\n".join([*lines, *(["", *silent] if silent else []), *assumption_lines(result)]) + "\n"
 
 
 def _rec_epsilon(row: dict[str, Any]) -> str:

@@ -112,6 +112,12 @@ class RunResult:
         )
 
     @property
+    def silent(self) -> dict[str, int]:
+        """Each party that went silent and the round it was found so (the later rounds'
+        metrics cover the others)."""
+        return {p: h["round"] for h in self.history for p in h.get("went_silent", ())}
+
+    @property
     def seconds(self) -> float:
         """Wall time of set-up plus every round (``setup_bytes`` are counted likewise)."""
         return self.setup_seconds + sum(h["seconds"] for h in self.history)
@@ -135,6 +141,7 @@ class RunResult:
             "model": self.model,
             "model_short": self.model_short,
             "local_work": self.local_work,
+            "silent": self.silent,
         }
 
 
@@ -414,11 +421,15 @@ def train_rounds(
     reported to ``bar``. The deployment driver (``securefgl.deploy``) runs the same loop, so
     both give the same history for the same parties."""
     history: list[dict[str, Any]] = []
+    silent: set[str] = set()
     for r in range(config.rounds):
         start, t0 = len(transcript.entries), time.perf_counter()
         with transcript.family_scope(ROUNDS):
             loss = algo.train_round(r)
         row: dict[str, Any] = {"round": r, "loss": loss, "seconds": time.perf_counter() - t0}
+        if gone := sorted(algo.silent_parties() - silent):
+            row["went_silent"] = gone
+            silent.update(gone)
         row.update(
             {
                 f"bytes_{k}": v

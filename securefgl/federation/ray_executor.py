@@ -29,15 +29,20 @@ a worker go silent together.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import socket
 import time
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from protocols import base as protocols_base
 from protocols.base import ProtocolError
 from protocols.identity import install_provisioned, keystore_parties
 from protocols.wire import Payload
+from securefgl.config import ConfigError
 from securefgl.extras import require
 from securefgl.federation.codec import DeferredPayload, checked, decode_value, encode_value
 from securefgl.federation.executor import Executor
@@ -59,12 +64,47 @@ class PartyTimeoutError(PartyError):
         self.parties = list(parties)
 
 
+SECUREFGL_ROOT = Path(__file__).resolve().parents[1]  # the package this process imports
+
+
+@functools.cache
+def code_digest() -> str:
+    """SHA-256 of this process's securefgl and protocols sources: a worker must run the
+    driver's code (a worker started elsewhere may import another checkout)."""
+    digest = hashlib.sha256()
+    for root in (SECUREFGL_ROOT, Path(protocols_base.__file__).resolve().parent):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def check_ray_address(address: str | None, timeout: float = 10.0) -> None:
+    """:class:`ConfigError` when ``address`` (``host:port`` or ``ray://host:port``; None and
+    ``auto`` are not checked) does not accept a connection within ``timeout`` seconds."""
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"ray_address {address!r}: expected host:port or ray://host:port")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as err:
+        raise ConfigError(f"ray_address {address}: no Ray cluster answers there ({err})") from None
+
+
 class PartyWorker:
     """One actor's parties: built from recipes here, called with wire-encoded arguments."""
 
-    def __init__(self, threads: int = 1, modules: bytes = b"") -> None:
+    def __init__(self, threads: int = 1, modules: bytes = b"", digest: str = "") -> None:
         import torch
 
+        if digest and digest != code_digest():
+            raise RuntimeError(
+                f"this Ray worker runs securefgl from {SECUREFGL_ROOT}, "
+                "other code than the driver's: start the workers from the driver's "
+                "installation (the same checkout and version)"
+            )
         torch.set_num_threads(threads)
         # the code it will run (wire-encoded module names): part of starting the worker
         started = time.perf_counter()
@@ -218,6 +258,7 @@ class RayExecutor(Executor):
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address is None:
                 options["num_cpus"] = workers
+            check_ray_address(address)
             ray.init(address=address, **options)
         self.ray = ray
         self.party_timeout = party_timeout
@@ -232,7 +273,7 @@ class RayExecutor(Executor):
         self.home |= {pid: workers + j for j, pid in enumerate(alone)}
         self.workers = [
             actor.options(scheduling_strategy=OnNode(nodes[i % len(nodes)], soft=False)).remote(
-                threads, modules
+                threads, modules, code_digest()
             )
             for i in range(workers + len(alone))
         ]

@@ -202,3 +202,13 @@ def test_a_new_stack_as_a_list_resets_the_settings_it_would_not_read():
     assert secagg.protocol.dp_noise == 1.0 and secagg.protocol.min_cohort == 3
     assert secagg.protocol.ignored_settings() == []
     assert dp.replace(protocol={"stack": ["secagg"]}).protocol.dp_noise == 0.5  # a table: as given
+
+
+def test_ray_settings_are_checked_before_any_work(caplog):
+    with pytest.raises(ConfigError, match="finite number of seconds"):
+        ExperimentConfig(party_timeout=float("inf"))
+    with pytest.raises(ConfigError, match="no Ray cluster answers there"):
+        check_config(ExperimentConfig(executor="ray", ray_address="127.0.0.1:1"))
+    with caplog.at_level("WARNING"):
+        check_config(ExperimentConfig(workers=7, ray_co_host=True))
+    assert "workers, ray_co_host have no effect without --executor ray" in caplog.text

@@ -62,6 +62,7 @@ def test_a_party_killed_mid_round_is_a_dropout_the_survivors_finish(fedavg_deplo
     assert killer.done
     assert list(run.silent) == ["client-4"] and "unreachable" in run.silent["client-4"]
     assert len(run.result.history) == 2 and 0 < run.result.final["test_acc"] <= 1
+    assert run.result.silent == {"client-4": 0}  # the result says whom its metrics miss
     assert run.result.history[0]["bytes_up"] > 0
 
 

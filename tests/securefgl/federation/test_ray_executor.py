@@ -386,3 +386,11 @@ def test_a_transcript_that_keeps_payloads_fetches_exactly_those_and_their_digest
         assert algo.executor.driver_fetched_bytes == sum(e.nbytes for e in entries)
     finally:
         federation.close()
+
+
+def test_a_worker_running_other_code_than_the_driver_refuses_to_start():
+    from securefgl.federation.ray_executor import PartyWorker, code_digest
+
+    PartyWorker(1, b"", code_digest())  # the driver's code: it starts
+    with pytest.raises(RuntimeError, match="other code than the driver's"):
+        PartyWorker(1, b"", "0" * 64)

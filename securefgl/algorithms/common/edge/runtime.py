@@ -122,7 +122,8 @@ class EdgeFGL(Algorithm):
                 recipes[cid] = self.client_recipe(views[ids.index(cid)], args, train)
             recipes.update({pid: recipe(protocol_host, party_id=pid, stack=args)
                             for pid in authorities})  # fmt: skip
-        self.executor = federation.make_executor(recipes, list(self.stacks.values()))
+        # the federation's PKI too: a secure evaluation spans every edge server's clients
+        self.executor = federation.make_executor(recipes, [*self.stacks.values(), federation.stack])
         self.clients = {cid: self.executor.held(cid) for cid in ids}  # None: elsewhere
         self.servers = {sid: self.executor.held(sid) for sid in self.server_list}
         self.audit = AggregateAudit()
