@@ -311,11 +311,16 @@ class ProtocolSettings:
                 f"is that update), got {clients_per_round}: raise clients (or "
                 "client_fraction), or use the plain transport"
             )
-        t = self.threshold()
+
+    def check_threshold_for(self, clients_per_round: int) -> None:
+        """``ValueError`` when a count threshold is at most half of the share holders of a
+        full round of ``clients_per_round`` clients (one server; edge servers' rounds are
+        smaller and checked when their parties are made)."""
+        t, transport = self.threshold(), self.transport
         if transport in MULTI_PARTY_TRANSPORTS and isinstance(t, int):
             plus = transport == "secagg+"
             k = (self.secagg_k or default_degree(clients_per_round)) if plus else None
-            check_threshold(t, holders_for(k, clients_per_round))  # a full round's holders
+            check_threshold(t, holders_for(k, clients_per_round))
 
     def threshold(self) -> int | float | None:
         """Shamir t as the transport takes it: a count (> 1) or a fraction (≤ 1)."""

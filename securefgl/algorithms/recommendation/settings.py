@@ -161,6 +161,7 @@ class RecommendationSettings:
             raise ValueError("ideal_sums simulates a secure transport: name one (e.g. secagg)")
         config.protocol.cohort_floor(self.users_per_round)  # the users of a round
         config.protocol.check_cohort(self.users_per_round)
+        config.protocol.check_threshold_for(self.users_per_round)
 
     def replace(self, **changes: Any) -> RecommendationSettings:
         return dataclasses.replace(self, **changes)
