@@ -39,7 +39,8 @@ from securefgl.deploy.keys import own_identity, read_registry
 from securefgl.deploy.settings import DeploySettings
 from securefgl.federation.builders import config_from_json, view_payload
 from securefgl.federation.codec import decode_value, encode_value
-from securefgl.federation.party import PartyError
+from securefgl.federation.evaluation import EvaluationHost
+from securefgl.federation.party import PartyError, class_path, client_party_id
 from securefgl.federation.recipes import Recipe
 from securefgl.federation.remote import PartyHost, hello_statement
 from securefgl.federation.subnormals import subnormals_flushed
@@ -83,6 +84,7 @@ class PartyDaemon:
                     self._build(request["builder"], dict(request["args"]))
                     return encode_value({"results": [["ok", encode_value(None), 0.0]]})
                 if request["kind"] == "calls":
+                    self._check_calls(request["calls"])
                     calls = [(self.party_id, i, m, a) for i, m, a in request["calls"]]
                     return encode_value({"results": self.host.run(calls)})
                 raise PartyError(f"unknown request kind {request.get('kind')!r}")
@@ -133,6 +135,33 @@ class PartyDaemon:
                              "noise from its own secret source")  # fmt: skip
         self.host.build(self.party_id, Recipe(builder, args))
 
+    def _check_calls(self, calls: list[Any]) -> None:
+        """With ``secure_evaluation`` agreed, no call returns predictions (the evaluation
+        reaches the server only as a sum), and a secure evaluation is hosted only in the
+        agreed threat model, under the registrar's registry, with every client of the
+        federation against a malicious server."""
+        experiment = self.settings.experiment
+        host = class_path(EvaluationHost)
+        for interfaces, method, data in calls:
+            if experiment.secure_evaluation and method in PREDICTIONS:
+                raise PartyError(f"{method}: deploy.toml agrees on secure evaluation; this "
+                                 "party's predictions leave it only as a secure sum")  # fmt: skip
+            if method != "host" or host not in interfaces:
+                continue
+            (spec, *_), _ = decode_value(data)
+            threat = experiment.protocol.threat_model
+            if spec.get("threat_model") != threat:
+                raise PartyError(f"a secure evaluation as {spec.get('threat_model')!r}; "
+                                 f"deploy.toml says {threat!r}")  # fmt: skip
+            if threat != HONEST_BUT_CURIOUS:
+                every = sorted(client_party_id(i) for i in range(experiment.clients))
+                if sorted(spec.get("clients", ())) != every:
+                    raise PartyError("a secure evaluation against a malicious server sums "
+                                     "every client of the federation")  # fmt: skip
+                if spec.get("registry") != self.registry.to_wire():
+                    raise PartyError("the secure evaluation's key registry is not the "
+                                     "registrar's")  # fmt: skip
+
     def _check_stack(self, stack: dict[str, Any]) -> None:
         """The protocol the driver asks for is this party's (deploy.toml), under the
         registrar's registry."""
@@ -155,6 +184,10 @@ class PartyDaemon:
 
 def _brief(settings: Any) -> str:
     return json.dumps({"stack": settings.stack, "threat_model": settings.threat_model})
+
+
+#: the methods whose replies are a party's predictions (each family's evaluation oracle)
+PREDICTIONS = frozenset({"predict", "predict_on"})
 
 
 class _Handler(socketserver.BaseRequestHandler):

@@ -166,13 +166,19 @@ def text_table(result: ExperimentResult, width: int = 80) -> str:
 
 
 def silent_lines(result: ExperimentResult) -> list[str]:
-    """A note per run whose parties went silent: its later metrics cover the others."""
-    return [
-        f"{run.algorithm} seed {run.seed}: "
-        + ", ".join(f"{p} went silent in round {r}" for p, r in run.silent.items())
-        + "; the later rounds and metrics cover the other parties only."
-        for run in result.runs if run.silent
-    ]  # fmt: skip
+    """A note per run whose parties went silent (its later metrics cover the others) or
+    whose secure evaluations could not run."""
+    out = []
+    for run in result.runs:
+        if run.silent:
+            gone = ", ".join(f"{p} went silent in round {r}" for p, r in run.silent.items())
+            out.append(f"{run.algorithm} seed {run.seed}: {gone}; the later rounds and "
+                       "metrics cover the other parties only.")  # fmt: skip
+        if refused := run.refused_evaluations:
+            out.append(f"{run.algorithm} seed {run.seed}: no metrics in round(s) "
+                       f"{', '.join(map(str, refused))}: the secure evaluation could not run "
+                       "(under a malicious server every sum holds every client).")  # fmt: skip
+    return out
 
 
 def _local_work(rows: list[dict[str, Any]], rounds: int) -> str:

@@ -21,7 +21,9 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from protocols.base import ProtocolError
 from protocols.dp.rng import noise_label
+from protocols.identity import HONEST_BUT_CURIOUS
 from securefgl.algorithms.base import Algorithm
 from securefgl.algorithms.registry import algorithm_class, check_config, cross_edge_mode
 from securefgl.config import ConfigError, ExperimentConfig
@@ -48,7 +50,7 @@ from securefgl.experiment.metrics import pooled_from_counts
 from securefgl.federation import Channel, Transcript
 from securefgl.federation.evaluation import SecureEvaluation, SplitCounts, pooled_counts
 from securefgl.federation.federation import Federation
-from securefgl.federation.party import Target
+from securefgl.federation.party import Target, client_party_id
 from securefgl.federation.progress import Progress
 from securefgl.federation.stack import ProtocolStack, build_stack
 from securefgl.federation.subnormals import subnormals_flushed
@@ -110,6 +112,11 @@ class RunResult:
         return self.setup_bytes + sum(
             h["bytes_up"] + h["bytes_down"] + h["bytes_p2p"] for h in self.history
         )
+
+    @property
+    def refused_evaluations(self) -> list[int]:
+        """The rounds whose secure evaluation could not run (no metrics there)."""
+        return [h["round"] for h in self.history if "evaluation_refused" in h]
 
     @property
     def silent(self) -> dict[str, int]:
@@ -335,7 +342,7 @@ def run_single(
         if graph_task:
             final.update(best_of_last(history, last))
             final.update(selected_by_validation(history))
-        log.info("%s: test acc %.4f", label, final["test_acc"])
+        log.info("%s: test acc %.4f", label, final.get("test_acc", float("nan")))
         return RunResult(
             algorithm,
             seed,
@@ -376,13 +383,18 @@ def evaluation(
     secure = SecureEvaluation(
         algo.executor, federation.channel, found.server, stack.experiment_id,
         num_classes, stack.threat_model, stack.sum_options().get("registry"),
-        config.protocol.min_cohort,
     )  # fmt: skip
     target = Target.of(found.predict)
+    everyone = sorted(client_party_id(v.client_id) for v in federation.views)
 
     def secure_counts(round_idx: int) -> dict[str, SplitCounts]:
         live = algo.evaluators()  # e.g. FedAvg's clients that have not gone silent
-        return secure.counts(round_idx, target, live.clients if live else [])
+        clients = live.clients if live else []
+        if stack.threat_model != HONEST_BUT_CURIOUS and sorted(clients) != everyone:
+            missing = ", ".join(sorted(set(everyone) - set(clients)))
+            raise ProtocolError(f"{missing} silent: against a malicious server every "
+                                "evaluation sums every client")  # fmt: skip
+        return secure.counts(round_idx, target, clients)
 
     return secure_counts
 
@@ -437,9 +449,17 @@ def train_rounds(
             }
         )
         if (r + 1) % config.eval_every == 0 or r >= config.rounds - max(last, 1):
-            with transcript.family_scope(EVALUATION):
-                counts = evaluate(r)
-            row.update(metrics(counts))
+            try:
+                with transcript.family_scope(EVALUATION):
+                    counts = evaluate(r)
+            except ProtocolError as err:
+                if not config.secure_evaluation:
+                    raise
+                log.warning("%s round %d: the secure evaluation could not run (%s): no "
+                            "metrics this round", label, r, err)  # fmt: skip
+                row["evaluation_refused"] = str(err)
+            else:
+                row.update(metrics(counts))
             if "epsilon" in (spent := stack.privacy()):
                 row["epsilon"] = spent["epsilon"]
             log.debug("%s round=%d %s", label, r, row)

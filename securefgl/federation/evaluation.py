@@ -25,6 +25,7 @@ from protocols.secagg import SecAggClient, SecAggServer
 from securefgl.federation.channel import Channel
 from securefgl.federation.executor import Executor, PhaseCalls
 from securefgl.federation.party import AttachedRole, Call, Party, PartyError, Target
+from securefgl.federation.remote import check_trusted
 
 #: the splits a count vector holds, in order
 EVAL_SPLITS = ("train", "val", "test")
@@ -119,13 +120,13 @@ def pooled_counts(per_client: Sequence[Predictions], num_classes: int) -> dict[s
 def evaluation_protocol(spec: Mapping[str, Any]) -> AggregationProtocol:
     """The SecAgg instance of a secure evaluation (:meth:`SecureEvaluation.spec`), made in
     each party's process: 64-bit ring (the counts need no bound), the run's threat model,
-    its key registry as this process holds it."""
-    registry = spec.get("registry")
+    its key registry as this process holds it; under a malicious server every client
+    accepts only sums of every hosted client."""
+    registry, threat = spec.get("registry"), str(spec["threat_model"])
     pki = None if registry is None else Pki.held(KeyRegistry.from_wire(registry))
-    return make_transport(
-        "secagg", str(spec["experiment_id"]), threat_model=str(spec["threat_model"]), pki=pki,
-        min_cohort=spec.get("min_cohort"),
-    )  # fmt: skip
+    every = len(spec["clients"]) if threat != HONEST_BUT_CURIOUS else None
+    return make_transport("secagg", str(spec["experiment_id"]), threat_model=threat, pki=pki,
+                          min_cohort=every)  # fmt: skip
 
 
 class EvaluationHost(AttachedRole):
@@ -139,6 +140,16 @@ class EvaluationHost(AttachedRole):
         self._phases: frozenset[str] = frozenset()
 
     def host(self, spec: dict[str, Any]) -> None:
+        """Make this party's state, once a run: a re-hosted sum could be opened over
+        another cohort. A client evaluates with its own ``predict`` method, named here (in
+        :data:`~securefgl.federation.remote.TRUSTED_MODULES`). Under a malicious server
+        every sum must hold every hosted client: two sums of one model over cohorts that
+        differ by a client would give that client's counts."""
+        if self.state is not None:
+            raise PartyError(f"{self.party.party_id}: the secure evaluation is hosted already")
+        interfaces, method = spec["predict"]
+        for path in interfaces:
+            check_trusted(str(path), "evaluation method")
         protocol = evaluation_protocol(spec)
         parties = protocol.create_parties(spec["server"], spec["clients"], spec["dim"])
         pid = self.party.party_id
@@ -146,6 +157,9 @@ class EvaluationHost(AttachedRole):
         if state is None:
             raise PartyError(f"{pid} takes no part in the secure evaluation")
         self.state = state  # type: ignore[assignment]
+        self._predict = Target.from_wire(list(interfaces), str(method))
+        self._num_classes = int(spec["num_classes"])
+        self._last_round = -1
         self._phases = frozenset(p.method for p in (*protocol.setup_phases,
                                                     *protocol.round_phases))  # fmt: skip
 
@@ -154,14 +168,17 @@ class EvaluationHost(AttachedRole):
             return getattr(self.state, name)
         raise AttributeError(name)
 
-    def submit(self, round_idx: int, num_classes: int, predict: list[Any]) -> None:
-        """Evaluate with this party's ``predict`` method (a :meth:`Target.to_wire`) and hand
-        the counts to the sum; nothing is returned."""
+    def submit(self, round_idx: int) -> None:
+        """Evaluate the current model and hand the counts to the sum; nothing is returned.
+        One evaluation per round, in increasing rounds."""
         if not isinstance(self.state, SecAggClient):
             raise PartyError(f"{self.party.party_id}: no secure-evaluation client state")
-        interfaces, method = predict
-        predictions = Target.from_wire(interfaces, method).bind(self.party)()
-        self.state.begin_round(round_idx, count_vector(predictions, num_classes), 1.0)
+        if round_idx <= self._last_round:
+            raise PartyError(f"{self.party.party_id}: evaluated round {self._last_round} "
+                             f"already; no second evaluation of round {round_idx}")  # fmt: skip
+        self._last_round = round_idx
+        predictions = self._predict.bind(self.party)()
+        self.state.begin_round(round_idx, count_vector(predictions, self._num_classes), 1.0)
 
     def begin(self, round_idx: int, participants: list[str]) -> None:
         self._server.begin_round(round_idx, participants)
@@ -191,18 +208,15 @@ class SecureEvaluation:
     num_classes: int
     threat_model: str = HONEST_BUT_CURIOUS
     registry: dict[str, Any] | None = None
-    #: malicious server: the fewest clients every client accepts in a sum (None: all hosted)
-    min_cohort: int | None = None
     #: the clients of the sums: those of the first evaluation (hosted then)
     clients: list[str] = field(default_factory=list)
 
-    def spec(self) -> dict[str, Any]:
-        malicious = self.threat_model != HONEST_BUT_CURIOUS
+    def spec(self, predict: Target[Any]) -> dict[str, Any]:
         return {
             "experiment_id": f"{self.experiment_id}|evaluation", "server": self.server,
             "clients": self.clients, "dim": vector_size(self.num_classes),
             "threat_model": self.threat_model, "registry": self.registry,
-            "min_cohort": (self.min_cohort or len(self.clients)) if malicious else None,
+            "predict": list(predict.to_wire()), "num_classes": self.num_classes,
         }  # fmt: skip
 
     def counts(
@@ -213,7 +227,7 @@ class SecureEvaluation:
         calls = PhaseCalls(self.executor, (EvaluationHost,))
         if not self.clients:
             self.clients = list(participants)
-            spec = self.spec()
+            spec = self.spec(predict)
             self.executor.call([Call.to(p, EvaluationHost.host, spec)
                                 for p in (*self.clients, self.server)])  # fmt: skip
             roles = {Role.SERVER: [self.server], Role.CLIENT: self.clients}
@@ -222,12 +236,10 @@ class SecureEvaluation:
         if not participants or not set(participants) <= set(self.clients):
             raise PartyError(f"a secure evaluation of {list(participants)} among the hosted "
                              f"clients {self.clients}")  # fmt: skip
-        protocol = evaluation_protocol(self.spec())  # configuration only: its phases
-        wire = list(predict.to_wire())
+        protocol = evaluation_protocol(self.spec(predict))  # configuration only: its phases
         self.executor.call(
             [Call.to(self.server, EvaluationHost.begin, round_idx, list(participants))]
-            + [Call.to(c, EvaluationHost.submit, round_idx, self.num_classes, wire)
-               for c in participants]
+            + [Call.to(c, EvaluationHost.submit, round_idx) for c in participants]
         )  # fmt: skip
         roles = {Role.SERVER: [self.server], Role.CLIENT: list(participants)}
         run_phases(protocol.round_phases, roles, calls, self.channel.transmit)

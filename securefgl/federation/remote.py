@@ -249,7 +249,8 @@ def _wire_call(call: Call) -> list[Any]:
     return [interfaces, method, encode_value([list(call.args), call.kwargs])]
 
 
-def _trusted(path: str, what: str) -> None:
+def check_trusted(path: str, what: str) -> None:
+    """PartyError unless ``path`` names something in :data:`TRUSTED_MODULES`."""
     module = path.partition(":")[0]
     if not module.startswith(TRUSTED_MODULES):
         raise PartyError(f"{what} {path!r} is outside {', '.join(TRUSTED_MODULES)}")
@@ -263,7 +264,7 @@ class PartyHost:
         self.parties: dict[str, Party] = {}
 
     def build(self, party_id: str, r: Recipe) -> None:
-        _trusted(r.builder, "builder")
+        check_trusted(r.builder, "builder")
         self.parties[party_id] = build(r)
 
     def run(self, calls: Sequence[tuple[str, Sequence[str], str, bytes]]) -> list[list[Any]]:
@@ -279,7 +280,7 @@ class PartyHost:
                 if pid not in self.parties:
                     raise PartyError(f"no party {pid!r} here")
                 for path in interfaces:
-                    _trusted(str(path), "role interface")
+                    check_trusted(str(path), "role interface")
                 fn = Target.from_wire(list(interfaces), method).bind(self.parties[pid])
                 args, kwargs = decode_value(data)
                 result = encode_value(fn(*args, **kwargs))

@@ -61,8 +61,9 @@ def test_a_party_killed_mid_round_is_a_dropout_the_survivors_finish(fedavg_deplo
         fedavg_deployment.start("client-4")  # the other tests want it back
     assert killer.done
     assert list(run.silent) == ["client-4"] and "unreachable" in run.silent["client-4"]
-    assert len(run.result.history) == 2 and 0 < run.result.final["test_acc"] <= 1
-    assert run.result.silent == {"client-4": 0}  # the result says whom its metrics miss
+    assert len(run.result.history) == 2 and run.result.silent == {"client-4": 0}
+    # against a malicious server every secure evaluation sums every client: none ran
+    assert run.result.refused_evaluations == [1] and "test_acc" not in run.result.final
     assert run.result.history[0]["bytes_up"] > 0
 
 
@@ -95,3 +96,29 @@ def test_the_daemon_keeps_its_key_file_private(fedavg_deployment, party):
     assert keydir.stat().st_mode & 0o777 == 0o700
     sock = fedavg_deployment.settings.party(party).socket
     assert sock.stat().st_mode & 0o777 == 0o600
+
+
+def test_with_secure_evaluation_agreed_no_call_returns_predictions(fedavg_deployment):
+    """The driver (the server's organisation) can neither ask a client for its predictions
+    nor host the evaluation's sum in another threat model or over fewer clients."""
+    from protocols.identity import clear_keystore
+    from securefgl.algorithms.fedavg.parties import RoundClient
+    from securefgl.deploy.daemon import PartyDaemon
+    from securefgl.federation.codec import encode_value
+    from securefgl.federation.evaluation import EvaluationHost
+    from securefgl.federation.party import PartyError, Target
+
+    daemon = PartyDaemon(fedavg_deployment.settings, "client-0")  # its key, in this process
+    try:
+        predict = Target.of(RoundClient.predict).to_wire()
+        with pytest.raises(PartyError, match="secure sum"):
+            daemon._check_calls([(*predict, encode_value([[], {}]))])
+        host = Target.of(EvaluationHost.host).to_wire()
+        spec = {"threat_model": "malicious", "clients": ["client-0", "client-1"],
+                "registry": daemon.registry.to_wire()}  # fmt: skip
+        for bad, message in (({"threat_model": "honest-but-curious"}, "deploy.toml says"),
+                             ({}, "every client of the federation")):  # fmt: skip
+            with pytest.raises(PartyError, match=message):
+                daemon._check_calls([(*host, encode_value([[{**spec, **bad}], {}]))])
+    finally:
+        clear_keystore(daemon.registry)

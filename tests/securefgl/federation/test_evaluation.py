@@ -150,3 +150,50 @@ def test_a_lone_client_cannot_sum_and_references_are_named(caplog):
         check_config(ExperimentConfig(algorithms=["fedavg", "local", "central"],
                                       secure_evaluation=True))  # fmt: skip
     assert "does not apply to local, central" in caplog.text
+
+
+def test_a_client_hosts_once_evaluates_each_round_once_and_only_trusted_methods():
+    from securefgl.algorithms.fedavg.parties import RoundClient
+    from securefgl.federation.evaluation import EvaluationHost
+    from securefgl.federation.party import Target
+
+    config = ExperimentConfig(csbm={"num_nodes": 300}, clients=3, rounds=1,
+                              algorithms=["fedavg"], secure_evaluation=True)  # fmt: skip
+    run = run_single(config, "fedavg", 0, load_graph(config), progress=False, keep_state=True)
+    client = run.state.algorithm.clients["client-0"]
+    host = EvaluationHost.of(client)
+    assert isinstance(host, EvaluationHost) and host.state is not None  # hosted by the run
+    with pytest.raises(PartyError, match="hosted already"):  # no second cohort to open
+        host.host({})
+    with pytest.raises(PartyError, match="no second evaluation of round 0"):
+        host.submit(0)  # the run evaluated its round 0
+    fresh = EvaluationHost(client)
+    spec = SecureEvaluation(None, None, SERVER, "x", 2, clients=["client-0", "client-1"])  # type: ignore[arg-type]
+    wire = spec.spec(Target.of(RoundClient.predict))
+    with pytest.raises(PartyError, match="outside securefgl"):
+        fresh.host({**wire, "predict": [["os:PathLike"], "x"]})
+    fresh.host(wire)
+
+
+def test_under_a_malicious_server_every_sum_holds_every_client(monkeypatch):
+    """A silent client stops the evaluations (named in the result), not the run: a sum
+    without it would let the server subtract it from one with it."""
+    from securefgl.algorithms.fedavg.algorithm import FedAvg
+    from securefgl.experiment.report import silent_lines
+    from securefgl.experiment.runner import ExperimentResult
+
+    train_round = FedAvg.train_round
+
+    def silence_client_2(self, round_idx):
+        if round_idx == 1:
+            self.executor.silent = frozenset({"client-2"})
+        return train_round(self, round_idx)
+
+    monkeypatch.setattr(FedAvg, "train_round", silence_client_2)
+    secure, transcript = _run("fedavg", True, "malicious", rounds=3, protocol={
+        "stack": ["secagg"], "threat_model": "malicious", "min_cohort": 2})  # fmt: skip
+    assert not [e for e in transcript.entries if e.family == EVALUATION and e.round > 0]
+    assert secure.silent == {"client-2": 1} and secure.refused_evaluations == [1, 2]
+    assert "test_acc" in secure.history[0] and "test_acc" not in secure.final
+    note = silent_lines(ExperimentResult(ExperimentConfig(), [secure]))
+    assert "no metrics in round(s) 1, 2" in " ".join(note)
