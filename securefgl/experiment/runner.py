@@ -388,8 +388,9 @@ def evaluation(
     everyone = sorted(client_party_id(v.client_id) for v in federation.views)
 
     def secure_counts(round_idx: int) -> dict[str, SplitCounts]:
-        live = algo.evaluators()  # e.g. FedAvg's clients that have not gone silent
-        clients = live.clients if live else []
+        now = algo.evaluators()
+        gone = algo.silent_parties()
+        clients = [c for c in (now.clients if now else []) if c not in gone]
         if stack.threat_model != HONEST_BUT_CURIOUS and sorted(clients) != everyone:
             missing = ", ".join(sorted(set(everyone) - set(clients)))
             raise ProtocolError(f"{missing} silent: against a malicious server every "
