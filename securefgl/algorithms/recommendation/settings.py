@@ -159,6 +159,11 @@ class RecommendationSettings:
             )
         if self.ideal_sums and config.protocol.transport == "plain":
             raise ValueError("ideal_sums simulates a secure transport: name one (e.g. secagg)")
+        if config.protocol.transport == "plain" and config.protocol.threat_model != (
+                HONEST_BUT_CURIOUS):  # fmt: skip
+            raise ValueError("threat_model 'malicious' signs the users' secure transport; the "
+                             "plain transport has nothing to sign: name secagg, secagg+ or "
+                             "ckks, or drop it")  # fmt: skip
         config.protocol.cohort_floor(self.users_per_round)  # the users of a round
         config.protocol.check_cohort(self.users_per_round)
         config.protocol.check_threshold_for(self.users_per_round)

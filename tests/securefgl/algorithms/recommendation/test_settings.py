@@ -115,3 +115,9 @@ def test_fedgnns_own_settings_set_for_fesog_are_named(caplog) -> None:
         assert not caplog.text
         RecConfig.from_experiment(config, "fesog", 0)
     assert "fesog does not read arch, loss" in caplog.text
+
+
+def test_a_malicious_server_over_plain_aggregation_is_refused() -> None:
+    with pytest.raises(ConfigError, match="nothing to sign"):
+        _config(threat_model="malicious")
+    _config(stack=["secagg"], threat_model="malicious")
