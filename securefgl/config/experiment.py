@@ -172,7 +172,6 @@ class ExperimentConfig:
     secure_evaluation: bool = _opt(
         False, "the server learns the clients' evaluation only as a SecAgg sum of their counts, "
         "in the run's threat model (off: each client's confusion counts reach it)", "training",
-        tasks=ALL_TASKS,
     )  # fmt: skip
     # where the parties run
     executor: str = _opt(

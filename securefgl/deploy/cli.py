@@ -170,8 +170,10 @@ def _run(deploy: Any, args: argparse.Namespace) -> int:
 
         sockets = [p.socket for p in deploy.parties.values()]
         run = run_deployment(deploy, SocketTransport(sockets), wait=args.wait)
-    text = json.dumps(run.to_dict(), indent=1, default=str)
+    from securefgl.experiment.results import strict_json
+
+    text = json.dumps(strict_json(run.to_dict()), indent=1, allow_nan=False)
     if args.out:
         Path(args.out).write_text(text)
-    print(json.dumps(run.result.final), file=sys.stdout)
+    print(json.dumps(strict_json(run.result.final), allow_nan=False), file=sys.stdout)
     return 0

@@ -24,6 +24,7 @@ from flwr.serverapp import Grid, ServerApp
 from securefgl.deploy.driver import DeployedRun, Progress, run_deployment
 from securefgl.deploy.flower_client import ACTION, RECORD, simulation_app
 from securefgl.deploy.settings import DeploySettings, load
+from securefgl.experiment.results import strict_json
 from securefgl.federation.remote import Silence, Transport
 
 MESSAGE_TYPE = f"query.{ACTION}"
@@ -96,7 +97,7 @@ def main(grid: Grid, context: Context) -> None:
     run = _serve(grid, settings, progress)
     out = str(cfg.get("result-file", ""))
     if out:
-        Path(out).write_text(json.dumps(run.to_dict(), indent=1, default=str))
+        Path(out).write_text(json.dumps(strict_json(run.to_dict()), indent=1, allow_nan=False))
 
 
 def run_simulation(settings: DeploySettings, progress: Progress | None = None) -> DeployedRun:

@@ -175,9 +175,10 @@ def silent_lines(result: ExperimentResult) -> list[str]:
             out.append(f"{run.algorithm} seed {run.seed}: {gone}; the later rounds and "
                        "metrics cover the other parties only.")  # fmt: skip
         if refused := run.refused_evaluations:
+            why = next(h["evaluation_refused"] for h in run.history if "evaluation_refused" in h)
             out.append(f"{run.algorithm} seed {run.seed}: no metrics in round(s) "
                        f"{', '.join(map(str, refused))}: the secure evaluation could not run "
-                       "(under a malicious server every sum holds every client).")  # fmt: skip
+                       f"({why}).")  # fmt: skip
     return out
 
 

@@ -174,11 +174,13 @@ class ExperimentResult:
             }
             for key in ("test_acc", "test_f1", "val_acc", "best_last_test_acc",
                         "val_selected_test_acc"):  # fmt: skip
-                if key not in runs[0].final:  # graph tasks: no validation split
+                values = np.array([r.final[key] for r in runs if key in r.final])
+                if not values.size:  # graph tasks: no validation split
                     continue
-                values = np.array([r.final[key] for r in runs])
                 row[key] = float(values.mean())
                 row[f"{key}_std"] = float(values.std())
+                if values.size < len(runs):  # a seed whose last evaluation could not run
+                    row[f"{key}_seeds"] = int(values.size)
             row["bytes"] = float(np.mean([r.bytes for r in runs]))
             families = dict.fromkeys(k for r in runs for k in r.bytes_by_family)
             row["bytes_by_family"] = {

@@ -88,7 +88,7 @@ def check_ray_address(address: str | None, timeout: float = 10.0) -> None:
     if not host or not port.isdigit():
         raise ConfigError(f"ray_address {address!r}: expected host:port or ray://host:port")
     try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
     except OSError as err:
         raise ConfigError(f"ray_address {address}: no Ray cluster answers there ({err})") from None
 

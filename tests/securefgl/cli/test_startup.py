@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-HEAVY = ("torch", "torch_geometric", "tenseal", "opacus", "ray", "scipy", "rich", "tqdm")
+HEAVY = ("torch", "torch_geometric", "tenseal", "opacus", "ray", "scipy", "rich", "tqdm",
+         "cryptography")  # fmt: skip
 
 PROBE = """
 import contextlib, io, json, sys

@@ -212,3 +212,8 @@ def test_ray_settings_are_checked_before_any_work(caplog):
     with caplog.at_level("WARNING"):
         check_config(ExperimentConfig(workers=7, ray_co_host=True))
     assert "workers, ray_co_host have no effect without --executor ray" in caplog.text
+
+
+def test_secure_evaluation_does_not_apply_to_recommendation():
+    with pytest.raises(ConfigError, match="secure_evaluation does not apply"):
+        ExperimentConfig(task="recommendation", dataset="FilmTrust", secure_evaluation=True)

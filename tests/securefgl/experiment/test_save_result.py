@@ -34,3 +34,19 @@ def test_result_json_is_standard_json_with_infinite_epsilon(tmp_path):
 
     saved = json.loads((folder / "result.json").read_text(), parse_constant=refuse)
     assert saved["summary"][0]["epsilon"] == "inf"
+
+
+def test_a_seed_without_final_metrics_is_counted_not_fatal(tmp_path):
+    from securefgl.experiment.runner import ExperimentResult, RunResult
+
+    history = [{"round": 0, "loss": 1.0, "seconds": 0.1, "bytes_up": 0, "bytes_down": 0,
+                "bytes_p2p": 0}]  # fmt: skip
+    refused = [{**history[0], "evaluation_refused": "client-2 silent"}]
+    runs = [RunResult("fedavg", 0, True, {"test_acc": 0.8}, history, {}, 0),
+            RunResult("fedavg", 1, True, {}, refused, {}, 0)]  # fmt: skip
+    result = ExperimentResult(ExperimentConfig(seeds=[0, 1]), runs)
+    (row,) = result.summary()
+    assert row["test_acc"] == 0.8 and row["test_acc_seeds"] == 1
+    folder = save_result(result, tmp_path)
+    assert "no metrics in round(s) 0: the secure evaluation could not run (client-2 silent)" in (
+        folder / "result.md").read_text()  # fmt: skip
