@@ -26,7 +26,6 @@ from protocols.names import (
     parse_stack,
     secure_sum_for_stack,
 )
-from protocols.secagg.rounds import check_threshold, default_degree, holders_for
 
 #: the rings and default precision of ``protocols.fixedpoint`` (``WORD_BITS``,
 #: ``DEFAULT_PRECISION_BITS``), named here so that reading the settings loads no numpy
@@ -316,6 +315,8 @@ class ProtocolSettings:
         """``ValueError`` when a count threshold is at most half of the share holders of a
         full round of ``clients_per_round`` clients (one server; edge servers' rounds are
         smaller and checked when their parties are made)."""
+        from protocols.secagg.rounds import check_threshold, default_degree, holders_for
+
         t, transport = self.threshold(), self.transport
         if transport in MULTI_PARTY_TRANSPORTS and isinstance(t, int):
             plus = transport == "secagg+"

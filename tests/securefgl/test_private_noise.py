@@ -73,7 +73,7 @@ def test_poisson_participation_is_each_clients_secret_coin():
     assert participants(c) == participants(d)
 
 
-def test_a_poisson_round_too_small_to_sum_is_skipped_and_charged_nothing(caplog):
+def test_a_poisson_round_too_small_to_sum_is_skipped_and_epsilon_stays_finite(caplog):
     cfg = ExperimentConfig(
         csbm=TINY, clients=6, rounds=12, algorithms=["fedavg"], client_fraction=0.25,
         client_sampling="poisson",  # seeded coins: this draw has rounds of 0 and 1 client
