@@ -202,6 +202,9 @@ class RecConfig:
     secagg_ring_bits: int | None = None
     secagg_precision_bits: int = DEFAULT_PRECISION_BITS
     keep_views: int = 0  # keep the server's views of the first k rounds (attacks)
+    #: keep every message's payload in the trainer's transcript (e.g. what FedGNN's third
+    #: party received, for attacks.interaction_inference's expansion attacks)
+    store_payloads: bool = False
     time_budget_s: float | None = None
     #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
     offset: str = "none"

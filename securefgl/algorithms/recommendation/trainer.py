@@ -127,7 +127,7 @@ class FedRecTrainer:
         self.groups = [group_id(g) for g in range(cfg.user_groups)]
         self.ledger = UserLedger(views.n_users)
         self.server_views: list[ServerView] = []
-        self.channel = Channel(Transcript(store_payloads=False))
+        self.channel = Channel(Transcript(store_payloads=cfg.store_payloads))
         self.round_seconds: list[float] = []
         self.expanded = False
         self.n_items, self.n_table_users = self._call(SERVER, RecServer.table_sizes)

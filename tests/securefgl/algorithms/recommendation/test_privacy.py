@@ -280,6 +280,20 @@ def test_frequency_attack_with_server_popularity() -> None:
     assert set(guess[np.isin(items, [2, 3])].tolist()) <= {2, 3}
 
 
+def test_a_real_runs_third_party_view_can_be_attacked(views: ClientViews) -> None:
+    from securefgl.algorithms.recommendation.parties import THIRD_PARTY
+    from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+
+    tr = FedRecTrainer(views, RecConfig(method="fedgnn", users_per_round=20, rounds=1,
+                                        store_payloads=True))  # fmt: skip
+    tr.round(0)  # FedGNN expands its users' graphs first
+    uploads = [m.payload for m in tr.channel.transcript.view(THIRD_PARTY).messages()]
+    assert uploads
+    found = np.concatenate([token_dictionary_attack(p, tr.token_key, views.n_items)
+                            for p in uploads])  # fmt: skip
+    assert (found >= 0).all()  # a third party holding the users' key reads every item
+
+
 @pytest.mark.parametrize("backend", ["ckks", "secagg+"])
 def test_secure_backends_match_plain_sums(views: ClientViews, backend: str) -> None:
     gen = torch.Generator().manual_seed(0)
