@@ -478,6 +478,8 @@ def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> 
     void, or none)."""
     out = {**stack, **algorithm}
     claims = [*stack.get("guarantees", []), *algorithm.get("guarantees", [])]
+    if seeded:  # each claim says so itself, for whoever reads one claim alone
+        claims = [{**g, "void": "seeded noise: NOT PRIVATE"} for g in claims]
     if claims:
         out["guarantees"] = claims
     out["noise"] = noise_label(seeded, bool(claims))

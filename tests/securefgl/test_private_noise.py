@@ -55,6 +55,8 @@ def test_update_noise_is_not_a_function_of_what_a_run_publishes(protocol):
     (c, d), _ = _twice(cfg.replace(protocol={"seeded_noise": True}), "fedavg")
     np.testing.assert_array_equal(_server_params(c), _server_params(d))
     assert c.privacy["noise"] == "seeded (NOT PRIVATE)" and "private" not in c.privacy
+    assert all(g["void"] == "seeded noise: NOT PRIVATE" for g in c.privacy["guarantees"])
+    assert not any("void" in g for g in a.privacy["guarantees"])
 
 
 def test_poisson_participation_is_each_clients_secret_coin():
