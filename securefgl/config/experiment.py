@@ -359,10 +359,12 @@ class ExperimentConfig:
                 "protocol.dp_colluding_clients must lie in [0, clients), got "
                 f"{self.protocol.dp_colluding_clients}"
             )
+        per_round, sampling = self.round_clients()
         try:
-            if self.task != "recommendation":  # its users are its clients (its own check)
-                self.protocol.cohort_floor(self.clients_per_round, self.client_sampling)
-                self.protocol.check_cohort(self.clients_per_round)
+            self.protocol.cohort_floor(per_round, sampling)
+            self.protocol.check_cohort(per_round)
+            if self.task == "recommendation":  # one server: a round's users hold the shares
+                self.protocol.check_threshold_for(per_round)
         except ValueError as err:
             raise ConfigError(f"protocol: {err}") from None
         for name, value in self.sections.items():
@@ -427,6 +429,13 @@ class ExperimentConfig:
             out[name] = {f.name: getattr(settings, f.name) for f in public_fields(type(settings))}
         return copy.deepcopy(out)
 
+    def round_clients(self) -> tuple[int, str]:
+        """The clients of a round and how they are drawn (recommendation: its users, a
+        fixed number)."""
+        if self.task == "recommendation":
+            return self.sections["recommendation"].users_per_round, "fixed"
+        return self.clients_per_round, self.client_sampling
+
     def resolved(self) -> dict[str, Any]:
         """:meth:`to_dict` with what a run derives filled in: the protocol stack's transport,
         DP mechanism, secure-sum mode and enforced minimum cohort, and every section that
@@ -434,9 +443,7 @@ class ExperimentConfig:
         dataset preset)."""
         out = self.to_dict()
         p = self.protocol
-        per_round, sampling = self.clients_per_round, self.client_sampling
-        if self.task == "recommendation":  # its users are its clients
-            per_round, sampling = self.sections["recommendation"].users_per_round, "fixed"
+        per_round, sampling = self.round_clients()
         out["protocol"].update(
             transport=p.transport, mechanism=p.mechanism, secure_sum_mode=p.secure_sum_mode(),
             min_cohort_enforced=p.cohort_floor(per_round, sampling),

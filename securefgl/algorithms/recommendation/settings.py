@@ -164,9 +164,6 @@ class RecommendationSettings:
             raise ValueError("threat_model 'malicious' signs the users' secure transport; the "
                              "plain transport has nothing to sign: name secagg, secagg+ or "
                              "ckks, or drop it")  # fmt: skip
-        config.protocol.cohort_floor(self.users_per_round)  # the users of a round
-        config.protocol.check_cohort(self.users_per_round)
-        config.protocol.check_threshold_for(self.users_per_round)
 
     def replace(self, **changes: Any) -> RecommendationSettings:
         return dataclasses.replace(self, **changes)
