@@ -311,17 +311,23 @@ class ProtocolSettings:
                 "client_fraction), or use the plain transport"
             )
 
-    def check_threshold_for(self, clients_per_round: int) -> None:
-        """``ValueError`` when a count threshold is at most half of the share holders of a
-        full round of ``clients_per_round`` clients (one server; edge servers' rounds are
-        smaller and checked when their parties are made)."""
-        from protocols.secagg.rounds import check_threshold, default_degree, holders_for
+    def check_full_round(self, clients_per_round: int) -> None:
+        """``ValueError`` when secagg / secagg+ could not set up a full round of
+        ``clients_per_round`` clients (its Shamir count, minimum cohort and ring), as its
+        parties would refuse it when made: for a run with one server (edge servers' rounds
+        are smaller, and checked when their parties are made)."""
+        if self.transport not in MULTI_PARTY_TRANSPORTS:
+            return
+        from protocols.registry import make_transport  # the transport's own check
 
-        t, transport = self.threshold(), self.transport
-        if transport in MULTI_PARTY_TRANSPORTS and isinstance(t, int):
-            plus = transport == "secagg+"
-            k = (self.secagg_k or default_degree(clients_per_round)) if plus else None
-            check_threshold(t, holders_for(k, clients_per_round))
+        transport = make_transport(
+            self.transport, "check", threshold=self.threshold(), neighbours=self.secagg_k,
+            min_cohort=self.min_cohort, **self.secagg_options(),
+        )  # fmt: skip
+        try:
+            transport.config_for(clients_per_round)  # type: ignore[attr-defined]
+        except OverflowError as err:  # the ring: a configuration error here
+            raise ValueError(str(err)) from None
 
     def threshold(self) -> int | float | None:
         """Shamir t as the transport takes it: a count (> 1) or a fraction (≤ 1)."""

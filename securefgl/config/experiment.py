@@ -364,7 +364,7 @@ class ExperimentConfig:
             self.protocol.cohort_floor(per_round, sampling)
             self.protocol.check_cohort(per_round)
             if self.task == "recommendation":  # one server: a round's users hold the shares
-                self.protocol.check_threshold_for(per_round)
+                self.protocol.check_full_round(per_round)
         except ValueError as err:
             raise ConfigError(f"protocol: {err}") from None
         for name, value in self.sections.items():
