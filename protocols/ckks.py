@@ -320,6 +320,7 @@ class CKKSClient(AggregationClient):
         self.codec: CKKSCodec | None = None
         self._keypair: KeyPair | None = None
         self._round: int | None = None
+        self._used_rounds: set[int] = set()  # tags, sketches and signatures are bound to it
         self._context_bytes = b""  # the secret context, for this party's encryption workers
         self._pool = EncryptionPool(params)
         self._pending: PendingBlobs | None = None  # this round's update, being encrypted
@@ -375,6 +376,14 @@ class CKKSClient(AggregationClient):
 
     # -- rounds ------------------------------------------------------------------------
     def begin_round(self, round_idx: int, vector: np.ndarray, weight: float) -> None:
+        """Start round ``round_idx`` with this client's update. Every round index is used at
+        most once: the malicious mode's tags, sketches and signatures are bound to it, so a
+        server that reused one could hand back an earlier round's signed updates."""
+        if round_idx in self._used_rounds:
+            raise ProtocolError(
+                f"{self.party_id}: round {round_idx} was already used; every ckks round needs "
+                "a fresh round index"
+            )
         vector = np.asarray(vector, dtype=np.float64)
         if vector.shape != (self.dim,):
             raise ProtocolError(f"{self.party_id}: update shape {vector.shape} != ({self.dim},)")
@@ -392,6 +401,7 @@ class CKKSClient(AggregationClient):
         if plain.size and float(np.max(np.abs(plain))) > bound:
             raise ProtocolError(f"{self.party_id}: a check slot exceeds {bound:.3g}")
         self._round, self._result, self._pending = round_idx, None, None
+        self._used_rounds.add(round_idx)
         if self.codec is not None:  # encrypt now, on this party's workers (protocols.ckks_workers)
             self._pending = self._pool.encrypt_update(self._context_bytes, self.codec, plain)
 

@@ -155,3 +155,16 @@ def test_clients_refuse_an_aggregate_below_the_minimum_cohort() -> None:
     setup_parties(lax, lax_parties, no_transport)
     result = aggregate(lax, lax_parties, 0, inputs, dropped={"c1": "encrypt", "c2": "encrypt"})
     np.testing.assert_allclose(result.mean, _mean(inputs, ["c0", "c3"]), atol=1e-6)
+
+
+@pytest.mark.parametrize("threat_model", [MAL, "honest-but-curious"])
+def test_a_reused_round_index_is_refused(threat_model: str) -> None:
+    """The tags, sketches and signatures are bound to (round, client): a server that ran a
+    round index twice could show a client the other clients' signed updates of the first
+    run beside its fresh one, and every check would pass. Clients refuse the reuse."""
+    protocol, parties = _setup(threat_model, d=8)
+    aggregate(protocol, parties, 0, _inputs(8))
+    with pytest.raises(ProtocolError, match="round 0 was already used"):
+        aggregate(protocol, parties, 0, _inputs(8, seed=1))
+    result = aggregate(protocol, parties, 1, _inputs(8, seed=1))
+    np.testing.assert_allclose(result.mean, _mean(_inputs(8, seed=1), IDS), atol=1e-6)
