@@ -119,14 +119,16 @@ class SecAggServer(AggregationServer):
         return got
 
     def _late(self, env: Envelope, tag: str) -> bool:
-        """A masked input after the survivor set was fixed: from a client counted as
-        dropped this round, or for an earlier round. Ignored (logged at debug)."""
+        """A masked input for an earlier round (in any phase, the next round's masked-input
+        collection included), or from a client counted as dropped after the survivor set
+        was fixed. Ignored (logged at debug)."""
         assert self._info is not None
-        if env.tag != TAG_MASKED or tag == TAG_MASKED:
+        if env.tag != TAG_MASKED:
             return False
         r = env.payload.meta.get("round")
         stale = isinstance(r, int) and not isinstance(r, bool) and r < self._info.round_idx
-        if stale or (r == self._info.round_idx and env.sender in self._dropped):
+        dropped = tag != TAG_MASKED and r == self._info.round_idx and env.sender in self._dropped
+        if stale or dropped:
             logger.debug(
                 "secagg server: ignoring the masked input of %r for round %r: it arrived "
                 "after the survivor set was fixed",
