@@ -26,6 +26,7 @@ import numpy as np
 
 from protocols.base import AggregateResult
 from protocols.dp.accounting import Accountant, AccountantKind, PrivacyAccountant
+from protocols.dp.rows import clip_rows
 
 #: noise-share standard deviations covered by :meth:`ClipNoiseMechanism.entry_bound`
 TAIL_SIGMAS = 10.0
@@ -36,14 +37,12 @@ Denominator = Literal["expected", "participants"]
 
 
 def clip_l2(vector: np.ndarray, clip_norm: float) -> np.ndarray:
-    """``vector · min(1, C / ‖vector‖₂)`` (float64 copy; non-finite input is rejected)."""
-    x = np.array(vector, dtype=np.float64, copy=True).reshape(-1)
+    """``vector · min(1, C / ‖vector‖₂)`` (float64 copy; non-finite input is rejected); its
+    norm and entries are at most C exactly (:func:`~protocols.dp.rows.clip_rows`)."""
+    x = np.asarray(vector, dtype=np.float64).reshape(1, -1)
     if not np.all(np.isfinite(x)):
         raise ValueError("cannot clip a vector with NaN or infinite entries")
-    norm = float(np.linalg.norm(x))
-    if norm > clip_norm:
-        x *= clip_norm / norm
-    return x
+    return clip_rows(x, clip_norm)[0]
 
 
 def enforced_noise_multiplier(

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from protocols.dp.rows import clip_rows
+
 __all__ = ["clip_trees", "mix_batch"]
 
 
 def clip_trees(tr: np.ndarray, ty: np.ndarray, clip: float) -> tuple[np.ndarray, np.ndarray]:
     """Scale each tree b so that ‖(tr[b], ty[b])‖₂ ≤ ``clip`` (trees inside are unchanged)."""
-    norms = np.sqrt((tr**2).sum((1, 2)) + (ty**2).sum((1, 2)))
-    scale = np.minimum(1.0, clip / np.maximum(norms, 1e-12))[:, None, None]
-    return tr * scale, ty * scale
+    b, k = tr.shape[0], int(np.prod(tr.shape[1:]))
+    flat = clip_rows(np.concatenate([tr.reshape(b, k), ty.reshape(b, -1)], axis=1), clip)
+    return flat[:, :k].reshape(tr.shape), flat[:, k:].reshape(ty.shape)
 
 
 def mix_batch(

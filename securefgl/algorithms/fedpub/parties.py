@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from protocols.base import Envelope
+from protocols.dp.clip_noise import clip_l2
 from protocols.dp.rng import make_rng
 from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
@@ -140,7 +141,7 @@ class PubClient(Party):
             h = self.model.embed(*self.proxy).mean(0).numpy().astype(np.float64)
         if self.s.embedding == "gaussian":
             c = self.s.embedding_clip
-            h = h * min(1.0, c / max(float(np.linalg.norm(h)), 1e-12))
+            h = clip_l2(h, c)
             h = h + self.noise.normal(0.0, self.s.embedding_noise * 2 * c, h.shape)
         return [Envelope(self.party_id, SERVER, TAG_EMBEDDING,
                          Payload({"h": h}, {"round": round_idx}))]  # fmt: skip

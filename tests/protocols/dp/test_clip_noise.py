@@ -26,6 +26,7 @@ from protocols.dp import (
     clip_l2,
     make_rng,
 )
+from protocols.secagg import SecAggregation
 
 CLIENTS = [f"c{i}" for i in range(6)]
 
@@ -51,11 +52,24 @@ def run(protocol: AggregationProtocol, inputs, round_idx: int = 0, dropped=None,
 )
 def test_clip_bounds_the_norm_and_keeps_direction(x: np.ndarray, c: float) -> None:
     y = clip_l2(x, c)
-    assert np.linalg.norm(y) <= c * (1 + 1e-9)
+    assert np.linalg.norm(y) <= c and np.all(np.abs(y) <= c)  # exactly, not up to ULPs
     if np.linalg.norm(x) <= c:
         np.testing.assert_array_equal(y, x)
     else:
         np.testing.assert_allclose(y * np.linalg.norm(x) / c, x, rtol=1e-9, atol=1e-9)
+
+
+def test_a_clipped_update_fits_the_value_bound_the_transport_derives() -> None:
+    """C·(x/‖x‖) is C·(1 + 2⁻⁵²) for this one-entry update: an honest client's round
+    aborted at the secagg value bound w_max·C."""
+    x = np.array([-39.693506742163116])
+    assert abs(x[0] * (3.0 / np.linalg.norm(x))) > 3.0  # the float product overshoots
+    assert np.abs(clip_l2(x, 3.0)).max() <= 3.0
+    mech = ClipNoiseMechanism(clip_norm=3.0, noise_multiplier=1.0, expected_clients=3)
+    protocol = DPAggregation(SecAggregation("e", value_bound=mech.entry_bound()), mech)
+    inputs = {"c0": (x, 1.0), "c1": (np.array([0.5]), 1.0), "c2": (np.array([0.2]), 1.0)}
+    result, _ = run(protocol, inputs)
+    assert result.participants == ("c0", "c1", "c2")
 
 
 def test_clip_rejects_non_finite() -> None:

@@ -4,6 +4,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from protocols.dp.accounting import PrivacyAccountant, PureDPAccountant
 from protocols.dp.rows import RandomizedResponse, RowGaussian, clip_rows
@@ -16,6 +19,15 @@ def test_clip_rows_bounds_every_row_and_keeps_short_ones():
     np.testing.assert_allclose(out[1], x[1])
     with pytest.raises(ValueError):
         clip_rows(np.array([[np.nan, 1.0]]), 1.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 8), st.integers(1, 30)),
+              elements=st.floats(-1e6, 1e6)), st.floats(1e-3, 1e3))  # fmt: skip
+def test_clipped_rows_never_exceed_the_bound_by_an_ulp(x: np.ndarray, c: float) -> None:
+    out = clip_rows(x, c)
+    assert np.all(np.abs(out) <= c)
+    assert all(np.linalg.norm(row) <= c for row in out)  # 1-D norms sum differently
 
 
 def test_row_gaussian_noise_has_the_stated_scale_and_composes_over_releases():
