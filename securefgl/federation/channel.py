@@ -10,6 +10,7 @@ receiver's, and come here only when the transcript keeps payloads.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable
 
@@ -96,8 +97,9 @@ def _no_clock() -> float:
 
 
 def _copy(payload: Payload) -> Payload:
-    """Each receiver gets its own arrays (a broadcast must not alias between receivers)."""
+    """Each receiver gets its own arrays and meta (a broadcast must not alias between
+    receivers, nested lists of the meta included)."""
     return Payload(
         {k: v.copy() if hasattr(v, "copy") else v for k, v in payload.fields.items()},
-        dict(payload.meta),
+        copy.deepcopy(payload.meta),
     )

@@ -51,10 +51,12 @@ def test_transcript_byte_counts_equal_serialized_sizes():
 
 def test_broadcast_receivers_do_not_share_arrays():
     channel = Channel()
-    payload = Payload({"params": np.zeros(4, np.float32)})
+    payload = Payload({"params": np.zeros(4, np.float32)}, {"senders": ["c0", "c1"]})
     a, b = channel.transmit([Envelope("server", r, "model", payload) for r in ("c0", "c1")])
     a.payload["params"][0] = 1.0
+    a.payload.meta["senders"].append("evil")  # nested meta is not shared either
     assert b.payload["params"][0] == 0.0 and payload["params"][0] == 0.0
+    assert b.payload.meta["senders"] == ["c0", "c1"]
     assert channel.transcript.bytes_by_direction({"server"}) == {
         "up": 0,
         "down": 2 * len(payload.to_bytes()),
