@@ -33,9 +33,9 @@ FEDPUB_PROTECTIONS: dict[str, dict[str, Any]] = {
     "plain": {},
     "masked": {"sums": "masked"},
     "ckks": {"sums": "ckks"},
-    "dp-embedding-0.05": {"embedding": "gaussian", "embedding_noise": 0.05},
-    "dp-embedding-0.5": {"embedding": "gaussian", "embedding_noise": 0.5},
-    "dp-embedding-5": {"embedding": "gaussian", "embedding_noise": 5.0},
+    "dp-embedding-0.05": {"embedding": "gaussian", "embedding_noise": 0.05, "sums": "masked"},
+    "dp-embedding-0.5": {"embedding": "gaussian", "embedding_noise": 0.5, "sums": "masked"},
+    "dp-embedding-5": {"embedding": "gaussian", "embedding_noise": 5.0, "sums": "masked"},
 }
 EVAL_EVERY = 5
 

@@ -64,10 +64,30 @@ class PersonalisedSubgraphFL(Algorithm):
     @classmethod
     def check_stack(cls, config: ExperimentConfig) -> None:
         super().check_stack(config)
-        s = config.section(FedPubSettings).resolved(config.protocol.secure_sum_mode())
+        protocol = config.protocol
+        s = config.section(FedPubSettings).resolved(protocol.secure_sum_mode())
         if cls.variant != "fed-pub" and s.sums != "plain":
             raise ConfigError(f"{cls.name}: secure personalised sums are FED-PUB's; the "
-                              "baselines aggregate in the clear (use sums = plain)")  # fmt: skip
+                              "baselines aggregate in the clear (use sums = plain and "
+                              "--protocol plain)")  # fmt: skip
+        if s.sums == "plain" and protocol.transport != "plain" and cls.variant != "local":
+            raise ConfigError(
+                f"{cls.name}: with sums = plain every θ_j goes to the server in the clear, so "
+                f"--protocol {protocol.label} would not be applied: use --protocol plain, or "
+                "--fedpub-sums masked / ckks (FED-PUB only)"
+            )
+        if cls.variant == "fed-pub" and s.embedding == "gaussian" and s.sums == "plain":
+            raise ConfigError(
+                "fed-pub: embedding = gaussian hides h̃_i from the server, but with sums = "
+                "plain the server receives every θ_j and recomputes h̃_j on the proxy graph it "
+                "made: use --fedpub-sums masked or ckks (or --protocol secagg / ckks)"
+            )
+        if cls.variant == "fed-pub" and s.sums != "plain" and config.clients - 1 < s.min_senders:
+            raise ConfigError(
+                f"fed-pub: a secure sum to one client needs min_senders = {s.min_senders} other "
+                f"clients, and {config.clients} clients leave {config.clients - 1}: every "
+                "client would keep its own model (lower --fedpub-min-senders or add clients)"
+            )
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
@@ -144,12 +164,14 @@ class PersonalisedSubgraphFL(Algorithm):
     def privacy(self) -> dict[str, Any]:
         if self.variant != "fed-pub" or self.accountant is None:
             return {}
-        return {
-            "embedding_epsilon": self.accountant.epsilon(),
-            "embedding_delta": self.s.delta,
-            "adversary": "the server (client-level DP of the functional embeddings only)",
-            "accountant": self.accountant.kind,
-        }
+        eps, kind = self.accountant.epsilon(), self.accountant.kind
+        claim = {"epsilon": eps, "delta": self.s.delta, "accountant": kind, "adversary": "server",
+                 "mechanism": "Gaussian on the functional embeddings",
+                 "unit": "one client's functional embeddings h̃_i over the run (client-level); "
+                         "its models travel by secure sums, α is not noised"}  # fmt: skip
+        return {**{k: claim[k] for k in ("epsilon", "delta", "accountant", "adversary")},
+                "embedding_epsilon": eps, "embedding_delta": self.s.delta,
+                "guarantees": [claim]}
 
     def protection(self) -> dict[str, str]:
         s = self.s

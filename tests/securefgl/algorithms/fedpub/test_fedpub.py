@@ -153,7 +153,7 @@ def test_secure_sums_equal_plain_and_server_never_sees_a_model(mode):
 
 def test_gaussian_embeddings_are_clipped_noised_and_accounted():
     clip, sigma = 1.0, 0.5
-    res = run(config(rounds=3, embedding="gaussian", embedding_clip=clip,
+    res = run(config(rounds=3, embedding="gaussian", embedding_clip=clip, sums="masked",
                      embedding_noise=sigma, clients=6, hidden=128))  # fmt: skip
     algo = res.state.algorithm
     resid = []
@@ -174,7 +174,10 @@ def test_gaussian_embeddings_are_clipped_noised_and_accounted():
     assert res.privacy["embedding_epsilon"] == pytest.approx(acc.epsilon())
     assert 0 < res.privacy["embedding_epsilon"] < float("inf")
     assert "server" in res.privacy["adversary"]
-    more = run(config(rounds=3, embedding="gaussian", embedding_noise=2.0, clients=6))
+    [claim] = res.privacy["guarantees"]  # in the report's ε column, with its unit
+    assert claim["epsilon"] == res.privacy["embedding_epsilon"] and "h̃_i" in claim["unit"]
+    more = run(config(rounds=3, embedding="gaussian", embedding_noise=2.0, clients=6,
+                      sums="masked"))  # fmt: skip
     assert more.privacy["embedding_epsilon"] < res.privacy["embedding_epsilon"]
     assert not run(config(rounds=1)).privacy.get("guarantees")  # plain: nothing claimed
 
@@ -196,3 +199,18 @@ def test_baselines_mix_as_their_papers():
     assert np.allclose(gcfl.server.W.sum(1), 1)
     with pytest.raises(ConfigError, match="secure personalised sums"):
         run(config(rounds=1, sums="masked"), "fedpub-fedavg")
+
+
+@pytest.mark.parametrize(("algorithm", "protocol", "fedpub", "match"), [
+    # the server holds every θ_j and the proxy graph: it recomputes the noised h̃_j
+    ("fed-pub", "plain", {"embedding": "gaussian"}, "recomputes h̃_j"),
+    # the stack would not be applied: the models travel by FED-PUB's plain sums
+    ("fed-pub", "secagg", {"sums": "plain"}, "would not be applied"),
+    ("fedpub-fedavg", "secagg", {"sums": "plain"}, "would not be applied"),
+    # a sum to one client over fewer than min_senders others: each keeps its own model
+    ("fed-pub", "secagg", {"min_senders": 4}, "min_senders = 4"),
+])  # fmt: skip
+def test_settings_that_would_not_hold_are_refused(algorithm, protocol, fedpub, match):
+    cfg = config(rounds=1, **fedpub).replace(protocol=[protocol])
+    with pytest.raises(ConfigError, match=match):
+        run(cfg, algorithm)
