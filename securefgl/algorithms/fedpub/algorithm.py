@@ -46,6 +46,7 @@ INITIAL = "initial model and proxy graph (server -> clients)"
 EMBEDDINGS = "functional embeddings h̃_i (clients -> server)"
 MODELS = "personalised aggregation θ̄_i = Σ_j α_ij θ_j"
 WEIGHTS = "mixing weights α (server -> clients)"
+SIZES = "training-node counts (clients -> server)"
 
 
 class PersonalisedSubgraphFL(Algorithm):
@@ -117,9 +118,10 @@ class PersonalisedSubgraphFL(Algorithm):
         self.server = ex.held(SERVER)
         channel = federation.channel
         channel.round = -1
-        sizes = ex.map(ids, PubClient.training_weight)
-        ex.call([Call.to(SERVER, PubServer.receive_sizes, sizes)])
-        self._weights = np.asarray(sizes)
+        self._weights = np.asarray(ex.map(ids, PubClient.training_weight))  # the loss's mean
+        if self.variant == "gcfl":  # its server weighs by training-node counts
+            sent = [env for out in ex.map(ids, PubClient.send_size) for env in out]
+            ex.call([Call.to(SERVER, PubServer.receive_sizes, channel.transmit(sent))])
         sent = ex.call([Call.to(SERVER, PubServer.broadcast_initial, ids)])[0]
         deliver(ex, channel, sent, PubClient.receive_initial)
         self.driver: SecureSumDriver | None = None
@@ -186,6 +188,8 @@ class PersonalisedSubgraphFL(Algorithm):
                        else f"{s.sums} secure sums addressed to each client")  # fmt: skip
         if s.sums != "plain":
             out[WEIGHTS] = "plain (each client learns its row and column of α)"
+        if self.variant == "gcfl":
+            out[SIZES] = "plain (GCFL's weights inside a cluster)"
         return out
 
     def model_label(self) -> str:

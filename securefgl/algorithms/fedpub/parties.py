@@ -38,6 +38,7 @@ TAG_EMBEDDING = "fedpub/embedding"
 TAG_MODEL = "fedpub/model"
 TAG_MIX = "fedpub/personalised-model"
 TAG_WEIGHTS = "fedpub/weights"
+TAG_SIZE = "fedpub/training-size"
 
 VARIANTS = ("fed-pub", "fedavg", "fedprox", "fedper", "gcfl", "local")
 
@@ -91,6 +92,11 @@ class PubClient(Party):
 
     def training_weight(self) -> float:
         return self.weight
+
+    def send_size(self) -> list[Envelope]:
+        """Its training-node count, to the server (GCFL's weights inside a cluster)."""
+        return [Envelope(self.party_id, SERVER, TAG_SIZE,
+                         Payload({"n": np.array([self.weight])}, {"round": -1}))]  # fmt: skip
 
     def receive_initial(self, inbox: list[Envelope]) -> None:
         for env in inbox:
@@ -219,9 +225,10 @@ class PubServer(Party):
     def roles(self) -> Iterable[object | None]:
         return (self, *self.sums.roles())
 
-    def receive_sizes(self, weights: list[float]) -> None:
+    def receive_sizes(self, inbox: list[Envelope]) -> None:
         """The clients' training-node counts (GCFL's weights inside a cluster)."""
-        self.train_weights = np.asarray(weights, dtype=np.float64)
+        got = {env.sender: env.payload.array("n") for env in inbox if env.tag == TAG_SIZE}
+        self.train_weights = np.array([float(got[c][0]) for c in self.clients])
 
     def broadcast_initial(self, receivers: list[str]) -> list[Envelope]:
         x, ei = self.proxy

@@ -195,8 +195,12 @@ def test_baselines_mix_as_their_papers():
         getattr(c0.model, n).numel() for n in ("w1", "b1", "w2", "b2"))
     local = run(config(rounds=2), "fedpub-local").state.algorithm
     assert all(local.clients[c].pending is None for c in local.ids)
-    gcfl = run(config(rounds=1), "gcfl").state.algorithm
+    transcript = Transcript()
+    gcfl = run(config(rounds=1), "gcfl", transcript).state.algorithm
     assert np.allclose(gcfl.server.W.sum(1), 1)
+    sizes = list(transcript.view("server").messages("fedpub/training-size"))
+    assert len(sizes) == 4  # the counts GCFL weighs by reach its server through the channel
+    assert gcfl.server.train_weights.tolist() == [gcfl.clients[c].weight for c in gcfl.ids]
     with pytest.raises(ConfigError, match="secure personalised sums"):
         run(config(rounds=1, sums="masked"), "fedpub-fedavg")
 
