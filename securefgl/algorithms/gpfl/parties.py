@@ -33,7 +33,12 @@ from securefgl.algorithms.gpfl.network import (
     unit,
     update_network,
 )
-from securefgl.algorithms.gpfl.properties import client_properties, ldp_release, rule_selector
+from securefgl.algorithms.gpfl.properties import (
+    client_properties,
+    ldp_release,
+    property_rows,
+    rule_selector,
+)
 from securefgl.algorithms.gpfl.settings import GPFLSettings
 from securefgl.config import ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
@@ -100,10 +105,11 @@ class GPFLClient(GraphLearner, Party):
     def send_properties(self, round_idx: int) -> list[Envelope]:
         """p_C over the training graphs, through Laplace LDP when ``property_epsilon`` is set."""
         s = self.settings_gpfl
-        props = client_properties(self.train_graphs)
-        if s.property_epsilon is not None:
-            props = ldp_release(props, s.property_epsilon, s.property_unit, len(self.train_set),
-                                self.noise)  # fmt: skip
+        if s.property_epsilon is None:
+            props = client_properties(self.train_graphs)
+        else:
+            props = ldp_release(property_rows(self.train_graphs), s.property_epsilon,
+                                s.property_unit, self.noise)  # fmt: skip
         return [Envelope(self.party_id, SERVER, TAG_PROPERTIES,
                          Payload({"properties": props}, {"round": round_idx}))]  # fmt: skip
 

@@ -11,9 +11,10 @@ centres the client vectors, L2-normalises them and clips negative cosines; it st
 removal brings the network closer to A_E (squared Frobenius) or ``min_properties`` remain.
 
 Privacy (not in the paper, which sends p_C in the clear): :func:`ldp_release` clips each
-property to a public range and adds Laplace noise, ε-LDP for the client's whole property
-vector (``unit="dataset"``: any two datasets of the client) or for one of its training
-graphs (``unit="graph"``: sensitivity divided by the public training-set size).
+graph's properties to a public range, averages them and adds Laplace noise, ε-LDP for the
+client's whole property vector (``unit="dataset"``: any two datasets of the client) or for
+one of its training graphs (``unit="graph"``: sensitivity divided by the public
+training-set size).
 """
 
 from __future__ import annotations
@@ -71,25 +72,32 @@ def graph_properties(edge_index: np.ndarray, n: int) -> np.ndarray:
     )
 
 
-def client_properties(data: GraphDataset) -> np.ndarray:
-    """The client's property vector p_C: the mean over its (training) graphs."""
-    if data.num_graphs == 0:
-        return np.zeros(len(NAMES))
+def property_rows(data: GraphDataset) -> np.ndarray:
+    """Each (training) graph's six properties, one row per graph."""
     rows = [graph_properties(data.graph(g)[1], int(data.num_nodes[g]))
             for g in range(data.num_graphs)]  # fmt: skip
-    return np.mean(rows, axis=0)
+    return np.array(rows, dtype=np.float64).reshape(-1, len(NAMES))
+
+
+def client_properties(data: GraphDataset) -> np.ndarray:
+    """The client's property vector p_C: the mean over its (training) graphs."""
+    rows = property_rows(data)
+    return rows.mean(axis=0) if len(rows) else np.zeros(len(NAMES))
 
 
 def ldp_release(
-    props: np.ndarray, epsilon: float, unit: str, n_graphs: int, rng: np.random.Generator
+    rows: np.ndarray, epsilon: float, unit: str, rng: np.random.Generator
 ) -> np.ndarray:
-    """Clip to :data:`RANGES` and add Laplace(Δ₁/ε) to each property: ε-LDP for the whole
-    vector, Δ₁ = Σ widths (``dataset``) or Σ widths / ``n_graphs`` (``graph``: one of the
-    ``n_graphs`` averaged graphs replaced)."""
+    """The mean of the graphs' property ``rows``, each clipped to :data:`RANGES` first, plus
+    Laplace(Δ₁/ε) on each property: ε-LDP for the whole vector, Δ₁ = Σ widths (``dataset``)
+    or Σ widths / n (``graph``: one of the n averaged graphs replaced, which moves the mean
+    by at most its clipped row's width over n; n, the training-set size, is public)."""
     lo, hi = RANGES[:, 0], RANGES[:, 1]
-    sensitivity = float((hi - lo).sum()) / (max(n_graphs, 1) if unit == "graph" else 1)
-    clipped = np.clip(np.asarray(props, dtype=np.float64), lo, hi)
-    return clipped + rng.laplace(0.0, sensitivity / epsilon, size=clipped.shape)
+    rows = np.asarray(rows, dtype=np.float64).reshape(-1, len(NAMES))
+    n = len(rows)
+    sensitivity = float((hi - lo).sum()) / (max(n, 1) if unit == "graph" else 1)
+    mean = np.clip(rows, lo, hi).mean(axis=0) if n else (lo + hi) / 2
+    return mean + rng.laplace(0.0, sensitivity / epsilon, size=mean.shape)
 
 
 def f2sim(features: np.ndarray) -> np.ndarray:

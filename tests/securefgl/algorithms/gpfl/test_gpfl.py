@@ -64,10 +64,31 @@ def test_ldp_noise_scale_follows_the_unit():
     rng = np.random.default_rng(1)
     props = RANGES.mean(1)
     width = (RANGES[:, 1] - RANGES[:, 0]).sum()
-    ds = np.stack([ldp_release(props, 2.0, "dataset", 50, rng) for _ in range(4000)])
-    gr = np.stack([ldp_release(props, 2.0, "graph", 50, rng) for _ in range(4000)])
+    rows = np.tile(props, (50, 1))
+    ds = np.stack([ldp_release(rows, 2.0, "dataset", rng) for _ in range(4000)])
+    gr = np.stack([ldp_release(rows, 2.0, "graph", rng) for _ in range(4000)])
     assert np.allclose(ds.std(0), np.sqrt(2) * width / 2.0, rtol=0.1)  # Laplace(Δ/ε)
     assert np.allclose(gr.std(0), np.sqrt(2) * width / 50 / 2.0, rtol=0.1)
+
+
+def test_one_graph_moves_the_released_mean_by_at_most_the_graph_sensitivity():
+    """Unit graph: each graph is clipped before the mean, so replacing one (here by a
+    400-node star, far outside the ranges) moves the mean by at most Σ widths / n."""
+    paths = np.stack([graph_properties(np.array([[i, i + 1] for i in range(9)]
+                                                + [[i + 1, i] for i in range(9)]).T, 10)
+                      for _ in range(10)])  # fmt: skip
+    star = graph_properties(np.array([[0] * 399 + list(range(1, 400)),
+                                      list(range(1, 400)) + [0] * 399]), 400)  # fmt: skip
+    swapped = np.vstack([paths[:-1], star])
+    zero = _ZeroNoise()
+    moved = np.abs(ldp_release(swapped, 1.0, "graph", zero) - ldp_release(paths, 1.0, "graph",
+                                                                          zero)).sum()  # fmt: skip
+    assert moved <= (RANGES[:, 1] - RANGES[:, 0]).sum() / 10 + 1e-12
+
+
+class _ZeroNoise:
+    def laplace(self, loc: float, scale: float, size: tuple[int, ...]) -> np.ndarray:
+        return np.zeros(size)
 
 
 def test_network_pieces():
