@@ -13,6 +13,7 @@ Baselines: ``fedego-fedavg`` / ``fedego-fedprox`` (the whole model averaged),
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,6 +39,8 @@ from securefgl.federation.builders import protocol_host, stack_args, view_payloa
 from securefgl.federation.federation import Federation
 from securefgl.federation.recipes import recipe
 
+log = logging.getLogger(__name__)
+
 SHARED = "shared layers' updates (clients -> server)"
 SHARED_MEAN = "shared layers' mean (server -> clients)"
 MIXED = "mixed ego-graphs (clients -> server)"
@@ -53,7 +56,8 @@ class EgoFL(Algorithm):
         "model": "its model is Linear + 2×SAGE", "layers": "its model is Linear + 2×SAGE",
         "hidden": "see --fedego-hidden", "lr": "see --fedego-lr", "client_lr": "see --fedego-lr",
         "local_epochs": "see --fedego-local-epochs", "mu": "see --fedego-mu",
-        "dropout": "no dropout", "weight_decay": "no weight decay",
+        "dropout": "its model's dropout is 0.5 (the authors' code)",
+        "weight_decay": "no weight decay",
         "server_optimizer": "the shared layers are a plain mean",
     }  # fmt: skip
 
@@ -93,7 +97,12 @@ class EgoFL(Algorithm):
                    federation.channel.transmit)  # fmt: skip
         self._broadcast(-1)
         kind = cfg.protocol.dp_accountant
-        self.accountant = PrivacyAccountant(kind, s.delta) if s.dp_noise > 0 else None
+        self.accountant = None
+        if s.dp_noise > 0 and self.variant == "fedego":
+            self.accountant = PrivacyAccountant(kind, s.delta)
+        elif s.dp_noise > 0:  # nothing is released through the mixup's noise: no ε to claim
+            log.warning("%s sends no mixed ego-graphs: dp_noise = %g does not apply to it",
+                        self.name, s.dp_noise)  # fmt: skip
 
     def _broadcast(self, round_idx: int) -> None:
         sent = self.executor.call([Call.to(SERVER, EgoServer.broadcast, round_idx, self.ids)])[0]

@@ -29,7 +29,9 @@ class FedEgoSettings:
     batch_size: int = _f(32, "centres per mini-batch and per mixed ego-graph (mixup batch)")
     local_epochs: int = _f(5, "local epochs per round (each on a fresh n_k // 5 nodes)")
     server_epochs: int = _f(5, "server epochs per round (each on 20 % of the mixed graphs)")
-    train_fraction: float = _f(0.2, "nodes drawn per local / server epoch")
+    train_fraction: float = _f(0.2, "fraction of the mixed graphs the server trains on per "
+                               "epoch (a client's epoch is n_k // 5 nodes, as in the "
+                               "authors' code)")  # fmt: skip
     lambda_power: float = _f(0.5, "λ_k = (EMD_k / 2)^power")
     lambda_fixed: float | None = _f(None, "a fixed λ instead of the adaptive one")
     mixup: bool = _f(True, "mix the batch (off: upload each ego-graph alone, batch of 1)")

@@ -25,6 +25,7 @@ from torch_geometric.data import Data
 from protocols.base import Role, run_phases
 from protocols.dp.accounting import PureDPAccountant
 from protocols.gram import DEFAULT_AUTHORITY, GramProtocol
+from protocols.names import MALICIOUS
 from securefgl.algorithms.base import Evaluators
 from securefgl.algorithms.common.graph.learner import (
     INITIAL_MODEL,
@@ -42,7 +43,7 @@ from securefgl.algorithms.gpfl.parties import (
     gpfl_settings,
     gram_authority,
 )
-from securefgl.config import ConfigError
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.audit import AggregateAudit
@@ -62,6 +63,44 @@ class GPFL(GraphAlgorithm):
     name = "gpfl"
     all_clients = True
     own_privacy = "[experiment.gpfl]"
+
+    @classmethod
+    def check_stack(cls, config: ExperimentConfig) -> None:
+        """Refuse settings whose protection would not hold: a stack that plain sums would
+        not apply, CKKS similarities whose feature means would travel in the clear, the Gram
+        protocol against a malicious server, sums over fewer than ``min_senders`` others."""
+        super().check_stack(config)
+        protocol, s = config.protocol, gpfl_settings(config)
+        if s.sums == "plain" and protocol.transport != "plain":
+            raise ConfigError(
+                f"gpfl: with sums = plain every update goes to the server in the clear, so "
+                f"--protocol {protocol.label} would not be applied: use --protocol plain, or "
+                "--gpfl-sums masked / ckks"
+            )
+        if s.sums == "plain" and s.similarity == "ckks":
+            raise ConfigError(
+                "gpfl: similarity = ckks centres the features by a mean taken with the "
+                "personalised sums, and sums = plain would send every client's features to "
+                "the server in the clear: use --gpfl-sums masked / ckks, or similarity plain"
+            )
+        if s.similarity == "ckks" and protocol.threat_model == MALICIOUS:
+            raise ConfigError(
+                "gpfl: the CKKS similarities (Gram protocol) have no defence against a "
+                "malicious server, which could have the key authority decrypt any product of "
+                "the clients' ciphertexts and read their features: run it honest-but-curious, "
+                "or with --gpfl-similarity plain (the features to the server in the clear)"
+            )
+        if s.property_epsilon is not None and s.initial != "property":
+            raise ConfigError(
+                "gpfl: property_epsilon protects the graph-property release, which initial = "
+                f"{s.initial} does not make (use initial = property, or unset the ε)"
+            )
+        if s.sums != "plain" and config.clients - 1 < s.min_senders:
+            raise ConfigError(
+                f"gpfl: a personalised sum needs min_senders = {s.min_senders} other clients, "
+                f"and {config.clients} clients leave {config.clients - 1} (lower "
+                "--gpfl-min-senders or add clients)"
+            )
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

@@ -151,6 +151,19 @@ def test_dp_run_states_epsilon_against_the_server():
     assert privacy["epsilon"] == privacy["mixup_epsilon"] and privacy["adversary"] == "server"
 
 
+@pytest.mark.parametrize("baseline", ["fedego-fedavg", "fedego-local"])
+def test_a_baseline_claims_no_mixup_epsilon_it_does_not_spend(baseline, caplog):
+    """The baselines send no mixed ego-graphs: dp_noise does nothing there, and ε = 0 'vs
+    server' would be a claim about a release that never happens."""
+    from securefgl.experiment.runner import load_graph, run_single
+
+    config = ExperimentConfig(dataset="csbm", csbm={"num_nodes": 200}, clients=3, rounds=1,
+                              algorithms=[baseline], fedego={**SMALL, "dp_noise": 1.0})
+    run = run_single(config, baseline, 0, load_graph(config), progress=False)
+    assert not run.privacy.get("guarantees") and "mixup_epsilon" not in run.privacy
+    assert "sends no mixed ego-graphs" in caplog.text
+
+
 def test_a_run_states_each_claim_once():
     from securefgl.experiment.runner import load_graph, run_single
 

@@ -24,7 +24,7 @@ from securefgl.algorithms.gpfl.properties import (
     ldp_release,
     rule_selector,
 )
-from securefgl.config import ExperimentConfig
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.runner import load_graph, run_single
 from securefgl.federation import Transcript
 
@@ -172,8 +172,24 @@ def test_ablation_and_paper_flags_run():
 
 
 def test_gpfl_refuses_update_mechanisms():
-    from securefgl.config import ConfigError
-
     data = load_graph(config())
     with pytest.raises(ConfigError, match="no DP mechanism on its updates"):
         run_single(config().replace(protocol=["ldp_laplace"]), "gpfl", 0, data, progress=False)
+
+
+@pytest.mark.parametrize(("protocol", "gpfl", "match"), [
+    # the stack would not be applied: the updates travel by GPFL's plain sums
+    ({"stack": ["secagg"]}, {"sums": "plain", "similarity": "plain"}, "would not be applied"),
+    # the CKKS similarity's feature mean would go through plain sums: features in the clear
+    ({"stack": ["plain"]}, {"sums": "plain", "similarity": "ckks"}, "in the clear"),
+    # the Gram protocol's authority decrypts whatever a lying server hands it
+    ({"stack": ["secagg"], "threat_model": "malicious"}, {}, "no defence against a malicious"),
+    # nothing is released for the ε to cover (it would read ε = 0)
+    ({"stack": ["plain"]}, {"initial": "random", "property_epsilon": 1.0}, "does not make"),
+    # 4 clients leave 3 senders to each personalised sum
+    ({"stack": ["secagg"]}, {"min_senders": 4}, "min_senders = 4"),
+])  # fmt: skip
+def test_settings_that_would_not_hold_are_refused(protocol, gpfl, match):
+    cfg = config(**gpfl).replace(protocol=protocol)
+    with pytest.raises(ConfigError, match=match):
+        run_single(cfg, "gpfl", 0, load_graph(cfg), progress=False)
