@@ -119,10 +119,18 @@ class FedSagePlus(FedSage):
     def privacy(self) -> dict[str, Any]:
         out = super().privacy()
         if getattr(self, "accountant", None) is not None:
-            out = {**out, "answers_epsilon": self.accountant.epsilon(),
-                   "answers_delta": self.config.fedsage.cross_delta,
-                   "answers_adversary": "client i (node level: one node of one other client; "
-                                        "the answering clients honest)"}  # fmt: skip
+            adversary = ("client i (node level: one node of one other client; the answering "
+                         "clients honest)")  # fmt: skip
+            claim = {"epsilon": self.accountant.epsilon(), "delta": self.config.fedsage.cross_delta,
+                     "accountant": self.accountant.kind, "adversary": "client i",
+                     "mechanism": "Gaussian shares in the cross-client gradient sums",
+                     "unit": "one node of one other client, in the gradients answered to "
+                             "client i's generator (the answering clients honest)"}  # fmt: skip
+            out = {**out, "answers_epsilon": claim["epsilon"], "answers_delta": claim["delta"],
+                   "answers_adversary": adversary,
+                   "guarantees": [*out.get("guarantees", []), claim]}  # fmt: skip
+            if "epsilon" not in out:
+                out.update({k: claim[k] for k in ("epsilon", "delta", "accountant", "adversary")})
         return out
 
     def protection(self) -> dict[str, str]:

@@ -55,6 +55,9 @@ def test_noise_on_the_sum_is_accounted(graph):
         acc.step(1.0, 1.0)
     assert res.result.privacy["answers_epsilon"] == pytest.approx(acc.epsilon())
     assert "client i" in res.result.privacy["answers_adversary"]
+    [claim] = res.result.privacy["guarantees"]  # in the report's ε column, with its unit
+    assert claim["epsilon"] == res.result.privacy["answers_epsilon"]
+    assert claim["adversary"] == "client i" and "one node" in claim["unit"]
 
 
 def test_settings_refuse_noise_without_the_sum():
