@@ -229,7 +229,8 @@ def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]
         for seed in audit.seeds
         for algo in audit.algorithms
         for proto in audit.protocols
-        if attacks_for(algo, audit.attacks) and not (algo == "central" and proto != "plain")
+        if attacks_for(algo, audit.attacks, audit.base.task)
+        and not (algo == "central" and proto != "plain")
     ]
     if not cells:
         raise ValueError(
@@ -249,7 +250,7 @@ def run_audit(audit: AuditConfig, progress: bool = True) -> list[dict[str, Any]]
             else None
         )
         t0 = time.perf_counter()
-        specs = attacks_for(algo, audit.attacks)
+        specs = attacks_for(algo, audit.attacks, audit.base.task)
         keep = frozenset(tag for spec in specs for tag in spec.keep_tags)
         run = simulate(cfg, algo, seed, data, progress=False, views_hook=hook, keep_tags=keep)
         world = make_world(cfg, seed, data)

@@ -67,6 +67,7 @@ class AttackSpec:
     call: Callable[[Cell], AttackResult]
     metric: str = "auc"  # the headline metric (named on "not applicable" rows)
     keep_tags: tuple[str, ...] = ()  # message tags whose payloads it needs in every round
+    tasks: tuple[str, ...] = ("node",)  # the tasks whose runs it reads
 
 
 def _dp_audit(cell: Cell) -> AttackResult:
@@ -134,13 +135,15 @@ ATTACKS: dict[str, AttackSpec] = {
             "learned_f1",
             keep_tags=("fedgls/model",),
         ),
-        AttackSpec("dp_audit", ("fedavg", "fedprox", "fedgls"), _dp_audit, "epsilon_lower_bound"),
+        AttackSpec("dp_audit", ("fedavg", "fedprox", "fedgls"), _dp_audit, "epsilon_lower_bound",
+                   tasks=("node", "graph")),  # fmt: skip
         AttackSpec(
             "property_inference",
             ("gpfl",),
             lambda c: property_inference(c.run),
             "pearson",
             ("gpfl/properties",),
+            ("graph",),
         ),
         AttackSpec(
             "label_distribution_inference",
@@ -148,6 +151,7 @@ ATTACKS: dict[str, AttackSpec] = {
             lambda c: label_distribution_inference(c.run),
             "abs_spearman",
             ("gpfl/features", "gram/matrices"),
+            ("graph",),
         ),
         AttackSpec("h_link_inference", SPREADFGL, lambda c: h_link_inference(c.run),
                    keep_tags=(H_TAG,)),  # fmt: skip
@@ -164,18 +168,22 @@ ATTACKS: dict[str, AttackSpec] = {
         AttackSpec("fedego_demix", ("fedego",), lambda c: fedego_demix(c.run),
                    "label_accuracy", ("fedego/mixed-ego-graphs",)),  # fmt: skip
         AttackSpec(FEDVN_DOMAIN, ("fedvn",), lambda c: fedvn_domain_inference(c.run),
-                   "domain_accuracy", FEDVN_TAGS),  # fmt: skip
+                   "domain_accuracy", FEDVN_TAGS, ("graph",)),  # fmt: skip
     )
 }
 
 
-def attacks_for(algorithm: str, names: list[str] | None = None) -> list[AttackSpec]:
-    """The requested attacks (default: all) that target ``algorithm``."""
+def attacks_for(
+    algorithm: str, names: list[str] | None = None, task: str | None = None
+) -> list[AttackSpec]:
+    """The requested attacks (default: all) that target ``algorithm`` (on ``task``'s runs:
+    ``fedavg`` names a node and a graph algorithm; None: any task)."""
     chosen = names if names else list(ATTACKS)
     unknown = [n for n in chosen if n not in ATTACKS]
     if unknown:
         raise ValueError(f"unknown attack(s) {unknown}; choose from {sorted(ATTACKS)}")
-    return [ATTACKS[n] for n in chosen if algorithm in ATTACKS[n].targets]
+    return [ATTACKS[n] for n in chosen if algorithm in ATTACKS[n].targets
+            and (task is None or task in ATTACKS[n].tasks)]  # fmt: skip
 
 
 def describe() -> list[dict[str, Any]]:

@@ -107,9 +107,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from attacks.sweep import save_frontier
     from attacks.sweep.engine import run_sweep
     from securefgl.experiment.results import check_output_dir
+    from securefgl.extras import check
 
     sweep = sweep_from_args(args)
     check_output_dir(sweep.base.output_dir)
+    check("plots", "the frontier's plots")  # before any training, not after the grid
     name = sweep.base.name or f"sweep_{sweep.base.dataset.lower()}"
     folder = Path(sweep.base.output_dir) / name
     try:

@@ -31,10 +31,13 @@ from attacks.defences import edge_dp_hook
 from attacks.registry import attacks_for
 from attacks.simulation import AuditRun
 from attacks.sweep.grid import Cell, SweepConfig, cells, training_config
+from protocols.dp.rng import NOISE_SEEDED
 from securefgl.experiment.runner import load_graph, run_single
+from securefgl.federation.progress import PROGRESS_LOGGER
 from securefgl.federation.transcript import Transcript
 
 log = logging.getLogger(__name__)
+progress_log = logging.getLogger(PROGRESS_LOGGER)
 
 CELLS, GRID = "cells.jsonl", "sweep.json"
 
@@ -61,29 +64,48 @@ def _append(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-#: the mechanisms whose level is a noise multiplier σ (ldp_laplace's is its ε)
-SIGMA = ("clip_noise", "ldp_gaussian")
-
-
 def _claim(folder: Path, sweep: SweepConfig, restart: bool) -> None:
-    """Bind ``folder`` to this grid (refusing another grid's folder unless ``restart``)."""
+    """Bind ``folder`` to this grid's context (:meth:`SweepConfig.context`), refusing a
+    folder whose cells were run in another context unless ``restart``; the grid's lists
+    (algorithms, protections, levels, seeds) may change between runs."""
     folder.mkdir(parents=True, exist_ok=True)
     grid = folder / GRID
-    mine = {"fingerprint": sweep.fingerprint(), "sweep": sweep.to_dict()}
+    mine = {"fingerprint": sweep.fingerprint(), "context": sweep.context(),
+            "sweep": sweep.to_dict()}  # fmt: skip
     if grid.exists() and not restart:
-        if json.loads(grid.read_text()).get("fingerprint") != mine["fingerprint"]:
+        theirs = json.loads(grid.read_text())
+        if theirs.get("fingerprint") != mine["fingerprint"]:
+            changed = _changed(theirs.get("context", {}), json.loads(json.dumps(
+                mine["context"], default=str)))  # fmt: skip
             raise ValueError(
-                f"{folder} holds another sweep's cells: give another name, or restart it"
+                f"{folder} holds {len(done_cells(folder))} cells run with other settings "
+                f"({', '.join(changed) or 'an older sweep format'}): give another --name, "
+                "or --restart to discard them"
             )
+        grid.write_text(json.dumps(mine, indent=1, default=str) + "\n")  # the lists now
         return
     (folder / CELLS).unlink(missing_ok=True)
+    for old in folder.glob("frontier*"):  # an earlier grid's report must not outlive it
+        old.unlink()
     grid.write_text(json.dumps(mine, indent=1, default=str) + "\n")
+
+
+def _changed(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """The keys whose values differ, nested keys dotted (``base.rounds``)."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _changed(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
+    return out
 
 
 def run_cell(sweep: SweepConfig, cell: Cell, data: Any, progress: bool) -> dict[str, Any]:
     """Train ``cell`` once and run every requested attack that targets its algorithm."""
     cfg = training_config(sweep, cell)
-    specs = attacks_for(cell.algorithm, sweep.attacks or None)
+    specs = attacks_for(cell.algorithm, sweep.attacks or None, sweep.base.task)
     names = [s.name for s in specs]
     p = cell.protection
     hook = (
@@ -167,8 +189,10 @@ def _run(
     restart: bool,
     on_cell: Callable[[int, dict[str, Any]], None] | None,
 ) -> list[dict[str, Any]]:
-    _claim(folder, sweep, restart)
     grid = cells(sweep)
+    for cell in grid:  # every level calibrates before any training (a bad one fails now)
+        training_config(sweep, cell)
+    _claim(folder, sweep, restart)
     done = done_cells(folder)
     todo = [c for c in grid if c.key not in done]
     torch.set_num_threads(sweep.base.threads)
@@ -183,7 +207,7 @@ def _run(
         done[cell.key] = record
         bar.update(1)
         if progress and not terminal:
-            print(_line(len(done), len(grid), record), flush=True)
+            progress_log.info(_line(len(done), len(grid), record))
         if on_cell is not None:
             on_cell(i, record)
     bar.close()
@@ -191,7 +215,11 @@ def _run(
 
 
 def _line(n: int, total: int, r: dict[str, Any]) -> str:
-    eps = "ε=∞" if r["epsilon"] is None else f"ε={r['epsilon']:.3g} ({r['unit']})"
+    eps = "ε=∞" if r["epsilon"] is None else f"ε={r['epsilon']:.3g} ({r['unit']}"
+    if r["epsilon"] is not None:
+        vs = f", vs {r['adversary_of_epsilon']}" if r.get("adversary_of_epsilon") else ""
+        void = ", seeded noise: NOT PRIVATE" if r.get("noise") == NOISE_SEEDED else ""
+        eps += f"{vs}{void})"
     hits = ", ".join(
         f"{a['attack']} {a['metric']} {a['value']:.3f}" for a in r["attacks"]
         if a["value"] is not None

@@ -20,16 +20,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attacks.api import spec as attack_spec
 from attacks.audit import AuditConfig, cell_config, parse_protocol
+from attacks.registry import attacks_for
 from protocols.registry import parse_stack
+from securefgl.algorithms.registry import algorithm_class
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.calibration import noise_for_epsilon
 
 CLIENT_LEVEL, EDGE_LEVEL = "client-level", "edge-level"
+#: base settings that change no cell's result (the grid's own seeds are the cells' keys)
+NOT_IN_RESULTS = frozenset({"threads", "output_dir", "name", "seeds", "executor", "workers",
+                            "ray_address", "party_timeout", "ray_co_host"})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -51,9 +57,10 @@ class SweepConfig:
             if not getattr(self, name):
                 raise ConfigError(f"sweep: give at least one of {name}")
         for name in ("epsilons", "noise", "ldp_epsilons"):
-            bad = [v for v in getattr(self, name) if not v > 0]
+            bad = [v for v in getattr(self, name) if not (v > 0 and math.isfinite(v))]
             if bad:
-                raise ConfigError(f"sweep: {name} must be > 0, got {bad}")
+                raise ConfigError(f"sweep: {name} must be finite and > 0, got {bad} (a "
+                                  "run without DP: the protection plain, secagg or ckks)")
         if self.epsilons and self.noise:
             raise ConfigError("sweep: give clip_noise's levels as epsilons or as noise, not both")
         if self.base.protocol.stack:
@@ -74,15 +81,37 @@ class SweepConfig:
                                   "drop them or add a protection that takes them")  # fmt: skip
         for name in self.attacks:
             attack_spec(name)  # refuses an unknown attack, with a suggestion
+        targeted = [a for a in self.algorithms
+                    if attacks_for(a, self.attacks or None, self.base.task)]
+        if self.attacks and not targeted:
+            raise ConfigError(
+                f"sweep: none of the attacks {self.attacks} targets {self.algorithms} "
+                "(securefgl audit --list-attacks names each attack's targets)"
+            )
+        if not cells(self):
+            raise ConfigError(
+                f"sweep: no cell to run: {self.algorithms} under {self.protections} (central "
+                "runs only without protection, local only without a protocol stack: it sends "
+                "nothing the stack could protect)"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["base"] = self.base.to_dict()
         return d
 
+    def context(self) -> dict[str, Any]:
+        """What every cell's result depends on besides its own key (algorithm, protection,
+        level, seed): the base configuration without the settings that do not change a
+        result (threads, where results go, the executor), the attacks and the preset."""
+        base = {k: v for k, v in self.base.to_dict().items() if k not in NOT_IN_RESULTS}
+        return {"base": base, "attacks": sorted(self.attacks),
+                "fedstruct_preset": self.fedstruct_preset}
+
     def fingerprint(self) -> str:
-        """Names the grid: a resumed sweep must be the same sweep."""
-        text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        """Names the cells' context: a resumed sweep reuses the cells of the same context
+        (the grid's lists may change: cells are reused by key, new ones run)."""
+        text = json.dumps(self.context(), sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -100,7 +129,11 @@ class Protection:
         edge = [p for p in parts if p.partition(":")[0] in ("edgerand", "lapgraph")]
         if any(":" in p for p in edge):
             raise ConfigError(f"protection {spec!r}: the sweep's epsilons give edge DP's ε")
-        stack, _ = parse_protocol(",".join(p for p in parts if p not in edge))
+        try:
+            stack, _ = parse_protocol(",".join(p for p in parts if p not in edge))
+            parse_stack(stack)  # refuses an unknown name or a combination that cannot stack
+        except ValueError as err:
+            raise ConfigError(f"protection {spec!r}: {err}") from err
         return cls(spec, tuple(stack), edge[0] if edge else None)
 
     @property
@@ -166,12 +199,16 @@ def _levels(sweep: SweepConfig, p: Protection) -> list[tuple[float | None, str]]
 
 def cells(sweep: SweepConfig) -> list[Cell]:
     """Every cell, seeds innermost (a killed sweep has whole protections done first);
-    ``central`` only without protection, as in the audit."""
+    ``central`` only without protection, as in the audit, and a local reference (it sends
+    nothing) under no protocol stack."""
     out = []
     for algo in sweep.algorithms:
+        setting = algorithm_class(algo).setting
         for spec in sweep.protections:
             p = Protection.parse(spec)
             if algo == "central" and (p.stack or p.edge_dp):
+                continue
+            if setting == "local" and p.stack:
                 continue
             for level, kind in _levels(sweep, p):
                 out.extend(Cell(algo, p, level, kind, seed) for seed in sweep.seeds)

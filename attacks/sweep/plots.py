@@ -13,21 +13,14 @@ import math
 from pathlib import Path
 from typing import Any
 
+from securefgl.extras import pyplot
+
 MARKERS = "osD^vP*Xh<>"
 STYLES = ["-", "--", ":", "-."]
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError:  # pragma: no cover - depends on the install
-        raise RuntimeError(
-            "the frontier's plots need matplotlib: pip install 'securefgl[plots]'"
-        ) from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot("the frontier's plots")
 
 
 class _Look:
@@ -127,7 +120,15 @@ def _units(rows: list[dict[str, Any]]) -> list[str]:
     return units or ["client-level"]
 
 
-def _save(fig: Any, path: Path, legend_rows: int) -> Path:
+def _mark_seeded(fig: Any, rows: list[dict[str, Any]]) -> None:
+    """A figure with seeded-noise cells says so above its panels."""
+    if any(r.get("seeded_noise") for r in rows):
+        fig.suptitle("seeded noise: NOT PRIVATE (every ε here is void)", color="firebrick",
+                     fontsize=10, fontweight="bold")  # fmt: skip
+
+
+def _save(fig: Any, path: Path, legend_rows: int, rows: list[dict[str, Any]]) -> Path:
+    _mark_seeded(fig, rows)
     inches = 0.75 + 0.22 * legend_rows  # the axis labels and the legend below the panels
     fig.subplots_adjust(bottom=inches / fig.get_figheight(), top=1 - 0.45 / fig.get_figheight())
     fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.15)  # a wide legend stays whole
@@ -145,7 +146,8 @@ def plot_utility(rows: list[dict[str, Any]], path: Path) -> Path:
         _panel(fig, outer[i], look, cells, unit, "utility", "utility_std",
                "test accuracy (%)", f"utility vs {unit} ε")  # fmt: skip
     _legend(fig, cells)
-    return _save(fig, path, math.ceil(len({(r["algorithm"], r["protection"]) for r in cells}) / 3))
+    pairs = len({(r["algorithm"], r["protection"]) for r in cells})
+    return _save(fig, path, math.ceil(pairs / 3), rows)
 
 
 def plot_attacks(rows: list[dict[str, Any]], path: Path) -> Path | None:
@@ -164,7 +166,7 @@ def plot_attacks(rows: list[dict[str, Any]], path: Path) -> Path | None:
                    f"{attack}: {metric}", f"{attack} vs {unit} ε")  # fmt: skip
     _legend(fig, rows, extra="naive baseline (dotted; ∞ column: black tick)")
     pairs = len({(r["algorithm"], r["protection"]) for r in rows}) + 1
-    return _save(fig, path, math.ceil(pairs / 3))
+    return _save(fig, path, math.ceil(pairs / 3), rows)
 
 
 def plot_tradeoff(rows: list[dict[str, Any]], path: Path) -> Path | None:
@@ -186,6 +188,11 @@ def plot_tradeoff(rows: list[dict[str, Any]], path: Path) -> Path | None:
             ax.plot([r["attack_value"] for r in rs], [100 * r["utility"] for r in rs],
                     color=look.color[algo], marker=look.marker[prot],
                     linestyle=look.style[prot], label=label)  # fmt: skip
+            for r in rs:  # which point is which privacy level
+                if r["epsilon"] is not None:
+                    ax.annotate(f"ε={r['epsilon']:.3g}", (r["attack_value"], 100 * r["utility"]),
+                                textcoords="offset points", xytext=(4, 3), fontsize=7,
+                                color=look.color[algo])  # fmt: skip
         for algo in dict.fromkeys(r["algorithm"] for r in sel):
             base = [r["attack_baseline"] for r in sel
                     if r["algorithm"] == algo and r["attack_baseline"] is not None]  # fmt: skip
@@ -199,7 +206,7 @@ def plot_tradeoff(rows: list[dict[str, Any]], path: Path) -> Path | None:
         ax.grid(alpha=0.3)
     _legend(fig, rows, extra="naive baseline of the attack (per algorithm, its colour)")
     pairs = len({(r["algorithm"], r["protection"]) for r in rows}) + 1
-    return _save(fig, path, math.ceil(pairs / 3))
+    return _save(fig, path, math.ceil(pairs / 3), rows)
 
 
 def _percent(row: dict[str, Any]) -> dict[str, Any]:

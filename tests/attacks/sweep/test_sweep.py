@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -79,18 +80,31 @@ def test_the_frontier_averages_seeds_and_draws_its_figures(tmp_path) -> None:
     assert "(client-level, vs server)" in out["md"].read_text()
 
 
-def test_a_folder_of_another_sweep_is_refused(tmp_path) -> None:
-    run_sweep(_sweep(seeds=[0], protections=["plain"], epsilons=[]), tmp_path, progress=False)
-    with pytest.raises(ValueError, match="another sweep"):
-        run_sweep(_sweep(seeds=[1], protections=["plain"], epsilons=[]), tmp_path, progress=False)
-    again = run_sweep(_sweep(seeds=[1], protections=["plain"], epsilons=[]), tmp_path,
-                      progress=False, restart=True)  # fmt: skip
-    assert [r["seed"] for r in again] == [1]
+def test_a_grown_grid_reuses_its_cells_and_another_context_is_refused(tmp_path) -> None:
+    plain = {"protections": ["plain"], "epsilons": []}
+    run_sweep(_sweep(seeds=[0], **plain), tmp_path, progress=False)
+    first = (tmp_path / CELLS).read_text()
+    # another seed, other threads and a reordered list: the finished cell is reused
+    grown = _sweep(seeds=[1, 0], base=BASE.replace(threads=2), **plain)
+    assert [r["seed"] for r in run_sweep(grown, tmp_path, progress=False)] == [1, 0]
+    assert (tmp_path / CELLS).read_text().startswith(first)
+    assert len((tmp_path / CELLS).read_text().splitlines()) == 2
+    (tmp_path / "frontier.md").write_text("an earlier grid's report")
+    other = _sweep(seeds=[1], base=BASE.replace(rounds=4), **plain)
+    with pytest.raises(ValueError, match=r"2 cells run with other settings \(base.rounds: 3 -> 4"):
+        run_sweep(other, tmp_path, progress=False)
+    again = run_sweep(other, tmp_path, progress=False, restart=True)
+    assert [r["seed"] for r in again] == [1] and not (tmp_path / "frontier.md").exists()
 
 
-def test_progress_lines_when_not_a_terminal(tmp_path, capsys) -> None:
-    run_sweep(_sweep(seeds=[0], protections=["plain"], epsilons=[]), tmp_path, progress=True)
-    assert "[1/1] fedavg · plain · seed 0: ε=∞, accuracy" in capsys.readouterr().out
+def test_progress_lines_when_not_a_terminal(tmp_path, caplog) -> None:
+    """One line per cell on the progress logger (stderr under the CLI, not the report's
+    stdout), its ε with its adversary and, under seeded noise, the void."""
+    with caplog.at_level(logging.INFO, logger="securefgl.progress"):
+        run_sweep(_sweep(seeds=[0], protections=["plain", "secagg,clip_noise"], epsilons=[1.0]),
+                  tmp_path, progress=True)  # fmt: skip
+    assert "[1/2] fedavg · plain · seed 0: ε=∞, accuracy" in caplog.text
+    assert "ε=1 (client-level, vs server, seeded noise: NOT PRIVATE)" in caplog.text
 
 
 @pytest.mark.parametrize(
@@ -105,6 +119,15 @@ def test_progress_lines_when_not_a_terminal(tmp_path, capsys) -> None:
         ({"protections": ["plain", "secagg"]}, "no protection uses epsilons"),
         ({"ldp_epsilons": [2.0]}, "no protection uses ldp_epsilons"),
         ({"base": BASE.replace(protocol=["ckks"])}, "protocol stack 'ckks' would be ignored"),
+        ({"epsilons": [1.0, float("inf")]}, "finite and > 0"),
+        ({"protections": ["secagg,ckks"]}, "at most one transport"),
+        ({"protections": ["plian"]}, "did you mean 'plain'"),
+        ({"algorithms": ["central"], "protections": ["secagg,clip_noise"]}, "no cell to run"),
+        ({"algorithms": ["local"], "protections": ["secagg"], "epsilons": [], "attacks": []},
+         "no cell"),
+        ({"attacks": ["hop2vec_leakage"]}, "none of the attacks"),
+        # link_stealing reads node-task runs: graph-task FedAvg is not its target
+        ({"base": ExperimentConfig(task="graph", dataset="MUTAG")}, "none of the attacks"),
     ],
 )
 def test_grid_refusals(kw: dict, message: str) -> None:
