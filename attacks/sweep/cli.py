@@ -74,10 +74,27 @@ def _table(path: str | None) -> dict[str, Any]:
         table = tomllib.load(fh).get("sweep", {})
     if not isinstance(table, dict):
         raise ConfigError(f"config file {path}: sweep must be a table ([sweep])")
-    known = ("algorithms", "protections", "epsilons", "noise", "ldp_epsilons", "attacks",
-             "seeds", "fedstruct_preset")  # fmt: skip
-    unknown_keys("sweep", table, known)
-    return table
+    unknown_keys("sweep", table, tuple(TABLE_TYPES))
+    for key, value in table.items():
+        kind = TABLE_TYPES[key]
+        accepts = (int, float) if kind is float else kind  # TOML writes 1 for 1.0
+        ok = (isinstance(value, bool) if kind is bool else isinstance(value, list) and all(
+            isinstance(v, accepts) and not isinstance(v, bool) for v in value))  # fmt: skip
+        if not ok:
+            want = "true or false" if kind is bool else f"a list of {kind.__name__}s"
+            example = {str: '["plain", "secagg,clip_noise"]', float: "[0.5, 1, 8]",
+                       int: "[0, 1]", bool: "false"}[kind]  # fmt: skip
+            raise ConfigError(f"config file {path}: [sweep] {key} must be {want}, e.g. "
+                              f"{key} = {example}; got {value!r}")  # fmt: skip
+    return {k: [float(v) for v in table[k]] if TABLE_TYPES[k] is float else table[k]
+            for k in table}  # fmt: skip
+
+
+#: the [sweep] table's keys and the type of their values (lists, but the preset)
+TABLE_TYPES: dict[str, type] = {
+    "algorithms": str, "protections": str, "attacks": str, "epsilons": float, "noise": float,
+    "ldp_epsilons": float, "seeds": int, "fedstruct_preset": bool,
+}
 
 
 def sweep_from_args(args: argparse.Namespace) -> SweepConfig:
