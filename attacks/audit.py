@@ -123,7 +123,8 @@ def guarantees(
             else "each client's internal edges as trained on and served (edge-level); "
             "not cross-client edges, features, labels"
         )
-        out.append({"epsilon": eps, "unit": f"edge-level ({mech})", "covers": covers})
+        out.append({"epsilon": eps, "unit": f"edge-level ({mech})", "covers": covers,
+                    "adversary": "everyone"})  # the edges are randomised before any use
     privacy = run.result.privacy
     mech = parse_stack(stack)[1]
     stack_claimed = False

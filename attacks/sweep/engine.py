@@ -136,6 +136,8 @@ def run_cell(sweep: SweepConfig, cell: Cell, data: Any, progress: bool) -> dict[
         "utility": float(run.final["test_acc"]), "guarantees": claims,
         "epsilon": (claim or {}).get("epsilon"), "noise": run.privacy.get("noise"),
         "adversary_of_epsilon": (claim or {}).get("adversary"),
+        "epsilon_covers": (claim or {}).get("covers"),
+        "epsilon_assumes": (claim or {}).get("assumes"),
         "attacks": attacks, "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
 
@@ -150,7 +152,8 @@ def _claim_in_unit(claims: list[dict[str, Any]], unit: str | None) -> dict[str, 
         return None
     for g in claims:
         if str(g.get("unit", "")).startswith(unit):
-            return {"epsilon": float(g["epsilon"]), "adversary": g.get("adversary")}
+            return {"epsilon": float(g["epsilon"]), "adversary": g.get("adversary"),
+                    "covers": g.get("covers"), "assumes": g.get("assumes")}
     return None
 
 

@@ -2,7 +2,9 @@
 privacy level, attack), as JSON and a Markdown table.
 
 A row: ``algorithm``, ``protection``, ``epsilon`` (the ε the runs reported, mean over
-seeds; ``null`` for ε = ∞, no DP), ``epsilon_unit`` (``client-level`` or ``edge-level``),
+seeds; ``null`` for ε = ∞, no DP), ``epsilon_unit`` (``client-level`` or ``edge-level``,
+and the adversary: ``client-level, vs server``), ``epsilon_covers`` and
+``epsilon_assumes`` (what the ε covers and rests on),
 ``level`` / ``level_kind`` (the sweep's target ε, σ or per-release ε), ``dp_noise``,
 ``seeds``, ``utility`` / ``utility_std`` (test accuracy as a fraction in [0, 1], as in
 result.json; mean and sample std over seeds; tables and figures show %), ``attack``,
@@ -58,6 +60,8 @@ def frontier_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         base = {
             "algorithm": algorithm, "protection": protection,
             "epsilon": epsilon, "epsilon_unit": _scale(runs[0]),
+            "epsilon_covers": runs[0].get("epsilon_covers"),
+            "epsilon_assumes": runs[0].get("epsilon_assumes"),
             "level": level, "level_kind": kind, "dp_noise": noise,
             "seeds": sorted(r["seed"] for r in runs),
             "utility": utility, "utility_std": utility_std,

@@ -58,6 +58,8 @@ def test_each_cell_reports_its_epsilon_in_its_unit(tmp_path) -> None:
     assert dp["adversary_of_epsilon"] == "server"  # the headline claim of distributed noise
     edge = by[("edgerand", 8.0)]
     assert edge["unit"] == "edge-level" and edge["epsilon"] == 8.0
+    assert edge["adversary_of_epsilon"] == "everyone" and "internal edges" in edge["epsilon_covers"]
+    assert "clip_noise" in dp["epsilon_covers"]  # what each ε covers travels with it
     assert all(r["attacks"][0]["value"] is not None for r in records)
 
 
