@@ -75,6 +75,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     base = config_from_args(args)
     check_output_dir(base.output_dir)  # before the grid runs, not after
     protocols = [p for p in args.protocols.split(";") if p.strip()] if args.protocols else None
+    if args.protocols is not None and not protocols:
+        raise ConfigError(f"--protocols {args.protocols!r} names no stack (e.g. 'plain;secagg')")
     audit = AuditConfig(
         base=base,
         algorithms=list(base.algorithms) or ["central", "fedavg"],

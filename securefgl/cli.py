@@ -26,6 +26,7 @@ import difflib
 import importlib
 import json
 import logging
+import os
 import sys
 import textwrap
 import traceback
@@ -411,6 +412,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_RUNTIME
     try:
         return handlers[args.command](args)
+    except BrokenPipeError:  # the reader went away (securefgl datasets | head): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (Exception, KeyboardInterrupt) as err:
         code, message = report_error(err)
         if args.verbose:

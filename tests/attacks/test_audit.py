@@ -235,3 +235,9 @@ def test_the_audit_takes_its_algorithms_from_the_config_file(tmp_path, capsys):
     assert main(argv) == 0
     saved = json.loads((tmp_path / "grid" / "result.json").read_text())
     assert {r["algorithm"] for r in saved["rows"]} == {"fedprox"}
+
+
+def test_an_empty_protocol_list_is_refused_not_replaced_by_the_defaults(tmp_path, capsys):
+    argv = ["audit", "--protocols", ";;", "--output-dir", str(tmp_path), "--no-progress"]
+    assert main(argv) == 2
+    assert "names no stack" in capsys.readouterr().err
