@@ -342,62 +342,85 @@ def violations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:
-    """Accuracy vs attack value (one panel per attack) and accuracy vs ε."""
+    """Accuracy vs attack value (one panel per attack) and accuracy vs ε (one panel per ε
+    unit and adversary: never one scale for two). In every panel a cell's colour is its
+    protocol, its marker its algorithm and its fill its dataset, named in one legend."""
     plt = pyplot("the audit plot")
     head = [r for r in rows if r.get("primary", True) and r["value"] is not None]
     attacks = sorted({r["attack"] for r in head})
     if not attacks:
         return None
-    colors = {ds: f"C{i}" for i, ds in enumerate(dict.fromkeys(r["dataset"] for r in rows))}
-    panels = len(attacks) + 1
+    dp = {(r["dataset"], r["algorithm"], r["protocol"]): r for r in rows
+          if r["epsilon"] is not None and r.get("primary", True)}  # fmt: skip
+    scales = list(dict.fromkeys(_scale(r) for r in dp.values()))
+    look = _Look(rows)
+    panels = len(attacks) + len(scales)
     cols = min(3, panels)
     nrows = math.ceil(panels / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 4 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 4 * nrows + 0.8), squeeze=False)
     for ax, attack in zip(axes.flat, attacks, strict=False):
         sel = [r for r in head if r["attack"] == attack]
         for r in sel:
-            marker = {"central": "s", "fedavg": "o", "fedstruct": "^", "fedgcn": "D"}.get(
-                r["algorithm"], "x"
-            )
-            ax.scatter(100 * r["accuracy"], r["value"], marker=marker, c=colors[r["dataset"]])
-            ax.annotate(
-                f"{r['dataset']}/{r['algorithm']}/{r['protocol']}",
-                (100 * r["accuracy"], r["value"]),
-                fontsize=6,
-            )
+            look.scatter(ax, 100 * r["accuracy"], r["value"], r)
         ax.set_title(f"{attack} ({sel[0]['metric']})", fontsize=9)
         ax.set_xlabel("test accuracy (%)")
         ax.set_ylabel(sel[0]["metric"])
-    ax = axes.flat[len(attacks)]
-    dp = {
-        (r["dataset"], r["algorithm"], r["protocol"]): r
-        for r in rows
-        if r["epsilon"] is not None and r.get("primary", True)
-    }
-    scales: dict[str, str] = {}  # ε of different units or adversaries: different markers
-    for (ds, algo, proto), r in dp.items():
-        first = (r.get("guarantees") or [{}])[0]
-        scale = str(r.get("epsilon_unit")) + (
-            f", vs {first['adversary']}" if first.get("adversary") else ""
-        )
-        marker = scales.setdefault(scale, "os^Dvx"[len(scales) % 6])
-        ax.scatter(r["epsilon"], 100 * r["accuracy"], c=colors[ds], marker=marker)
-        ax.annotate(f"{ds}/{algo}/{proto}", (r["epsilon"], 100 * r["accuracy"]), fontsize=6)
-    if dp:
+    for ax, scale in zip(list(axes.flat)[len(attacks):], scales, strict=False):
+        for r in (r for r in dp.values() if _scale(r) == scale):
+            look.scatter(ax, r["epsilon"], 100 * r["accuracy"], r)
         ax.set_xscale("log")
-        handles = [plt.Line2D([], [], marker=m, linestyle="none", color="k", label=scale)
-                   for scale, m in scales.items()]  # fmt: skip
-        ax.legend(handles=handles, fontsize=6, title="ε: unit, adversary (not comparable)",
-                  title_fontsize=6)  # fmt: skip
-    ax.set_title("accuracy vs ε, one marker per unit and adversary", fontsize=9)
-    ax.set_xlabel("ε")
-    ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"accuracy vs ε ({scale})", fontsize=9)
+        ax.set_xlabel("ε")
+        ax.set_ylabel("test accuracy (%)")
     for extra in list(axes.flat)[panels:]:
         extra.axis("off")
-    fig.tight_layout()
+    handles = look.handles(plt)
+    fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=7,
+               frameon=False)  # fmt: skip
+    fig.tight_layout(rect=(0, 0.06 + 0.025 * math.ceil(len(handles) / 4), 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _scale(row: dict[str, Any]) -> str:
+    """An ε's unit and the adversary it is stated against."""
+    first = (row.get("guarantees") or [{}])[0]
+    against = f", vs {first['adversary']}" if first.get("adversary") else ""
+    return f"{row.get('epsilon_unit')}{against}"
+
+
+class _Look:
+    """Colour per protocol, marker per algorithm, fill per dataset (the same in every
+    panel); the first protocols draw larger, so that cells with equal results (plain and
+    secagg) stay visible as rings."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        def order(key: str) -> list[str]:
+            return list(dict.fromkeys(str(r[key]) for r in rows))
+
+        self.color = {p: f"C{i % 10}" for i, p in enumerate(order("protocol"))}
+        self.marker = {a: "osD^vPX*<>"[i % 10] for i, a in enumerate(order("algorithm"))}
+        self.filled = {d: i == 0 for i, d in enumerate(order("dataset"))}
+
+    def scatter(self, ax: Any, x: float, y: float, r: dict[str, Any]) -> None:
+        color = self.color[str(r["protocol"])]
+        face = color if self.filled[str(r["dataset"])] else "none"
+        size = 20 * 2 ** min(len(self.color) - 1 - list(self.color).index(str(r["protocol"])), 4)
+        ax.scatter(x, y, marker=self.marker[str(r["algorithm"])], facecolors=face,
+                   edgecolors=color, s=size, zorder=3)  # fmt: skip
+
+    def handles(self, plt: Any) -> list[Any]:
+        line = plt.Line2D
+        out = [line([], [], marker="s", linestyle="none", color=c, label=f"protection {p}")
+               for p, c in self.color.items()]  # fmt: skip
+        out += [line([], [], marker=m, linestyle="none", color="k", label=a)
+                for a, m in self.marker.items()]  # fmt: skip
+        if len(self.filled) > 1:
+            out += [line([], [], marker="o", linestyle="none", color="k",
+                         markerfacecolor="k" if f else "none", label=f"dataset {d}")
+                    for d, f in self.filled.items()]  # fmt: skip
+        return out
 
 
 #: the units of an audit's result.json
