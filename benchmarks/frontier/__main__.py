@@ -102,14 +102,27 @@ def max_eps(cells: dict[tuple, dict[str, Any]]) -> float:
     return max((e for (_, _, e) in cells if e is not None), default=0.0)
 
 
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",")]
+    except ValueError:
+        message = f"seeds are integers separated by commas: {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--seeds", default=[0, 1, 2], type=_seeds, help="e.g. 0,1,2")
     parser.add_argument("--restart", action="store_true", help="discard the cached cells")
     args = parser.parse_args(argv)
-    sweep = frontier_sweep([int(s) for s in args.seeds.split(",")])
+    sweep = frontier_sweep(args.seeds)
     cache = cache_dir() / "frontier"
-    records = run_sweep(sweep, cache, progress=True, restart=args.restart)
+    try:
+        records = run_sweep(sweep, cache, progress=True, restart=args.restart)
+    except ValueError as err:  # the cache holds cells of other settings
+        parser.exit(2, f"frontier: {err}\n")
+    except KeyboardInterrupt:
+        parser.exit(130, "frontier: interrupted; run the same command to resume\n")
     out = save_frontier(records, cache, "frontier")
     rows = json.loads(out["json"].read_text())
     title, rest = out["md"].read_text().split("\n", 1)
