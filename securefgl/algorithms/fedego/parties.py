@@ -22,7 +22,7 @@ from protocols.base import AggregationClient, AggregationServer, Envelope
 from protocols.dp.rng import make_rng
 from protocols.wire import Payload
 from securefgl.algorithms.base import SplitPredictions
-from securefgl.algorithms.common.training import party_torch_rng
+from securefgl.algorithms.common.training import party_torch_rng, unlinked
 from securefgl.algorithms.fedego.mixup import mix_batch
 from securefgl.algorithms.fedego.model import SLOTS, EgoNet, sample_trees, shuffle_children
 from securefgl.algorithms.fedego.settings import FedEgoSettings
@@ -227,7 +227,7 @@ class EgoClient(Party):
         for split, mask in (("train", self.view.train_mask), ("val", self.view.val_mask),
                             ("test", self.view.test_mask)):  # fmt: skip
             m = mask.numpy()
-            out[split] = (y[m], pred[m])
+            out[split] = unlinked(y[m], pred[m])
         return out
 
     def predict_on(self, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray,

@@ -32,7 +32,7 @@ from protocols.base import AggregationClient
 from protocols.dp.rng import make_rng
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.common.training import SPLITS, party_torch_rng
+from securefgl.algorithms.common.training import SPLITS, party_torch_rng, unlinked
 from securefgl.algorithms.fedavg.parties import RoundClient
 from securefgl.algorithms.fedgls.learner import AttentiveLearner
 from securefgl.algorithms.fedgls.losses import ce_loss, contrastive_loss, kd_loss
@@ -200,7 +200,7 @@ class FederatedClient(RoundClient, Party):
         with torch.no_grad():
             pred = net(self.view.x, self.prop).argmax(dim=-1)
         return {
-            s: (self.view.y[m].numpy(), pred[m].numpy())
+            s: unlinked(self.view.y[m].numpy(), pred[m].numpy())
             for s in SPLITS
             if (m := getattr(self.view, f"{s}_mask")) is not None
         }

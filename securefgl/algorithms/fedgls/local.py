@@ -14,7 +14,7 @@ from torch_geometric.data import Data
 
 from protocols.wire import Payload
 from securefgl.algorithms.base import Algorithm, Evaluators, SplitPredictions
-from securefgl.algorithms.common.training import SPLITS, party_torch_rng
+from securefgl.algorithms.common.training import SPLITS, party_torch_rng, unlinked
 from securefgl.algorithms.fedgls.clients import Serving
 from securefgl.algorithms.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.algorithms.fedgls.learner import feature_knn
@@ -97,7 +97,7 @@ class OwnModelClient(Party):
         self.net.eval()
         with torch.no_grad():
             pred = self.net(self.view.x, self.prop).argmax(dim=-1)
-        return {s: (self.view.y[m].numpy(), pred[m].numpy()) for s in SPLITS
+        return {s: unlinked(self.view.y[m].numpy(), pred[m].numpy()) for s in SPLITS
                 if (m := getattr(self.view, f"{s}_mask")) is not None}  # fmt: skip
 
 

@@ -32,7 +32,7 @@ from securefgl.algorithms.common.graph.batching import Batch, GraphBatches
 from securefgl.algorithms.common.graph.learner import make_optimizer
 from securefgl.algorithms.common.graph.settings import GraphTaskSettings
 from securefgl.algorithms.common.server_optimizer import GlobalOptimizer
-from securefgl.algorithms.common.training import party_torch_rng
+from securefgl.algorithms.common.training import party_torch_rng, unlinked
 from securefgl.algorithms.fedavg.parties import FedAvgServer, RoundClient
 from securefgl.algorithms.fedvn.model import (
     VNGIN,
@@ -226,9 +226,9 @@ class FedVNClient(RoundClient, Party):
         self._load_global()
         self.model.eval()
         self.scorer.eval()
-        out = {"test": self._predict(self.test_set)}
+        out = {"test": unlinked(*self._predict(self.test_set))}
         if self.val_set is not None:
-            out["val"] = self._predict(self.val_set)
+            out["val"] = unlinked(*self._predict(self.val_set))
         return out
 
 

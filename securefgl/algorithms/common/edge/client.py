@@ -26,7 +26,7 @@ from torch import nn
 from protocols.base import AggregationClient, Envelope
 from securefgl.algorithms.base import SplitPredictions
 from securefgl.algorithms.common.edge.model import Block, Features, SageNet, propagation
-from securefgl.algorithms.common.training import SPLITS, party_torch_rng
+from securefgl.algorithms.common.training import SPLITS, party_torch_rng, unlinked
 from securefgl.data import ClientGraph
 from securefgl.federation import Party, client_party_id
 from securefgl.models import get_flat, set_flat
@@ -168,7 +168,7 @@ class EdgeClient(Party):
         self.model.eval()
         with torch.no_grad():
             pred = self._logits().argmax(dim=-1)
-        return {s: (self.y[m].numpy(), pred[m].numpy()) for s, m in self.masks.items()}
+        return {s: unlinked(self.y[m].numpy(), pred[m].numpy()) for s, m in self.masks.items()}
 
     @torch.no_grad()
     def predict_on(self, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray) -> float:

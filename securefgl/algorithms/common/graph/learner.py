@@ -24,7 +24,7 @@ from securefgl.algorithms.common.graph.bn_gin import BNGIN
 from securefgl.algorithms.common.graph.models import GIN, GINDC, structure_encoding
 from securefgl.algorithms.common.graph.settings import GraphTaskSettings
 from securefgl.algorithms.common.graph.training import SplitPredictions, predict, train_epochs
-from securefgl.algorithms.common.training import party_torch_rng
+from securefgl.algorithms.common.training import party_torch_rng, unlinked
 from securefgl.config import ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, Call, Channel, Executor, Party, Target, client_party_id
@@ -134,9 +134,9 @@ def predictions(
     model: nn.Module, test: GraphBatches, val: GraphBatches | None, eval_batch: int | None
 ) -> SplitPredictions:
     """``{"test": ..., "val": ...}`` (no ``val`` without validation graphs)."""
-    out = {"test": predict(model, test, eval_batch)}
+    out = {"test": unlinked(*predict(model, test, eval_batch))}
     if val is not None:
-        out["val"] = predict(model, val, eval_batch)
+        out["val"] = unlinked(*predict(model, val, eval_batch))
     return out
 
 
