@@ -141,12 +141,32 @@ class FedGLSFamily(FedAvg):
             return FedGLSClient(*args, graphless=graphless, seed=seed, learner=learner)
         return self.client_class(*args, graphless=graphless, seed=seed)
 
+    def _check_federations(self, views: list[ClientGraph]) -> None:
+        """With blocks trained by different clients (fed-gnnmlp), each block's mean is over
+        its own clients only: a secure sum must hold at least two of them in every round,
+        or the server (under ckks, every client) reads one client's update exactly."""
+        transport = self.config.protocol.transport
+        if not self.INDICATORS or transport == "plain":
+            return
+        holders = [sum(b in self.blocks_of(v.client_id in self.graphless) for v in views)
+                   for b in range(len(self.BLOCKS))]  # fmt: skip
+        lone = [f"{self.BLOCKS[b][0]}: {n}" for b, n in enumerate(holders) if n < 2]
+        if lone or self.config.client_fraction < 1:
+            raise ConfigError(
+                f"{self.name} under {transport}: each federation's mean is a sum over its own "
+                f"clients, and it must hold at least 2 every round (clients per federation: "
+                f"{', '.join(f'{self.BLOCKS[b][0]}: {n}' for b, n in enumerate(holders))}; "
+                f"client_fraction {self.config.client_fraction:g}): change clients or "
+                "graphless_fraction, and use client_fraction = 1"
+            )
+
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
         self.federation = federation
         self.rng = np.random.default_rng(federation.seed)
         views = federation.views
         self.graphless = graphless_ids([v.client_id for v in views], cfg.fedgls, federation.seed)
+        self._check_federations(views)
         protocol = federation.stack.protocol
         if protocol.output_role is Role.CLIENT and cfg.client_fraction < 1:
             raise ConfigError(
@@ -250,6 +270,12 @@ class FedGNNMLP(FedGLSFamily):
 
     def model_label(self) -> str:
         return "GCN on graph clients, MLP on graphless clients"
+
+    def protection(self) -> dict[str, str]:
+        out = super().protection()
+        if self.config.protocol.transport != "plain" and WEIGHTS in out:
+            out[WEIGHTS] += " of each federation (graph clients, graphless clients)"
+        return out
 
 
 #: the family by name: a client's process rebuilds the algorithm's client from it

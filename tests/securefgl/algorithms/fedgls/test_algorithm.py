@@ -276,3 +276,14 @@ def test_every_method_runs_under_secagg(graph, name):
     assert 0.0 <= result.final["test_acc"] <= 1.0
     assert result.federated == (name != "local-gnnk")  # the local baseline trains alone
     assert result.model
+
+
+@pytest.mark.parametrize(("clients", "fedgls", "fraction"), [
+    (4, {"graphless_fraction": 0.25}, 1.0),  # one graphless client: its φ update alone
+    (4, {}, 0.5),  # a sampled round may hold one client of a federation
+])  # fmt: skip
+def test_gnnmlp_refuses_a_federation_a_round_could_hold_alone(graph, clients, fedgls, fraction):
+    cfg = tiny_config(algorithms=["fed-gnnmlp"], protocol=["secagg"], clients=clients,
+                      client_fraction=fraction, fedgls={"split": "C", **fedgls})  # fmt: skip
+    with pytest.raises(ConfigError, match="at least 2 every round"):
+        run_single(cfg, "fed-gnnmlp", 0, graph, progress=False)
