@@ -98,10 +98,12 @@ def assumption_lines(result: ExperimentResult) -> list[str]:
         for g in _claims(row):
             terms = claim_terms(g)
             rests = claim_assumptions(g)
-            claims.setdefault((terms, rests), []).append(row["algorithm"])
+            covers = str(g.get("covers") or "")
+            claims.setdefault((terms, rests, covers), []).append(row["algorithm"])
     lines = []
-    for (terms, rests), algorithms in claims.items():
+    for (terms, rests, covers), algorithms in claims.items():
         lines.append(f"- {', '.join(dict.fromkeys(algorithms))}: ε {terms}"
+                     + (f"; covers: {covers}" if covers else "")
                      + (f"; rests on: {rests}" if rests else ""))  # fmt: skip
     if not lines:
         return []

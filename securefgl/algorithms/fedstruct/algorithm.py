@@ -74,9 +74,10 @@ ABAR_SUMS = "Ā hop sums (pre-training)"
 NSF_EXCHANGE = "node structure features (pre-training)"
 #: What FedStruct's edge-DP ε protects (and what it does not).
 EDGE_DP_COVERS = (
-    "every edge, once, before Ā and the structural NSFs are built (edge-level, against "
-    "everyone who did not know the edge); NOT the feature branch, which trains on the true "
-    "internal edges"
+    "cross-client edges (perturbed once, before Ā and the structural NSFs are built: "
+    "against everyone who did not know the edge); internal edges only as they enter Ā and "
+    "the NSFs: the feature branch trains on the true internal edges, so the model and its "
+    "updates carry them unprotected"
 )
 
 
@@ -260,7 +261,8 @@ class FedStruct(FedAvg):
         dp = self.settings.edge_privacy
         if dp is None:
             return {}
-        claim = {"epsilon": dp.epsilon, "delta": 0.0, "unit": f"edge-level ({dp.mechanism})",
+        claim = {"epsilon": dp.epsilon, "delta": 0.0,
+                 "unit": f"edge-level ({dp.mechanism}; cross-client edges)",
                  "adversary": "everyone", "covers": EDGE_DP_COVERS}  # fmt: skip
         return {
             "edge_dp": dp.mechanism,

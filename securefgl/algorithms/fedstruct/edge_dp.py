@@ -6,10 +6,10 @@ client ``k`` its internal block (symmetric, ε); for every pair ``i < k`` (all p
 neighbouring ones) ``k`` sends ``i`` its opaque ids, ``i`` perturbs the cross block
 (directed entries, ε) and sends ``k`` the noisy edges, both through the relaying server. By
 parallel composition the perturbed graph is ε-edge-DP against everyone who does not know
-the edge already, and so are Ā, the structural NSFs and the model (post-processing). Not
-protected: node membership (``i`` and the server learn ``k``'s ids), nodes (deg·ε),
-features, labels. The local NFE keeps the true internal edges. See
-``securefgl/algorithms/fedstruct/README.md``.
+the edge already, and so are Ā and the structural NSFs (post-processing). The local NFE
+keeps the true internal edges, so the model is ε-edge-DP for cross-client edges only (the
+run's claim). Not protected: node membership (``i`` and the server learn ``k``'s ids),
+nodes (deg·ε), features, labels. See ``securefgl/algorithms/fedstruct/README.md``.
 """
 
 from __future__ import annotations

@@ -6,9 +6,11 @@ from securefgl.algorithms.fedstruct.edge_dp import IDS_TAG, perturb_federation
 from securefgl.algorithms.fedstruct.settings import EdgeDP
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment import run_experiment
-from securefgl.experiment.report import markdown_table, text_table
+from securefgl.experiment.report import assumption_lines, markdown_table, text_table
 from securefgl.federation import Channel
 from tests.securefgl.algorithms.fedstruct.test_adjacency import make_world
+
+UNIT = "edge-level (edgerand; cross-client edges)"
 
 
 def perturbed(views, mechanism: str, epsilon: float, seed: int = 0):
@@ -69,16 +71,17 @@ def test_fedstruct_reports_the_edge_budget_and_equals_no_dp_at_huge_epsilon() ->
     privacy = dp.runs[0].privacy
     assert (privacy["edge_dp"], privacy["edge_epsilon"]) == ("edgerand", 3000.0)
     assert privacy["noise"] == "secret" and "private" not in privacy
-    assert "NOT the feature branch" in privacy["edge_dp_covers"]
+    assert "feature branch trains on the true internal edges" in privacy["edge_dp_covers"]
     assert dp.summary()[0]["test_acc"] == plain.summary()[0]["test_acc"]
     # the edge budget is the run's ε wherever ε is shown: summary, tables, header
     row = dp.summary()[0]
-    assert row["epsilon"] == 3000.0 and row["guarantees"][0]["unit"] == "edge-level (edgerand)"
+    assert row["epsilon"] == 3000.0 and row["guarantees"][0]["unit"] == UNIT
     assert plain.summary()[0]["epsilon"] is None and plain.summary()[0]["noise"] == "none"
     md, text = markdown_table(dp), text_table(dp)
-    assert "protocol plain + edge-level (edgerand) DP" in md.splitlines()[0]
-    assert "| 3000.00 (edge-level (edgerand), δ = 0, vs everyone) |" in md
-    assert "3e+03" in text.splitlines()[2] and "edge-level (edgerand)" in text
+    assert f"protocol plain + {UNIT} DP" in md.splitlines()[0]
+    assert f"| 3000.00 ({UNIT}, δ = 0, vs everyone) |" in md
+    assert any("covers: cross-client edges" in line for line in assumption_lines(dp))
+    assert "3e+03" in text.splitlines()[2] and UNIT in text
     with pytest.raises(ConfigError, match="edge_epsilon"):
         ExperimentConfig(**base, fedstruct={**section, "edge_dp": "lapgraph"})
     with pytest.raises(ConfigError, match="mechanism"):
