@@ -46,6 +46,7 @@ class FedGCN(FedAvg):
     needs_cross_edges = True
     hops: ClassVar[int | None] = None  # None: the section's hops
     mu_used = False
+    instead_of = {"model": "its model is an MLP on the propagated features (SGC-style)"}
 
     def __init__(self, config: ExperimentConfig, settings: FedGCNSettings | None = None) -> None:
         super().__init__(dataclasses.replace(config, model="mlp"))

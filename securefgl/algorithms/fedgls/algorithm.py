@@ -44,6 +44,7 @@ from securefgl.algorithms.fedgls.clients import (
 from securefgl.algorithms.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.algorithms.fedgls.learner import AttentiveLearner, feature_knn
 from securefgl.algorithms.fedgls.models import Net, Propagation, gcn_propagation
+from securefgl.algorithms.fedgls.settings import UNREAD_BY_FEDGLS
 from securefgl.config import ConfigError
 from securefgl.data import ClientGraph
 from securefgl.federation import SERVER, client_party_id
@@ -100,6 +101,7 @@ class FedGLSFamily(FedAvg):
     graph (``"real"``, ``"knn"``, ``"learned"``, ``"none"``)."""
 
 
+    instead_of = UNREAD_BY_FEDGLS
     BLOCKS: ClassVar[tuple[tuple[str, bool], ...]] = (("gcn", True),)  # (encoder, with head)
     INDICATORS: ClassVar[bool] = False
     KEEPS_EDGES: ClassVar[bool] = False  # the oracle: graphless clients keep their edges

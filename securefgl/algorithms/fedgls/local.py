@@ -20,6 +20,7 @@ from securefgl.algorithms.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.algorithms.fedgls.learner import feature_knn
 from securefgl.algorithms.fedgls.losses import ce_loss
 from securefgl.algorithms.fedgls.models import Net, Propagation, gcn_propagation
+from securefgl.algorithms.fedgls.settings import UNREAD_BY_FEDGLS
 from securefgl.config import ExperimentConfig
 from securefgl.data import ClientGraph
 from securefgl.federation import Party, client_party_id
@@ -115,6 +116,7 @@ class LocalGNNk(Algorithm):
 
     name = "local-gnnk"
     setting = "local"
+    instead_of = UNREAD_BY_FEDGLS
 
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:

@@ -29,6 +29,7 @@ from securefgl.algorithms.fedavg.algorithm import MODEL_BROADCAST, MODEL_UPDATES
 from securefgl.algorithms.fedavg.parties import FedAvgServer, RoundClient
 from securefgl.algorithms.fedgls.graphless import graphless_ids, view_payload_of
 from securefgl.algorithms.fedgls.local import OwnModelClient, client_setup
+from securefgl.algorithms.fedgls.settings import UNREAD_BY_FEDGLS
 from securefgl.data import ClientGraph
 from securefgl.federation import SERVER, client_party_id
 from securefgl.federation.builders import (
@@ -151,6 +152,7 @@ def prototype_server(stack: dict[str, Any], holds: bool, classes: int, dim: int)
 class FedProto(FedAvg):
     name = "fedproto"
     all_clients = True
+    instead_of = UNREAD_BY_FEDGLS
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

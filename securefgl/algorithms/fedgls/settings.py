@@ -152,3 +152,13 @@ def apply_preset(config: Any, dataset: str | None = None) -> Any:
         changes["clients"], changes["rounds"] = setup
     section = config.fedgls.replace(graphless_fraction=0.5, tau=0.2, learner_lr=1e-3)
     return config.replace(fedgls=section, **changes)
+
+
+#: the generic settings the FedGLS family does not read (warned when set)
+UNREAD_BY_FEDGLS = {
+    "model": "its networks are the paper's 2-layer GCN / MLP",
+    "layers": "its networks are the paper's 2-layer GCN / MLP",
+    "client_lr": "its clients train with Adam at --lr",
+    "server_optimizer": "its server applies the weighted mean (SGD, lr 1)",
+    "mu": "it has no proximal term",
+}
