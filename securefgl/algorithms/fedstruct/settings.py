@@ -171,6 +171,9 @@ class FedStructSettings:
             value = getattr(self, key)
             if value is not None and int(value) < 1:
                 raise ValueError(f"{key} must be >= 1, got {value}")
+        if self.nsf == "fedstar" and self.nsf_dim < 2:
+            raise ValueError(f"nsf = 'fedstar' needs nsf_dim >= 2 (random-walk steps and "
+                             f"degrees), got {self.nsf_dim}")  # fmt: skip
         if self.feature_hops is not None and self.feature_hops < 0:
             raise ValueError(f"feature_hops must be >= 0, got {self.feature_hops}")
         beta, hops = self.structure_beta, self.structure_hops

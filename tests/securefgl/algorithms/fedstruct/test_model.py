@@ -225,3 +225,5 @@ def test_settings_from_config_and_apply_preset():
         FedStructSettings(nsf="node2vec")
     with pytest.raises(ValueError, match="pure Hop2Vec"):
         FedStructSettings(nsf="degree", structure_mlp=False)
+    with pytest.raises(ValueError, match="needs nsf_dim >= 2"):  # before Ā is built
+        FedStructSettings(nsf="fedstar", nsf_dim=1)
