@@ -226,17 +226,20 @@ def config_from_args(
     given = {k: v for k, v in vars(args).items() if v is not None}
     if task is not None:
         given["task"] = task
+    presets = [(family, preset) for family in families().values() for preset in family.presets
+               if given.get(preset.flag.replace("-", "_"))]  # fmt: skip
     if getattr(args, "config", None):
         config = ExperimentConfig.from_toml(args.config, tables)
         if task is not None and config.task != task:
             config = config.replace(task=task)
-    else:
-        config = ExperimentConfig(**({"task": task} if task else {}))
+    else:  # the task, dataset and algorithms first: a preset may be another task's
+        base = {k: given[k] for k in ("task", "dataset", "algorithms") if k in given}
+        if "task" not in base and presets:
+            base["task"] = presets[0][0].task
+        config = ExperimentConfig(**base)
     dataset = given.get("dataset") or config.dataset
-    for family in families().values():
-        for preset in family.presets:
-            if given.get(preset.flag.replace("-", "_")):
-                config = preset.apply(config, dataset)
+    for _, preset in presets:
+        config = preset.apply(config, dataset)
     changes: dict[str, Any] = {
         f.name: given[f.name]
         for f in dataclasses.fields(ExperimentConfig)

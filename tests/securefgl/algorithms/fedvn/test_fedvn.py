@@ -143,3 +143,18 @@ def test_the_attack_is_registered_for_fedvn():
 
 def test_client_methods_are_typed_roles():
     assert callable(FedVNClient.prepare_scores) and callable(FedVNClient.finish_scores)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--task", "graph", "--dataset", "MUTAG", "--clients", "3"],
+    ["--dataset", "motif-basis", "--clients", "5"],  # the preset implies the graph task
+])  # fmt: skip
+def test_the_fedvn_setup_flag_works_without_a_config_file(argv: list[str]) -> None:
+    from securefgl.cli import build_parser
+    from securefgl.config.flags import config_from_args
+
+    parser = build_parser()[0]
+    config = config_from_args(parser.parse_args(["run", "--algorithms", "fedvn",
+                                                 "--fedvn-setup", *argv]))  # fmt: skip
+    assert (config.task, config.rounds, config.algorithms) == ("graph", 100, ["fedvn"])
+    assert config.dataset.lower() == argv[argv.index("--dataset") + 1].lower()
