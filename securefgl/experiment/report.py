@@ -11,6 +11,7 @@ from typing import Any
 
 from protocols.dp.rng import NOISE_SEEDED
 from securefgl.algorithms.recommendation.settings import RecommendationSettings
+from securefgl.data.good_motif import MOTIF_DATASETS
 from securefgl.experiment.runner import ExperimentResult
 
 #: the setting column (securefgl.algorithms.base.SETTINGS): printed, then in result.md
@@ -118,6 +119,8 @@ def assumption_lines(result: ExperimentResult) -> list[str]:
 
 def _split(result: ExperimentResult, md: bool) -> str:
     cfg = result.config
+    if cfg.task == "graph" and cfg.dataset.lower() in MOTIF_DATASETS:
+        return f"one {MOTIF_DATASETS[cfg.dataset.lower()]} domain per client"
     if cfg.task == "graph":
         return f"Dirichlet α = {cfg.graph.dirichlet:g}" + (" label skew" if md else "")
     return f"{cfg.partition} partition" if md else cfg.partition

@@ -226,6 +226,14 @@ class FedBN(GraphFedAvg):
 
     name = "fedbn"
 
+    @classmethod
+    def check_stack(cls, config: ExperimentConfig) -> None:
+        super().check_stack(config)
+        if config.graph.model != "gin-bn":
+            raise ConfigError(f"fedbn keeps the batch norms local, and --graph-model "
+                              f"{config.graph.model} has none (it would be FedAvg): use "
+                              "--graph-model gin-bn")  # fmt: skip
+
     def shared_index(self, model: Any) -> np.ndarray | None:
         return unshared_index(model, (nn.BatchNorm1d,))
 

@@ -155,6 +155,7 @@ def gcfl_server(
 class GCFLPlus(GraphAlgorithm):
     name = "gcfl"
     clear_updates = "GCFL+ clusters the clients on their individual updates, which its server reads"
+    all_clients = True  # every client trains and uploads every round (its clustering needs all)
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

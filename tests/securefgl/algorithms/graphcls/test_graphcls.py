@@ -126,6 +126,14 @@ def test_gcfl_refuses_a_protocol_stack_its_server_cannot_work_under(stack):
     with pytest.raises(ConfigError, match="gcfl: GCFL\\+ clusters .* --protocol plain"):
         check_config(config(algorithms=["fedavg", "gcfl"], protocol=stack))
     check_config(config(algorithms=["gcfl"], protocol=["plain"]))
+    with pytest.raises(ConfigError, match="trains every client every round"):
+        check_config(config(algorithms=["gcfl"], client_fraction=0.5))  # it sampled nobody
+
+
+def test_fedbn_needs_batch_norms_to_keep_local():
+    with pytest.raises(ConfigError, match="gin has none"):  # it would be FedAvg
+        check_config(config(algorithms=["fedbn"]))
+    check_config(config(algorithms=["fedbn"], graph={"synthetic": TINY, "model": "gin-bn"}))
 
 
 @pytest.mark.parametrize("stream", ["ours", "authors"])
