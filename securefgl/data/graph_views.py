@@ -105,8 +105,9 @@ def label_skew_partition(
 
 
 def stratified_folds(labels: np.ndarray, folds: int, rng: np.random.Generator) -> np.ndarray:
-    """Fold of every item: each class shuffled and dealt round-robin from a random start,
-    so every fold holds ⌊n_c/folds⌋ or ⌈n_c/folds⌉ items of class c."""
+    """Fold of every item: each class shuffled and dealt round-robin, the first from fold 0
+    and each next where the last ended, so every fold holds ⌊n_c/folds⌋ or ⌈n_c/folds⌉
+    items of class c (a client with fewer items than folds leaves the last folds empty)."""
     labels = np.asarray(labels)
     out = np.zeros(labels.size, dtype=np.int64)
     start = 0

@@ -61,6 +61,13 @@ def draw_graph_world(
         return data, part, views, seed
     build = build_authors_views if s.split_stream == "authors" else build_graph_views
     part, views = build(data, config.clients, s.dirichlet, split, s.folds, s.test_fold, s.prior_cap)
+    empty = [v.client_id for v in views if not (v.train_mask.any() and v.test_mask.any())]
+    if empty:
+        raise ConfigError(
+            f"{len(empty)} of {config.clients} clients hold no training or no test graph "
+            f"({data.num_graphs} graphs, {s.folds} folds per client; e.g. client {empty[0]} "
+            f"has {len(views[empty[0]].y)} graphs): use fewer clients or fewer folds"
+        )
     return data, part, views, seed
 
 

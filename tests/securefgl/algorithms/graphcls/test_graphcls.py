@@ -152,3 +152,11 @@ def test_split_seed_fixes_the_split_while_the_run_seed_varies(stream):
     assert split(free, 0) != split(free, 1)
     with pytest.raises(ValueError, match="split_seed"):
         config(graph={"split_seed": -1})
+
+
+def test_a_client_without_training_or_test_graphs_is_refused():
+    """188 graphs over 100 clients left 12 clients with no training graph: they took part
+    silently (or a round divided by zero)."""
+    cfg = config(clients=80)  # 80 graphs: a client of one graph cannot train and test
+    with pytest.raises(ConfigError, match="hold no training or no test graph"):
+        run_single(cfg, "fedavg", 0, load_graph(cfg), progress=False)
