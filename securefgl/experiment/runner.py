@@ -276,6 +276,10 @@ def draw_world(
             part.assignment, *config.split, seed=split_seed
         )
     views = build_client_views(graph, part.assignment, cross_edge_mode(config), seed=view_seed)
+    idle = sum(not bool(v.train_mask.any()) for v in views)
+    if idle:  # they train nothing (weight ~0) but still take part and are evaluated
+        log.warning("%d of %d clients hold no training node (%s, %s partition): they train "
+                    "nothing", idle, len(views), config.dataset, config.partition)  # fmt: skip
     return graph, part, views, view_seed
 
 
