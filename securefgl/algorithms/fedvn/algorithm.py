@@ -31,7 +31,7 @@ from securefgl.algorithms.fedvn.parties import (
     fedvn_settings,
     shared_vector,
 )
-from securefgl.config import ConfigError
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, Call, client_party_id
 from securefgl.federation.builders import graph_view_payload
@@ -46,6 +46,17 @@ EDGE_GENERATOR = "edge generator ω"
 class FedVN(GraphAlgorithm, FedAvg):
     name = "fedvn"
     all_clients = True  # s_global is a sum over every client
+
+    @classmethod
+    def check_stack(cls, config: ExperimentConfig) -> None:
+        super().check_stack(config)
+        s = fedvn_settings(config)
+        if s.s_global == "mean" and s.sums != "plain" and config.clients - 1 < s.min_senders:
+            raise ConfigError(
+                f"fedvn: a client's s_global sum needs min_senders = {s.min_senders} other "
+                f"clients, and {config.clients} clients leave {config.clients - 1} (lower "
+                "--fedvn-min-senders or add clients)"
+            )
 
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config

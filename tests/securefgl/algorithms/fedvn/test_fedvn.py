@@ -158,3 +158,14 @@ def test_the_fedvn_setup_flag_works_without_a_config_file(argv: list[str]) -> No
                                                  "--fedvn-setup", *argv]))  # fmt: skip
     assert (config.task, config.rounds, config.algorithms) == ("graph", 100, ["fedvn"])
     assert config.dataset.lower() == argv[argv.index("--dataset") + 1].lower()
+
+
+def test_a_min_senders_the_clients_cannot_meet_is_refused_before_training() -> None:
+    from securefgl.algorithms.registry import check_config
+    from securefgl.config import ConfigError, ExperimentConfig
+
+    cfg = ExperimentConfig(task="graph", dataset="synthetic-graphs", clients=3,
+                           algorithms=["fedvn"], protocol=["secagg"],
+                           fedvn={"min_senders": 5})  # fmt: skip
+    with pytest.raises(ConfigError, match="min_senders = 5"):
+        check_config(cfg)
