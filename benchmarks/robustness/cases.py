@@ -228,7 +228,8 @@ CASES: list[Case] = [
          "fixed-point overflow during the run: input max |x|", RUNTIME_ERROR),
     _run("secagg+ threshold above holders", "run",
          ("--algorithms", "fedavg", "--clients", "6", "--protocol", "secagg+",
-          "--secagg-k", "2", "--secagg-threshold", "4"),
+          "--secagg-k", "2", "--secagg-threshold", "4",
+          "--csbm", '{"num_nodes": 300, "num_classes": 3, "num_features": 4}'),
          "protocol error during the run: secagg threshold 4 exceeds", RUNTIME_ERROR),
 ]  # fmt: skip
 
