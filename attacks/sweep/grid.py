@@ -203,7 +203,7 @@ def cells(sweep: SweepConfig) -> list[Cell]:
     nothing) under no protocol stack."""
     out = []
     for algo in sweep.algorithms:
-        setting = algorithm_class(algo).setting
+        setting = algorithm_class(algo, sweep.base.task).setting
         for spec in sweep.protections:
             p = Protection.parse(spec)
             if algo == "central" and (p.stack or p.edge_dp):
