@@ -152,8 +152,7 @@ class FedGLSFamily(FedAvg):
             return
         holders = [sum(b in self.blocks_of(v.client_id in self.graphless) for v in views)
                    for b in range(len(self.BLOCKS))]  # fmt: skip
-        lone = [f"{self.BLOCKS[b][0]}: {n}" for b, n in enumerate(holders) if n < 2]
-        if lone or self.config.client_fraction < 1:
+        if min(holders) < 2 or self.config.client_fraction < 1:
             raise ConfigError(
                 f"{self.name} under {transport}: each federation's mean is a sum over its own "
                 f"clients, and it must hold at least 2 every round (clients per federation: "
