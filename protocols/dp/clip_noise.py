@@ -249,6 +249,12 @@ class ClipNoiseMechanism:
         """
         if self.mode == "distributed" and n_survivors == 0:
             return float("inf")  # nobody took part: no update and no noise were released
+        if self.denominator == "participants" and sample_rate < 1:
+            raise ValueError(
+                "denominator = 'participants' is accounted as replace-one (sensitivity 2S) "
+                "at q = 1; subsampling's add/remove bound, with the count released, does not "
+                "cover it: use denominator = 'expected' with q < 1"
+            )
         sigma = self.effective_noise_multiplier(n_survivors, colluding)
         accountant.step(sigma, sample_rate)
         return sigma

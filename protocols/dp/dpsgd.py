@@ -79,12 +79,6 @@ class _SecretEngine(PrivacyEngine):
         self.secure_mode = True
         self.secure_rng = make_torch_generator(None)
 
-    def _prepare_data_loader(self, data_loader: DataLoader, **kwargs: Any) -> DataLoader:
-        sampler = getattr(data_loader.batch_sampler, "sampler", None)
-        if not kwargs.get("poisson_sampling") and not hasattr(sampler, "generator"):
-            return data_loader  # a fixed order (no shuffling): no randomness to make secret
-        return super()._prepare_data_loader(data_loader, **kwargs)
-
 
 def _engine(accountant: AccountantKind, seed: int | None) -> PrivacyEngine:
     """Secure mode over a secret generator; a plain engine for a debugging ``seed``."""
@@ -93,6 +87,15 @@ def _engine(accountant: AccountantKind, seed: int | None) -> PrivacyEngine:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Secure RNG turned off")
         return PrivacyEngine(accountant=accountant, secure_mode=False)
+
+
+def _require_poisson(poisson_sampling: bool) -> None:
+    """Opacus charges every step as a Poisson-subsampled Gaussian at q = 1/len(loader); a
+    fixed or shuffled loader (each row in one known batch an epoch) is not that mechanism."""
+    if not poisson_sampling:
+        raise ValueError("DP-SGD needs poisson_sampling = True: the accountant charges each "
+                         "step at q = 1/len(loader), which a fixed or shuffled loader does "
+                         "not give")  # fmt: skip
 
 
 def _generator(seed: int | None) -> torch.Generator | None:
@@ -120,6 +123,7 @@ def make_private(
     ``grad_sample_mode``, ``loss_reduction``, ...). Opacus validates the model and raises on
     unsupported layers (e.g. BatchNorm; fix with ``opacus.validators.ModuleValidator.fix``).
     """
+    _require_poisson(poisson_sampling)
     engine = _engine(accountant, seed)
     module, opt, loader = engine.make_private(
         module=model,
@@ -149,6 +153,7 @@ def make_private_with_epsilon(
     **kwargs: Any,
 ) -> PrivateTraining:
     """As :func:`make_private`, with σ chosen so that ``epochs`` epochs spend the budget."""
+    _require_poisson(poisson_sampling)
     engine = _engine(accountant, seed)
     module, opt, loader = engine.make_private_with_epsilon(
         module=model,

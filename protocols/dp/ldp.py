@@ -80,8 +80,10 @@ class _LocalMechanism:
         colluding: int = 0,
     ) -> None:
         """Each client releases its ``dim``-long update once per round it takes part in
-        (local DP: no amplification, no collusion to account)."""
-        self.charge(accountant, dim)
+        (local DP: no amplification, no collusion to account); a round nobody took part in
+        released nothing."""
+        if survivors > 0:
+            self.charge(accountant, dim)
 
     def charge(self, accountant: Accountant, dim: int) -> None:
         """One release of a ``dim``-long update."""

@@ -30,6 +30,8 @@ import numpy as np
 #: How a run's privacy noise was drawn, as its results say it (``"noise"``): from secret
 #: seeds, from the public experiment seed (every privacy claim void), or not at all.
 NOISE_SECRET, NOISE_SEEDED, NOISE_NONE = "secret", "seeded (NOT PRIVATE)", "none"
+#: what every claim of a seeded-noise run carries under ``void``
+VOID = "seeded noise: NOT PRIVATE"
 
 
 def noise_label(seeded: bool, claims: bool) -> str:

@@ -22,7 +22,7 @@ import torch
 from torch_geometric.data import Data
 
 from protocols.base import ProtocolError
-from protocols.dp.rng import noise_label
+from protocols.dp.rng import VOID, noise_label
 from protocols.identity import HONEST_BUT_CURIOUS
 from securefgl.algorithms.base import Algorithm
 from securefgl.algorithms.registry import algorithm_class, check_config, cross_edge_mode
@@ -483,7 +483,9 @@ def _privacy(stack: dict[str, Any], algorithm: dict[str, Any], seeded: bool) -> 
     out = {**stack, **algorithm}
     claims = [*stack.get("guarantees", []), *algorithm.get("guarantees", [])]
     if seeded:  # each claim says so itself, for whoever reads one claim alone
-        claims = [{**g, "void": "seeded noise: NOT PRIVATE"} for g in claims]
+        claims = [{**g, "void": VOID} for g in claims]
+        if "epsilon" in out:  # and so does the headline ε
+            out["void"] = VOID
     if claims:
         out["guarantees"] = claims
     out["noise"] = noise_label(seeded, bool(claims))

@@ -32,7 +32,7 @@ from protocols.dp.accounting import Accountant
 from protocols.identity import HONEST_BUT_CURIOUS, Pki
 from protocols.registry import make_transport
 from protocols.settings import ProtocolSettings
-from securefgl.config import ExperimentConfig
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.federation.party import SERVER, client_party_id
 
 SERVER_ADVERSARY = "server"
@@ -98,7 +98,21 @@ class ProtocolStack:
         if key not in self._parties:
             self._parties[key] = self.protocol.create_parties(server_id, client_ids, dim)
             self.federation_size = len(client_ids)
+            self._check_colluders()
         return self._parties[key]
+
+    def _check_colluders(self) -> None:
+        """Refuse colluders who could hold every noise share of the smallest sum the server
+        can open (its ε would be ∞)."""
+        floor = self.summand_floor()
+        for ledger in self.ledgers:  # the server's claim (an observer's may be ∞: stated)
+            if (ledger.adversary == SERVER_ADVERSARY and ledger.at_floor and floor is not None
+                    and ledger.colluding >= floor):  # fmt: skip
+                raise ConfigError(
+                    f"dp_colluding_clients: {ledger.colluding} known noise shares reach the "
+                    f"{floor} clients of the smallest sum a malicious server can open (ε = "
+                    "∞ against it): lower dp_colluding_clients or raise min_cohort"
+                )
 
     def summand_floor(self) -> int | None:
         """The fewest clients in any aggregate the output holder can open, as the clients
@@ -262,7 +276,8 @@ def protocol_stack(
         ledgers = [
             ledger(SERVER_ADVERSARY, False, honest + cohort, colluding=colluding,
                    at_floor=malicious),
-            ledger(OBSERVERS, False, own + honest, colluding=colluding + 1),
+            ledger(OBSERVERS, False, own + honest + cohort, colluding=colluding + 1,
+                   at_floor=malicious),  # the observers see the aggregate that server chose
         ]  # fmt: skip
     else:  # central noise: the server sees clean updates, so nothing is claimed against it
         ledgers = [ledger(OBSERVERS, poisson)]

@@ -109,12 +109,13 @@ def test_malicious_distributed_dp_is_charged_at_the_cohort_the_clients_enforce(
     server, observers = run.privacy["guarantees"]
     assert server["adversary"] == "server" and "chooses the cohort" in server["collusion"]
     # each client's share is N(0, σ²S²/n), n = clients per round: a sum of m shares keeps
-    # σ·√(m/n); against a participating observer its own share is known (m − 1)
+    # σ·√(m/n); against a participating observer its own share is known (m − 1), and the
+    # aggregate it sees is the one the server chose: charged at the same floor
     assert server["epsilon"] == pytest.approx(
         _rdp_epsilon(sigma * (summands / per_round) ** 0.5, rounds), rel=1e-6
     )
     assert observers["epsilon"] == pytest.approx(
-        _rdp_epsilon(sigma * ((per_round - 1) / per_round) ** 0.5, rounds), rel=1e-6
+        _rdp_epsilon(sigma * ((summands - 1) / per_round) ** 0.5, rounds), rel=1e-6
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from protocols.dp.rng import noise_label
+from protocols.dp.rng import VOID, noise_label
 from securefgl.algorithms.recommendation.aggregation import (
     ServerView,
     aggregate_uploads,
@@ -405,6 +405,8 @@ class FedRecTrainer:
                                    "it rated, which the rows show (pseudo-items only blur "
                                    f"them: interaction inference measures it){expansion}",
                            "adversary": "everyone (local DP)"})  # fmt: skip
+        if cfg.seeded_noise:  # each claim says so itself, for whoever reads one claim alone
+            claims = [{**g, "void": VOID} for g in claims]
         privacy = {
             "mode": cfg.ldp.mode,
             "clip": cfg.ldp.clip,

@@ -299,3 +299,12 @@ def test_enforced_minimum_cohort_noise_matches_an_independent_rdp_computation() 
     assert mech.effective_noise_multiplier(floor) == enforced_noise_multiplier(sigma, floor, n)
     with pytest.raises(ValueError):
         enforced_noise_multiplier(1.0, 2, 0)
+
+
+def test_the_participants_denominator_is_refused_under_subsampling() -> None:
+    """Its σ/2 is replace-one at q = 1; under q < 1 the count is released and Opacus'
+    add/remove bound does not hold."""
+    mech = ClipNoiseMechanism(1.0, 1.0, denominator="participants")
+    mech.account(PrivacyAccountant("rdp", 1e-5), 1.0)
+    with pytest.raises(ValueError, match="participants"):
+        mech.account(PrivacyAccountant("rdp", 1e-5), 0.5)

@@ -137,3 +137,12 @@ def test_ldp_as_a_stack_layer_over_plain() -> None:
     noise = res.mean - clean
     # mean of 5 independent Laplace(b) draws per coordinate: std √2·b/√5
     assert np.std(noise) == pytest.approx(np.sqrt(2) * 0.4 / np.sqrt(5), rel=0.06)
+
+
+def test_a_round_nobody_took_part_in_is_not_charged() -> None:
+    mech = GaussianLDP(clip_norm=0.5, noise_multiplier=1.5)
+    acc = mech.new_accountant("rdp", 1e-5)
+    mech.account_round(acc, sample_rate=0.5, survivors=0, dim=10)  # Poisson: none joined
+    assert acc.epsilon() == 0.0
+    mech.account_round(acc, sample_rate=0.5, survivors=3, dim=10)
+    assert acc.epsilon() > 0

@@ -217,3 +217,21 @@ def test_ray_settings_are_checked_before_any_work(caplog):
 def test_secure_evaluation_does_not_apply_to_recommendation():
     with pytest.raises(ConfigError, match="secure_evaluation does not apply"):
         ExperimentConfig(task="recommendation", dataset="FilmTrust", secure_evaluation=True)
+
+
+def test_poisson_sampling_with_central_noise_over_secagg_is_refused():
+    """A round too few joined is emptied: one client's coin decides whether the others'
+    updates are released, which the subsampled Gaussian charged does not cover."""
+    with pytest.raises(ConfigError, match="Poisson sampling with central noise"):
+        ExperimentConfig(clients=20, client_fraction=0.5, client_sampling="poisson",
+                         protocol={"stack": ["secagg", "clip_noise"], "dp_mode": "central"})
+
+
+def test_colluders_holding_every_share_of_the_smallest_sum_are_refused():
+    from securefgl.experiment.runner import load_graph, run_single
+
+    cfg = ExperimentConfig(csbm={"num_nodes": 200}, clients=10, rounds=1,
+                           protocol={"stack": ["secagg", "clip_noise"],
+                                     "threat_model": "malicious", "dp_colluding_clients": 9})
+    with pytest.raises(ConfigError, match="known noise shares reach the"):
+        run_single(cfg, "fedavg", 0, load_graph(cfg), progress=False)
