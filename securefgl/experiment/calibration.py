@@ -5,7 +5,8 @@ target ε (privacy–utility sweeps choose privacy levels as ε, not as σ).
 build_stack`) for ``rounds`` rounds in which every sampled client survives: what a run
 without dropouts reports. :func:`noise_for_epsilon` inverts it for ``clip_noise`` by
 bisection on the noise multiplier σ (ε falls as σ grows), against the run's headline
-adversary.
+adversary; it refuses the runs whose ledger depends on what happens in them (Poisson
+cohorts with distributed noise, several edge servers' stacks).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 import warnings
 from typing import Any
 
+from securefgl.algorithms.registry import algorithm_class
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.federation.stack import build_stack
 
@@ -32,6 +34,25 @@ def planned_privacy(config: ExperimentConfig) -> dict[str, Any]:
     return stack.privacy()
 
 
+def _check_plannable(config: ExperimentConfig) -> None:
+    """Refuse a run whose ledger :func:`planned_privacy` cannot know before it runs."""
+    p = config.protocol
+    if config.client_sampling == "poisson" and p.clip_noise_mode == "distributed":
+        raise ConfigError(
+            "a target ε cannot be calibrated under Poisson sampling with distributed noise: "
+            "each round is charged at the clients that joined (σ·√(m/n)), known only as the "
+            "run goes; give the noise multiplier σ instead"
+        )
+    several = [a for a in config.algorithms
+               if algorithm_class(a, config.task).multi_server]  # fmt: skip
+    if several and config.edge_servers > 1:
+        raise ConfigError(
+            f"a target ε cannot be calibrated for {', '.join(several)} with "
+            f"{config.edge_servers} edge servers: each server's stack charges its own "
+            "clients and floor; give the noise multiplier σ instead"
+        )
+
+
 def noise_for_epsilon(config: ExperimentConfig, epsilon: float) -> float:
     """The noise multiplier σ of ``clip_noise`` at which ``config`` reports ``epsilon``
     (to a relative ``TOLERANCE`` in σ; the reported ε is at most the target)."""
@@ -42,6 +63,7 @@ def noise_for_epsilon(config: ExperimentConfig, epsilon: float) -> float:
         )
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ConfigError(f"a target ε must be finite and > 0, got {epsilon}")
+    _check_plannable(config)
 
     def spent(sigma: float) -> float:
         cfg = config.replace(protocol=config.protocol.replace(dp_noise=sigma))
