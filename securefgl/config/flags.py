@@ -188,6 +188,8 @@ def add_config_flags(
         group = groups.get(topic) or groups.setdefault(topic, parser.add_argument_group(topic))
         choices = tuple(tasks) if f.name == "task" else None  # the command's tasks only
         default, text = own.get(f.name, _default(f)), None
+        if f.name == "task" and len(tasks) == 1:  # a command of one task defaults to it
+            default = tasks[0]
         if f.name == "algorithms":
             text, default = _algorithm_help(tasks)
         default = (defaults or {}).get(f.name, default)

@@ -8,9 +8,9 @@ Read-only, no cache copy; each file is read once and checked against the SHA-256
 for it (:mod:`securefgl.data.integrity`) before it is parsed. Ids are remapped to
 ``0..n-1``; duplicate (user, item) ratings keep the last; trust links are kept between
 kept users, without self-loops; ``max_users`` keeps a seeded subset of users.
-``variant="fesog"`` reproduces the FeSoG authors' FilmTrust preprocessing (874 users,
-1957 items, 18,662 ratings: users in the trust file, r ↦ 2r − 1, the doubled scale of
-FeSoG's Table 4); for Ciao / Epinions it is the raw data.
+``variant="fesog"`` reproduces the FeSoG authors' FilmTrust preprocessing (874 users in
+its file, 740 with ratings; 1957 items, 18,662 ratings: users in the trust file,
+r ↦ 2r − 1, the doubled scale of FeSoG's Table 4); for Ciao / Epinions it is the raw data.
 """
 
 from __future__ import annotations
