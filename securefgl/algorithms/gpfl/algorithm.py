@@ -17,6 +17,7 @@ securefgl/algorithms/gpfl/README.md.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ from securefgl.algorithms.gpfl.parties import (
     gpfl_settings,
     gram_authority,
 )
+from securefgl.algorithms.gpfl.settings import GPFLSettings
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.graph_views import GraphClientView
 from securefgl.federation import SERVER, Call, client_party_id
@@ -58,6 +60,8 @@ PROPERTIES = "graph properties (round 0)"
 UPDATES = "personalised aggregation Σ_j w_ij Δθ_j"
 WEIGHTS = "mixing weights (server -> clients)"
 
+
+log = logging.getLogger(__name__)
 
 class GPFL(GraphAlgorithm):
     name = "gpfl"
@@ -105,6 +109,9 @@ class GPFL(GraphAlgorithm):
     def setup(self, federation: Federation, global_data: Data | None = None) -> None:
         cfg = self.config
         self.s = s = gpfl_settings(cfg)
+        if s.sums == "plain" and s.min_senders != GPFLSettings().min_senders:
+            log.warning("gpfl: min_senders = %d has no effect with sums = plain (the server "
+                        "mixes every update itself)", s.min_senders)  # fmt: skip
         views: list[GraphClientView] = federation.views  # type: ignore[assignment]
         if len(views) < 3:
             raise ConfigError("gpfl needs at least 3 clients")
