@@ -12,6 +12,7 @@ hold validation graphs, the test accuracy of the round with the best validation 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +47,12 @@ def generator_options(config: ExperimentConfig) -> dict[str, Any]:
     return dict(config.graph.synthetic)
 
 
+log = logging.getLogger(__name__)
+
+#: the [experiment.graph] fields a domain-split dataset (GOOD-Motif) does not read
+DOMAIN_IGNORES = ("dirichlet", "prior_cap", "folds", "test_fold", "split_stream")
+
+
 def draw_graph_world(
     config: ExperimentConfig, seed: int, data: GraphDataset
 ) -> tuple[GraphDataset, GraphPartition, list[GraphClientView], int]:
@@ -54,6 +61,10 @@ def draw_graph_world(
     s = config.graph
     split = seed if s.split_seed is None else s.split_seed
     if data.domain is not None:
+        ignored = [k for k in DOMAIN_IGNORES if getattr(s, k) != getattr(type(s)(), k)]
+        if ignored:
+            log.warning("%s deals one domain per client with its own split: %s have no "
+                        "effect", config.dataset, ", ".join(ignored))  # fmt: skip
         try:
             part, views = build_domain_views(data, config.clients, split)
         except ValueError as err:

@@ -169,3 +169,17 @@ def test_a_min_senders_the_clients_cannot_meet_is_refused_before_training() -> N
                            fedvn={"min_senders": 5})  # fmt: skip
     with pytest.raises(ConfigError, match="min_senders = 5"):
         check_config(cfg)
+
+
+def test_label_skew_settings_on_a_domain_split_are_named_as_unused(caplog) -> None:
+    import logging
+
+    from securefgl.config import ExperimentConfig
+    from securefgl.experiment.graph_world import draw_graph_world, load_graph_data
+
+    motif = {"graphs_per_domain": 60, "val_per_domain": 10}
+    cfg = ExperimentConfig(task="graph", dataset="motif-basis", clients=5,
+                           graph={"dirichlet": 0.1, "motif": motif})  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="securefgl.experiment.graph_world"):
+        draw_graph_world(cfg, 0, load_graph_data(cfg))
+    assert "dirichlet have no effect" in caplog.text
