@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import math
 import os
 import tomllib
@@ -44,6 +43,7 @@ from securefgl.config.fields import (
     unknown_keys,
     updated,
 )
+from securefgl.config.keys import refuse_misplaced, refuse_unknown
 from securefgl.config.topology import parse_topology
 from securefgl.data.catalog import resolve_graph_name, resolve_name, resolve_rating_name
 from securefgl.data.synthetic import check_csbm_options
@@ -208,7 +208,7 @@ class ExperimentConfig:
         generic = [f for f in dataclasses.fields(self) if f.name not in ("protocol", "sections")]
         known = sections()
         given_sections = dict(values.pop("sections", None) or {})
-        _refuse_unknown(values, [f.name for f in generic] + ["protocol", *known])
+        refuse_unknown(values, [f.name for f in generic] + ["protocol", *known])
         defaults = task_defaults(str(values.get("task", "node")))
         for f in generic:
             if f.name in values:
@@ -477,10 +477,10 @@ class ExperimentConfig:
         values = dict(values)
         known = sections()
         if isinstance(values.get("protocol"), dict):
-            _refuse_misplaced("protocol", values["protocol"])
+            refuse_misplaced("protocol", values["protocol"], _generic_keys())
         for name, section in known.items():
             if isinstance(values.get(name), dict):
-                _refuse_misplaced(name, values[name])
+                refuse_misplaced(name, values[name], _generic_keys())
                 values[name] = settings_from_dict(name, section.settings, values[name])
         return cls(**values)
 
@@ -533,50 +533,6 @@ def _protocol(value: Any, base: ProtocolSettings | None = None) -> ProtocolSetti
             f'(e.g. ["secagg"]), got {show(value)}'
         )
     return updated("protocol", base, value)
-
-
-def _tables() -> list[tuple[str, list[str]]]:
-    """Every settings table (``protocol`` and each section) with its keys."""
-    kinds = [("protocol", ProtocolSettings)] + [(n, s.settings) for n, s in sections().items()]
-    return [(name, [f.name for f in public_fields(kind)]) for name, kind in kinds]
-
-
-def _where(key: str, tables: list[tuple[str, list[str]]], here: str | None = None) -> str:
-    """``; 'nsf' belongs under [experiment.fedstruct]`` or ``(did you mean 'nsf_dim' under
-    [experiment.fedstruct]?)`` for a key that is not where it was given; ``""`` if none."""
-    home = next((n for n, keys in tables if key in keys and n != here), None)
-    if home is not None:
-        return f"; {key!r} belongs under [experiment.{home}]"
-    owner = {k: n for n, keys in reversed(tables) if n != here for k in keys}
-    close = difflib.get_close_matches(key, list(owner), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r} under [experiment.{owner[close[0]]}]?)" if close else ""
-
-
-def _refuse_unknown(values: dict[str, Any], known: list[str]) -> None:
-    """Refuse unknown keys, naming the section a key belongs to, or the closest key (among
-    the generic keys first, then every section's)."""
-    unknown = sorted(set(values) - set(known))
-    if not unknown:
-        return
-    tables = _tables()
-    homed = {k for _, keys in tables for k in keys}  # a key of a section: name its section
-    notes = [_where(key, tables) if key in homed else did_you_mean(key, known)
-             or _where(key, tables) for key in unknown]  # fmt: skip
-    raise ConfigError(f"unknown config keys {unknown}{''.join(notes)}; known keys: {sorted(known)}")
-
-
-def _refuse_misplaced(name: str, table: dict[str, Any]) -> None:
-    """Refuse a key of section ``name``'s table that belongs to another table (``dp_noise``
-    under ``[experiment.fedstruct]``) or is a misspelling of one."""
-    tables = _tables()
-    keys = dict(tables).get(name, [])
-    for key in sorted(set(table) - set(keys)):
-        if did_you_mean(key, keys):
-            continue  # the section's own check suggests its closest key
-        note = _where(key, tables, here=name) or _where(key, [("", _generic_keys())], here=name)
-        if note:
-            note = note.replace("[experiment.]", "[experiment]")
-            raise ConfigError(f"unknown [{name}] keys [{key!r}]{note}; known keys: {sorted(keys)}")
 
 
 def _generic_keys() -> list[str]:
