@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import difflib
 import importlib
-import json
 import logging
 import os
 import sys
@@ -278,7 +277,7 @@ def _cmd_recommend(args: argparse.Namespace, reports: Sequence[Callable[..., dic
     on each trained federated model; their ``summary`` lines are printed."""
     from securefgl.config.families import task_runner
     from securefgl.experiment.report import recommendation_lines
-    from securefgl.experiment.results import check_output_dir, save_rows, strict_json
+    from securefgl.experiment.results import check_output_dir, dumps_strict, save_rows
 
     config = config_from_args(args, task="recommendation")
     run = task_runner("recommendation")
@@ -288,8 +287,7 @@ def _cmd_recommend(args: argparse.Namespace, reports: Sequence[Callable[..., dic
     rows = run(config, reports, args.checkpoint, progress=show_progress(args))
     folder = save_rows(config, rows)
     if args.json:
-        print(json.dumps(strict_json(rows[0] if len(rows) == 1 else rows), indent=1,
-                         allow_nan=False))
+        print(dumps_strict(rows[0] if len(rows) == 1 else rows, indent=1))
         print(f"results: {folder}/result.json, {folder}/result.md", file=sys.stderr)
         return 0
     print(recommendation_lines(rows))

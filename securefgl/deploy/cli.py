@@ -4,7 +4,6 @@ the data owners' and the server's steps); ``docs/deployment.md`` has the recipe.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Callable
@@ -170,10 +169,10 @@ def _run(deploy: Any, args: argparse.Namespace) -> int:
 
         sockets = [p.socket for p in deploy.parties.values()]
         run = run_deployment(deploy, SocketTransport(sockets), wait=args.wait)
-    from securefgl.experiment.results import strict_json
+    from securefgl.experiment.results import dumps_strict
 
-    text = json.dumps(strict_json(run.to_dict()), indent=1, allow_nan=False)
+    text = dumps_strict(run.to_dict(), indent=1)
     if args.out:
         Path(args.out).write_text(text)
-    print(json.dumps(strict_json(run.result.final), allow_nan=False), file=sys.stdout)
+    print(dumps_strict(run.result.final), file=sys.stdout)
     return 0

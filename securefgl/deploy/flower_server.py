@@ -12,7 +12,6 @@ deploy.toml named by the run config's ``deploy-config``.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +23,7 @@ from flwr.serverapp import Grid, ServerApp
 from securefgl.deploy.driver import DeployedRun, Progress, run_deployment
 from securefgl.deploy.flower_client import ACTION, RECORD, simulation_app
 from securefgl.deploy.settings import DeploySettings, load
-from securefgl.experiment.results import strict_json
+from securefgl.experiment.results import dumps_strict
 from securefgl.federation.remote import Silence, Transport
 
 MESSAGE_TYPE = f"query.{ACTION}"
@@ -97,7 +96,7 @@ def main(grid: Grid, context: Context) -> None:
     run = _serve(grid, settings, progress)
     out = str(cfg.get("result-file", ""))
     if out:
-        Path(out).write_text(json.dumps(strict_json(run.to_dict()), indent=1, allow_nan=False))
+        Path(out).write_text(dumps_strict(run.to_dict(), indent=1))
 
 
 def run_simulation(settings: DeploySettings, progress: Progress | None = None) -> DeployedRun:

@@ -95,10 +95,15 @@ def strict_json(value: Any) -> Any:
     return str(value)
 
 
+def dumps_strict(value: Any, indent: int | None = None) -> str:
+    """``value`` as standard JSON text (:func:`strict_json`: no NaN or ∞ literals)."""
+    return json.dumps(strict_json(value), indent=indent, allow_nan=False)
+
+
 def save_payload(folder: Path, payload: dict[str, Any], markdown: str) -> Path:
     """``result.json`` (``payload``, :func:`strict_json`) and ``result.md`` (``markdown``)
     into ``folder``."""
-    text = json.dumps(strict_json(payload), indent=2, allow_nan=False)
+    text = dumps_strict(payload, indent=2)
     write_atomic(folder / "result.json", text)
     write_atomic(folder / "result.md", markdown)
     return folder
