@@ -276,6 +276,21 @@ class ProtocolSettings:
         (``secagg`` → ``masked``)."""
         return secure_sum_for_stack(self.stack)
 
+    def check_sampling(self, sampling: str) -> None:
+        """``ValueError`` for Poisson sampling with central noise over a transport that
+        needs two or more clients a sum: a round too few joined is emptied, so one client's
+        coin decides whether the others' updates are released, which the subsampled
+        Gaussian charged does not cover."""
+        if sampling == "poisson" and self.clip_noise_mode == "central" and (
+            self.transport != "plain"
+        ):
+            raise ValueError(
+                f"Poisson sampling with central noise over {self.transport}: a round fewer "
+                "clients join than the transport sums is emptied, which the subsampled "
+                "Gaussian charged does not cover; use fixed sampling, dp_mode = distributed, "
+                "or the plain transport"
+            )
+
     def cohort_floor(self, clients_per_round: int, sampling: str = "fixed") -> int | None:
         """The ``min_cohort`` the transport's clients enforce in rounds of ``clients_per_round``
         clients drawn by ``sampling`` (``fixed`` or ``poisson``); None: the transport's own

@@ -286,20 +286,6 @@ class ExperimentConfig:
             raise ConfigError(f"protocol {self.protocol.label!r} would ignore "
                               f"{'; '.join(ignored)}: drop them or change the stack")
 
-    def _check_dp_sampling(self, sampling: str) -> None:
-        """Poisson amplification with central noise holds only over a transport that sums
-        any cohort: over one that needs two or more, a round too few joined is emptied, so
-        one client's coin decides whether the others' updates are released."""
-        p = self.protocol
-        if (sampling == "poisson" and p.clip_noise_mode == "central"
-                and p.transport != "plain"):  # fmt: skip
-            raise ConfigError(
-                f"protocol: Poisson sampling with central noise over {p.transport}: a round "
-                "fewer clients join than the transport sums is emptied, which the subsampled "
-                "Gaussian charged does not cover; use fixed sampling, dp_mode = distributed, "
-                "or the plain transport"
-            )
-
     def validate(self) -> ExperimentConfig:
         """Check every generic field and section (run on construction); returns ``self``."""
         _choice("task", self.task, TASKS)
@@ -374,8 +360,8 @@ class ExperimentConfig:
                 f"{self.protocol.dp_colluding_clients}"
             )
         per_round, sampling = self.round_clients()
-        self._check_dp_sampling(sampling)
         try:
+            self.protocol.check_sampling(sampling)
             self.protocol.cohort_floor(per_round, sampling)
             self.protocol.check_cohort(per_round)
             if self.task == "recommendation":  # one server: a round's users hold the shares
