@@ -344,7 +344,7 @@ def violations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def plot_audit(rows: list[dict[str, Any]], path: Path) -> Path | None:
     """Accuracy vs attack value (one panel per attack) and accuracy vs ε (one panel per ε
     unit and adversary: never one scale for two). In every panel a cell's colour is its
-    protocol, its marker its algorithm and its fill its dataset, named in one legend."""
+    algorithm, its marker its protection and its fill its dataset, named in one legend."""
     plt = pyplot("the audit plot")
     head = [r for r in rows if r.get("primary", True) and r["value"] is not None]
     attacks = sorted({r["attack"] for r in head})
@@ -391,31 +391,34 @@ def _scale(row: dict[str, Any]) -> str:
 
 
 class _Look:
-    """Colour per protocol, marker per algorithm, fill per dataset (the same in every
-    panel); the first protocols draw larger, so that cells with equal results (plain and
-    secagg) stay visible as rings."""
+    """Colour per algorithm, marker per protection (the sweep's figures' convention), fill
+    per dataset (tinted or hollow), the same in every panel; the first protections draw
+    larger, so that cells with equal results (plain and secagg) nest visibly."""
 
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         def order(key: str) -> list[str]:
             return list(dict.fromkeys(str(r[key]) for r in rows))
 
-        self.color = {p: f"C{i % 10}" for i, p in enumerate(order("protocol"))}
-        self.marker = {a: "osD^vPX*<>"[i % 10] for i, a in enumerate(order("algorithm"))}
+        self.color = {a: f"C{i % 10}" for i, a in enumerate(order("algorithm"))}
+        self.marker = {p: "osD^vPX*<>"[i % 10] for i, p in enumerate(order("protocol"))}
         self.filled = {d: i == 0 for i, d in enumerate(order("dataset"))}
 
     def scatter(self, ax: Any, x: float, y: float, r: dict[str, Any]) -> None:
-        color = self.color[str(r["protocol"])]
-        face = color if self.filled[str(r["dataset"])] else "none"
-        size = 20 * 2 ** min(len(self.color) - 1 - list(self.color).index(str(r["protocol"])), 4)
-        ax.scatter(x, y, marker=self.marker[str(r["algorithm"])], facecolors=face,
-                   edgecolors=color, s=size, zorder=3)  # fmt: skip
+        from matplotlib.colors import to_rgba  # the plots extra, loaded with pyplot
+
+        color = self.color[str(r["algorithm"])]
+        face = to_rgba(color, 0.25) if self.filled[str(r["dataset"])] else "none"
+        rank = list(self.marker).index(str(r["protocol"]))
+        ax.scatter(x, y, marker=self.marker[str(r["protocol"])], facecolors=[face],
+                   edgecolors=color, linewidths=1.5, zorder=3,
+                   s=20 * 2 ** min(len(self.marker) - 1 - rank, 4))  # fmt: skip
 
     def handles(self, plt: Any) -> list[Any]:
         line = plt.Line2D
-        out = [line([], [], marker="s", linestyle="none", color=c, label=f"protection {p}")
-               for p, c in self.color.items()]  # fmt: skip
-        out += [line([], [], marker=m, linestyle="none", color="k", label=a)
-                for a, m in self.marker.items()]  # fmt: skip
+        out = [line([], [], marker="s", linestyle="none", color=c, label=a)
+               for a, c in self.color.items()]  # fmt: skip
+        out += [line([], [], marker=m, linestyle="none", color="k", label=f"protection {p}")
+                for p, m in self.marker.items()]  # fmt: skip
         if len(self.filled) > 1:
             out += [line([], [], marker="o", linestyle="none", color="k",
                          markerfacecolor="k" if f else "none", label=f"dataset {d}")
