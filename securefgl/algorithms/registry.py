@@ -7,6 +7,7 @@ Each algorithm class declares what it needs (``federated``, ``needs_cross_edges`
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 
@@ -66,11 +67,32 @@ def unread_sections(config: ExperimentConfig) -> dict[str, list[str]]:
     return out
 
 
+def unread_section_fields(config: ExperimentConfig) -> dict[str, tuple[str, ...]]:
+    """The fields of read sections that only some algorithms read (their metadata's
+    ``readers``), set away from their defaults when none of those algorithms is chosen."""
+    out = {}
+    unread = unread_sections(config)
+    for name, settings in config.sections.items():
+        if name in unread or not dataclasses.is_dataclass(settings):
+            continue
+        default = type(settings)()
+        for f in dataclasses.fields(settings):
+            readers = f.metadata.get("readers", ())
+            if (readers and not set(readers) & set(config.algorithms)
+                    and getattr(settings, f.name) != getattr(default, f.name)):  # fmt: skip
+                out[f"[experiment.{name}] {f.name}"] = tuple(readers)
+    return out
+
+
 def warn_unread_sections(config: ExperimentConfig) -> None:
-    """Log a warning for each section no chosen algorithm reads (:func:`unread_sections`)."""
+    """Log a warning for each section no chosen algorithm reads (:func:`unread_sections`)
+    and each section field only unchosen algorithms read (:func:`unread_section_fields`)."""
     for name, readers in unread_sections(config).items():
         log.warning("[experiment.%s] is set but only %s read it: it has no effect here",
                     name, ", ".join(readers))  # fmt: skip
+    for key, field_readers in unread_section_fields(config).items():
+        log.warning("%s is set but only %s read it: it has no effect here", key,
+                    ", ".join(field_readers))  # fmt: skip
 
 
 def warn_unread_fields(config: ExperimentConfig) -> None:

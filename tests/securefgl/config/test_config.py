@@ -175,6 +175,27 @@ def test_a_section_no_chosen_algorithm_reads_is_named(caplog):
     assert unread_sections(graph) == {}  # the graph toolkit's section: every graph algorithm
 
 
+@pytest.mark.parametrize(
+    ("algorithms", "graph", "named"),
+    [
+        (["fedavg"], {"ditto_lambda": 0.1}, {"[experiment.graph] ditto_lambda": ("ditto",)}),
+        (["ditto"], {"ditto_lambda": 0.1}, {}),
+        (["fedavg", "gcfl"], {"gcfl_eps1": 0.2, "fedstar_rw": 8},
+         {"[experiment.graph] fedstar_rw": ("fedstar",)}),
+        (["fedavg"], {"hidden": 16}, {}),  # every graph algorithm reads it
+    ],
+)
+def test_a_field_only_unchosen_algorithms_read_is_named(caplog, algorithms, graph, named):
+    from securefgl.algorithms.registry import unread_section_fields
+
+    config = ExperimentConfig(task="graph", dataset="MUTAG", algorithms=algorithms, graph=graph)
+    assert unread_section_fields(config) == named
+    with caplog.at_level("WARNING"):
+        check_config(config)
+    for key, readers in named.items():
+        assert f"{key} is set but only {readers[0]} read it" in caplog.text
+
+
 def test_a_generic_field_a_chosen_algorithm_does_not_read_is_named(caplog):
     config = ExperimentConfig(algorithms=["fedavg", "fedego", "fedstruct"], hidden=8)
     with caplog.at_level("WARNING"):

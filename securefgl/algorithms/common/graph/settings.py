@@ -65,15 +65,19 @@ class GraphTaskSettings:
     lr: float = _f(1e-3, "each client's Adam lr (its state kept across rounds)")
     weight_decay: float = _f(5e-4, "each client's Adam weight decay")
     best_of_last: int = _f(10, "the reported best-of-last metric looks at this many rounds")
-    gcfl_eps1: float | None = _f(None, "GCFL+ ε1 (default: per dataset, GPFL's code)")
-    gcfl_eps2: float | None = _f(None, "GCFL+ ε2 (default: per dataset, GPFL's code)")
-    gcfl_seq_length: int = _f(10, "GCFL+ length of the update-norm sequences (DTW)")
-    fedstar_rw: int = _f(16, "FedStar random-walk structure encoding size")
-    fedstar_dg: int = _f(16, "FedStar degree structure encoding size")
+    gcfl_eps1: float | None = _f(None, "GCFL+ ε1 (default: per dataset, GPFL's code)",
+                                 readers=("gcfl",))
+    gcfl_eps2: float | None = _f(None, "GCFL+ ε2 (default: per dataset, GPFL's code)",
+                                 readers=("gcfl",))
+    gcfl_seq_length: int = _f(10, "GCFL+ length of the update-norm sequences (DTW)",
+                              readers=("gcfl",))
+    fedstar_rw: int = _f(16, "FedStar random-walk structure encoding size", readers=("fedstar",))
+    fedstar_dg: int = _f(16, "FedStar degree structure encoding size", readers=("fedstar",))
     synthetic: dict[str, Any] = _f({}, "synthetic-graphs generator options (JSON)")
     motif: dict[str, Any] = _f({}, "GOOD-Motif generator options (JSON: graphs_per_domain, "
                                "val_per_domain, seed)")  # fmt: skip
-    ditto_lambda: float = _f(1.0, "Ditto's λ: the personal model's pull to the global one")
+    ditto_lambda: float = _f(1.0, "Ditto's λ: the personal model's pull to the global one",
+                             readers=("ditto",))
 
     def __post_init__(self) -> None:
         if not self.dirichlet > 0:
