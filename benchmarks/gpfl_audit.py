@@ -72,7 +72,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         "| leaks | ε | accuracy % |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    order = list(PROTECTIONS)
+    for r in sorted(rows, key=lambda r: (r["seed"], order.index(r["protection"]))):
         if r["value"] is None:
             lines.append(f"| {r['protection']} | {r['seed']} | {r['attack']} | not applicable: "
                          f"{r['reason']} | – | – | – | – | – | – | {r['accuracy']} |")  # fmt: skip
