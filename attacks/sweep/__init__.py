@@ -21,13 +21,14 @@ def save_frontier(
     ``folder``; returns the paths."""
     from attacks.sweep.frontier import frontier_rows, markdown  # here: ``--help`` stays light
     from attacks.sweep.plots import plot_frontier
+    from securefgl.experiment.results import write_atomic
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rows = frontier_rows(records)
     out = {"json": folder / f"{name}.json", "md": folder / f"{name}.md"}
-    out["json"].write_text(json.dumps(rows, indent=1) + "\n")
-    out["md"].write_text(markdown(rows))
+    write_atomic(out["json"], json.dumps(rows, indent=1) + "\n")
+    write_atomic(out["md"], markdown(rows))
     for path in plot_frontier(rows, folder, name):
         out[path.stem] = path
     return out

@@ -32,6 +32,7 @@ from attacks.registry import attacks_for
 from attacks.simulation import AuditRun
 from attacks.sweep.grid import Cell, SweepConfig, cells, training_config
 from protocols.dp.rng import NOISE_SEEDED
+from securefgl.experiment.results import write_atomic
 from securefgl.experiment.runner import load_graph, run_single
 from securefgl.federation.progress import PROGRESS_LOGGER
 from securefgl.federation.transcript import Transcript
@@ -43,7 +44,8 @@ CELLS, GRID = "cells.jsonl", "sweep.json"
 
 
 def done_cells(folder: Path) -> dict[str, dict[str, Any]]:
-    """The finished cells recorded in ``folder`` (a last line cut short is dropped)."""
+    """The finished cells recorded in ``folder``: a last line cut short is dropped, and a
+    line that does not parse is skipped (its cell is redone)."""
     path = folder / CELLS
     if not path.exists():
         return {}
@@ -51,14 +53,28 @@ def done_cells(folder: Path) -> dict[str, dict[str, Any]]:
     whole = content.rfind(b"\n") + 1
     if whole < len(content):
         os.truncate(path, whole)
-    records = [json.loads(line) for line in content[:whole].decode().splitlines() if line]
-    return {r["cell"]: r for r in records}
+    out = {}
+    for number, line in enumerate(content[:whole].decode(errors="replace").splitlines(), 1):
+        try:
+            record = json.loads(line) if line else None
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict) and "cell" in record:
+            out[record["cell"]] = record
+        elif line:
+            log.warning("%s line %d is not a whole cell record: its cell is redone", path,
+                        number)  # fmt: skip
+    return out
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:
+    """Append ``record`` as one line and sync it; a write that cannot finish raises (a
+    fragment left behind ends without a newline: :func:`done_cells` drops it)."""
+    data = memoryview((json.dumps(record, default=str) + "\n").encode())
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, (json.dumps(record, default=str) + "\n").encode())
+        while data:
+            data = data[os.write(fd, data):]
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -73,7 +89,12 @@ def _claim(folder: Path, sweep: SweepConfig, restart: bool) -> None:
     mine = {"fingerprint": sweep.fingerprint(), "context": sweep.context(),
             "sweep": sweep.to_dict()}  # fmt: skip
     if grid.exists() and not restart:
-        theirs = json.loads(grid.read_text())
+        try:
+            theirs = json.loads(grid.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{grid} is not readable JSON ({err}): it names the grid of "
+                             f"the {len(done_cells(folder))} cells in {folder}; restore it, "
+                             "or --restart to discard them") from None  # fmt: skip
         if theirs.get("fingerprint") != mine["fingerprint"]:
             changed = _changed(theirs.get("context", {}), json.loads(json.dumps(
                 mine["context"], default=str)))  # fmt: skip
@@ -82,12 +103,12 @@ def _claim(folder: Path, sweep: SweepConfig, restart: bool) -> None:
                 f"({', '.join(changed) or 'an older sweep format'}): give another --name, "
                 "or --restart to discard them"
             )
-        grid.write_text(json.dumps(mine, indent=1, default=str) + "\n")  # the lists now
+        write_atomic(grid, json.dumps(mine, indent=1, default=str) + "\n")  # the lists now
         return
     (folder / CELLS).unlink(missing_ok=True)
     for old in folder.glob("frontier*"):  # an earlier grid's report must not outlive it
         old.unlink()
-    grid.write_text(json.dumps(mine, indent=1, default=str) + "\n")
+    write_atomic(grid, json.dumps(mine, indent=1, default=str) + "\n")
 
 
 def _changed(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:

@@ -33,9 +33,10 @@ from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.experiment.calibration import noise_for_epsilon
 
 CLIENT_LEVEL, EDGE_LEVEL = "client-level", "edge-level"
-#: base settings that change no cell's result (the grid's own seeds are the cells' keys)
-NOT_IN_RESULTS = frozenset({"threads", "output_dir", "name", "seeds", "executor", "workers",
-                            "ray_address", "party_timeout", "ray_co_host"})  # fmt: skip
+#: base settings that change no cell's result (the grid's own seeds and algorithms are the
+#: cells' keys)
+NOT_IN_RESULTS = frozenset({"threads", "output_dir", "name", "seeds", "algorithms", "executor",
+                            "workers", "ray_address", "party_timeout", "ray_co_host"})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -170,8 +171,10 @@ class Cell:
 
 
 def _level(value: float) -> str:
-    """A privacy level as cell keys name it."""
-    return f"{value:g}"
+    """A privacy level as cell keys name it: exact (``1``, ``0.5``; ``repr`` when six
+    significant digits would round it, so two levels never share a key)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
 
 
 def _levels(sweep: SweepConfig, p: Protection) -> list[tuple[float | None, str]]:

@@ -10,6 +10,7 @@ below the panels, outside the data.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -131,8 +132,13 @@ def _save(fig: Any, path: Path, legend_rows: int, rows: list[dict[str, Any]]) ->
     _mark_seeded(fig, rows)
     inches = 0.75 + 0.22 * legend_rows  # the axis labels and the legend below the panels
     fig.subplots_adjust(bottom=inches / fig.get_figheight(), top=1 - 0.45 / fig.get_figheight())
-    fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.15)  # a wide legend stays whole
-    _pyplot().close(fig)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:  # a wide legend stays whole; readers see the old figure or the new one
+        fig.savefig(tmp, dpi=120, bbox_inches="tight", pad_inches=0.15, format=path.suffix[1:])
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+        _pyplot().close(fig)
     return path
 
 

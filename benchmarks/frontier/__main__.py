@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from attacks.sweep import save_frontier
 from attacks.sweep.engine import run_sweep
 from attacks.sweep.grid import SweepConfig
+from benchmarks.harness.results import write_text
 from securefgl.config import ExperimentConfig
 from securefgl.data.datasets import cache_dir
 
@@ -126,9 +128,11 @@ def main(argv: list[str] | None = None) -> None:
     out = save_frontier(records, cache, "frontier")
     rows = json.loads(out["json"].read_text())
     title, rest = out["md"].read_text().split("\n", 1)
-    out["md"].write_text("\n".join([title, "", *conclusion(rows), "", settings(sweep), rest]))
-    for path in out.values():
-        shutil.copy(path, RESULTS / path.name)
+    write_text(out["md"], "\n".join([title, "", *conclusion(rows), "", settings(sweep), rest]))
+    for path in out.values():  # each result replaced whole
+        tmp = RESULTS / f".{path.name}.tmp"
+        shutil.copy(path, tmp)
+        os.replace(tmp, RESULTS / path.name)
     print(f"frontier: {RESULTS / 'frontier.md'}")
 
 
