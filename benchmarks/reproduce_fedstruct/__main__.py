@@ -234,7 +234,7 @@ def main() -> None:
     parser.add_argument("--budget-hours", type=float, default=None, help="stop starting cells")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and estimate")
     parser.add_argument("--report-only", action="store_true", help="rebuild md/png from json")
-    args = parser.parse_args()
+    args, defaults = parser.parse_args(), parser.parse_args([])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("securefgl").setLevel(logging.WARNING)
     logging.getLogger("securefgl.experiment.runner").setLevel(logging.INFO)  # long-run progress
@@ -269,7 +269,10 @@ def main() -> None:
         if (why := feasible(cell)) is not None:
             meta["skipped"].append(f"{cell_name(cell)}: {why}")
             continue
-        done = {r["seed"] for r in by_key.get(cell.key, {"runs": []})["runs"]}
+        rounds = make_config(cell, args)[0].rounds
+        legacy = make_config(cell, defaults)[0].rounds  # runs saved before rounds were: defaults
+        done = {r["seed"] for r in by_key.get(cell.key, {"runs": []})["runs"]
+                if r.get("rounds", legacy) == rounds}  # fmt: skip
         missing = [s for s in seeds if s not in done]
         if missing:
             todo.append((cell, missing))
@@ -306,9 +309,11 @@ def main() -> None:
                     "acc": round(res.final["test_acc"] * 100, 2),
                     "seconds": round(time.time() - t0, 1),
                     "setup_mb": round(res.setup_bytes / 1e6, 2),
+                    "rounds": cfg.rounds,
                     "code": code,
                 }
-                row["runs"] = sorted([*row["runs"], run], key=lambda x: x["seed"])
+                kept = [r for r in row["runs"] if r["seed"] != seed]  # one budget per row
+                row["runs"] = sorted([*kept, run], key=lambda x: x["seed"])
                 summarise(row)
                 save_rows(args.out, rows)
                 by_key = {row_key(r): r for r in rows}

@@ -166,6 +166,11 @@ def main() -> None:
     if set(args.methods) - known or set(args.protections) - set(PROTECTIONS):
         parser.error(f"methods from {sorted(known)}, protections from {list(PROTECTIONS)}")
     rows = read_json(args.runs, [])
+    other = sorted({run["rounds"] for row in rows for run in row["runs"]
+                    if run.get("rounds", args.rounds) != args.rounds})  # fmt: skip
+    if other:
+        parser.error(f"{args.runs} holds runs of {other} rounds, not --rounds {args.rounds}: "
+                     "give this budget its own --runs file")  # fmt: skip
     by_key = {row_key(r): r for r in rows}
     plan = [(cell, seed)
             for group in stage_groups(stages(args.datasets, args.methods, args.protections))
