@@ -80,6 +80,13 @@ def test_the_ring_follows_from_the_settings() -> None:
         ("secagg_threshold", math.inf, "whole count"),
         ("dp_clip", math.inf, "finite number > 0"),
         ("dp_noise", math.inf, "finite number ≥ 0"),
+        ("dp_noise", -0.5, "finite number ≥ 0"),
+        ("dp_clip", 0.0, "finite number > 0"),
+        ("dp_epsilon", 0.0, "finite number > 0"),
+        ("dp_delta", 1.0, r"lie in \(0, 1\)"),
+        ("dp_colluding_clients", -1, "≥ 0"),
+        ("min_cohort", 1, "integer ≥ 2"),
+        ("secagg_k", 5, "even integer ≥ 2"),
     ],
 )
 def test_settings_are_checked(field, value, match) -> None:
@@ -134,3 +141,33 @@ def test_settings_the_stack_reads_are_not_named() -> None:
                             secagg_k=4, secagg_precision_bits=24, dp_colluding_clients=1)
     assert used.ignored_settings() == []
     assert ProtocolSettings(stack=["ldp_laplace"], dp_epsilon=2.0).ignored_settings() == []
+
+
+def test_central_noise_needs_a_server_that_sees_the_aggregate() -> None:
+    with pytest.raises(ValueError, match="and the server never sees it"):
+        ProtocolSettings(stack=["ckks", "clip_noise"], dp_mode="central")
+    ProtocolSettings(stack=["secagg", "clip_noise"], dp_mode="central")  # the server opens it
+
+
+@pytest.mark.parametrize(
+    ("stack", "mode", "refused"),
+    [(["secagg", "clip_noise"], "central", True), (["secagg", "clip_noise"], "distributed", False),
+     (["clip_noise"], "central", False)],
+)
+def test_poisson_sampling_with_central_noise_needs_the_plain_transport(stack, mode, refused):
+    settings = ProtocolSettings(stack=stack, dp_mode=mode)
+    settings.check_sampling("fixed")
+    if refused:
+        with pytest.raises(ValueError, match="Poisson sampling with central noise over secagg"):
+            settings.check_sampling("poisson")
+    else:
+        settings.check_sampling("poisson")
+
+
+@pytest.mark.parametrize("transport", ["secagg", "secagg+"])
+def test_a_masked_sum_needs_two_clients_a_round(transport) -> None:
+    settings = ProtocolSettings(stack=[transport])
+    settings.check_cohort(2)
+    with pytest.raises(ValueError, match="at least 2 clients per round"):
+        settings.check_cohort(1)
+    ProtocolSettings(stack=["plain"]).check_cohort(1)

@@ -62,6 +62,22 @@ def test_epsilon_grows_with_steps_and_heterogeneous_history() -> None:
     assert e1 < 100 * single.epsilon()
 
 
+@pytest.mark.parametrize("kind", ["rdp", "prv"])
+def test_the_same_sigma_at_another_rate_is_composed_not_merged(kind: str) -> None:
+    from opacus.accountants import create_accountant
+
+    acc = PrivacyAccountant(kind, DELTA)
+    acc.step(1.0, 0.01, 100)
+    acc.step(1.0, 1.0, 10)
+    assert acc.history == [(1.0, 0.01, 100), (1.0, 1.0, 10)]
+    reference = create_accountant(kind)
+    reference.history = [(1.0, 0.01, 100), (1.0, 1.0, 10)]
+    assert acc.epsilon() == pytest.approx(reference.get_epsilon(delta=DELTA), rel=1e-6)
+    merged = PrivacyAccountant(kind, DELTA)
+    merged.step(1.0, 0.01, 110)
+    assert acc.epsilon() > 5 * merged.epsilon()
+
+
 def test_noiseless_step_is_infinite_and_zero_rate_is_free() -> None:
     acc = PrivacyAccountant("rdp", DELTA)
     acc.step(1.0, 0.0, 50)

@@ -248,11 +248,18 @@ def test_poisson_sampling_with_central_noise_over_secagg_is_refused():
                          protocol={"stack": ["secagg", "clip_noise"], "dp_mode": "central"})
 
 
-def test_colluders_holding_every_share_of_the_smallest_sum_are_refused():
+@pytest.mark.parametrize("colluding", [9, 6, 5])
+def test_colluders_holding_every_share_of_the_smallest_sum_are_refused(colluding):
+    """10 clients, malicious server: the smallest sum it can open holds 6 (Shamir's t), so
+    6 colluders know every noise share of it (ε = ∞) and 5 leave one unknown."""
     from securefgl.experiment.runner import load_graph, run_single
 
     cfg = ExperimentConfig(csbm={"num_nodes": 200}, clients=10, rounds=1,
-                           protocol={"stack": ["secagg", "clip_noise"],
-                                     "threat_model": "malicious", "dp_colluding_clients": 9})
-    with pytest.raises(ConfigError, match="known noise shares reach the"):
-        run_single(cfg, "fedavg", 0, load_graph(cfg), progress=False)
+                           protocol={"stack": ["secagg", "clip_noise"], "threat_model":
+                                     "malicious", "dp_colluding_clients": colluding})
+    if colluding >= 6:
+        with pytest.raises(ConfigError, match="known noise shares reach the 6 clients"):
+            run_single(cfg, "fedavg", 0, load_graph(cfg), progress=False)
+    else:
+        result = run_single(cfg, "fedavg", 0, load_graph(cfg), progress=False)
+        assert 0 < result.privacy["epsilon"] < float("inf")

@@ -111,7 +111,7 @@ def test_stack_errors():
             parse_stack(bad)
         with pytest.raises(ConfigError, match=msg):
             _cfg(protocol=bad)
-    with pytest.raises(ValueError, match="delivers the aggregate"):
+    with pytest.raises(ValueError, match="and the server never sees it"):
         build_stack(_cfg(protocol={"stack": ["ckks", "clip_noise"], "dp_mode": "central"}), 4)
 
 

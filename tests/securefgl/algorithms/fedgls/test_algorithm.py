@@ -270,10 +270,12 @@ def test_prototypes_cross_the_channel_and_average_by_count(graph):
     "name",
     ["fedgls", "fed-gnnk", "fed-mlp", "fed-gnnmlp", "fedproto", "local-gnnk", "fed-gnn-oracle"],
 )
-def test_every_method_runs_under_secagg(graph, name):
+def test_every_method_runs_under_secagg_as_in_the_clear(graph, name):
     cfg = tiny_config(algorithms=[name], protocol=["secagg"], fedgls={"split": "C"})
     result = run_single(cfg, name, 0, graph, progress=False)
-    assert 0.0 <= result.final["test_acc"] <= 1.0
+    plain = run_single(cfg.replace(protocol=["plain"]), name, 0, graph, progress=False)
+    # fixed-point rounding (2^-24) may flip at most a near-tied node of the 31 tested
+    assert abs(result.final["test_acc"] - plain.final["test_acc"]) <= 1 / 31 + 1e-9
     assert result.federated == (name != "local-gnnk")  # the local baseline trains alone
     assert result.model
 

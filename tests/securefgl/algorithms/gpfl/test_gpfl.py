@@ -128,7 +128,6 @@ def test_private_run_server_gets_only_similarities_and_ldp_properties():
         store_payloads=True
     )
     data = load_graph(cfg)
-    plain = run_single(config(), "gpfl", 0, data, progress=False, keep_state=True)
     run = run_single(cfg, "gpfl", 0, data, progress=False, keep_state=True,
                      transcript=Transcript(store_payloads=True))  # fmt: skip
     seen = run.transcript.view("server")
@@ -146,7 +145,6 @@ def test_private_run_server_gets_only_similarities_and_ldp_properties():
         u = marginal_unit(np.stack([algo.clients[c].features[name] for c in algo.ids]))
         assert np.abs(grams[name] - u @ u.T).max() < 2e-3
     assert not algo.server.features  # the server never held a feature vector
-    assert abs(run.final["test_acc"] - plain.final["test_acc"]) <= 0.5
 
 
 def test_min_senders_folds_a_lone_sender_into_the_own_weight():
