@@ -15,6 +15,7 @@ from securefgl import extras
 from securefgl.algorithms.base import Algorithm
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.config.families import algorithm_names, check_algorithm, families
+from securefgl.data.catalog import resolve_name
 from securefgl.federation.ray_executor import check_ray_address
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,28 @@ def unread_section_fields(config: ExperimentConfig) -> dict[str, tuple[str, ...]
     return out
 
 
+def unread_generator_options(config: ExperimentConfig) -> list[tuple[str, str]]:
+    """(options, the datasets that read them) for each generator's options set while the
+    dataset is another one (``--csbm`` on Cora, ``--graph-motif`` on MUTAG)."""
+    name = config.dataset.lower().replace("_", "-")
+    if config.task == "node":
+        try:
+            generated = resolve_name(config.dataset) == "csbm"
+        except ValueError:
+            generated = False
+        set_ = [] if generated or config.is_default("csbm") else [("csbm", "the CSBM generator")]
+        return set_
+    if config.task != "graph":
+        return []
+    graph = config.graph
+    out = []
+    if graph.motif and not name.startswith("motif"):
+        out.append(("[experiment.graph] motif", "GOOD-Motif (motif-basis, motif-size)"))
+    if graph.synthetic and name != "synthetic-graphs":
+        out.append(("[experiment.graph] synthetic", "synthetic-graphs"))
+    return out
+
+
 def warn_unread_sections(config: ExperimentConfig) -> None:
     """Log a warning for each section no chosen algorithm reads (:func:`unread_sections`)
     and each section field only unchosen algorithms read (:func:`unread_section_fields`)."""
@@ -110,6 +133,8 @@ def warn_unread_fields(config: ExperimentConfig) -> None:
         readers = [name for name, cls in algorithms(config.task).items() if cls.multi_server]
         log.warning("edge_servers and server_topology have no effect here: only %s run "
                     "several edge servers", ", ".join(readers))  # fmt: skip
+    for options, dataset_kind in unread_generator_options(config):
+        log.warning("%s has no effect: %s is not %s", options, config.dataset, dataset_kind)
     ray_only = [k for k in ("workers", "ray_address", "party_timeout", "ray_co_host")
                 if not config.is_default(k)]  # fmt: skip
     if config.executor != "ray" and ray_only:

@@ -35,6 +35,7 @@ from securefgl.data import (
     load_dataset,
     partition_graph,
     random_split,
+    resolve_name,
 )
 from securefgl.data.metis import largest_component
 from securefgl.data.synthetic import csbm
@@ -214,13 +215,20 @@ def _mean_guarantees(per_run: list[list[dict[str, Any]]]) -> list[dict[str, Any]
     return out
 
 
-_GENERATED = ("csbm", "sbm", "synthetic")  # dataset names that mean the CSBM generator
+def _is_csbm(config: ExperimentConfig) -> bool:
+    """Whether the node task's dataset names the CSBM generator (any alias, e.g. ``c-sbm``)."""
+    if config.task != "node":
+        return False
+    try:
+        return resolve_name(config.dataset) == "csbm"
+    except ValueError:
+        return False
 
 
 def data_identity(config: ExperimentConfig) -> tuple[Any, ...]:
     """What :func:`load_graph` reads from ``config``: configs with equal identities load the
     same data, so a caller may load it once for all of them (and must not across others)."""
-    source: Any = config.csbm if config.dataset.lower() in _GENERATED else None
+    source: Any = config.csbm if _is_csbm(config) else None
     if config.task == "graph":
         source = generator_options(config)
     return (
@@ -233,7 +241,7 @@ def load_graph(config: ExperimentConfig) -> Any:
     """The run's data: a ``Data`` graph (node task) or a ``GraphDataset`` (graph task)."""
     if config.task == "graph":
         return load_graph_data(config)
-    if config.dataset.lower() in _GENERATED:
+    if _is_csbm(config):
         data = csbm(**config.csbm)
     else:
         data = load_dataset(config.dataset, config.data_root, download=config.download)

@@ -263,3 +263,25 @@ def test_colluders_holding_every_share_of_the_smallest_sum_are_refused(colluding
     else:
         result = run_single(cfg, "fedavg", 0, load_graph(cfg), progress=False)
         assert 0 < result.privacy["epsilon"] < float("inf")
+
+
+@pytest.mark.parametrize(
+    ("changes", "warned"),
+    [
+        ({"dataset": "Cora", "csbm": {"num_nodes": 500}}, "csbm has no effect: Cora"),
+        ({"dataset": "c-sbm", "csbm": {"num_nodes": 500}}, None),
+        ({"task": "graph", "dataset": "MUTAG", "algorithms": ["fedavg"],
+          "graph": {"motif": {"seed": 5}}}, "[experiment.graph] motif has no effect: MUTAG"),
+        ({"task": "graph", "dataset": "motif-basis", "clients": 5, "algorithms": ["fedavg"],
+          "graph": {"synthetic": {"num_graphs": 50}}}, "synthetic has no effect: motif-basis"),
+        ({"task": "graph", "dataset": "motif-basis", "clients": 5, "algorithms": ["fedavg"],
+          "graph": {"motif": {"seed": 5}}}, None),
+    ],
+)
+def test_generator_options_for_another_dataset_are_named(caplog, changes, warned):
+    with caplog.at_level("WARNING"):
+        check_config(ExperimentConfig(**changes))
+    if warned:
+        assert warned in caplog.text
+    else:
+        assert "has no effect" not in caplog.text

@@ -37,3 +37,10 @@ def test_data_identity_separates_what_load_graph_reads():
         assert runner.data_identity(other) != runner.data_identity(base)
     sbm = ExperimentConfig(dataset="csbm")
     assert runner.data_identity(sbm) != runner.data_identity(sbm.replace(csbm={"num_nodes": 50}))
+
+
+@pytest.mark.parametrize("alias", ["csbm", "C-SBM", "c_sbm", "synthetic"])
+def test_every_alias_of_the_generator_reads_its_options(alias):
+    cfg = ExperimentConfig(dataset=alias, csbm={"num_nodes": 120, "num_features": 4})
+    assert runner.load_graph(cfg).num_nodes == 120
+    assert runner.data_identity(cfg) != runner.data_identity(cfg.replace(csbm={"num_nodes": 60}))
