@@ -390,6 +390,15 @@ class ExperimentConfig:
         for key, value in fractions.items():
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{key} must lie in [0, 1], got {value}")
+        if self.label_rate is not None:
+            given = [k for k in ("train_fraction", "test_fraction") if not self.is_default(k)]
+            if given:
+                raise ConfigError(f"label_rate sets the train fraction and the test fraction "
+                                  f"(the rest after val_fraction): drop {' and '.join(given)}, "
+                                  "or label_rate")  # fmt: skip
+            if self.label_rate + self.val_fraction >= 1:
+                raise ConfigError(f"label_rate {self.label_rate} + val_fraction "
+                                  f"{self.val_fraction} leave no test nodes (must sum to < 1)")
         train, val, test = self.split
         if train + val + test > 1 + 1e-9:
             raise ConfigError(f"train + val + test fractions sum to {train + val + test:.3f} > 1")

@@ -102,9 +102,12 @@ def _sync_raw(spec: DatasetSpec, root: Path, cache: Path, verify: bool) -> None:
         if target.is_file():
             tt = target.stat()
             if tt.st_size == st.st_size and int(tt.st_mtime) == int(st.st_mtime):
-                if verify:  # copied earlier, maybe before a hash was claimed for it
-                    verify_copy(root, relpath, target)
-                continue
+                try:
+                    if verify:  # copied earlier, maybe before a hash was claimed for it
+                        verify_copy(root, relpath, target)
+                    continue
+                except DatasetIntegrityError as err:  # the copy went bad: copy it again
+                    logger.warning("%s; copying it again from %s", err, entry)
         private_dir(dst, cache)
         copy_verified(root, relpath, target, verify)
         changed = True

@@ -156,6 +156,16 @@ def test_all_dropped_is_an_error():
         aggregate(proto, parties, 0, random_inputs(ids, 5), dropped=dict.fromkeys(ids, "encrypt"))
 
 
+def test_a_zero_total_weight_is_refused():
+    """Every update carries weight 0 (allowed alone): the decrypted total weight rounds to
+    0, and the clients refuse to divide by it instead of returning a NaN mean."""
+    proto, parties, ids = federation(3, 4)
+    inputs = {c: (x, 0.0) for c, (x, _) in random_inputs(ids, 4).items()}
+    with pytest.raises(ProtocolError, match="total weight is not positive"):
+        aggregate(proto, parties, 0, inputs)
+    assert all(parties.clients[c].result() is None for c in ids)
+
+
 def _walk(obj, seen=None):
     """Every object reachable from ``obj`` through attributes and containers."""
     seen = set() if seen is None else seen

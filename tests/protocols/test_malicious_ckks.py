@@ -168,3 +168,22 @@ def test_a_reused_round_index_is_refused(threat_model: str) -> None:
         aggregate(protocol, parties, 0, _inputs(8, seed=1))
     result = aggregate(protocol, parties, 1, _inputs(8, seed=1))
     np.testing.assert_allclose(result.mean, _mean(_inputs(8, seed=1), IDS), atol=1e-6)
+
+
+def test_a_client_refuses_an_aggregate_listing_another_update_as_its_own() -> None:
+    """The server lists, for c0 only, c1's digest in c0's own row. The aggregate itself is
+    untouched and c0 checks no signature on its own row, so only the comparison with the
+    digest c0 signed catches it (without it the round completes)."""
+    protocol, parties = _setup(d=8)
+    swapped: list[str] = []
+
+    def other_own_digest(env: Envelope) -> None:
+        if env.receiver == "c0":
+            row = env.payload.meta["participants"].index("c0")
+            digests = env.payload.fields["digests"] = env.payload.fields["digests"].copy()
+            digests[row] = digests[(row + 1) % len(digests)]
+            swapped.append(env.receiver)
+
+    with pytest.raises(ProtocolError, match="c0: the server listed a different own update"):
+        aggregate(protocol, parties, 0, _inputs(8), transmit=_forge(other_own_digest))
+    assert swapped and parties.clients["c0"].result() is None

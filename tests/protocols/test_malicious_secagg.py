@@ -15,7 +15,13 @@ import pytest
 
 from protocols.base import Envelope, ProtocolError, aggregate, no_transport
 from protocols.identity import KeyRegistry, Pki, SignatureError
-from protocols.secagg import TAG_KEYLIST, TAG_UNMASK_REQUEST, SecAggPlus, SecAggregation
+from protocols.secagg import (
+    TAG_KEYLIST,
+    TAG_ROUTED,
+    TAG_UNMASK_REQUEST,
+    SecAggPlus,
+    SecAggregation,
+)
 from protocols.secagg.consistency import (
     TAG_CONSISTENCY,
     check_quorum,
@@ -320,3 +326,91 @@ def test_the_survivor_statement_binds_the_round_keys(protocol) -> None:
     assert survivor_statement(cfg, 0, ids, ids, ids, bytes(32)) != survivor_statement(
         cfg, 0, ids, ids, ids, bytes(31) + b"\x01"
     )
+
+
+def test_an_unmask_request_signed_from_outside_u3_is_refused() -> None:
+    """c04 drops before its masked input (in U2, not in U3); the server lists it among the
+    signers of c00's unmask request (with a copied signature row). c00 refuses before any
+    signature check: the quorum alone would be met by the other endorsements, so c00 would
+    otherwise answer."""
+    n, d = 7, 2
+    protocol = SecAggregation("exp-s", threat_model=MAL)
+    parties = protocol.create_parties(SERVER, _ids(n), d)
+    added: list[str] = []
+
+    def outsider(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            if env.tag == TAG_UNMASK_REQUEST and env.receiver == "c00":
+                assert "c04" not in env.payload.meta["signers"]
+                env.payload.meta["signers"] = [*env.payload.meta["signers"], "c04"]
+                sig = env.payload.fields["sig"]
+                env.payload.fields["sig"] = np.concatenate([sig, sig[:1]])
+                added.append("c04")
+        return out
+
+    with pytest.raises(ProtocolError, match="signatures from clients outside the signed U3"):
+        aggregate(protocol, parties, 0, _inputs(n, d), outsider,
+                  dropped={"c04": "masked_input"})  # fmt: skip
+    assert added and not parties.clients["c00"]._answered
+
+
+@pytest.mark.parametrize(
+    ("protocol", "n"),
+    [(SecAggregation("exp-a", threat_model=MAL), 5),
+     (SecAggPlus("exp-a", k=4, threat_model=MAL), 9)],
+    ids=["secagg", "secagg+"],
+)  # fmt: skip
+def test_a_statement_leaving_fewer_than_t_share_holders_is_not_signed(protocol, n) -> None:
+    """The server shows c00 a U3 (inside the true U2, so the statement matches c00's view)
+    in which only t - 1 of c00's share holders survive (for SecAgg+ plus every
+    non-neighbour): c00 refuses to sign it, and nobody reveals a share."""
+    d = 2
+    info = RoundInfo.build(protocol.config_for(n), 0, _ids(n))
+    near = info.graph.neighbours("c00")
+    far = [c for c in _ids(n) if c != "c00" and c not in near]
+    shown = ["c00", *near[: info.t - 2], *far]
+    parties = protocol.create_parties(SERVER, _ids(n), d)
+
+    def few(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            if env.tag == TAG_CONSISTENCY and env.receiver == "c00":
+                assert set(shown) <= set(env.payload.meta["u2"])
+                env.payload.meta["u3"] = [c for c in env.payload.meta["u3"] if c in shown]
+        return out
+
+    with pytest.raises(ProtocolError, match=rf"c00: only {info.t - 1} of its share holders "
+                                            rf"survive \(t={info.t}\)"):  # fmt: skip
+        aggregate(protocol, parties, 0, _inputs(n, d), few)
+    assert parties.clients["c00"]._signed is None
+    assert not any(c._answered for c in parties.clients.values())
+
+
+@pytest.mark.parametrize("threat_model", [MAL, "honest-but-curious"])
+def test_a_share_routed_from_a_non_neighbour_is_refused(threat_model) -> None:
+    """SecAgg+: the server forwards to c00 a sealed share that a non-neighbour w sealed for
+    one of w's own neighbours. c00 holds no key of w and refuses it by name."""
+    n, d = 9, 2
+    protocol = SecAggPlus("exp-n", k=4, threat_model=threat_model)
+    info = RoundInfo.build(protocol.config_for(n), 0, _ids(n))
+    far = [c for c in _ids(n) if c != "c00" and c not in info.graph.neighbours("c00")]
+    assert far and not info.graph.complete
+    parties = protocol.create_parties(SERVER, _ids(n), d)
+    injected: list[str] = []
+
+    def misroute(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        if not out or out[0].tag != TAG_ROUTED:
+            return out
+        blobs = {name: env.payload.fields[name] for env in out for name in env.payload.fields}
+        name = next(f"from:{w}" for w in far if f"from:{w}" in blobs)
+        for env in out:
+            if env.receiver == "c00":
+                env.payload.fields[name] = blobs[name]
+                injected.append(name)
+        return out
+
+    with pytest.raises(ProtocolError, match=r"c00: routed a share from non-neighbour 'c0\d'"):
+        aggregate(protocol, parties, 0, _inputs(n, d), misroute)
+    assert injected

@@ -96,6 +96,23 @@ def test_a_cached_copy_is_checked_against_hashes_claimed_later(tmp_path, unliste
         load_dataset("photo", root=root)
 
 
+def test_a_cached_copy_gone_bad_is_copied_again_from_the_root(tmp_path, cache, unlisted_photo,
+                                                              caplog):
+    root = write_fake_photo(tmp_path / "root")
+    digest = hashlib.sha256((root / PHOTO).read_bytes()).hexdigest()
+    (root / "SHA256SUMS").write_text(f"{digest}  ./{PHOTO}\n")
+    assert load_dataset("photo", root=root).num_nodes == 5
+    copy = cache / PHOTO
+    st, data = copy.stat(), bytearray(copy.read_bytes())
+    data[100:104] = bytes(b ^ 0xFF for b in data[100:104])  # same size and time: the hash tells
+    copy.write_bytes(bytes(data))
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with caplog.at_level("WARNING"):
+        assert load_dataset("photo", root=root).num_nodes == 5
+    assert "copying it again" in caplog.text
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == digest
+
+
 def test_unparsable_raw_files_name_the_dataset_and_file(tmp_path):
     root = write_fake_photo(tmp_path / "root")
     (root / PHOTO).write_bytes(b"not an npz")
