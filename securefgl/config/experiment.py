@@ -342,8 +342,10 @@ class ExperimentConfig:
                 raise ConfigError(f"{key} must be a finite number ≥ 0, got {getattr(self, key)}")
         if not self.seeds:
             raise ConfigError("seeds: give at least one seed")
-        if min(self.seeds) < 0 or len(set(self.seeds)) != len(self.seeds):
-            raise ConfigError(f"seeds must be distinct integers ≥ 0, got {self.seeds}")
+        if min(self.seeds) < 0 or max(self.seeds) >= 2**32 or len(set(self.seeds)) != len(
+            self.seeds
+        ):
+            raise ConfigError(f"seeds must be distinct integers in [0, 2**32), got {self.seeds}")
         if len(set(self.algorithms)) != len(self.algorithms):
             raise ConfigError(f"algorithms: each at most once, got {self.algorithms}")
         if self.threads < 1:

@@ -169,6 +169,13 @@ def load_pyg_dataset(
             f"the dataset cache {cache} belongs to another user; set {ENV_CACHE} to a folder "
             "of your own"
         )
+    try:
+        private_dir(cache)
+        if not cache.is_dir():
+            raise NotADirectoryError(20, "not a folder")
+    except OSError as err:
+        raise DatasetError(f"the dataset cache {cache} cannot be used ({err.strerror}); set "
+                           f"{ENV_CACHE} to a writable folder of your own") from None  # fmt: skip
     with _cache_lock(cache, spec.name):
         return _sync_and_process(spec, root, cache, download, verify)
 

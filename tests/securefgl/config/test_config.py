@@ -20,6 +20,7 @@ from securefgl.experiment import run_experiment
         ({"train_fraction": 0.5, "val_fraction": 0.3, "test_fraction": 0.3}, "sum to 1.100"),
         ({"train_fraction": -0.1}, r"\[0, 1\]"),
         ({"label_rate": 0.95}, "leave no test nodes"),
+        ({"seeds": [0, 2**32]}, r"in \[0, 2\*\*32\)"),
         ({"label_rate": 0.2, "train_fraction": 0.5}, "drop train_fraction, or label_rate"),
         ({"clients": 0}, "clients must be"),
         ({"rounds": 0}, "rounds must be"),
@@ -30,7 +31,7 @@ from securefgl.experiment import run_experiment
         ({"server_optimizer": "lamb"}, "server_optimizer"),
         ({"lr": float("inf")}, "lr must be a finite number"),
         ({"mu": float("inf")}, "mu must be a finite number"),
-        ({"seeds": [-1]}, "seeds must be distinct integers ≥ 0"),
+        ({"seeds": [-1]}, "seeds must be distinct integers in"),
         ({"seeds": [0, 0]}, "seeds must be distinct"),
         ({"algorithms": ["fedavg", "fedavg"]}, "each at most once"),
         ({"task": "graph", "dataset": "MUTAG", "hidden": 8}, r"hidden does not apply to task "

@@ -178,3 +178,17 @@ def test_published_files_pass_and_a_disagreeing_sums_file_fails(tmp_path, cache)
     (root / "SHA256SUMS").write_text(f"{'2' * 64}  ./Planetoid/Cora/raw/ind.cora.y\n")
     with pytest.raises(DatasetIntegrityError, match=r"ind\.cora\.y: .*SHA256SUMS"):
         load_dataset("cora", root=root)
+
+
+@pytest.mark.parametrize("kind", ["missing parent", "a file"])
+def test_an_unusable_cache_is_named(tmp_path, monkeypatch, kind):
+    path = tmp_path / "cache-file"
+    if kind == "a file":
+        path.write_text("not a folder")
+    else:
+        path = tmp_path / "file" / "cache"
+        (tmp_path / "file").write_text("")
+    monkeypatch.setenv(ENV_CACHE, str(path))
+    root = write_fake_photo(tmp_path / "root")
+    with pytest.raises(DatasetError, match=f"cache {path} cannot be used.*{ENV_CACHE}"):
+        load_dataset("photo", root=root, verify=False)
