@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from securefgl.config import ConfigError, ExperimentConfig, check_run_name
+from securefgl.data.good_motif import MOTIF_DATASETS
 from securefgl.experiment.provenance import RECOMMENDATION_UNITS, UNITS, provenance
 from securefgl.experiment.report import markdown_table, recommendation_markdown
 from securefgl.experiment.runner import ExperimentResult
@@ -38,9 +39,15 @@ __all__ = [
 
 
 def default_name(result: ExperimentResult) -> str:
+    """``<dataset>-<how clients got their data>-K<clients>-<time>`` (the node task's
+    partition; the graph task's domains or Dirichlet label skew)."""
     cfg = result.config
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return f"{cfg.dataset.lower()}-{cfg.partition}-K{cfg.clients}-{stamp}"
+    split = cfg.partition
+    if cfg.task == "graph":
+        split = "domains" if cfg.dataset.lower() in MOTIF_DATASETS else (
+            f"dirichlet{cfg.graph.dirichlet:g}")  # fmt: skip
+    return f"{cfg.dataset.lower()}-{split}-K{cfg.clients}-{stamp}"
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -50,3 +50,18 @@ def test_a_seed_without_final_metrics_is_counted_not_fatal(tmp_path):
     folder = save_result(result, tmp_path)
     assert "no metrics in round(s) 0: the secure evaluation could not run (client-2 silent)" in (
         folder / "result.md").read_text()  # fmt: skip
+
+
+def test_the_default_folder_names_how_clients_got_their_data():
+    from types import SimpleNamespace
+
+    from securefgl.experiment.results import default_name
+
+    def name(**kw):
+        return default_name(SimpleNamespace(config=ExperimentConfig(**kw))).rsplit("-", 2)[0]
+
+    assert name(dataset="Cora", clients=3, partition="metis") == "cora-metis-K3"
+    assert name(task="graph", dataset="MUTAG", clients=3, graph={"dirichlet": 0.5}) == (
+        "mutag-dirichlet0.5-K3"
+    )
+    assert name(task="graph", dataset="motif-basis", clients=5) == "motif-basis-domains-K5"
