@@ -10,13 +10,17 @@ from pathlib import Path
 
 from securefgl.data.catalog import DATASETS, RATING_DATASETS, TU_DATASETS
 from securefgl.data.integrity import KNOWN_HASHES, parse_sums
+from securefgl.data.rating_splits import FOLDER, SPLITS
 
 
 def loader_files() -> list[str]:
-    """Every file the loaders read, relative to a data root."""
+    """Every file the loaders read, relative to a data root (the published rating splits'
+    files included)."""
     specs = [*DATASETS.values(), *TU_DATASETS.values()]
     files = [f"{s.pyg_class}/{s.raw_subdir}/{f}" for s in specs for f in s.raw_files]
-    return files + [f for paths in RATING_DATASETS.values() for f in paths]
+    splits = [f"{FOLDER[name]}/{fold}.{part}" for name, folds in SPLITS.items()
+              for fold in folds for part in ("base", "test")]  # fmt: skip
+    return files + [f for paths in RATING_DATASETS.values() for f in paths] + splits
 
 
 def generate(sums_file: Path, relpaths: Iterable[str]) -> dict:

@@ -22,7 +22,7 @@ from securefgl.data.ratings import RatingData
 SPLITS: dict[str, tuple[str, ...]] = {
     "MovieLens100K": ("u1", "u2", "u3", "u4", "u5", "ua", "ub"),
 }
-_FOLDER = {"MovieLens100K": "MovieLens100K/raw"}
+FOLDER = {"MovieLens100K": "MovieLens100K/raw"}  # where each dataset's split files are
 
 
 def _pairs(root: Path, relpath: str, verify: bool) -> np.ndarray:
@@ -61,7 +61,7 @@ def published_split(
     order = np.argsort(keys)
     part = np.full(data.n_ratings, -1, np.int64)
     for p, suffix in ((0, "base"), (2, "test")):
-        pairs = _pairs(base, f"{_FOLDER[data.name]}/{fold}.{suffix}", verify)
+        pairs = _pairs(base, f"{FOLDER[data.name]}/{fold}.{suffix}", verify)
         u = np.searchsorted(data.user_ids, pairs[:, 0])
         i = np.searchsorted(data.item_ids, pairs[:, 1])
         held = (u < data.n_users) & (i < data.n_items)

@@ -192,3 +192,12 @@ def test_an_unusable_cache_is_named(tmp_path, monkeypatch, kind):
     root = write_fake_photo(tmp_path / "root")
     with pytest.raises(DatasetError, match=f"cache {path} cannot be used.*{ENV_CACHE}"):
         load_dataset("photo", root=root, verify=False)
+
+
+def test_a_published_rating_split_file_is_checked(tmp_path):
+    relpath = "MovieLens100K/raw/u1.test"
+    assert relpath in integrity.known_hashes()
+    (tmp_path / relpath).parent.mkdir(parents=True)
+    (tmp_path / relpath).write_text("1\t1\t5\t874965758\n")  # not the published fold
+    with pytest.raises(DatasetIntegrityError, match=r"u1\.test: SHA-256"):
+        integrity.read_verified(tmp_path, relpath, True)
