@@ -8,8 +8,12 @@ classes are picked and a sample of ``int(n·sample_rate)`` nodes is drawn, ``maj
 it (as far as the pool allows) from those classes and the rest from the remaining pool; a
 sampled node without a neighbour inside the sample is dropped; the sample is shuffled and
 its last ``test_num`` nodes are the client's local test set (removed from later pools).
-Clients may share training nodes (the pools only exclude test nodes). A client's graph is
-the subgraph induced by its sample.
+Clients may share training nodes (the pools only exclude test nodes), and a node an
+earlier client trains on may be a later client's local test node (the authors' procedure:
+on Cora, seed 0, one earlier client's training nodes are 75-163 of a client's 200),
+so a federated model's local-test F1 can credit what another client trained on; the global
+test set is disjoint from every client. A client's graph is the subgraph induced by its
+sample.
 
 Masks of a client (positions in its shuffled order): local test = the last ``test_num``;
 validation = the ``n_k // 5`` before them (the authors never use it for selection);
