@@ -57,6 +57,11 @@ def item_tokens(key: bytes, items: np.ndarray) -> np.ndarray:
     return table[inv] if items.size else np.zeros((0, TOKEN_BYTES), np.uint8)
 
 
+def secret_permutation(n: int) -> np.ndarray:
+    """A permutation of ``range(n)`` from a generator seeded by the OS CSPRNG."""
+    return np.random.default_rng(int.from_bytes(secrets.token_bytes(16), "little")).permutation(n)
+
+
 def fresh_pseudonyms(n: int) -> np.ndarray:
     """n distinct unpredictable 63-bit pseudonyms from the OS CSPRNG (one per user)."""
     out = np.zeros(0, np.int64)
@@ -64,7 +69,7 @@ def fresh_pseudonyms(n: int) -> np.ndarray:
         raw = np.frombuffer(secrets.token_bytes(8 * (n - out.size)), dtype=np.int64)
         out = np.unique(np.concatenate([out, raw & np.int64(2**63 - 1)]))
     # np.unique sorted them: shuffle, or the order would reveal the users' id order
-    return np.random.default_rng(int.from_bytes(secrets.token_bytes(16), "little")).permutation(out)
+    return out[secret_permutation(n)]
 
 
 def token_groups(tokens: np.ndarray) -> np.ndarray:
@@ -137,21 +142,26 @@ class ExpansionResult:
 
 def upload_frame(
     users: np.ndarray, slot: np.ndarray, tokens: np.ndarray, user_emb: np.ndarray
-) -> Payload:
+) -> tuple[Payload, np.ndarray]:
     """The users' uploads to the third party as one frame (vectorised over users), given the
     tokens of their rated items (:func:`item_tokens`; they depend only on the key and the
     items, so a client may keep them between expansions): ``entry_handle`` says which fresh
-    pseudonym sent each token."""
+    pseudonym sent each token. The entries go in a secret order (in the callers' order,
+    user by user and item by item, their positions would name each pseudonym's user and
+    rank its tokens by item id); returned beside the frame: entry j of the frame is entry
+    ``order[j]`` of the input."""
     handles = fresh_pseudonyms(users.size)
-    order = np.argsort(handles)
-    return Payload(
+    by_handle = np.argsort(handles)
+    order = secret_permutation(slot.size)
+    frame = Payload(
         {
-            "entry_handle": handles[slot],
-            "tokens": tokens,
-            "handles": handles[order],
-            "embeddings": np.asarray(user_emb, np.float32)[order],
+            "entry_handle": handles[slot][order],
+            "tokens": tokens[order],
+            "handles": handles[by_handle],
+            "embeddings": np.asarray(user_emb, np.float32)[by_handle],
         }
     )
+    return frame, order
 
 
 def merge_frames(frames: list[Payload]) -> Payload:
@@ -205,8 +215,8 @@ def expand(
 ) -> ExpansionResult:
     """Run one expansion for ``users`` whose rated items are (slot, items), in one frame
     each way (the parties' version: :mod:`securefgl.algorithms.recommendation.parties`)."""
-    upload = upload_frame(users, slot, item_tokens(key, items), user_emb)
+    upload, order = upload_frame(users, slot, item_tokens(key, items), user_emb)
     received = channel.send("users", third_party.party_id, TAG_UPLOAD, upload).payload
     reply = third_party.match(received, rng)
     back = channel.send(third_party.party_id, "users", TAG_REPLY, reply).payload
-    return expansion_result(back, positions, n_train)
+    return expansion_result(back, positions[order], n_train)

@@ -163,10 +163,11 @@ class UserGroup(Stateful, Party):
             raise ValueError("graph expansion is FedGNN's")
         slot, pos = self.views.train.positions(self.users)
         emb = self.user_emb[torch.as_tensor(self.users)].numpy()
-        self._frame_positions = pos
         if self._tokens is None:
             self._tokens = item_tokens(self.token_key, self.views.train.col[pos])
-        return upload_frame(self.users, slot, self._tokens, emb)
+        frame, order = upload_frame(self.users, slot, self._tokens, emb)
+        self._frame_positions = pos[order]  # the frame's entries in its secret order
+        return frame
 
     def expansion_reply(self, reply: Payload) -> None:
         self.expansion = expansion_result(reply, self._frame_positions, self.views.train.col.size)

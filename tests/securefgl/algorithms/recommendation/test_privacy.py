@@ -29,6 +29,7 @@ from securefgl.algorithms.recommendation.expansion import (
     item_tokens,
     new_token_key,
     token_groups,
+    upload_frame,
 )
 from securefgl.algorithms.recommendation.ldp import LDPConfig, UserLedger, apply_ldp
 from securefgl.algorithms.recommendation.pseudo import (
@@ -254,8 +255,24 @@ def test_graph_expansion_hand_made_example() -> None:
     # tokens do not reveal ids without the key ...
     assert (token_dictionary_attack(p, new_token_key(), 10) == -1).all()
     # ... but a third party colluding with any key holder recovers every item
-    assert token_dictionary_attack(p, key, 10).tolist() == items.tolist()
+    assert sorted(token_dictionary_attack(p, key, 10).tolist()) == sorted(items.tolist())
     assert not np.array_equal(item_tokens(key, items), item_tokens(new_token_key(), items))
+
+
+def test_the_upload_order_names_no_user_and_ranks_no_item() -> None:
+    """Entries in the users' order (user by user, item by item) would tell the third party
+    which pseudonym is which user and the tokens' item order; the frame is shuffled."""
+    users = np.arange(20)
+    slot = np.repeat(np.arange(20), 10)
+    items = np.tile(np.arange(10), 20) + slot  # ascending within each user
+    key = new_token_key()
+    frame, order = upload_frame(users, slot, item_tokens(key, items), np.zeros((20, 4)))
+    handles = frame.array("entry_handle")
+    assert int((handles[1:] != handles[:-1]).sum()) > 100  # blocks would change 19 times
+    assert np.array_equal(frame.array("tokens"), item_tokens(key, items[order]))
+    assert np.array_equal(handles, frame.array("entry_handle")[np.argsort(order)][order])
+    recovered = token_dictionary_attack(frame, key, 40)
+    assert np.array_equal(recovered, items[order]) and not np.array_equal(recovered, items)
 
 
 def test_frequency_attack_with_server_popularity() -> None:
@@ -277,7 +294,9 @@ def test_frequency_attack_with_server_popularity() -> None:
     popularity = np.bincount(items, minlength=10)
     guess = frequency_attack(upload.payload, popularity)
     # tokens of the two items rated twice map to the two most popular items
-    assert set(guess[np.isin(items, [2, 3])].tolist()) <= {2, 3}
+    tokens = upload.payload.array("tokens")
+    twice = (tokens[:, None, :] == item_tokens(key, np.array([2, 3]))[None]).all(-1).any(1)
+    assert twice.sum() == 4 and set(guess[twice].tolist()) <= {2, 3}
 
 
 def test_a_real_runs_third_party_view_can_be_attacked(views: ClientViews) -> None:
@@ -478,9 +497,12 @@ def test_user_group_keeps_its_tokens_and_draws_fresh_pseudonyms(views: ClientVie
     group = UserGroup(0, RecConfig(method="fedgnn", user_groups=1), views, key)
     first, second = group.expansion_upload(), group.expansion_upload()
     _, pos = views.train.positions(group.users)
-    expected = item_tokens(key, views.train.col[pos])
-    assert np.array_equal(first.array("tokens"), expected)
-    assert np.array_equal(second.array("tokens"), expected)
+    expected = sorted(map(bytes, item_tokens(key, views.train.col[pos])))
+    assert sorted(map(bytes, first.array("tokens"))) == expected
+    assert sorted(map(bytes, second.array("tokens"))) == expected
+    # the group maps the (shuffled) frame's entries back to its ratings
+    mapped = item_tokens(key, views.train.col[group._frame_positions])
+    assert np.array_equal(second.array("tokens"), mapped)
     assert not np.intersect1d(first.array("handles"), second.array("handles")).size
 
 
