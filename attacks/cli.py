@@ -103,7 +103,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def interaction_report(trainer: Any, views: Any, aggregation: str) -> dict[str, Any]:
-    """Interaction inference on the server's view of one fresh round (``securefgl recommend``)."""
+    """Interaction inference on the server's view of one fresh round (``securefgl recommend``):
+    a round drawn for the measurement after the run, outside the run's releases (the run's
+    ε does not cover it, and no deployment sends it); the summary says so."""
     from attacks.interaction_inference import interaction_inference
 
     seen = "plain" if aggregation == "plain" else "ideal"
@@ -112,7 +114,8 @@ def interaction_report(trainer: Any, views: Any, aggregation: str) -> dict[str, 
         f"interaction inference ({a['view']}): AUC {a['auc']:.3f} (popularity prior "
         f"{a['baseline_auc']:.3f}: {'leaks' if a['leaks'] else 'no more than the prior'}), "
         f"AUC among uploaded rows {a['auc_uploaded']:.3f} (½: indistinguishable), "
-        f"P@{a['k']} {a['precision_at_k']:.3f}"
+        f"P@{a['k']} {a['precision_at_k']:.3f}; on one extra round drawn for the measurement "
+        "(outside the run's ε)"
     )
     return {"attack": a}
 

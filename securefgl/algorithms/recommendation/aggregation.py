@@ -9,7 +9,10 @@ parameters (:func:`server_update`). Backends:
 * ``ckks`` / ``secagg`` / ``secagg+`` — the real protocols, one client per user, twice per
   round: a secure sum of row indicators gives the per-row counts and so the support
   (:func:`secure_support`), then a secure sum of the weighted rows over that support; the
-  server learns the cohort's ids, the sums and the counts, no user's row set;
+  server learns the cohort's ids, the sums and the counts, no user's row set directly;
+  FeSoG's user-row counts are weight sums Σ w_u (w_u: the user's ratings + pseudo items),
+  and a small cohort's distinct weights let the server decode them as subset sums: which
+  cohort users link to each user row, and each one's weight (its own row's count);
 * ``ideal`` — the ideal functionality of secure aggregation (the same sums in one tensor
   program, checked against the protocols), for long runs.
 

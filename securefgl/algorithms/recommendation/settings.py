@@ -9,6 +9,7 @@ import dataclasses
 import json
 import logging
 import math
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -128,6 +129,12 @@ class RecommendationSettings:
             value = getattr(self, key)
             if value is not None and not math.isfinite(value):
                 raise ValueError(f"{key} must be finite, got {value}")
+            if value is not None and value < sys.float_info.min:  # a subnormal is flushed to 0
+                raise ValueError(f"{key} must be a normal float ≥ {sys.float_info.min:g}, "
+                                 f"got {value}")  # fmt: skip
+        if not math.isfinite(2 * (self.ldp_clip or 0.3) / self.ldp_lambda):
+            raise ValueError(f"ldp_clip / ldp_lambda overflows: {self.ldp_clip} / "
+                             f"{self.ldp_lambda}")  # fmt: skip
         if self.max_users is not None and self.max_users < 1:
             raise ValueError(f"max_users must be ≥ 1, got {self.max_users}")
         choices = (("ldp", LDP_MODES), ("offset", OFFSETS), ("arch", ARCHS), ("loss", LOSSES),

@@ -240,7 +240,8 @@ class FedRecTrainer:
 
     def observe(self, r: int, aggregation: str | None = None) -> ServerView:
         """What the server would receive in round ``r`` (no update is applied, nothing is
-        charged to the ledger): the input of the interaction-inference attack."""
+        charged to the ledger): the input of the interaction-inference attack, a measurement
+        outside the run's releases (its ε does not cover this round; no deployment sends it)."""
         if self.cfg.method == "fedgnn" and not self.expanded:
             self.run_expansion()
         _, uploads, _, _ = self._local(r, self.sample_users(), update_local=False)
@@ -395,15 +396,19 @@ class FedRecTrainer:
         spent = self.ledger.summary()
         claims = []
         if cfg.ldp.mode == "laplace" and self.ledger.guaranteed:  # none / heuristic: no claim
-            expansion = (
+            rows, extra = "item rows", (
                 "; nor the exact embedding graph expansion sends the third party (and, "
                 "through it, the co-raters)" if cfg.method == "fedgnn" else ""
             )  # fmt: skip
+            if cfg.method == "fesog":
+                rows, extra = "item and user rows", (
+                    "; nor whom it is linked to (its user rows name its social neighbours) "
+                    "or how many ratings it holds (its weight)")  # fmt: skip
             claims.append({"epsilon": spent["epsilon_max_user"], "delta": 0.0,
-                           "unit": "user-level: the values of a user's uploads, given the item "
-                                   "rows it uploads (local DP, the worst user); not which items "
+                           "unit": f"user-level: the values of a user's uploads, given the {rows} "
+                                   "it uploads (local DP, the worst user); not which items "
                                    "it rated, which the rows show (pseudo-items only blur "
-                                   f"them: interaction inference measures it){expansion}",
+                                   f"them: interaction inference measures it){extra}",
                            "adversary": "everyone (local DP)"})  # fmt: skip
         if cfg.seeded_noise:  # each claim says so itself, for whoever reads one claim alone
             claims = [{**g, "void": VOID} for g in claims]
@@ -415,6 +420,7 @@ class FedRecTrainer:
             **spent,
             "guarantees": claims,
             "noise": noise_label(cfg.seeded_noise, cfg.ldp.mode != "none" or cfg.pseudo_items > 0),
+            **({"void": VOID} if cfg.seeded_noise else {}),  # the bare ε figures above too
         }
         return RecResult(
             cfg.to_dict(),

@@ -67,12 +67,19 @@ def test_dp_mechanism_fields_are_refused(field: str) -> None:
 
 
 @pytest.mark.parametrize("field", ["ldp_clip", "ldp_lambda", "item_std"])
-@pytest.mark.parametrize("value", [float("inf"), 0.0])
+@pytest.mark.parametrize("value", [float("inf"), 0.0, 1e-320])
 def test_scales_must_be_finite_and_positive(field: str, value: float) -> None:
     from securefgl.algorithms.recommendation.settings import RecommendationSettings
 
     with pytest.raises(ValueError, match=field):
         RecommendationSettings(**{field: value})
+
+
+def test_a_budget_that_overflows_is_refused() -> None:
+    from securefgl.algorithms.recommendation.settings import RecommendationSettings
+
+    with pytest.raises(ValueError, match="overflows"):
+        RecommendationSettings(ldp_clip=1e300, ldp_lambda=1e-300)
 
 
 def test_the_stack_refuses_settings_it_would_not_read() -> None:

@@ -233,6 +233,16 @@ def test_recommendation_privacy_claims_only_a_guarantee(views: ClientViews) -> N
         assert len(privacy["guarantees"]) == claims and "private" not in privacy
         if claims:
             assert privacy["guarantees"][0]["epsilon"] == privacy["epsilon_max_user"] > 0
+            assert "given the item rows" in privacy["guarantees"][0]["unit"]
+
+
+def test_fesogs_claim_names_the_social_links_its_user_rows_show(views: ClientViews) -> None:
+    cfg = RecConfig(method="fesog", rounds=2, eval_every=2, users_per_round=16,
+                    ldp=LDPConfig("laplace", 0.3, 0.1))  # fmt: skip
+    with FedRecTrainer(views, cfg) as trainer:
+        (claim,) = trainer.run().privacy["guarantees"]
+    assert "given the item and user rows" in claim["unit"]
+    assert "nor whom it is linked to" in claim["unit"]
 
 
 def test_a_secure_run_reports_its_quantisation(views: ClientViews) -> None:
