@@ -9,9 +9,13 @@ from protocols.base import Envelope, ProtocolError, aggregate, no_transport, set
 from protocols.ckks import (
     TAG_AGGREGATE,
     TAG_CLIENT_KEY,
+    TAG_PUBLIC_CONTEXT,
     TAG_SECRET_CONTEXT,
+    TAG_UPDATE,
     CKKSAggregation,
     CKKSParams,
+    _chunk_blobs,
+    _chunk_sizes,
 )
 from protocols.ckks_signed import CheckKey, SignedCKKSAggregation, check_slots, tolerance
 from protocols.identity import SignatureError
@@ -139,6 +143,9 @@ def test_check_key_tags_and_sketches() -> None:
     assert alpha.shape == (2, 3, 32)
     sketch = CheckKey.sketch(alpha, values)
     np.testing.assert_allclose(sketch[0], alpha[0, 0] @ values[:32])
+    # the sketch coefficients are fresh each round (and the cached ones are not reused)
+    assert not np.allclose(key.alphas(1, values.size), alpha)
+    np.testing.assert_array_equal(key.alphas(0, values.size), alpha)
     assert tolerance(CKKSParams(), 100) < 1e-4
 
 
@@ -155,6 +162,11 @@ def test_clients_refuse_an_aggregate_below_the_minimum_cohort() -> None:
     setup_parties(lax, lax_parties, no_transport)
     result = aggregate(lax, lax_parties, 0, inputs, dropped={"c1": "encrypt", "c2": "encrypt"})
     np.testing.assert_allclose(result.mean, _mean(inputs, ["c0", "c3"]), atol=1e-6)
+    everyone = make_transport("ckks", "exp-ckks", threat_model=MAL, min_cohort=4)
+    assert everyone.min_summands(len(IDS)) == 4  # the whole federation is a valid cohort
+    too_many = make_transport("ckks", "exp-ckks", threat_model=MAL, min_cohort=5)
+    with pytest.raises(ValueError, match="min_cohort=5 exceeds the 4 clients"):
+        too_many.create_parties(SERVER, IDS, 40)
 
 
 @pytest.mark.parametrize("threat_model", [MAL, "honest-but-curious"])
@@ -187,3 +199,82 @@ def test_a_client_refuses_an_aggregate_listing_another_update_as_its_own() -> No
     with pytest.raises(ProtocolError, match="c0: the server listed a different own update"):
         aggregate(protocol, parties, 0, _inputs(8), transmit=_forge(other_own_digest))
     assert swapped and parties.clients["c0"].result() is None
+
+
+def test_a_client_counted_twice_is_refused() -> None:
+    """With c2 and c3 dropped the server adds c1's ciphertext a second time and lists c1
+    twice (its digest and signature repeated): the tags match the listed participants and
+    three rows meet the majority cohort, so only the distinct-participants check stops a
+    sum of two clients with one of them weighted double."""
+    protocol, parties = _setup(d=8)
+    server = parties.server
+    honest = server._sum_updates
+
+    def doubled(inbox):
+        fields, meta, senders = honest(inbox)
+        sizes = _chunk_sizes(server.payload_dim, server.params.values_per_ciphertext)
+        blobs = _chunk_blobs(server._received["c1"], len(sizes), "c1", server.update_extra)
+        names = sorted(k for k in fields if k.startswith("ct"))
+        fields = dict(fields)
+        for name, blob, size in zip(names, blobs, sizes, strict=True):
+            total = server.codec.load(fields[name], size, "sum")
+            server.codec.add_(total, server.codec.load(blob, size, "c1"))
+            fields[name] = server.codec.dump(total)
+        rows = [meta["participants"].index(c) for c in ("c0", "c1", "c1")]
+        fields["digests"], fields["sigs"] = fields["digests"][rows], fields["sigs"][rows]
+        return fields, {**meta, "participants": ["c0", "c1", "c1"]}, senders
+
+    server._sum_updates = doubled
+    with pytest.raises(SignatureError, match="c0: the aggregate carries no per-update signatures"):
+        aggregate(protocol, parties, 0, _inputs(8), dropped={"c2": "encrypt", "c3": "encrypt"})
+
+
+def test_a_client_refuses_an_aggregate_that_leaves_its_own_update_out() -> None:
+    """The server drops c3's update but still sends c3 the others' aggregate: every listed
+    signature and tag checks out, so only c3's own-membership check stops it from
+    decrypting a sum of the others."""
+
+    def drop_c3_update(envelopes: list[Envelope]) -> list[Envelope]:
+        out = [e for e in no_transport(envelopes) if (e.tag, e.sender) != (TAG_UPDATE, "c3")]
+        to_c0 = [e for e in out if e.tag == TAG_AGGREGATE and e.receiver == "c0"]
+        return out + [Envelope(e.sender, "c3", e.tag, e.payload) for e in to_c0]
+
+    protocol, parties = _setup(d=8)
+    with pytest.raises(ProtocolError, match="c3: own update is not in the aggregate"):
+        aggregate(protocol, parties, 0, _inputs(8), transmit=drop_c3_update)
+    assert parties.clients["c3"].result() is None
+
+
+def test_the_server_refuses_an_unsigned_public_context() -> None:
+    def forge_public(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            if env.tag == TAG_PUBLIC_CONTEXT:
+                env.payload.fields["sig"] = bytes(64)
+        return out
+
+    with pytest.raises(SignatureError, match="server: public context"):
+        _setup(transmit=forge_public)
+
+
+@pytest.mark.parametrize("coordinate", [0, 35, 40])
+def test_a_plaintext_offset_in_any_block_is_refused(coordinate: int) -> None:
+    """The server adds a plaintext 0.25 to one slot of the sum (no key needed; tags left
+    alone): in the first block, a later one, or the weight slot. Each block has its own
+    secret sketches, and every one is compared with the decrypted sum."""
+    protocol, parties = _setup(d=40)
+    server = parties.server
+    honest = server._sum_updates
+
+    def offset(inbox):
+        fields, meta, senders = honest(inbox)
+        size = _chunk_sizes(server.payload_dim, server.params.values_per_ciphertext)[0]
+        delta = np.zeros(size)
+        delta[coordinate] = 0.25
+        total = server.codec.load(fields["ct00000"], size, "sum")
+        fields = {**fields, "ct00000": server.codec.dump(server.codec.add_plain(total, delta))}
+        return fields, meta, senders
+
+    server._sum_updates = offset
+    with pytest.raises(ProtocolError, match="does not match its secret sketches"):
+        aggregate(protocol, parties, 0, _inputs(40))

@@ -21,7 +21,8 @@ from protocols.secure_sum import (
     run_secure_sums,
     setup_secure_sums,
 )
-from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY
+from protocols.secure_sum.masked import TAG_KEYLIST
+from protocols.secure_sum.parties import TAG_CONTRIBUTION, TAG_DELIVERY, TAG_ROUTED_REQUEST
 from protocols.wire import Payload
 from tests.protocols.secure_sum.helpers import (
     FRAC_BITS,
@@ -201,3 +202,93 @@ def test_round_without_setup_fails() -> None:
 
 
 # ------------------------------------------------------------------------------- job specs
+
+
+def _edit(tag: str, edit: Callable[[Envelope], None]):
+    """A transmit that edits (in place) every envelope with ``tag`` after serialization."""
+
+    def transmit(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        for env in out:
+            if env.tag == tag:
+                edit(env)
+        return out
+
+    return transmit
+
+
+@pytest.mark.parametrize("mode", ["masked", "ckks"])
+def test_receiver_refuses_a_sum_over_other_senders(mode: str) -> None:
+    def one_sender_less(env: Envelope) -> None:
+        env.payload.meta["senders"] = env.payload.meta["senders"][1:]
+
+    protocol, parties = make_parties(mode, 3)
+    with pytest.raises(ProtocolError, match="sum is not over the requested senders"):
+        run_secure_sums(protocol, parties, simple_jobs(3), _edit(TAG_DELIVERY, one_sender_less))
+
+
+def test_client_refuses_a_key_list_in_another_order() -> None:
+    """Keys are matched to peers by the list's ids: a list in another order (keys and ids
+    permuted together) would pair each key with the wrong peer, so it is refused."""
+
+    def reverse(env: Envelope) -> None:
+        env.payload.meta["ids"] = env.payload.meta["ids"][::-1]
+        env.payload.fields["keys"] = env.payload.fields["keys"][::-1].copy()
+
+    with pytest.raises(ProtocolError, match="garbled key list"):
+        make_parties("masked", 3, _edit(TAG_KEYLIST, reverse))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda senders: senders[1:],  # the sender itself left out
+        lambda senders: [*senders, "c00"],  # the receiver listed as one of its senders
+    ],
+    ids=["without-sender", "with-receiver"],
+)
+def test_sender_refuses_a_routed_request_it_is_not_part_of(edit) -> None:
+    def tamper(env: Envelope) -> None:
+        if env.receiver == "c01" and env.payload.meta["receiver"] == "c00":
+            env.payload.meta["senders"] = edit(env.payload.meta["senders"])
+
+    protocol, parties = make_parties("masked", 4)
+    jobs = {"c00": simple_jobs(4)["c00"]}
+    with pytest.raises(ProtocolError, match="c01: request of 'c00' does not list this client"):
+        run_secure_sums(protocol, parties, jobs, _edit(TAG_ROUTED_REQUEST, tamper))
+
+
+def test_sender_refuses_a_routed_request_of_another_shape() -> None:
+    def wider(env: Envelope) -> None:
+        env.payload.meta["shape"] = [6, 10]
+
+    protocol, parties = make_parties("masked", 3)
+    with pytest.raises(ProtocolError, match=r"has shape \(6, 9\), the request says \(6, 10\)"):
+        run_secure_sums(protocol, parties, simple_jobs(3), _edit(TAG_ROUTED_REQUEST, wider))
+
+
+def test_receiver_refuses_a_delivery_of_another_round() -> None:
+    def stale(env: Envelope) -> None:
+        env.payload.meta["round"] = 4
+
+    protocol, parties = make_parties("masked", 3)
+    with pytest.raises(ProtocolError, match="'secure-sum/delivery' is not for round 5"):
+        run_secure_sums(protocol, parties, simple_jobs(3), _edit(TAG_DELIVERY, stale), round_idx=5)
+
+
+@pytest.mark.parametrize("fault", ["duplicate", "non-sender"])
+def test_server_refuses_a_stray_contribution(fault: str) -> None:
+    """c03 is no sender of c00's job: a bundle from it, or a second one from c01, aborts."""
+
+    def inject(envelopes: list[Envelope]) -> list[Envelope]:
+        out = no_transport(envelopes)
+        extra = [e for e in out if e.tag == TAG_CONTRIBUTION and e.sender == "c01"]
+        if fault == "non-sender":
+            extra = [Envelope("c03", e.receiver, e.tag, e.payload) for e in extra]
+        return out + extra
+
+    jobs = {"c00": {k: np.ones((2, 3)) for k in ("c01", "c02")}}
+    protocol, parties = make_parties("masked", 4)
+    match = "two contributions from 'c01'" if fault == "duplicate" else "from 'c03' to 'c00'"
+    with pytest.raises(ProtocolError, match=match):
+        run_secure_sums(protocol, parties, jobs, inject)

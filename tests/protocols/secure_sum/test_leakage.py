@@ -262,3 +262,37 @@ def test_server_aborts_a_faulty_key_setup(mode: str, fault: str) -> None:
 
 
 # ---------------------------------------------------------------------------------- aborts
+
+
+def test_masked_vectors_of_a_repeated_block_are_fresh_each_round() -> None:
+    """The same blocks in two rounds: if the masks repeated, the server would learn every
+    block's change (y_1 - y_0 = enc(B_1) - enc(B_0)), here zero in every word."""
+    n = 4
+    jobs = {"c00": {k: np.full((2, 3), 0.5) for k in client_ids(n)[1:]}}
+    protocol, parties = make_parties("masked", n)
+    ys = []
+    for r in (0, 1):
+        rec = Recorder()
+        run_secure_sums(protocol, parties, jobs, rec, round_idx=r)
+        ys.append({e.sender: e.payload.array("y") for e in rec.to(SERVER, TAG_CONTRIBUTION)})
+    for k in jobs["c00"]:
+        assert not np.any(ys[0][k] == ys[1][k]), k
+
+
+def test_mask_seeds_are_bound_to_experiment_round_purpose_receiver_and_pair() -> None:
+    _, parties = make_parties("masked", 3)
+    client = parties.clients["c01"]
+
+    def seeds() -> list[bytes]:
+        return [client._seed("c02", "receiver-mask", "c02", "c01"),
+                client._seed("c02", "pair-stream", "c02", "c01"),
+                client._seed("c02", "receiver-mask", "c00", "c01"),
+                client._seed("c02", "receiver-mask", "c02", "c00")]  # fmt: skip
+
+    client.begin_round(0)
+    got = seeds()
+    client.begin_round(1)
+    got += seeds()
+    client.experiment_id = "exp-other"
+    got += seeds()
+    assert len(set(got)) == len(got) == 12

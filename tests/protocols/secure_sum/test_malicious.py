@@ -9,9 +9,9 @@ from protocols.base import Envelope, ProtocolError, no_transport
 from protocols.crypto.keyagreement import KeyPair
 from protocols.identity import Pki, SignatureError
 from protocols.registry import make_secure_sum
-from protocols.secure_sum import CKKSSum, MaskedSum, run_secure_sums, setup_secure_sums
+from protocols.secure_sum import CKKSSum, MaskedSum, Support, run_secure_sums, setup_secure_sums
 from protocols.secure_sum.ckks import TAG_CONTEXTS
-from protocols.secure_sum.masked import TAG_KEYLIST
+from protocols.secure_sum.masked import TAG_KEY, TAG_KEYLIST
 from protocols.secure_sum.parties import TAG_ROUTED_REQUEST
 
 SERVER = "server"
@@ -124,3 +124,42 @@ def test_registry_travels_as_wire_data() -> None:
     unknown = MaskedSum("exp-w", threat_model=MAL, registry=Pki.issue(["x"]).registry)
     with pytest.raises(ProtocolError, match="holds no signing key"):
         setup_secure_sums(unknown, unknown.create_parties(SERVER, IDS))
+
+
+def _narrower_support(meta: dict, fields: dict) -> None:
+    for name in [n for n in fields if n.startswith("support_")]:
+        del fields[name]
+    fields.update(Support.product((3, 5), rows=[0, 1]).to_fields())
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [_narrower_support, lambda meta, fields: meta.update(sparse_result=True)],
+    ids=["support", "sparse_result"],
+)
+def test_the_signed_request_covers_its_support_and_result_kind(edit) -> None:
+    pki = Pki.issue(IDS)
+    protocol = MaskedSum("exp-p", threat_model=MAL, registry=pki.registry)
+    parties = protocol.create_parties(SERVER, IDS)
+    setup_secure_sums(protocol, parties)
+    jobs = {"c0": {"c1": np.ones((3, 5)), "c2": np.ones((3, 5))}}
+    supports = {"c0": Support.product((3, 5), rows=[0, 1, 2])}
+
+    def tamper(env: Envelope) -> None:
+        edit(env.payload.meta, env.payload.fields)
+
+    with pytest.raises(SignatureError, match="request of 'c0'"):
+        run_secure_sums(protocol, parties, jobs, round_idx=0, supports=supports,
+                        transmit=_edit(TAG_ROUTED_REQUEST, tamper))  # fmt: skip
+
+
+def test_unsigned_keys_are_refused() -> None:
+    """A key list stripped of its signatures (clients), a key sent without one (server)."""
+    protocol = MaskedSum("exp-u", threat_model=MAL)
+    parties = protocol.create_parties(SERVER, IDS)
+    with pytest.raises(ProtocolError, match="the key list carries no signatures"):
+        strip = _edit(TAG_KEYLIST, lambda env: env.payload.fields.pop("sigs"))
+        setup_secure_sums(protocol, parties, strip)
+    with pytest.raises(ProtocolError, match="server: a public key arrived without its signature"):
+        unsigned = _edit(TAG_KEY, lambda env: env.payload.fields.pop("sig"))
+        setup_secure_sums(protocol, parties, unsigned)
