@@ -59,14 +59,14 @@ def residual_blocks(party: NeighbourSumClient, channel: Channel, mode: str) -> l
 
 
 def neighbour_features(
-    world: World, mode: str = "plain", adversaries: list[int] | None = None
+    world: World, mode: str = "plain", adversaries: list[int] | None = None, norm: str = "sym"
 ) -> AttackResult:
     """Every client (or those in ``adversaries``) infers its external neighbours' features
-    from the hop-1 sums."""
+    from the hop-1 sums (made with ``mode`` and the run's normalisation ``norm``)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
     # single-sender sums allowed: the worst case, what a client learns when a run allows them
-    settings = FedGCNSettings(hops=1, sum_mode=mode, min_senders=1)
+    settings = FedGCNSettings(hops=1, sum_mode=mode, min_senders=1, norm=norm)
     parties: dict[str, Party] = {
         client_party_id(v.client_id): NeighbourSumClient(v, settings) for v in world.views
     }
@@ -110,6 +110,7 @@ def neighbour_features(
     baselines = feature_metrics(np.vstack(base_all), np.vstack(base_sup), true)
     details = {
         "mode": mode,
+        "norm": norm,
         "external_neighbours": int(len(est)),
         "single_neighbour_rows": float(np.concatenate(exact_all).mean()),
     }

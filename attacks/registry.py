@@ -36,6 +36,7 @@ from attacks.neighbour_features import neighbour_features
 from attacks.simulation import AuditRun, World
 from attacks.structure_reconstruction import structure_reconstruction
 from protocols.registry import parse_stack, secure_sum_for_stack
+from securefgl.algorithms.fedgcn.settings import FedGCNSettings
 from securefgl.algorithms.fedpub.parties import TAG_EMBEDDING
 from securefgl.algorithms.fedstruct.settings import FedStructSettings
 from securefgl.algorithms.spreadfgl.client import H_TAG
@@ -98,6 +99,27 @@ SPREADFGL = ("spreadfgl", "fedgl")
 #: algorithms whose released model the model holder queries (:mod:`attacks.deployment`)
 RELEASED_MODEL = ("central", "fedavg", "fedprox", "fedstruct", *FEDGLS_FAMILY)
 
+def _structure_reconstruction(c: Any) -> AttackResult:
+    """Algorithm 3's hop-2 exchange as the run made it: its sum mode and min_senders (not
+    applicable when the run exchanged no hop-2 blocks)."""
+    s = FedStructSettings.of(c.run.config)
+    if s.abar == "oracle" or int(s.structure_hops or 1) < 2:
+        why = ("the simulator built Ā (abar = 'oracle'): no block was exchanged"
+               if s.abar == "oracle" else f"structure_hops = {s.structure_hops}: no hop-2 "
+               "exchange")  # fmt: skip
+        return not_applicable("structure_reconstruction", "client i (each in turn)", why)
+    return structure_reconstruction(c.world, str(s.sum_mode), c.edge_dp, c.run.result.seed,
+                                    min_senders=s.abar_min_senders)  # fmt: skip
+
+
+def _neighbour_features(c: Any) -> AttackResult:
+    """FedGCN's hop-1 sums as the run made them: its sum mode and normalisation."""
+    config = c.run.config
+    s = config.section(FedGCNSettings)
+    mode = s.sum_mode or config.protocol.secure_sum_mode()
+    return neighbour_features(c.run.world, mode, norm=s.norm)
+
+
 ATTACKS: dict[str, AttackSpec] = {
     spec.name: spec
     for spec in (
@@ -111,19 +133,9 @@ ATTACKS: dict[str, AttackSpec] = {
             "support_auc",
         ),
         AttackSpec("hop2vec_leakage", ("fedstruct",), lambda c: hop2vec_leakage(c.run)),
+        AttackSpec("structure_reconstruction", ("fedstruct",), _structure_reconstruction),
         AttackSpec(
-            "structure_reconstruction",
-            ("fedstruct",),
-            lambda c: structure_reconstruction(
-                c.world, c.sum_mode, c.edge_dp, c.run.result.seed,
-                min_senders=c.run.config.section(FedStructSettings).abar_min_senders,
-            ),
-        ),
-        AttackSpec(
-            "neighbour_feature_inference",
-            ("fedgcn",),
-            lambda c: neighbour_features(c.run.world, c.sum_mode),
-            "cosine",
+            "neighbour_feature_inference", ("fedgcn",), _neighbour_features, "cosine"
         ),
         AttackSpec(
             SUPPORT, ("fedgls",), lambda c: update_feature_support(c.run), "support_auc_phi"

@@ -44,3 +44,27 @@ def test_refusals_say_what_to_do(result) -> None:
         attacks.run(result, "structure_reconstruction")
     with pytest.raises(ConfigError, match="named by a string"):
         attacks.run(result, ["link_stealing"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "section", "expect"),
+    [
+        ("fedstruct", {"structure_hops": 1}, "no hop-2 exchange"),
+        ("fedstruct", {"abar": "oracle"}, "no block was exchanged"),
+        ("fedstruct", {"sum_mode": "masked"}, "masked"),
+        ("fedgcn", {"sum_mode": "masked", "norm": "rw"}, "masked"),
+    ],
+)
+def test_structure_attacks_replay_the_exchange_the_run_made(algorithm, section, expect):
+    """They re-run the pre-training exchange: with the run's settings, or not at all when
+    the run exchanged nothing they could read."""
+    name = {"fedstruct": "structure_reconstruction", "fedgcn": "neighbour_feature_inference"}
+    cfg = CONFIG.replace(algorithms=[algorithm], cross_edges="known", rounds=2,
+                         **{algorithm: section})  # fmt: skip
+    (got,) = attacks.run(run_experiment(cfg, progress=False, keep_state=True), name[algorithm])
+    if expect == "masked":
+        assert got.details["mode"] == "masked" and got.value is not None
+        if algorithm == "fedgcn":
+            assert got.details["norm"] == "rw"
+    else:
+        assert got.value is None and expect in got.reason
