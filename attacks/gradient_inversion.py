@@ -228,7 +228,7 @@ def gradient_inversion(
     # (1) hides it and the server guesses ``batch_guess`` rows
     batch = int(round(weight)) if weight >= 1.5 else batch_guess
     details["batch_known"] = weight >= 1.5
-    binary = bool(np.isin(x, (0.0, 1.0)).all())  # the feature domain is public (bag of words)
+    binary = bool(np.isin(public_x, (0.0, 1.0)).all())  # the domain, from public rows only
     if support.any() and len(train):
         rec, _ = dlg(model, grads, batch, d, support, steps=steps, binary=binary, seed=seed)
         r, col = match_rows(rec, x[train])
@@ -243,6 +243,7 @@ def gradient_inversion(
             metrics["row_support_f1"] = float(rows_f1.mean())
             baselines["row_support_f1"] = prior["row_support_f1"]
         details.update(dlg_rows=int(batch), dlg_steps=steps)
-    # the support attack needs sparse features; with dense ones report the DLG cosine
-    primary = "support_auc" if not true_support.all() else "cosine"
+    # the support attack needs sparse features; with dense ones (as the public rows show)
+    # report the DLG cosine
+    primary = "support_auc" if not (public_x != 0).any(axis=0).all() else "cosine"
     return AttackResult(NAME, SERVER, metrics, primary, None, details, baselines, margins)
