@@ -32,6 +32,7 @@ from attacks.registry import attacks_for
 from attacks.simulation import AuditRun
 from attacks.sweep.grid import Cell, SweepConfig, cells, training_config
 from protocols.dp.rng import NOISE_SEEDED
+from securefgl.experiment.provenance import git_state
 from securefgl.experiment.results import write_atomic
 from securefgl.experiment.runner import load_graph, run_single
 from securefgl.federation.progress import PROGRESS_LOGGER
@@ -219,6 +220,12 @@ def _run(
     _claim(folder, sweep, restart)
     done = done_cells(folder)
     todo = [c for c in grid if c.key not in done]
+    code = git_state()
+    older = sorted({str(r.get("code")) for k, r in done.items() if r.get("code") != code
+                    and k in {c.key for c in grid}})  # fmt: skip
+    if older:
+        log.warning("%s: reused cells ran at code %s, this run is at %s: --restart to rerun "
+                    "them all at one version", folder, ", ".join(older), code)  # fmt: skip
     torch.set_num_threads(sweep.base.threads)
     data = load_graph(sweep.base) if todo else None
     terminal = progress and sys.stderr.isatty()
@@ -226,7 +233,7 @@ def _run(
                disable=not terminal)  # fmt: skip
     for i, cell in enumerate(todo):
         bar.set_postfix_str(cell.label())
-        record = run_cell(sweep, cell, data, progress=terminal)
+        record = {**run_cell(sweep, cell, data, progress=terminal), "code": code}
         _append(folder / CELLS, record)
         done[cell.key] = record
         bar.update(1)

@@ -99,6 +99,18 @@ def test_a_garbled_record_is_redone_and_a_short_write_is_finished(tmp_path, monk
     assert "line 2 is not a whole cell record" in caplog.text
 
 
+def test_cells_of_another_code_version_are_named_on_resume(tmp_path, caplog) -> None:
+    plain = _sweep(seeds=[0], protections=["plain"], epsilons=[])
+    (record,) = run_sweep(plain, tmp_path, progress=False)
+    assert "code" in record  # the checkout's commit (None outside a git checkout)
+    lines = (tmp_path / CELLS).read_text().splitlines()
+    old = {**json.loads(lines[0]), "code": {"commit": "0000000", "dirty": False}}
+    (tmp_path / CELLS).write_text(json.dumps(old) + "\n")
+    with caplog.at_level(logging.WARNING):
+        run_sweep(plain, tmp_path, progress=False)
+    assert "reused cells ran at code" in caplog.text and "0000000" in caplog.text
+
+
 def test_an_unreadable_grid_file_is_named(tmp_path) -> None:
     plain = _sweep(seeds=[0], protections=["plain"], epsilons=[])
     run_sweep(plain, tmp_path, progress=False)
