@@ -15,7 +15,7 @@ Writes ``<out>.json`` (one row per cell: ``dataset, clients, hops, mode, seconds
 central_seconds, pruned, support, ratio, skipped`` and diagnostics), ``<out>.md`` and
 ``<out>.png`` (default ``<out>`` = ``benchmarks/results/adjacency``). Every finished cell is
 also saved to ``<out>.partial.json`` (removed at the end); after an interruption, the same
-command with ``--resume`` re-runs only the cells not in it.
+command with ``--resume`` re-runs only the cells not in it (and those its budget stopped).
 """
 
 from __future__ import annotations
@@ -439,7 +439,8 @@ def main() -> None:
     partial = PartialFile(out.with_suffix(".partial.json"))
     done = {}
     if args.resume and partial.path.exists():
-        done = {cell_key(r): r for r in partial.load()}
+        # a cell stopped by its budget is tried again (this run's budget may be another)
+        done = {cell_key(r): r for r in partial.load() if "partial_hop_seconds" not in r}
         log.info("resuming: %d cells measured by the interrupted run (%s)", len(done), partial.path)
     rows = run(args, done, partial.save)  # atomic: a kill leaves the last full list
     if args.merge and out.with_suffix(".json").exists():
