@@ -15,7 +15,7 @@ from securefgl import extras
 from securefgl.algorithms.base import Algorithm
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.config.families import algorithm_names, check_algorithm, families
-from securefgl.data.catalog import resolve_name
+from securefgl.data.catalog import names_csbm
 from securefgl.federation.ray_executor import check_ray_address
 
 log = logging.getLogger(__name__)
@@ -90,12 +90,9 @@ def unread_generator_options(config: ExperimentConfig) -> list[tuple[str, str]]:
     dataset is another one (``--csbm`` on Cora, ``--graph-motif`` on MUTAG)."""
     name = config.dataset.lower().replace("_", "-")
     if config.task == "node":
-        try:
-            generated = resolve_name(config.dataset) == "csbm"
-        except ValueError:
-            generated = False
-        set_ = [] if generated or config.is_default("csbm") else [("csbm", "the CSBM generator")]
-        return set_
+        if names_csbm(config.dataset) or config.is_default("csbm"):
+            return []
+        return [("csbm", "the CSBM generator")]
     if config.task != "graph":
         return []
     graph = config.graph

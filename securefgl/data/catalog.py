@@ -160,6 +160,15 @@ def resolve_name(name: str) -> str:
     return _ALIASES[key]
 
 
+def names_csbm(name: str) -> bool:
+    """Whether ``name`` is an alias of the CSBM generator (``csbm``, ``c-sbm``, ``synthetic``;
+    an unknown name is not)."""
+    try:
+        return resolve_name(name) == "csbm"
+    except ValueError:
+        return False
+
+
 def data_root(root: str | Path | None = None) -> Path | None:
     """The offline root: ``root`` if given, else ``$SECUREFGL_DATA``, else None."""
     if root is not None:

@@ -35,8 +35,8 @@ from securefgl.data import (
     load_dataset,
     partition_graph,
     random_split,
-    resolve_name,
 )
+from securefgl.data.catalog import names_csbm
 from securefgl.data.metis import largest_component
 from securefgl.data.synthetic import csbm
 from securefgl.experiment.graph_world import (
@@ -217,12 +217,7 @@ def _mean_guarantees(per_run: list[list[dict[str, Any]]]) -> list[dict[str, Any]
 
 def _is_csbm(config: ExperimentConfig) -> bool:
     """Whether the node task's dataset names the CSBM generator (any alias, e.g. ``c-sbm``)."""
-    if config.task != "node":
-        return False
-    try:
-        return resolve_name(config.dataset) == "csbm"
-    except ValueError:
-        return False
+    return config.task == "node" and names_csbm(config.dataset)
 
 
 def data_identity(config: ExperimentConfig) -> tuple[Any, ...]:
