@@ -31,6 +31,7 @@ from tests.protocols.secure_sum.helpers import (
     Recorder,
     as_dense,
     client_ids,
+    edit_transmit,
     make_parties,
     run_mode,
     simple_jobs,
@@ -204,19 +205,6 @@ def test_round_without_setup_fails() -> None:
 # ------------------------------------------------------------------------------- job specs
 
 
-def _edit(tag: str, edit: Callable[[Envelope], None]):
-    """A transmit that edits (in place) every envelope with ``tag`` after serialization."""
-
-    def transmit(envelopes: list[Envelope]) -> list[Envelope]:
-        out = no_transport(envelopes)
-        for env in out:
-            if env.tag == tag:
-                edit(env)
-        return out
-
-    return transmit
-
-
 @pytest.mark.parametrize("mode", ["masked", "ckks"])
 def test_receiver_refuses_a_sum_over_other_senders(mode: str) -> None:
     def one_sender_less(env: Envelope) -> None:
@@ -224,7 +212,8 @@ def test_receiver_refuses_a_sum_over_other_senders(mode: str) -> None:
 
     protocol, parties = make_parties(mode, 3)
     with pytest.raises(ProtocolError, match="sum is not over the requested senders"):
-        run_secure_sums(protocol, parties, simple_jobs(3), _edit(TAG_DELIVERY, one_sender_less))
+        transmit = edit_transmit(TAG_DELIVERY, one_sender_less)
+        run_secure_sums(protocol, parties, simple_jobs(3), transmit)
 
 
 def test_client_refuses_a_key_list_in_another_order() -> None:
@@ -236,7 +225,7 @@ def test_client_refuses_a_key_list_in_another_order() -> None:
         env.payload.fields["keys"] = env.payload.fields["keys"][::-1].copy()
 
     with pytest.raises(ProtocolError, match="garbled key list"):
-        make_parties("masked", 3, _edit(TAG_KEYLIST, reverse))
+        make_parties("masked", 3, edit_transmit(TAG_KEYLIST, reverse))
 
 
 @pytest.mark.parametrize(
@@ -255,7 +244,7 @@ def test_sender_refuses_a_routed_request_it_is_not_part_of(edit) -> None:
     protocol, parties = make_parties("masked", 4)
     jobs = {"c00": simple_jobs(4)["c00"]}
     with pytest.raises(ProtocolError, match="c01: request of 'c00' does not list this client"):
-        run_secure_sums(protocol, parties, jobs, _edit(TAG_ROUTED_REQUEST, tamper))
+        run_secure_sums(protocol, parties, jobs, edit_transmit(TAG_ROUTED_REQUEST, tamper))
 
 
 def test_sender_refuses_a_routed_request_of_another_shape() -> None:
@@ -264,7 +253,7 @@ def test_sender_refuses_a_routed_request_of_another_shape() -> None:
 
     protocol, parties = make_parties("masked", 3)
     with pytest.raises(ProtocolError, match=r"has shape \(6, 9\), the request says \(6, 10\)"):
-        run_secure_sums(protocol, parties, simple_jobs(3), _edit(TAG_ROUTED_REQUEST, wider))
+        run_secure_sums(protocol, parties, simple_jobs(3), edit_transmit(TAG_ROUTED_REQUEST, wider))
 
 
 def test_receiver_refuses_a_delivery_of_another_round() -> None:
@@ -273,7 +262,8 @@ def test_receiver_refuses_a_delivery_of_another_round() -> None:
 
     protocol, parties = make_parties("masked", 3)
     with pytest.raises(ProtocolError, match="'secure-sum/delivery' is not for round 5"):
-        run_secure_sums(protocol, parties, simple_jobs(3), _edit(TAG_DELIVERY, stale), round_idx=5)
+        transmit = edit_transmit(TAG_DELIVERY, stale)
+        run_secure_sums(protocol, parties, simple_jobs(3), transmit, round_idx=5)
 
 
 @pytest.mark.parametrize("fault", ["duplicate", "non-sender"])

@@ -13,6 +13,7 @@ from protocols.secure_sum import CKKSSum, MaskedSum, Support, run_secure_sums, s
 from protocols.secure_sum.ckks import TAG_CONTEXTS
 from protocols.secure_sum.masked import TAG_KEY, TAG_KEYLIST
 from protocols.secure_sum.parties import TAG_ROUTED_REQUEST
+from tests.protocols.secure_sum.helpers import edit_transmit
 
 SERVER = "server"
 IDS = ["c0", "c1", "c2", "c3"]
@@ -23,17 +24,6 @@ def _jobs(seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     return {"c0": {"c1": rng.random((3, 5)), "c2": rng.random((3, 5)), "c3": rng.random((3, 5))},
             "c2": {"c0": rng.random((3, 5)), "c1": rng.random((3, 5))}}  # fmt: skip
-
-
-def _edit(tag: str, edit):
-    def transmit(envelopes: list[Envelope]) -> list[Envelope]:
-        out = no_transport(envelopes)
-        for env in out:
-            if env.tag == tag:
-                edit(env)
-        return out
-
-    return transmit
 
 
 @pytest.mark.parametrize(
@@ -59,7 +49,7 @@ def test_substituted_setup_key_is_refused_only_in_malicious_mode() -> None:
     for threat_model in ("honest-but-curious", MAL):
         protocol = MaskedSum("exp-k", threat_model=threat_model)
         parties = protocol.create_parties(SERVER, IDS)
-        transmit = _edit(TAG_KEYLIST, _substitute_key)
+        transmit = edit_transmit(TAG_KEYLIST, _substitute_key)
         if threat_model == MAL:
             with pytest.raises(SignatureError, match="setup-key of 'c[0-3]'"):
                 setup_secure_sums(protocol, parties, transmit)
@@ -81,7 +71,7 @@ def test_substituted_ckks_context_is_refused() -> None:
         env.payload.fields[name] = ctx.serialize(save_secret_key=False)
 
     with pytest.raises(SignatureError, match="setup-context"):
-        setup_secure_sums(protocol, parties, _edit(TAG_CONTEXTS, swap))
+        setup_secure_sums(protocol, parties, edit_transmit(TAG_CONTEXTS, swap))
 
 
 def test_altered_or_replayed_requests_are_refused() -> None:
@@ -95,7 +85,7 @@ def test_altered_or_replayed_requests_are_refused() -> None:
 
     with pytest.raises(SignatureError, match="request of 'c[02]'"):
         run_secure_sums(protocol, parties, {"c0": _jobs()["c0"]}, round_idx=0,
-                        transmit=_edit(TAG_ROUTED_REQUEST, one_sender_less))  # fmt: skip
+                        transmit=edit_transmit(TAG_ROUTED_REQUEST, one_sender_less))  # fmt: skip
 
     kept: list[Envelope] = []
 
@@ -111,7 +101,7 @@ def test_altered_or_replayed_requests_are_refused() -> None:
 
     with pytest.raises(SignatureError, match="does not verify"):
         run_secure_sums(protocol, parties, {"c0": _jobs(1)["c0"]}, round_idx=2,
-                        transmit=_edit(TAG_ROUTED_REQUEST, replay))  # fmt: skip
+                        transmit=edit_transmit(TAG_ROUTED_REQUEST, replay))  # fmt: skip
 
 
 def test_registry_travels_as_wire_data() -> None:
@@ -150,7 +140,7 @@ def test_the_signed_request_covers_its_support_and_result_kind(edit) -> None:
 
     with pytest.raises(SignatureError, match="request of 'c0'"):
         run_secure_sums(protocol, parties, jobs, round_idx=0, supports=supports,
-                        transmit=_edit(TAG_ROUTED_REQUEST, tamper))  # fmt: skip
+                        transmit=edit_transmit(TAG_ROUTED_REQUEST, tamper))  # fmt: skip
 
 
 def test_unsigned_keys_are_refused() -> None:
@@ -158,8 +148,8 @@ def test_unsigned_keys_are_refused() -> None:
     protocol = MaskedSum("exp-u", threat_model=MAL)
     parties = protocol.create_parties(SERVER, IDS)
     with pytest.raises(ProtocolError, match="the key list carries no signatures"):
-        strip = _edit(TAG_KEYLIST, lambda env: env.payload.fields.pop("sigs"))
+        strip = edit_transmit(TAG_KEYLIST, lambda env: env.payload.fields.pop("sigs"))
         setup_secure_sums(protocol, parties, strip)
     with pytest.raises(ProtocolError, match="server: a public key arrived without its signature"):
-        unsigned = _edit(TAG_KEY, lambda env: env.payload.fields.pop("sig"))
+        unsigned = edit_transmit(TAG_KEY, lambda env: env.payload.fields.pop("sig"))
         setup_secure_sums(protocol, parties, unsigned)
