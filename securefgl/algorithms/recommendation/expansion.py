@@ -141,18 +141,23 @@ class ExpansionResult:
 
 
 def upload_frame(
-    users: np.ndarray, slot: np.ndarray, tokens: np.ndarray, user_emb: np.ndarray
+    users: np.ndarray,
+    slot: np.ndarray,
+    tokens: np.ndarray,
+    user_emb: np.ndarray,
+    rng: np.random.Generator,
 ) -> tuple[Payload, np.ndarray]:
     """The users' uploads to the third party as one frame (vectorised over users), given the
     tokens of their rated items (:func:`item_tokens`; they depend only on the key and the
     items, so a client may keep them between expansions): ``entry_handle`` says which fresh
     pseudonym sent each token. The entries go in a secret order (in the callers' order,
     user by user and item by item, their positions would name each pseudonym's user and
-    rank its tokens by item id); returned beside the frame: entry j of the frame is entry
+    rank its tokens by item id), drawn from ``rng`` (the group's secret source; seeded
+    only under ``seeded_noise``); returned beside the frame: entry j of the frame is entry
     ``order[j]`` of the input."""
     handles = fresh_pseudonyms(users.size)
     by_handle = np.argsort(handles)
-    order = secret_permutation(slot.size)
+    order = rng.permutation(slot.size)
     frame = Payload(
         {
             "entry_handle": handles[slot][order],
@@ -215,7 +220,7 @@ def expand(
 ) -> ExpansionResult:
     """Run one expansion for ``users`` whose rated items are (slot, items), in one frame
     each way (the parties' version: :mod:`securefgl.algorithms.recommendation.parties`)."""
-    upload, order = upload_frame(users, slot, item_tokens(key, items), user_emb)
+    upload, order = upload_frame(users, slot, item_tokens(key, items), user_emb, rng)
     received = channel.send("users", third_party.party_id, TAG_UPLOAD, upload).payload
     reply = third_party.match(received, rng)
     back = channel.send(third_party.party_id, "users", TAG_REPLY, reply).payload

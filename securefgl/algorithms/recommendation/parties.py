@@ -102,6 +102,7 @@ class UserGroup(Stateful, Party):
         self.cfg, self.views, self.token_key = cfg, views, token_key
         self.private_rng = make_rng(cfg.noise_seed, "recommendation-private", self.party_id)
         self.noise_gen = make_torch_generator(cfg.noise_seed, "recommendation-noise", self.party_id)
+        self.frame_order = make_rng(cfg.noise_seed, "expansion-frame-order", self.party_id)
         self.users = np.flatnonzero(views.train.lengths(np.arange(views.n_users)) > 0)
         self.user_emb: torch.Tensor | None = None
         self.expansion: ExpansionResult | None = None
@@ -165,7 +166,7 @@ class UserGroup(Stateful, Party):
         emb = self.user_emb[torch.as_tensor(self.users)].numpy()
         if self._tokens is None:
             self._tokens = item_tokens(self.token_key, self.views.train.col[pos])
-        frame, order = upload_frame(self.users, slot, self._tokens, emb)
+        frame, order = upload_frame(self.users, slot, self._tokens, emb, self.frame_order)
         self._frame_positions = pos[order]  # the frame's entries in its secret order
         return frame
 

@@ -266,7 +266,8 @@ def test_the_upload_order_names_no_user_and_ranks_no_item() -> None:
     slot = np.repeat(np.arange(20), 10)
     items = np.tile(np.arange(10), 20) + slot  # ascending within each user
     key = new_token_key()
-    frame, order = upload_frame(users, slot, item_tokens(key, items), np.zeros((20, 4)))
+    frame, order = upload_frame(users, slot, item_tokens(key, items), np.zeros((20, 4)),
+                                np.random.default_rng(0))
     handles = frame.array("entry_handle")
     assert int((handles[1:] != handles[:-1]).sum()) > 100  # blocks would change 19 times
     assert np.array_equal(frame.array("tokens"), item_tokens(key, items[order]))
