@@ -20,6 +20,7 @@ from protocols.ckks import (
 from protocols.ckks_signed import CheckKey, SignedCKKSAggregation, check_slots, tolerance
 from protocols.identity import SignatureError
 from protocols.registry import make_transport
+from tests.protocols.tampering import edit_transmit
 
 SERVER = "server"
 MAL = "malicious"
@@ -54,17 +55,6 @@ def test_malicious_mode_aggregates_with_dropouts(dim: int) -> None:
     assert isinstance(protocol, SignedCKKSAggregation) and protocol.threat_model == MAL
 
 
-def _forge(edit):
-    def transmit(envelopes: list[Envelope]) -> list[Envelope]:
-        out = no_transport(envelopes)
-        for env in out:
-            if env.tag == TAG_AGGREGATE:
-                edit(env)
-        return out
-
-    return transmit
-
-
 def _drop_signature_rows(env: Envelope) -> None:
     env.payload.fields["sigs"] = env.payload.fields["sigs"][:1]
 
@@ -92,7 +82,7 @@ def _fake_participant(env: Envelope) -> None:  # claims c3 without its update
 def test_forged_attestations_are_refused(edit, match) -> None:
     protocol, parties = _setup()
     with pytest.raises(ProtocolError, match=match):
-        aggregate(protocol, parties, 0, _inputs(40), transmit=_forge(edit))
+        aggregate(protocol, parties, 0, _inputs(40), transmit=edit_transmit(TAG_AGGREGATE, edit))
 
 
 def test_the_same_forgery_passes_unnoticed_when_honest_but_curious() -> None:
@@ -106,7 +96,7 @@ def test_the_same_forgery_passes_unnoticed_when_honest_but_curious() -> None:
             env.payload.meta["participants"] = [p for p in env.payload.meta["participants"]
                                                 if p != "c3"]  # fmt: skip
 
-    result = aggregate(protocol, parties, 0, inputs, transmit=_forge(drop_c3))
+    result = aggregate(protocol, parties, 0, inputs, transmit=edit_transmit(TAG_AGGREGATE, drop_c3))
     np.testing.assert_allclose(result.mean, _mean(inputs, IDS), atol=1e-6)  # sum of all four
     assert result.participants == ("c0", "c1", "c2")  # ...reported as three
 
@@ -197,7 +187,8 @@ def test_a_client_refuses_an_aggregate_listing_another_update_as_its_own() -> No
             swapped.append(env.receiver)
 
     with pytest.raises(ProtocolError, match="c0: the server listed a different own update"):
-        aggregate(protocol, parties, 0, _inputs(8), transmit=_forge(other_own_digest))
+        transmit = edit_transmit(TAG_AGGREGATE, other_own_digest)
+        aggregate(protocol, parties, 0, _inputs(8), transmit=transmit)
     assert swapped and parties.clients["c0"].result() is None
 
 

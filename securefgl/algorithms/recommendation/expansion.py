@@ -57,11 +57,6 @@ def item_tokens(key: bytes, items: np.ndarray) -> np.ndarray:
     return table[inv] if items.size else np.zeros((0, TOKEN_BYTES), np.uint8)
 
 
-def secret_permutation(n: int) -> np.ndarray:
-    """A permutation of ``range(n)`` from a generator seeded by the OS CSPRNG."""
-    return np.random.default_rng(int.from_bytes(secrets.token_bytes(16), "little")).permutation(n)
-
-
 def fresh_pseudonyms(n: int) -> np.ndarray:
     """n distinct unpredictable 63-bit pseudonyms from the OS CSPRNG (one per user)."""
     out = np.zeros(0, np.int64)
@@ -69,7 +64,7 @@ def fresh_pseudonyms(n: int) -> np.ndarray:
         raw = np.frombuffer(secrets.token_bytes(8 * (n - out.size)), dtype=np.int64)
         out = np.unique(np.concatenate([out, raw & np.int64(2**63 - 1)]))
     # np.unique sorted them: shuffle, or the order would reveal the users' id order
-    return out[secret_permutation(n)]
+    return np.random.default_rng(int.from_bytes(secrets.token_bytes(16), "little")).permutation(out)
 
 
 def token_groups(tokens: np.ndarray) -> np.ndarray:

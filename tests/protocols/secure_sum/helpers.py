@@ -119,16 +119,3 @@ def simple_jobs(n: int, shape=(6, 9), seed=0, sparse=False):
     ids = client_ids(n)
     return {r: {k: random_block(rng, shape, sparse) for k in ids if k != r} for r in ids}
 
-
-def edit_transmit(tag: str, edit: Callable[[Envelope], None]) -> Callable[..., list[Envelope]]:
-    """A transmit that edits (in place) every envelope with ``tag`` after serialization:
-    what a server that tampers with one message family sends on."""
-
-    def transmit(envelopes: list[Envelope]) -> list[Envelope]:
-        out = no_transport(envelopes)
-        for env in out:
-            if env.tag == tag:
-                edit(env)
-        return out
-
-    return transmit

@@ -31,11 +31,11 @@ from tests.protocols.secure_sum.helpers import (
     Recorder,
     as_dense,
     client_ids,
-    edit_transmit,
     make_parties,
     run_mode,
     simple_jobs,
 )
+from tests.protocols.tampering import edit_transmit
 
 
 @pytest.mark.parametrize("mode", list(MODES))

@@ -13,7 +13,7 @@ from protocols.secure_sum import CKKSSum, MaskedSum, Support, run_secure_sums, s
 from protocols.secure_sum.ckks import TAG_CONTEXTS
 from protocols.secure_sum.masked import TAG_KEY, TAG_KEYLIST
 from protocols.secure_sum.parties import TAG_ROUTED_REQUEST
-from tests.protocols.secure_sum.helpers import edit_transmit
+from tests.protocols.tampering import edit_transmit
 
 SERVER = "server"
 IDS = ["c0", "c1", "c2", "c3"]
