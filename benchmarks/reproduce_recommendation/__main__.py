@@ -34,7 +34,7 @@ import torch
 from attacks.interaction_inference import interaction_inference
 from benchmarks.harness.notes import load_data
 from benchmarks.harness.results import locked, read_json, write_json
-from benchmarks.reproduce_recommendation.report import DATASETS, OUT, render
+from benchmarks.reproduce_recommendation.report import DATASETS, OUT, REPEAT_NOTE, render
 from securefgl.algorithms.recommendation.central import train_central
 from securefgl.algorithms.recommendation.fedgnn import user_offsets
 from securefgl.algorithms.recommendation.ldp import LDPConfig
@@ -66,7 +66,7 @@ LR = {"fesog": 0.1, "fedgnn": 0.3}
 #: mean validation RMSE over the seeds; the rest are listed as "lr-selection" rows. FeSoG at
 #: 0.05: at 0.1 about one Epinions run in five diverges (the notes' "Why some Epinions FeSoG
 #: runs diverge")
-LR_CANDIDATES = {"fesog": (0.05,)}
+LR_CANDIDATES = {"fesog": (0.05,), "fesog-secure": (0.05,)}
 #: table runs stop by validation patience; this cap only bounds a run that never stops
 #: (runs an earlier, lower cap stopped are run on, from scratch, by a later grid)
 MAX_ROUNDS = 200_000
@@ -86,6 +86,8 @@ def privacy_label(cfg: RecConfig) -> str:
         cfg.aggregation
     ]
     extra = " + expansion" if cfg.method == "fedgnn" else ""
+    if cfg.method == "fesog" and cfg.uniform_averages:
+        agg += ", uniform averages"
     return f"{ldp} + {cfg.pseudo_items} pseudo{extra}; {agg}"
 
 
@@ -166,12 +168,8 @@ def fed_row(
             "max_releases": res.privacy.get("max_releases"),
             **attack(tr, "ideal" if be != "plain" else "plain"),
         }
-        if be != "plain":
-            row["note"] = (
-                "same training run as the plain row: secure aggregation returns "
-                "the same sums (ideal functionality; CKKS/SecAgg+ equality is "
-                "tested), only the server's view changes"
-            )
+        if be != cfg.aggregation:
+            row["note"] = REPEAT_NOTE
         rows.append(row)
         log.info(
             "%s %s %s seed %d rmse %.4f mae %.4f auc %.3f (%d rounds, %ds)",
@@ -186,6 +184,14 @@ def fed_row(
             res.seconds,
         )
     return rows
+
+
+def shown_as(cfg: RecConfig, experiment: str) -> tuple[str, ...]:
+    """The aggregations a run's rows show: its own; a plain FedGNN table run also as the
+    ideal functionality (the same sums; FeSoG's secure averages differ: a run of its own)."""
+    if cfg.aggregation == "plain" and experiment == "table" and cfg.method == "fedgnn":
+        return ("plain", "ideal")
+    return (cfg.aggregation,)
 
 
 def method_label(cfg: RecConfig) -> str:
@@ -291,9 +297,12 @@ def upsert(rows: list[dict], new: list[dict]) -> list[dict]:
 
 
 #: the main table's runs: method -> (RecConfig changes); FedGNN as the FeSoG authors ran it,
-#: and with our flagged user-mean offset for items without training ratings
+#: and with our flagged user-mean offset for items without training ratings. FeSoG under
+#: secure aggregation is a run of its own (uniform averages); FedGNN's users all weigh 1, so
+#: its secure row is its plain run seen through the ideal functionality
 TABLE_METHODS = {
     "fesog": {"method": "fesog", "ldp": FESOG_LDP},
+    "fesog-secure": {"method": "fesog", "ldp": FESOG_LDP, **aggregating("ideal")},
     "fedgnn": {"method": "fedgnn", "ldp": FEDGNN_LDP},
     "fedgnn-offset": {"method": "fedgnn", "ldp": FEDGNN_LDP, "offset": "user-mean"},
     "fedgnn-offset-sse": {
@@ -412,8 +421,7 @@ def run_table(
             cfg = RecConfig(rounds=max_rounds, time_budget_s=budget, eval_every=every,
                             pseudo_items=10, seed=seed, **spec)  # fmt: skip
             saved = checkpoint_dir(exp, name, m, seed)
-            backends = ("plain", "ideal") if exp == "table" else ("plain",)
-            new = fed_row(views, cfg, exp, backends, saved)
+            new = fed_row(views, cfg, exp, shown_as(cfg, exp), saved)
         record_runs([{**r, "run": m} for r in new])
         if m not in ("central", "user-mean"):
             shutil.rmtree(saved, ignore_errors=True)

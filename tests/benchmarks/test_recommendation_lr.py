@@ -1,4 +1,5 @@
-"""Recommendation reproduction: the main table's server lr is chosen on validation RMSE."""
+"""Recommendation reproduction: the main table's server lr is chosen on validation RMSE;
+which aggregations a run's rows show."""
 
 from benchmarks.reproduce_recommendation.__main__ import select_lr, table_rows
 
@@ -74,3 +75,16 @@ def test_a_run_stopped_by_a_lower_round_cap_is_run_on_and_replaced(tmp_path, mon
     rr.record_runs([{**capped, "rounds": 61000, "stopped_by_round_cap": False, "rmse": 2.1}])
     runs = rr.read_json(rr.RUNS)
     assert len(runs) == 2 and {r["rounds"] for r in runs} == {61000, 9000}
+
+
+def test_fesogs_secure_row_is_a_run_of_its_own_and_fedgnns_repeats_its_plain_run():
+    from benchmarks.reproduce_recommendation.__main__ import shown_as
+    from securefgl.algorithms.recommendation.settings import aggregating
+    from securefgl.algorithms.recommendation.trainer import RecConfig
+
+    fesog_plain = RecConfig(method="fesog")
+    fesog_secure = RecConfig(method="fesog", **aggregating("ideal"))
+    assert shown_as(fesog_plain, "table") == ("plain",)  # uniform averages: another run
+    assert shown_as(fesog_secure, "table") == ("ideal",)
+    assert shown_as(RecConfig(method="fedgnn"), "table") == ("plain", "ideal")
+    assert shown_as(RecConfig(method="fedgnn"), "ablation") == ("plain",)

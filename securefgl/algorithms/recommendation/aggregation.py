@@ -1,18 +1,21 @@
 """Server-side aggregation of the users' uploads, in the clear or under secure aggregation.
 
 Aggregate (FeSoG's ``server.py::aggregator``, also used for FedGNN with weight 1): item rows
-Σ_u w_u g_{u,i} / #{u returning i}; user rows Σ_u w_u g_{u,v} / Σ_{u returning v} w_u; model
-parameters Σ_u w_u g_u / Σ_u w_u; then SGD with weight decay on the touched rows and the
-parameters (:func:`server_update`). Backends:
+Σ_u w_u g_{u,i} / #{u returning i}; user rows Σ_u a_u g_{u,v} / Σ_{u returning v} a_u; model
+parameters Σ_u a_u g_u / Σ_u a_u; then SGD with weight decay on the touched rows and the
+parameters (:func:`server_update`). FeSoG's aggregator averages with a_u = w_u (the user's
+ratings + pseudo items); ``Uploads.average_weight`` = 1 makes the averages uniform (FeSoG's
+default under a secure aggregation): a user row's count w-weighted would be a subset sum of
+the cohort's weights, which a small cohort's distinct weights decode into who links to whom,
+and the cohort's total weight over many rounds into each user's rating count. Backends:
 
 * ``plain`` — the server sees every user's sparse upload (:class:`ServerView` ``per_user``);
 * ``ckks`` / ``secagg`` / ``secagg+`` — the real protocols, one client per user, twice per
   round: a secure sum of row indicators gives the per-row counts and so the support
   (:func:`secure_support`), then a secure sum of the weighted rows over that support; the
-  server learns the cohort's ids, the sums and the counts, no user's row set directly;
-  FeSoG's user-row counts are weight sums Σ w_u (w_u: the user's ratings + pseudo items),
-  and a small cohort's distinct weights let the server decode them as subset sums: which
-  cohort users link to each user row, and each one's weight (its own row's count);
+  server learns the cohort's ids, the sums and the counts, no user's row set directly
+  (with uniform averages every count is a number of cohort users and the weight total is
+  the cohort's size);
 * ``ideal`` — the ideal functionality of secure aggregation (the same sums in one tensor
   program, checked against the protocols), for long runs.
 
@@ -79,21 +82,21 @@ def _row_sums(
 
 def plain_sums(up: Uploads) -> AggregateSums:
     """The aggregate computed from plaintext uploads (reference for every aggregation)."""
-    w = up.weight.float()
+    w, a = up.weight.float(), up.averaging_weight().float()
     ii, isum, icnt = _row_sums(up.item_slot, up.item_idx, up.item_grad, w, count_w=False)
     if up.user_grad.numel():
-        ui, usum, ucnt = _row_sums(up.user_slot, up.user_idx, up.user_grad, w, count_w=True)
+        ui, usum, ucnt = _row_sums(up.user_slot, up.user_idx, up.user_grad, a, count_w=True)
     else:
         ui, usum, ucnt = torch.zeros(0, dtype=torch.long), torch.zeros(0, 0), torch.zeros(0)
-    model = {k: (v * w.view(-1, *([1] * (v.dim() - 1)))).sum(0) for k, v in up.model.items()}
-    return AggregateSums(ii, isum, icnt, ui, usum, ucnt, model, float(w.sum()))
+    model = {k: (v * a.view(-1, *([1] * (v.dim() - 1)))).sum(0) for k, v in up.model.items()}
+    return AggregateSums(ii, isum, icnt, ui, usum, ucnt, model, float(a.sum()))
 
 
 def _dense_vectors(up: Uploads, sums: AggregateSums) -> np.ndarray:
     """Each user's weighted upload scattered over the support (phase 1): [B, D]."""
     b = up.n
     d = up.item_grad.shape[1]
-    w = up.weight.double()
+    w, a = up.weight.double(), up.averaging_weight().double()
     ni, nu = sums.item_idx.numel(), sums.user_idx.numel()
     mdim = sum(v[0].numel() for v in up.model.values())
     D = ni * (d + 1) + nu * (d + 1) + mdim + 1
@@ -108,14 +111,14 @@ def _dense_vectors(up: Uploads, sums: AggregateSums) -> np.ndarray:
     if nu:
         pos = torch.searchsorted(sums.user_idx, up.user_idx)
         cols = off + pos.unsqueeze(1) * d + torch.arange(d)
-        X[up.user_slot.unsqueeze(1).expand_as(cols), cols] = up.user_grad.double() * w[
+        X[up.user_slot.unsqueeze(1).expand_as(cols), cols] = up.user_grad.double() * a[
             up.user_slot
         ].unsqueeze(1)
-        X[up.user_slot, off + nu * d + pos] = w[up.user_slot]
+        X[up.user_slot, off + nu * d + pos] = a[up.user_slot]
     off += nu * (d + 1)
-    flat = torch.cat([v.reshape(b, -1).double() for v in up.model.values()], 1) * w.unsqueeze(1)
+    flat = torch.cat([v.reshape(b, -1).double() for v in up.model.values()], 1) * a.unsqueeze(1)
     X[:, off : off + mdim] = flat
-    X[:, -1] = w
+    X[:, -1] = a
     return X.numpy()
 
 
@@ -160,7 +163,7 @@ def users_transport(
 
 def support_indicators(up: Uploads, n_items: int, n_users: int) -> np.ndarray:
     """Each user's phase-1 input, [B, n_items + n_users]: 1 on the item rows it uploads,
-    ``w_u`` on the user rows (the count definitions of :func:`plain_sums`)."""
+    its averaging weight on the user rows (the count definitions of :func:`plain_sums`)."""
     if up.item_idx.numel() and int(up.item_idx.max()) >= n_items:
         raise ValueError(f"item row {int(up.item_idx.max())} outside the table of {n_items}")
     if up.user_idx.numel() and int(up.user_idx.max()) >= n_users:
@@ -168,7 +171,7 @@ def support_indicators(up: Uploads, n_items: int, n_users: int) -> np.ndarray:
     X = torch.zeros(up.n, n_items + n_users, dtype=torch.float64)
     X[up.item_slot, up.item_idx] = 1.0
     if up.user_idx.numel():
-        X[up.user_slot, n_items + up.user_idx] = up.weight.double()[up.user_slot]
+        X[up.user_slot, n_items + up.user_idx] = up.averaging_weight().double()[up.user_slot]
     return X.numpy()
 
 
@@ -205,10 +208,10 @@ def secure_support(
     """Phase 1: the private union. The protocol sums :func:`support_indicators`; returns
     (item_idx, item_count, user_idx, user_count) over the rows with a non-zero count.
 
-    Weights must be >= 1 (FeSoG: #returned rows, FedGNN: 1), so a count >= 1/2 is non-zero
-    well above the protocols' rounding."""
-    if up.n and float(up.weight.min()) < 1:
-        raise ValueError("secure aggregation of uploads needs weights >= 1")
+    Averaging weights must be >= 1 (FeSoG: #returned rows or 1, FedGNN: 1), so a count >= 1/2
+    is non-zero well above the protocols' rounding."""
+    if up.n and float(up.averaging_weight().min()) < 1:
+        raise ValueError("secure aggregation of uploads needs averaging weights >= 1")
     channel = channel if channel is not None else Channel(Transcript(store_payloads=False))
     total = torch.from_numpy(
         _run_protocol(

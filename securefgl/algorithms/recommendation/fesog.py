@@ -111,6 +111,8 @@ def user_representation(
 class FeSoGConfig:
     dim: int = 8
     pseudo_items: int = 10  # q ("negative_sample" in the reference)
+    #: average user rows and model parameters uniformly, not by w_u (:mod:`.aggregation`)
+    uniform_averages: bool = False
 
 
 def _batch_inputs(
@@ -186,6 +188,7 @@ def local_gradients(
     return Uploads(
         users=np.asarray(users),
         weight=torch.bincount(all_slot, minlength=b).float(),
+        average_weight=torch.ones(b) if cfg.uniform_averages else None,
         model={k: grad_of(P[k]) for k in MODEL_KEYS},
         item_slot=all_slot,
         item_idx=all_item,

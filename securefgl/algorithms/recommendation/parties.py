@@ -135,7 +135,7 @@ class UserGroup(Stateful, Party):
                 state,
                 self.views,
                 users,
-                fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items),
+                fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items, cfg.uniform_averages),
                 self.private_rng,
             )
         else:

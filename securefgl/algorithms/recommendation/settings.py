@@ -28,6 +28,9 @@ VARIANTS = ("raw", "fesog")
 ARCHS = ("two-level", "star")  # FedGNN's local graph: ours, or the paper's star
 LOSSES = ("rmse", "mse", "sse")
 OFFSETS = ("none", "user-mean")
+#: FeSoG's user-row and model averages: weighted by w_u (its code), uniform, or auto
+#: (weighted in the clear, uniform under a secure aggregation: :mod:`.aggregation`)
+AVERAGES = ("auto", "weighted", "uniform")
 
 Mode = Literal["none", "heuristic", "laplace"]
 
@@ -106,6 +109,12 @@ class RecommendationSettings:
         False, "run the secure transport's ideal functionality (the same sums in one tensor "
         "program, checked against the protocols) instead of the protocol: for long runs",
     )  # fmt: skip
+    averages: str = _option(
+        "auto", "fesog: user-row and model averages weighted by each user's ratings + pseudo "
+        "items (its code; a secure aggregation's per-row weight sums then name who links to "
+        "whom) or uniform; auto: weighted in the clear, uniform under a secure aggregation",
+        AVERAGES,
+    )  # fmt: skip
     variant: str = _option("fesog", "fesog: FeSoG's FilmTrust preprocessing (2r-1)", VARIANTS)
     max_users: int | None = _option(None, "seeded user subsample")
     split: str = _option(
@@ -138,7 +147,7 @@ class RecommendationSettings:
         if self.max_users is not None and self.max_users < 1:
             raise ValueError(f"max_users must be ≥ 1, got {self.max_users}")
         choices = (("ldp", LDP_MODES), ("offset", OFFSETS), ("arch", ARCHS), ("loss", LOSSES),
-                   ("split", SPLITS), ("variant", VARIANTS))  # fmt: skip
+                   ("split", SPLITS), ("variant", VARIANTS), ("averages", AVERAGES))  # fmt: skip
         for key, allowed in choices:
             value = getattr(self, key)
             if value is not None and value not in allowed:
@@ -210,6 +219,8 @@ class RecConfig:
     #: party received, for attacks.interaction_inference's expansion attacks)
     store_payloads: bool = False
     time_budget_s: float | None = None
+    #: FeSoG only: its user-row and model averages (:data:`AVERAGES`, :attr:`uniform_averages`)
+    averages: str = "auto"
     #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
     offset: str = "none"
     item_std: float = 1.0
@@ -246,11 +257,22 @@ class RecConfig:
             raise ConfigError(f"unknown offset {self.offset!r}; expected one of {OFFSETS}")
         if not self.item_std > 0:
             raise ConfigError(f"item_std must be > 0, got {self.item_std}")
+        if self.averages not in AVERAGES:
+            raise ConfigError(f"unknown averages {self.averages!r}; expected one of {AVERAGES}")
+        if self.method == "fedgnn" and self.averages != "auto":
+            raise ConfigError("averages is FeSoG's option (FedGNN's users all weigh 1)")
 
     @property
     def aggregation(self) -> str:
         """How the server aggregates (:data:`AGGREGATIONS`)."""
         return "ideal" if self.ideal_sums else self.transport
+
+    @property
+    def uniform_averages(self) -> bool:
+        """FeSoG averages user rows and model parameters uniformly (not by w_u)."""
+        if self.averages == "auto":
+            return self.aggregation != "plain"
+        return self.averages == "uniform"
 
     def transport_options(self) -> dict[str, Any]:
         """The secure transport's options (:func:`protocols.registry.make_transport`)."""
@@ -277,6 +299,8 @@ class RecConfig:
         defaults = {f.name: f.default for f in dataclasses.fields(RecommendationSettings)}
         if unread := [k for k, v in own.items() if not fedgnn and v != defaults[k]]:
             log.warning("%s does not read %s (FedGNN's settings)", method, ", ".join(unread))
+        if fedgnn and s.averages != defaults["averages"]:
+            log.warning("fedgnn does not read averages (FeSoG's setting)")
         ring = config.protocol.secagg_options()  # FeSoG's / FedGNN's LDP is their own
         return cls(
             method=method, dim=s.dim, rounds=config.rounds, users_per_round=s.users_per_round,
@@ -292,7 +316,7 @@ class RecConfig:
             time_budget_s=s.time_budget, user_groups=s.user_groups, executor=config.executor,
             workers=config.workers, ray_address=config.ray_address,
             party_timeout=config.party_timeout, ray_co_host=config.ray_co_host,
-            **(own if fedgnn else {}),
+            **(own if fedgnn else {"averages": s.averages}),
         )  # fmt: skip
 
     def to_dict(self) -> dict:

@@ -108,11 +108,13 @@ class FedRecTrainer:
                 f"pseudo_items = {cfg.pseudo_items}: a user who rated {most} of the "
                 f"{views.n_items} items has fewer unrated items to draw them from; lower it"
             )
-        if cfg.method == "fesog" and cfg.aggregation != "plain":
+        if cfg.method == "fesog" and cfg.aggregation != "plain" and not cfg.uniform_averages:
             logger.warning(
-                "fesog under %s: the server learns each user row's weight sum (FeSoG's "
-                "aggregator), from which a small cohort's rating counts and social links "
-                "can be decoded (the family's README, 'Known leak')", cfg.aggregation,
+                "fesog under %s with weighted averages: the server learns each user row's "
+                "weight sum (FeSoG's aggregator), from which a small cohort's rating counts "
+                "and social links can be decoded (the family's README, 'Averages'); "
+                "averages = 'uniform' (the default under a secure aggregation) closes it",
+                cfg.aggregation,
             )  # fmt: skip
         # the users' shared token key (FedGNN expansion): made by the key authority
         self.token_key = new_token_key() if cfg.method == "fedgnn" else b""

@@ -21,7 +21,7 @@ from protocols.wire import Payload
 @dataclass
 class Uploads:
     users: np.ndarray  # int64 [B]
-    weight: torch.Tensor  # [B] aggregation weight (FeSoG: #returned items; FedGNN: 1)
+    weight: torch.Tensor  # [B] item-row weight w_u (FeSoG: #returned items; FedGNN: 1)
     model: dict[str, torch.Tensor]  # name -> [B, *shape]
     item_slot: torch.Tensor  # int64 [K]
     item_idx: torch.Tensor  # int64 [K]
@@ -31,6 +31,13 @@ class Uploads:
     user_idx: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
     user_grad: torch.Tensor = field(default_factory=lambda: torch.zeros(0, 0))
     loss: torch.Tensor | None = None  # [B] local training loss (diagnostics, not sent)
+    #: [B] weight of the user-row and model averages (None: ``weight``, FeSoG's aggregator;
+    #: ones: uniform averages, whose sums reveal no user's weight: :mod:`.aggregation`)
+    average_weight: torch.Tensor | None = None
+
+    def averaging_weight(self) -> torch.Tensor:
+        """The weight of the user-row and model averages."""
+        return self.weight if self.average_weight is None else self.average_weight
 
     @property
     def n(self) -> int:
@@ -65,6 +72,7 @@ def to_payload(up: Uploads) -> Payload:
     fields = {
         "users": np.asarray(up.users, np.int64),
         "weight": up.weight.numpy(),
+        "average_weight": up.averaging_weight().numpy(),
         "item_slot": up.item_slot.numpy(),
         "item_idx": up.item_idx.numpy(),
         "item_grad": up.item_grad.numpy(),
@@ -96,6 +104,7 @@ def from_payloads(payloads: list[Payload]) -> Uploads:
     return Uploads(
         users=np.concatenate([p.array("users") for p in payloads]),
         weight=cat("weight"),
+        average_weight=cat("average_weight"),
         model={k: cat(f"model/{k}") for k in keys},
         item_slot=cat("item_slot", offsets),
         item_idx=item_idx,

@@ -236,18 +236,6 @@ def test_recommendation_privacy_claims_only_a_guarantee(views: ClientViews) -> N
             assert "given the item rows" in privacy["guarantees"][0]["unit"]
 
 
-@pytest.mark.parametrize(("method", "aggregation", "warned"),
-                         [("fesog", "ideal", True), ("fesog", "plain", False),
-                          ("fedgnn", "ideal", False)])  # fmt: skip
-def test_fesogs_weighted_user_rows_under_secure_sums_are_named(
-    views: ClientViews, caplog, method: str, aggregation: str, warned: bool
-) -> None:
-    cfg = RecConfig(method=method, rounds=1, users_per_round=8, **aggregating(aggregation))
-    with caplog.at_level("WARNING"), FedRecTrainer(views, cfg):
-        pass
-    assert ("the server learns each user row's weight sum" in caplog.text) == warned
-
-
 def test_fesogs_claim_names_the_social_links_its_user_rows_show(views: ClientViews) -> None:
     cfg = RecConfig(method="fesog", rounds=2, eval_every=2, users_per_round=16,
                     ldp=LDPConfig("laplace", 0.3, 0.1))  # fmt: skip

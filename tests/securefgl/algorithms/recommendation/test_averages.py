@@ -1,0 +1,115 @@
+"""FeSoG's averages: weighted by w_u (its code) or uniform (the default under a secure
+aggregation, whose per-row weight sums would otherwise name who links to whom)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from securefgl.algorithms.recommendation import fesog
+from securefgl.algorithms.recommendation.aggregation import aggregate_uploads, plain_sums
+from securefgl.algorithms.recommendation.settings import aggregating
+from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+from securefgl.algorithms.recommendation.uploads import Uploads, from_payloads, to_payload
+from securefgl.config import ConfigError
+from securefgl.data.rating_views import ClientViews
+from securefgl.data.ratings import synthetic_ratings
+
+COHORT = np.array([1, 5, 8, 11, 17, 23])
+
+
+@pytest.fixture(scope="module")
+def views() -> ClientViews:
+    return ClientViews.from_data(synthetic_ratings(n_users=120, n_items=200, per_user=12))
+
+
+def _uploads(views: ClientViews, uniform: bool) -> Uploads:
+    state = fesog.init_fesog(views.n_users, views.n_items, 8, torch.Generator().manual_seed(0))
+    cfg = fesog.FeSoGConfig(8, 2, uniform_averages=uniform)
+    return fesog.local_gradients(state, views, COHORT, cfg, np.random.default_rng(0))
+
+
+def _uploaders_per_user_row(up: Uploads) -> torch.Tensor:
+    """How many cohort users upload each user row (sorted by row id)."""
+    pairs = torch.unique(torch.stack([up.user_slot, up.user_idx]), dim=1)
+    return torch.unique(pairs[1], return_counts=True)[1].float()
+
+
+@pytest.mark.parametrize(
+    ("averages", "aggregation", "uniform"),
+    [("auto", "plain", False), ("auto", "ideal", True), ("auto", "secagg+", True),
+     ("weighted", "secagg", False), ("uniform", "plain", True)],
+)  # fmt: skip
+def test_auto_averages_uniformly_only_under_a_secure_aggregation(
+    averages: str, aggregation: str, uniform: bool
+) -> None:
+    cfg = RecConfig(method="fesog", averages=averages, **aggregating(aggregation))
+    assert cfg.uniform_averages is uniform
+
+
+def test_averages_is_fesogs_option() -> None:
+    with pytest.raises(ConfigError, match="FeSoG's option"):
+        RecConfig(method="fedgnn", averages="uniform")
+    with pytest.raises(ConfigError, match="unknown averages"):
+        RecConfig(method="fesog", averages="mean")
+
+
+def test_uniform_counts_are_numbers_of_users_and_weighted_ones_weight_sums(
+    views: ClientViews,
+) -> None:
+    """Under a secure aggregation the server learns the counts: uniform, each user row's is
+    the number of cohort users uploading it and the weight total the cohort's size; weighted
+    (FeSoG's aggregator), they are sums of the users' w_u (the documented leak)."""
+    uniform, weighted = _uploads(views, True), _uploads(views, False)
+    assert not torch.equal(weighted.weight, torch.ones(COHORT.size))  # distinct w_u
+    u_sums, w_sums = plain_sums(uniform), plain_sums(weighted)
+    torch.testing.assert_close(u_sums.user_count, _uploaders_per_user_row(uniform))
+    assert u_sums.weight_sum == COHORT.size
+    assert w_sums.weight_sum == float(weighted.weight.sum())
+    assert not torch.equal(w_sums.user_count, _uploaders_per_user_row(weighted))
+    # item rows keep FeSoG's w_u inside their sums either way; counts are numbers of users
+    torch.testing.assert_close(u_sums.item_sum, w_sums.item_sum)
+    torch.testing.assert_close(u_sums.item_count, w_sums.item_count)
+    # uniform: the user rows and the model are plain means of the users' gradients
+    slot_rows = uniform.user_idx == u_sums.user_idx[0]
+    torch.testing.assert_close(u_sums.user_sum[0], uniform.user_grad[slot_rows].sum(0))
+
+
+def test_uniform_averages_travel_and_hold_under_the_protocol(views: ClientViews) -> None:
+    up = from_payloads([to_payload(_uploads(views, True))])
+    assert torch.equal(up.averaging_weight(), torch.ones(COHORT.size))
+    plain = plain_sums(up)
+    enc, _ = aggregate_uploads(up, "secagg", 0, views.n_items, views.n_users)
+    torch.testing.assert_close(enc.user_count, plain.user_count)
+    torch.testing.assert_close(enc.user_sum, plain.user_sum, rtol=1e-6, atol=1e-5)
+    assert enc.weight_sum == pytest.approx(COHORT.size, abs=1e-4)
+
+
+@pytest.mark.parametrize(("aggregation", "cohort_total"), [("ideal", True), ("plain", False)])
+def test_a_secure_run_sends_uniform_averages(
+    views: ClientViews, aggregation: str, cohort_total: bool
+) -> None:
+    """The server's weight total is the cohort's size under a secure aggregation (auto), the
+    users' weight sum in the clear."""
+    cfg = RecConfig(method="fesog", rounds=1, users_per_round=16, keep_views=1,
+                    **aggregating(aggregation))  # fmt: skip
+    with FedRecTrainer(views, cfg) as trainer:
+        view = trainer.round(0)
+    sums = view.sums if view.per_user is None else plain_sums(view.per_user)
+    assert sums is not None
+    assert (sums.weight_sum == view.users.size) is cohort_total
+
+
+@pytest.mark.parametrize(("method", "averages", "aggregation", "warned"),
+                         [("fesog", "weighted", "ideal", True), ("fesog", "auto", "ideal", False),
+                          ("fesog", "weighted", "plain", False),
+                          ("fedgnn", "auto", "ideal", False)])  # fmt: skip
+def test_weighted_averages_under_secure_sums_are_named(
+    views: ClientViews, caplog, method: str, averages: str, aggregation: str, warned: bool
+) -> None:
+    cfg = RecConfig(method=method, rounds=1, users_per_round=8, averages=averages,
+                    **aggregating(aggregation))  # fmt: skip
+    with caplog.at_level("WARNING"), FedRecTrainer(views, cfg):
+        pass
+    assert ("the server learns each user row's weight sum" in caplog.text) == warned
