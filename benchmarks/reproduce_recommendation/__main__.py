@@ -66,7 +66,7 @@ LR = {"fesog": 0.1, "fedgnn": 0.3}
 #: mean validation RMSE over the seeds; the rest are listed as "lr-selection" rows. FeSoG at
 #: 0.05: at 0.1 about one Epinions run in five diverges (the notes' "Why some Epinions FeSoG
 #: runs diverge")
-LR_CANDIDATES = {"fesog": (0.05,), "fesog-secure": (0.05,)}
+LR_CANDIDATES = {"fesog": (0.05,), "fesog-secure": (0.05,), "fesog-secure-own": (0.05,)}
 #: table runs stop by validation patience; this cap only bounds a run that never stops
 #: (runs an earlier, lower cap stopped are run on, from scratch, by a later grid)
 MAX_ROUNDS = 200_000
@@ -88,6 +88,8 @@ def privacy_label(cfg: RecConfig) -> str:
     extra = " + expansion" if cfg.method == "fedgnn" else ""
     if cfg.method == "fesog" and cfg.uniform_averages:
         agg += ", uniform averages"
+    if cfg.method == "fesog" and cfg.social_rows == "own":
+        agg += ", own user rows"
     return f"{ldp} + {cfg.pseudo_items} pseudo{extra}; {agg}"
 
 
@@ -303,6 +305,9 @@ def upsert(rows: list[dict], new: list[dict]) -> list[dict]:
 TABLE_METHODS = {
     "fesog": {"method": "fesog", "ldp": FESOG_LDP},
     "fesog-secure": {"method": "fesog", "ldp": FESOG_LDP, **aggregating("ideal")},
+    "fesog-secure-own": {
+        "method": "fesog", "ldp": FESOG_LDP, "social_rows": "own", **aggregating("ideal")
+    },
     "fedgnn": {"method": "fedgnn", "ldp": FEDGNN_LDP},
     "fedgnn-offset": {"method": "fedgnn", "ldp": FEDGNN_LDP, "offset": "user-mean"},
     "fedgnn-offset-sse": {

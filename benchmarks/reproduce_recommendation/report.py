@@ -30,7 +30,8 @@ def per_seed(row: dict) -> str:
 
 #: the main table's rows: (experiment, method), in order
 MAIN_METHODS = (
-    "user mean (no model)", "central", "fesog", "fesog, secure agg (uniform averages)", "fedgnn",
+    "user mean (no model)", "central", "fesog", "fesog, secure agg (uniform averages)",
+    "fesog, secure agg (uniform averages, own user rows)", "fedgnn",
     "fedgnn + user-mean offset",
     "fedgnn + user-mean offset, per-rating loss", "fedgnn (paper setting + user-mean offset)",
 )  # fmt: skip
@@ -50,8 +51,8 @@ def _own_run(row: dict) -> bool:
 
 
 def _main_label(row: dict) -> str:
-    secure = ", secure agg (uniform averages)" if "uniform averages" in row["privacy"] else ""
-    return row["method"] + secure
+    how = [k for k in ("uniform averages", "own user rows") if k in row["privacy"]]
+    return row["method"] + (f", secure agg ({', '.join(how)})" if how else "")
 
 
 def main_table(rows: list[dict]) -> list[str]:

@@ -113,6 +113,9 @@ class FeSoGConfig:
     pseudo_items: int = 10  # q ("negative_sample" in the reference)
     #: average user rows and model parameters uniformly, not by w_u (:mod:`.aggregation`)
     uniform_averages: bool = False
+    #: upload the neighbours' user rows too (FeSoG); False: only the user's own row, the
+    #: neighbours' embeddings entering its representation as constants
+    neighbour_rows: bool = True
 
 
 def _batch_inputs(
@@ -171,7 +174,7 @@ def local_gradients(
     # leaves: per-user parameter copies and per-occurrence embedding rows
     P = per_user_copies({k: state[k] for k in MODEL_KEYS}, b)
     e_self = state["user_emb"][torch.as_tensor(users)].clone().requires_grad_(True)
-    e_soc = state["user_emb"][s_nbr].clone().requires_grad_(True)
+    e_soc = state["user_emb"][s_nbr].clone().requires_grad_(cfg.neighbour_rows)
     all_slot = torch.cat([slot, p_slot_t])
     all_item = torch.cat([item, p_item_t])
     e_all = state["item_emb"][all_item].clone().requires_grad_(True)
@@ -183,8 +186,11 @@ def local_gradients(
     cnt = torch.bincount(all_slot, minlength=b).clamp_min(1)
     loss_u = torch.sqrt(mse / cnt + 1e-12)
     loss_u.sum().backward()
-    user_slot = torch.cat([s_slot, torch.arange(b)])
-    user_idx = torch.cat([s_nbr, torch.as_tensor(users)])
+    user_slot, user_idx, user_grad = torch.arange(b), torch.as_tensor(users), grad_of(e_self)
+    if cfg.neighbour_rows:
+        user_slot = torch.cat([s_slot, user_slot])
+        user_idx = torch.cat([s_nbr, user_idx])
+        user_grad = torch.cat([grad_of(e_soc), user_grad])
     return Uploads(
         users=np.asarray(users),
         weight=torch.bincount(all_slot, minlength=b).float(),
@@ -198,7 +204,7 @@ def local_gradients(
         ),
         user_slot=user_slot,
         user_idx=user_idx,
-        user_grad=torch.cat([grad_of(e_soc), grad_of(e_self)]),
+        user_grad=user_grad,
         loss=loss_u.detach(),
     )
 

@@ -135,7 +135,8 @@ class UserGroup(Stateful, Party):
                 state,
                 self.views,
                 users,
-                fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items, cfg.uniform_averages),
+                fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items, cfg.uniform_averages,
+                                  cfg.social_rows == "neighbours"),
                 self.private_rng,
             )
         else:

@@ -31,6 +31,9 @@ OFFSETS = ("none", "user-mean")
 #: FeSoG's user-row and model averages: weighted by w_u (its code), uniform, or auto
 #: (weighted in the clear, uniform under a secure aggregation: :mod:`.aggregation`)
 AVERAGES = ("auto", "weighted", "uniform")
+#: the user rows a FeSoG user uploads: its own and its neighbours' (FeSoG) or its own only
+#: (neighbours' embeddings enter its representation as constants: :mod:`.fesog`)
+SOCIAL_ROWS = ("neighbours", "own")
 
 Mode = Literal["none", "heuristic", "laplace"]
 
@@ -115,6 +118,12 @@ class RecommendationSettings:
         "whom) or uniform; auto: weighted in the clear, uniform under a secure aggregation",
         AVERAGES,
     )  # fmt: skip
+    social_rows: str = _option(
+        "neighbours", "fesog: the user rows each user uploads gradients for: its own and its "
+        "neighbours' (FeSoG; under a secure aggregation the per-row counts across rounds name "
+        "who links to whom) or its own only (neighbours' embeddings used as constants)",
+        SOCIAL_ROWS,
+    )  # fmt: skip
     variant: str = _option("fesog", "fesog: FeSoG's FilmTrust preprocessing (2r-1)", VARIANTS)
     max_users: int | None = _option(None, "seeded user subsample")
     split: str = _option(
@@ -147,7 +156,8 @@ class RecommendationSettings:
         if self.max_users is not None and self.max_users < 1:
             raise ValueError(f"max_users must be ≥ 1, got {self.max_users}")
         choices = (("ldp", LDP_MODES), ("offset", OFFSETS), ("arch", ARCHS), ("loss", LOSSES),
-                   ("split", SPLITS), ("variant", VARIANTS), ("averages", AVERAGES))  # fmt: skip
+                   ("split", SPLITS), ("variant", VARIANTS), ("averages", AVERAGES),
+                   ("social_rows", SOCIAL_ROWS))  # fmt: skip
         for key, allowed in choices:
             value = getattr(self, key)
             if value is not None and value not in allowed:
@@ -221,6 +231,8 @@ class RecConfig:
     time_budget_s: float | None = None
     #: FeSoG only: its user-row and model averages (:data:`AVERAGES`, :attr:`uniform_averages`)
     averages: str = "auto"
+    #: FeSoG only: the user rows each user uploads (:data:`SOCIAL_ROWS`)
+    social_rows: str = "neighbours"
     #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
     offset: str = "none"
     item_std: float = 1.0
@@ -261,6 +273,12 @@ class RecConfig:
             raise ConfigError(f"unknown averages {self.averages!r}; expected one of {AVERAGES}")
         if self.method == "fedgnn" and self.averages != "auto":
             raise ConfigError("averages is FeSoG's option (FedGNN's users all weigh 1)")
+        if self.social_rows not in SOCIAL_ROWS:
+            raise ConfigError(
+                f"unknown social_rows {self.social_rows!r}; expected one of {SOCIAL_ROWS}"
+            )
+        if self.method == "fedgnn" and self.social_rows != "neighbours":
+            raise ConfigError("social_rows is FeSoG's option (FedGNN uploads no user rows)")
 
     @property
     def aggregation(self) -> str:
@@ -299,8 +317,9 @@ class RecConfig:
         defaults = {f.name: f.default for f in dataclasses.fields(RecommendationSettings)}
         if unread := [k for k, v in own.items() if not fedgnn and v != defaults[k]]:
             log.warning("%s does not read %s (FedGNN's settings)", method, ", ".join(unread))
-        if fedgnn and s.averages != defaults["averages"]:
-            log.warning("fedgnn does not read averages (FeSoG's setting)")
+        if fedgnn and (fesogs := [k for k in ("averages", "social_rows")
+                                  if getattr(s, k) != defaults[k]]):  # fmt: skip
+            log.warning("fedgnn does not read %s (FeSoG's settings)", ", ".join(fesogs))
         ring = config.protocol.secagg_options()  # FeSoG's / FedGNN's LDP is their own
         return cls(
             method=method, dim=s.dim, rounds=config.rounds, users_per_round=s.users_per_round,
@@ -316,7 +335,7 @@ class RecConfig:
             time_budget_s=s.time_budget, user_groups=s.user_groups, executor=config.executor,
             workers=config.workers, ray_address=config.ray_address,
             party_timeout=config.party_timeout, ray_co_host=config.ray_co_host,
-            **(own if fedgnn else {"averages": s.averages}),
+            **(own if fedgnn else {"averages": s.averages, "social_rows": s.social_rows}),
         )  # fmt: skip
 
     def to_dict(self) -> dict:

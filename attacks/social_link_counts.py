@@ -1,0 +1,197 @@
+"""Social links from FeSoG's per-row counts across rounds, under secure aggregation.
+
+Adversary: the honest-but-curious server of a FeSoG run over a secure aggregation; it reads,
+round by round, only what :class:`securefgl.algorithms.recommendation.aggregation.ServerView`
+holds: the cohort's ids and the aggregate's user rows with their counts (phase 1 of the
+secure aggregation reveals the per-row counts, :func:`~securefgl.algorithms.recommendation.
+aggregation.secure_support`). FeSoG (Liu et al., ACM TIST 2022, §4) has every user upload
+the rows of itself and its social neighbours, so with uniform averages row v's count in a
+round is [v in the cohort] + #{cohort users linked to v}. Goal: which pairs of users are
+linked (ground truth: the union of trust directions, FeSoG's neighbourhood).
+
+The attack is exact elimination, no learning:
+
+* **candidates**: (u, v) survives while row v has a non-zero count in every round u joined,
+  and (links being symmetric) v's rows show u in every round v joined; a pair neither of
+  whose users ever joined says nothing and is not scored;
+* **confirmed**: a candidate (u, v) with a round where u joined and v's count (less v's own
+  row) equals the number of v's candidates in that cohort: every one of them is a neighbour.
+
+With exact counts every true link stays a candidate (recall 1 is a check of the view, not a
+result); what the server learns is the candidates' precision and the confirmed links. The
+baseline is the precision of guessing every scored pair (the link density). With weighted
+averages (the counts are weight sums) only the support is used, so the attack is the same
+or weaker there than the subset-sum decoding the family's README describes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from securefgl.algorithms.recommendation.aggregation import ServerView
+from securefgl.data.rating_views import ClientViews
+
+
+@dataclass
+class LinkCountResult:
+    rounds: int
+    users_seen: int  # users who joined at least one observed round
+    links: int  # true links with at least one endpoint seen (undirected)
+    pairs_scored: int  # undirected pairs with at least one endpoint seen
+    candidates: int
+    candidate_precision: float
+    candidate_recall: float  # 1.0 with exact counts (a check of the view)
+    confirmed: int
+    confirmed_correct: int
+    baseline_precision: float  # the link density among the scored pairs
+
+    @property
+    def leaks(self) -> bool:
+        """The server names links beyond guessing: confirmed links, or candidates at
+        least twice as precise as the density."""
+        return self.confirmed_correct > 0 or self.candidate_precision > 2 * self.baseline_precision
+
+    def as_dict(self) -> dict[str, float | int | bool]:
+        return {**asdict(self), "leaks": self.leaks}
+
+
+Counts = Literal["users", "weights"]
+
+
+def _round_matrices(
+    views: Sequence[ServerView], n_users: int, counts: Counts
+) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """(cohorts X, counts C), both [T, n_users]: X[t, u] = u joined round t; C[t, v] = the
+    number of round t's members that uploaded row v, v itself left out (0: none did). With
+    weight-sum counts only presence is known, and a member's own row tells nothing (inf)."""
+    rows_x, cols_x, rows_c, cols_c, vals_c = [], [], [], [], []
+    for t, view in enumerate(views):
+        if view.sums is None:
+            raise ValueError(
+                f"round {view.round}: the view holds no sums ({view.aggregation}); the attack "
+                "reads a secure aggregation's per-row counts (keep the views: keep_views)"
+            )
+        cohort = np.unique(np.asarray(view.users, np.int64))
+        rows_x.append(np.full(cohort.size, t))
+        cols_x.append(cohort)
+        idx = view.sums.user_idx.numpy().astype(np.int64)
+        cnt = view.sums.user_count.double().numpy()
+        own = np.isin(idx, cohort)
+        # users: a member always uploads its own row; weights: present, uploaders unknown
+        cnt = np.rint(cnt) - own if counts == "users" else np.where(own, np.inf, 1.0)
+        rows_c.append(np.full(idx.size, t))
+        cols_c.append(idx)
+        vals_c.append(cnt)
+    shape = (len(views), n_users)
+    ones = np.ones(sum(c.size for c in cols_x))
+    X = sp.csr_matrix((ones, (np.concatenate(rows_x), np.concatenate(cols_x))), shape=shape)
+    C = sp.csr_matrix(
+        (np.concatenate(vals_c), (np.concatenate(rows_c), np.concatenate(cols_c))), shape=shape
+    )
+    C.eliminate_zeros()
+    return X, C
+
+
+def _bool(m: sp.spmatrix) -> sp.csr_matrix:
+    """A 0/1 float copy of m's non-zero pattern."""
+    m = sp.csr_matrix(m, dtype=np.float64, copy=True)
+    m.eliminate_zeros()
+    m.data[:] = 1.0
+    return m
+
+
+def _where_equal(C: sp.csr_matrix, N: sp.csr_matrix) -> sp.csr_matrix:
+    """0/1 [T, n]: the entries where row v has uploaders (C > 0) and C equals N."""
+    where = _bool(C)
+    unequal = _bool(C - N.multiply(where)).multiply(where)
+    return _bool(where - unequal)
+
+
+def link_count_attack(
+    views: Sequence[ServerView], n_users: int, counts: Counts = "users", max_passes: int = 50
+) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """The server's (candidates, confirmed) links, 0/1 [n_users, n_users] and symmetric,
+    from the secure views of several rounds. ``counts``: ``"users"`` (FeSoG's uniform
+    averages: each count is a number of cohort users) or ``"weights"`` (weighted averages:
+    only the support is used)."""
+    if not views:
+        raise ValueError("the attack needs at least one round's view")
+    if counts not in ("users", "weights"):
+        raise ValueError(f"counts must be 'users' or 'weights', got {counts!r}")
+    X, C = _round_matrices(views, n_users, counts)
+    joined = np.asarray(X.sum(0)).ravel()
+    # D[u, v]: row v had uploaders besides v in every round u joined
+    present = (X.T @ _bool(C)).tocsr()
+    present.setdiag(0)
+    present.eliminate_zeros()
+    coo = present.tocoo()
+    keep = coo.data == joined[coo.row]
+    D = sp.csr_matrix(
+        (np.ones(int(keep.sum())), (coo.row[keep], coo.col[keep])), shape=(n_users,) * 2
+    )
+    # links are symmetric: both ends must agree, except an end never seen
+    unseen = sp.diags((joined == 0).astype(np.float64))
+    one_sided = D @ unseen
+    cand = _bool(D.multiply(D.T) + one_sided + one_sided.T)
+    confirmed = sp.csr_matrix((n_users, n_users))
+    if counts == "weights":
+        return cand, confirmed
+    for _ in range(max_passes):  # peeling, as in group testing
+        n_cand = (X @ cand).tocsr()  # [T, n]: v's candidates among round t's cohort
+        n_conf = (X @ confirmed).tocsr()
+        # every candidate in the cohort is a neighbour where the count says so
+        sure = (X.T @ _where_equal(C, n_cand)).multiply(cand)
+        # every neighbour in the cohort is confirmed: the other candidates are not
+        full = X.T @ _where_equal(C, n_conf)
+        absent = full.multiply(cand) - full.multiply(cand).multiply(_bool(sure + confirmed))
+        new_conf = _bool(confirmed + sure + sure.T)
+        new_cand = _bool(cand - _bool(absent + absent.T).multiply(cand))
+        if (new_conf != confirmed).nnz == 0 and (new_cand != cand).nnz == 0:
+            break
+        confirmed, cand = new_conf, new_cand
+    return cand, confirmed
+
+
+def evaluate_link_counts(
+    views: Sequence[ServerView], users: ClientViews, counts: Counts = "users"
+) -> LinkCountResult:
+    """Run :func:`link_count_attack` on the server's ``views`` and score it against the true
+    links (``users``' social neighbourhoods: ground truth, not the adversary's)."""
+    n, soc = users.n_users, users.social
+    src = np.repeat(np.arange(n), np.diff(soc.ptr))
+    truth = _bool(sp.csr_matrix((np.ones(soc.col.size), (src, soc.col)), shape=(n, n)))
+    truth = _bool(truth + truth.T)
+    truth.setdiag(0)
+    truth.eliminate_zeros()
+    cand, confirmed = link_count_attack(views, n, counts)
+    X, _ = _round_matrices(views, n, counts)
+    seen = np.asarray(X.sum(0)).ravel() > 0
+    s = int(seen.sum())
+    pairs = s * (s - 1) // 2 + s * (n - s)
+
+    def scored(m: sp.spmatrix) -> sp.csr_matrix:
+        """The upper triangle's pairs with at least one end seen."""
+        m = sp.triu(m, k=1).tocsr()
+        r, c = m.nonzero()
+        keep = seen[r] | seen[c]
+        return sp.csr_matrix((np.ones(int(keep.sum())), (r[keep], c[keep])), shape=(n, n))
+
+    t, k, f = scored(truth), scored(cand), scored(confirmed)
+    hit_k, hit_f = int(k.multiply(t).nnz), int(f.multiply(t).nnz)
+    return LinkCountResult(
+        rounds=len(views),
+        users_seen=s,
+        links=int(t.nnz),
+        pairs_scored=pairs,
+        candidates=int(k.nnz),
+        candidate_precision=hit_k / k.nnz if k.nnz else float("nan"),
+        candidate_recall=hit_k / t.nnz if t.nnz else float("nan"),
+        confirmed=int(f.nnz),
+        confirmed_correct=hit_f,
+        baseline_precision=t.nnz / pairs if pairs else float("nan"),
+    )

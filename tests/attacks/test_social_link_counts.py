@@ -1,0 +1,120 @@
+"""The cross-round social-link attack on FeSoG's per-row counts under secure aggregation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attacks.social_link_counts import evaluate_link_counts, link_count_attack
+from securefgl.algorithms.recommendation import fesog
+from securefgl.algorithms.recommendation.aggregation import (
+    AggregateSums,
+    ServerView,
+    aggregate_uploads,
+)
+from securefgl.data.rating_views import ClientViews
+from securefgl.data.ratings import synthetic_ratings
+
+
+@pytest.fixture(scope="module")
+def views() -> ClientViews:
+    return ClientViews.from_data(synthetic_ratings(n_users=60, n_items=80, per_user=6, n_trust=120))
+
+
+def _truth(views: ClientViews) -> sp.csr_matrix:
+    soc = views.social
+    src = np.repeat(np.arange(views.n_users), np.diff(soc.ptr))
+    t = sp.csr_matrix((np.ones(soc.col.size), (src, soc.col)), shape=(views.n_users,) * 2)
+    return ((t + t.T) > 0).astype(np.float64).tocsr()
+
+
+def _secure_views(
+    views: ClientViews, rounds: int, cohort: int, uniform: bool, seed: int = 0
+) -> list[ServerView]:
+    """What the server of a FeSoG run under the ideal secure sum sees, round by round (one
+    fixed model state: the counts do not depend on it)."""
+    state = fesog.init_fesog(views.n_users, views.n_items, 4, torch.Generator().manual_seed(0))
+    cfg = fesog.FeSoGConfig(4, 2, uniform_averages=uniform)
+    rng = np.random.default_rng(seed)
+    out = []
+    for r in range(rounds):
+        users = np.sort(rng.choice(views.n_users, cohort, replace=False))
+        up = fesog.local_gradients(state, views, users, cfg, rng)
+        out.append(aggregate_uploads(up, "ideal", r, views.n_items, views.n_users)[1])
+    return out
+
+
+def test_uniform_counts_name_every_link_over_enough_rounds(views: ClientViews) -> None:
+    res = evaluate_link_counts(_secure_views(views, 60, 8, uniform=True), views)
+    assert res.users_seen == views.n_users
+    assert res.candidate_recall == 1.0  # exact counts never eliminate a true link
+    assert res.confirmed_correct == res.confirmed == res.links  # every link, no mistake
+    assert res.leaks and res.baseline_precision < 0.1
+
+
+def test_weight_sums_are_read_as_support_only(views: ClientViews) -> None:
+    secure = _secure_views(views, 60, 8, uniform=False)
+    res = evaluate_link_counts(secure, views, counts="weights")
+    assert res.candidate_recall == 1.0 and res.confirmed == 0
+    assert res.candidate_precision > 2 * res.baseline_precision
+
+
+def test_one_round_names_no_link_for_sure_in_a_large_cohort(views: ClientViews) -> None:
+    res = evaluate_link_counts(_secure_views(views, 1, 40, uniform=True), views)
+    assert res.candidate_recall == 1.0
+    assert res.confirmed_correct == res.confirmed
+
+
+def test_views_without_sums_are_refused(views: ClientViews) -> None:
+    plain = ServerView(0, "plain", np.arange(4), None, None)
+    with pytest.raises(ValueError, match="holds no sums"):
+        link_count_attack([plain], views.n_users)
+    with pytest.raises(ValueError, match="at least one round"):
+        link_count_attack([], views.n_users)
+    with pytest.raises(ValueError, match="'users' or 'weights'"):
+        link_count_attack(_secure_views(views, 1, 4, True), views.n_users, counts="sums")  # type: ignore[arg-type]
+
+
+def _count_view(r: int, cohort: np.ndarray, adj: np.ndarray) -> ServerView:
+    """A secure view whose user-row counts are exactly FeSoG's with uniform averages."""
+    count = adj[cohort].sum(0) + np.isin(np.arange(adj.shape[0]), cohort)
+    idx = np.flatnonzero(count)
+    z = torch.zeros(0)
+    user_count = torch.from_numpy(count[idx]).double()
+    sums = AggregateSums(
+        z.long(), z, z, torch.from_numpy(idx), z, user_count, {}, float(cohort.size)
+    )
+    return ServerView(r, "ideal", cohort, None, sums)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(4, 14),
+    density=st.floats(0.05, 0.6),
+    rounds=st.integers(1, 12),
+    cohort=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+)
+def test_the_attack_is_sound_on_any_graph(
+    n: int, density: float, rounds: int, cohort: int, seed: int
+) -> None:
+    """Candidates always hold every scored link and confirmed links are all true."""
+    rng = np.random.default_rng(seed)
+    upper = np.triu(rng.random((n, n)) < density, 1)
+    adj = (upper | upper.T).astype(np.int64)
+    views = [_count_view(r, np.sort(rng.choice(n, min(cohort, n), replace=False)), adj)
+             for r in range(rounds)]  # fmt: skip
+    cand, confirmed = link_count_attack(views, n)
+    seen = np.zeros(n, bool)
+    for v in views:
+        seen[v.users] = True
+    scored = seen[:, None] | seen[None, :]
+    truth = adj.astype(bool) & scored
+    c, f = cand.toarray() > 0, confirmed.toarray() > 0
+    assert not (truth & ~c).any()
+    assert not (f & ~truth).any()
+    assert (c == c.T).all() and (f == f.T).all()

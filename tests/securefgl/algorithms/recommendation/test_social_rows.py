@@ -1,0 +1,73 @@
+"""FeSoG's user rows: its own and its neighbours' (the paper) or its own only, which takes
+the links out of a secure aggregation's per-row counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attacks.social_link_counts import evaluate_link_counts
+from protocols.settings import ProtocolSettings
+from securefgl.algorithms.recommendation import fesog
+from securefgl.algorithms.recommendation.settings import aggregating
+from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+from securefgl.algorithms.recommendation.uploads import Uploads
+from securefgl.config import ConfigError, ExperimentConfig
+from securefgl.data.rating_views import ClientViews
+from securefgl.data.ratings import synthetic_ratings
+
+COHORT = np.array([2, 3, 7, 11, 12, 30, 41])
+
+
+@pytest.fixture(scope="module")
+def views() -> ClientViews:
+    return ClientViews.from_data(synthetic_ratings(n_users=60, n_items=80, per_user=6, n_trust=150))
+
+
+def _uploads(views: ClientViews, neighbour_rows: bool) -> Uploads:
+    state = fesog.init_fesog(views.n_users, views.n_items, 4, torch.Generator().manual_seed(0))
+    cfg = fesog.FeSoGConfig(4, 2, uniform_averages=True, neighbour_rows=neighbour_rows)
+    return fesog.local_gradients(state, views, COHORT, cfg, np.random.default_rng(0))
+
+
+def test_own_rows_upload_each_users_row_and_nothing_else_changes(views: ClientViews) -> None:
+    both, own = _uploads(views, True), _uploads(views, False)
+    assert own.user_slot.tolist() == list(range(COHORT.size))
+    assert own.user_idx.tolist() == COHORT.tolist()
+    assert both.user_idx.numel() > own.user_idx.numel()  # the cohort has social links
+    # the own rows' gradients are the ones FeSoG uploads for them, and every other part of
+    # the upload is FeSoG's (the neighbours' embeddings are constants, not cut from the model)
+    own_part = both.user_idx.numel() - COHORT.size
+    torch.testing.assert_close(own.user_grad, both.user_grad[own_part:])
+    torch.testing.assert_close(own.item_grad, both.item_grad)
+    for k in both.model:
+        torch.testing.assert_close(own.model[k], both.model[k])
+
+
+@pytest.mark.parametrize("rows", ["neighbours", "own"])
+def test_the_link_attack_names_links_only_from_neighbour_rows(
+    views: ClientViews, rows: str
+) -> None:
+    cfg = RecConfig(method="fesog", social_rows=rows, users_per_round=8, rounds=40,
+                    keep_views=40, pseudo_items=2, **aggregating("ideal"))  # fmt: skip
+    with FedRecTrainer(views, cfg) as tr:
+        for r in range(cfg.rounds):
+            tr.round(r)
+        res = evaluate_link_counts(tr.server_views, views)
+    if rows == "neighbours":
+        assert res.leaks and res.confirmed_correct == res.confirmed > res.links // 2
+    else:  # every row count is the member itself: nothing to eliminate or confirm
+        assert not res.leaks and res.confirmed == 0
+
+
+def test_social_rows_is_fesogs_option_and_reaches_the_run() -> None:
+    with pytest.raises(ConfigError, match="FeSoG's option"):
+        RecConfig(method="fedgnn", social_rows="own")
+    with pytest.raises(ConfigError, match="unknown social_rows"):
+        RecConfig(method="fesog", social_rows="none")
+    config = ExperimentConfig(task="recommendation", dataset="FilmTrust",
+                              recommendation={"social_rows": "own"},
+                              protocol=ProtocolSettings(stack=["secagg+"]))  # fmt: skip
+    assert RecConfig.from_experiment(config, "fesog", 0).social_rows == "own"
+    assert RecConfig.from_experiment(config, "fedgnn", 0).social_rows == "neighbours"
