@@ -420,6 +420,8 @@ class FedRecTrainer:
                            "adversary": "everyone (local DP)"})  # fmt: skip
         if cfg.seeded_noise:  # each claim says so itself, for whoever reads one claim alone
             claims = [{**g, "void": VOID} for g in claims]
+        # FeSoG's user-row and model averages (what a secure aggregation's counts reveal)
+        averages = {"averages": "uniform" if cfg.uniform_averages else "weighted"}
         privacy = {
             "mode": cfg.ldp.mode,
             "clip": cfg.ldp.clip,
@@ -428,6 +430,7 @@ class FedRecTrainer:
             **spent,
             "guarantees": claims,
             "noise": noise_label(cfg.seeded_noise, cfg.ldp.mode != "none" or cfg.pseudo_items > 0),
+            **(averages if cfg.method == "fesog" else {}),
             **({"void": VOID} if cfg.seeded_noise else {}),  # the bare ε figures above too
         }
         return RecResult(

@@ -1,18 +1,28 @@
 """FeSoG's averages: weighted by w_u (its code) or uniform (the default under a secure
-aggregation, whose per-row weight sums would otherwise name who links to whom)."""
+aggregation, whose per-row weight sums would otherwise name who links to whom in a single
+round): the counts and sums each gives, in the clear and under the protocol; the setting on
+its way from the experiment to the run, its checkpoint and its result."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
+from protocols.settings import ProtocolSettings
 from securefgl.algorithms.recommendation import fesog
-from securefgl.algorithms.recommendation.aggregation import aggregate_uploads, plain_sums
+from securefgl.algorithms.recommendation.aggregation import (
+    aggregate_uploads,
+    plain_sums,
+    secure_support,
+    support_indicators,
+)
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.algorithms.recommendation.uploads import Uploads, from_payloads, to_payload
-from securefgl.config import ConfigError
+from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import synthetic_ratings
 
@@ -113,3 +123,88 @@ def test_weighted_averages_under_secure_sums_are_named(
     with caplog.at_level("WARNING"), FedRecTrainer(views, cfg):
         pass
     assert ("the server learns each user row's weight sum" in caplog.text) == warned
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_the_support_phase_counts_user_rows_by_the_averaging_weight(
+    views: ClientViews, uniform: bool
+) -> None:
+    """Phase 1's user-row counts are what the server learns under a real protocol: numbers
+    of cohort users with uniform averages, weight sums Σ w_u with weighted ones."""
+    up = _uploads(views, uniform)
+    X = support_indicators(up, views.n_items, views.n_users)
+    user_part = torch.from_numpy(X[:, views.n_items :])
+    expected = up.averaging_weight().double().unsqueeze(1).expand_as(user_part)
+    assert torch.equal(user_part[user_part != 0], expected[user_part != 0])
+    _, _, ui, ucnt = secure_support(up, "secagg", 0, views.n_items, views.n_users)
+    sums = plain_sums(up)
+    assert torch.equal(ui, sums.user_idx)
+    torch.testing.assert_close(ucnt, sums.user_count, rtol=0, atol=1e-4)
+    if uniform:
+        torch.testing.assert_close(ucnt, _uploaders_per_user_row(up), rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_model_sums_weigh_each_user_by_its_averaging_weight(
+    views: ClientViews, uniform: bool
+) -> None:
+    """The model parameters' sums are Σ_u a_u g_u (a_u = 1 uniform, w_u weighted), in the
+    clear and under the protocol alike."""
+    up = _uploads(views, uniform)
+    a = torch.ones(COHORT.size) if uniform else up.weight
+    sums = plain_sums(up)
+    enc, _ = aggregate_uploads(up, "secagg", 0, views.n_items, views.n_users)
+    for k, g in up.model.items():
+        expected = (g * a.view(-1, *([1] * (g.dim() - 1)))).sum(0)
+        torch.testing.assert_close(sums.model_sum[k], expected)
+        torch.testing.assert_close(enc.model_sum[k], expected, rtol=1e-5, atol=1e-5)
+    assert enc.weight_sum == pytest.approx(float(a.sum()), abs=1e-4)
+
+
+@pytest.mark.parametrize(("averages", "stack", "uniform"),
+                         [("weighted", ["secagg+"], False), ("uniform", [], True),
+                          ("auto", ["secagg+"], True), ("auto", [], False)])  # fmt: skip
+def test_the_experiments_averages_reach_the_run(averages: str, stack: list[str], uniform: bool):
+    config = ExperimentConfig(task="recommendation", dataset="FilmTrust",
+                              protocol=ProtocolSettings(stack=stack),
+                              recommendation={"averages": averages})  # fmt: skip
+    cfg = RecConfig.from_experiment(config, "fesog", 0)
+    assert cfg.averages == averages and cfg.uniform_averages is uniform
+
+
+@pytest.mark.parametrize(("saved", "resumed"), [("weighted", "auto"), ("auto", "weighted"),
+                                                ("uniform", "weighted")])  # fmt: skip
+def test_a_resumed_run_refuses_other_averages(
+    views: ClientViews, tmp_path, saved: str, resumed: str
+) -> None:
+    """A checkpoint's averages hold for the rest of its run: another setting is refused,
+    not switched to silently halfway through."""
+    cfg = RecConfig(method="fesog", rounds=2, users_per_round=8, averages=saved,
+                    **aggregating("ideal"))  # fmt: skip
+    with FedRecTrainer(views, cfg) as trainer:
+        trainer.save_checkpoint(tmp_path, {"round": 0})
+    with FedRecTrainer(views, replace(cfg, rounds=4)) as trainer:  # rounds may change
+        assert trainer.load_checkpoint(tmp_path) == {"round": 0}
+    changed = f"another configuration \\(averages '{saved}' → '{resumed}'\\)"
+    other = FedRecTrainer(views, replace(cfg, averages=resumed))
+    with other, pytest.raises(ConfigError, match=changed):
+        other.load_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize(("averages", "aggregation", "recorded"),
+                         [("auto", "plain", "weighted"), ("auto", "ideal", "uniform"),
+                          ("weighted", "ideal", "weighted"),
+                          ("uniform", "plain", "uniform")])  # fmt: skip
+def test_a_fesog_result_records_its_averages(
+    views: ClientViews, averages: str, aggregation: str, recorded: str
+) -> None:
+    cfg = RecConfig(method="fesog", rounds=1, eval_every=1, users_per_round=8,
+                    averages=averages, **aggregating(aggregation))  # fmt: skip
+    with FedRecTrainer(views, cfg) as trainer:
+        assert trainer.run().privacy["averages"] == recorded
+
+
+def test_a_fedgnn_result_records_no_averages(views: ClientViews) -> None:
+    cfg = RecConfig(method="fedgnn", rounds=1, eval_every=1, users_per_round=8, pseudo_items=2)
+    with FedRecTrainer(views, cfg) as trainer:
+        assert "averages" not in trainer.run().privacy
