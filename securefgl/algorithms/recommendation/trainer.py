@@ -77,6 +77,28 @@ def rmse_detail(pred: np.ndarray, label: np.ndarray, warm: np.ndarray) -> dict[s
     return out
 
 
+def _warn_fesog_counts(cfg: RecConfig) -> None:
+    """What FeSoG's per-row counts reveal under a secure aggregation (the family's README,
+    'Averages'): with weighted averages a single round's weight sums; with any averages the
+    counts across rounds."""
+    if not cfg.uniform_averages:
+        logger.warning(
+            "fesog under %s with weighted averages: the server learns each user row's "
+            "weight sum (FeSoG's aggregator), from which a small cohort's rating counts "
+            "and social links can be decoded in a single round; averages = 'uniform' (the "
+            "default under a secure aggregation) closes that single-round decoding",
+            cfg.aggregation,
+        )  # fmt: skip
+    logger.warning(
+        "fesog under %s: across rounds the server's per-row counts still give each user's "
+        "rating count (a round's item-row counts sum to its cohort's ratings + pseudo "
+        "items) and its social links (the user rows' counts), with uniform averages too; "
+        "padding each user's rows to public counts would close this (not implemented; the "
+        "family's README, 'Averages')",
+        cfg.aggregation,
+    )  # fmt: skip
+
+
 @dataclass
 class RecResult:
     config: dict
@@ -108,14 +130,8 @@ class FedRecTrainer:
                 f"pseudo_items = {cfg.pseudo_items}: a user who rated {most} of the "
                 f"{views.n_items} items has fewer unrated items to draw them from; lower it"
             )
-        if cfg.method == "fesog" and cfg.aggregation != "plain" and not cfg.uniform_averages:
-            logger.warning(
-                "fesog under %s with weighted averages: the server learns each user row's "
-                "weight sum (FeSoG's aggregator), from which a small cohort's rating counts "
-                "and social links can be decoded (the family's README, 'Averages'); "
-                "averages = 'uniform' (the default under a secure aggregation) closes it",
-                cfg.aggregation,
-            )  # fmt: skip
+        if cfg.method == "fesog" and cfg.aggregation != "plain":
+            _warn_fesog_counts(cfg)
         # the users' shared token key (FedGNN expansion): made by the key authority
         self.token_key = new_token_key() if cfg.method == "fedgnn" else b""
         parties = recipes(views, cfg, self.token_key)

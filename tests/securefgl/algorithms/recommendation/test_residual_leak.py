@@ -1,0 +1,100 @@
+"""What FeSoG's per-row counts still reveal across rounds under a secure aggregation, with
+uniform averages too (the family's README, 'Averages'): a round's item-row counts sum to the
+cohort's Σ w_u (w_u: the user's ratings + pseudo items, one item row each), so rounds with
+different cohorts are a linear system in the users' weights; the user-row counts sum to the
+cohort's Σ (1 + #neighbours). The trainer says so on every secure FeSoG run."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from securefgl.algorithms.recommendation.aggregation import ServerView
+from securefgl.algorithms.recommendation.settings import aggregating
+from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+from securefgl.data.rating_views import ClientViews
+from securefgl.data.ratings import synthetic_ratings
+
+N_USERS, PSEUDO = 24, 3
+CROSS_ROUND = "across rounds the server's per-row counts still give"
+WEIGHT_SUM = "the server learns each user row's weight sum"
+
+
+@pytest.fixture(scope="module")
+def views() -> ClientViews:
+    """Users with different numbers of ratings (5 + u mod 11), so different weights."""
+    data = synthetic_ratings(n_users=N_USERS, n_items=60, per_user=16, n_trust=50)
+    keep = np.concatenate([np.arange(5 + u % 11) + 16 * u for u in range(N_USERS)])
+    return ClientViews.from_data(replace(data, user=data.user[keep], item=data.item[keep],
+                                         rating=data.rating[keep]))  # fmt: skip
+
+
+def _weights(views: ClientViews, users: np.ndarray) -> np.ndarray:
+    """w_u: the user's training ratings + its pseudo items (the item rows it uploads)."""
+    return views.train.lengths(users) + PSEUDO
+
+
+def _rounds(views: ClientViews, averages: str, aggregation: str, rounds: int) -> list[ServerView]:
+    cfg = RecConfig(method="fesog", rounds=rounds, users_per_round=6, pseudo_items=PSEUDO,
+                    keep_views=rounds, averages=averages, **aggregating(aggregation))  # fmt: skip
+    with FedRecTrainer(views, cfg) as trainer:
+        return [trainer.round(r) for r in range(rounds)]
+
+
+@pytest.mark.parametrize(("averages", "aggregation", "rounds"),
+                         [("auto", "ideal", 40), ("uniform", "secagg", 1),
+                          ("weighted", "ideal", 3)])  # fmt: skip
+def test_a_rounds_item_counts_sum_to_the_cohorts_weight_whatever_the_averages(
+    views: ClientViews, averages: str, aggregation: str, rounds: int
+) -> None:
+    for view in _rounds(views, averages, aggregation, rounds):
+        assert view.sums is not None
+        assert float(view.sums.item_count.sum()) == pytest.approx(
+            _weights(views, view.users).sum(), abs=1e-3
+        )
+        neighbours = views.gather_social(view.users)[1].size
+        if averages != "weighted":  # user-row counts: each user's own row and its links
+            assert float(view.sums.user_count.sum()) == pytest.approx(
+                view.users.size + neighbours, abs=1e-3
+            )
+
+
+def test_uniform_averages_leave_every_users_rating_count_recoverable_across_rounds(
+    views: ClientViews,
+) -> None:
+    """The server solves the rounds' cohorts against their item-count totals."""
+    rounds = _rounds(views, "auto", "ideal", 40)
+    cohorts, totals = np.zeros((len(rounds), N_USERS)), np.zeros(len(rounds))
+    for r, view in enumerate(rounds):
+        assert view.sums is not None and view.sums.weight_sum == view.users.size  # uniform
+        cohorts[r, view.users] = 1
+        totals[r] = float(view.sums.item_count.sum())
+    joined = cohorts.any(0)
+    assert np.linalg.matrix_rank(cohorts[:, joined]) == joined.sum()
+    solved = np.linalg.lstsq(cohorts[:, joined], totals, rcond=None)[0]
+    truth = _weights(views, np.flatnonzero(joined))
+    assert np.unique(truth).size > 5  # the users' weights differ
+    np.testing.assert_array_equal(np.round(solved), truth)
+
+
+@pytest.mark.parametrize(("method", "averages", "aggregation", "cross_round", "weight_sum"),
+                         [("fesog", "auto", "ideal", True, False),
+                          ("fesog", "auto", "ckks", True, False),
+                          ("fesog", "auto", "secagg", True, False),
+                          ("fesog", "uniform", "secagg+", True, False),
+                          ("fesog", "weighted", "ideal", True, True),
+                          ("fesog", "auto", "plain", False, False),
+                          ("fesog", "uniform", "plain", False, False),
+                          ("fedgnn", "auto", "ideal", False, False)])  # fmt: skip
+def test_every_secure_fesog_run_warns_of_the_counts_across_rounds(
+    views: ClientViews, caplog, method: str, averages: str, aggregation: str,
+    cross_round: bool, weight_sum: bool,
+) -> None:  # fmt: skip
+    cfg = RecConfig(method=method, rounds=1, users_per_round=6, pseudo_items=PSEUDO,
+                    averages=averages, **aggregating(aggregation))  # fmt: skip
+    with caplog.at_level("WARNING"), FedRecTrainer(views, cfg):
+        pass
+    assert (CROSS_ROUND in caplog.text) == cross_round
+    assert (WEIGHT_SUM in caplog.text) == weight_sum
