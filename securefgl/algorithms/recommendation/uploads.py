@@ -32,7 +32,8 @@ class Uploads:
     user_grad: torch.Tensor = field(default_factory=lambda: torch.zeros(0, 0))
     loss: torch.Tensor | None = None  # [B] local training loss (diagnostics, not sent)
     #: [B] weight of the user-row and model averages (None: ``weight``, FeSoG's aggregator;
-    #: ones: uniform averages, whose sums reveal no user's weight: :mod:`.aggregation`)
+    #: ones: uniform averages, whose sums decode no user's weight within a round; across
+    #: rounds the counts still reveal it: :mod:`.aggregation`)
     average_weight: torch.Tensor | None = None
 
     def averaging_weight(self) -> torch.Tensor:
