@@ -88,7 +88,7 @@ def privacy_label(cfg: RecConfig) -> str:
     extra = " + expansion" if cfg.method == "fedgnn" else ""
     if cfg.method == "fesog" and cfg.uniform_averages:
         agg += ", uniform averages"
-    if cfg.method == "fesog" and cfg.social_rows == "own":
+    if cfg.method == "fesog" and cfg.own_user_rows:
         agg += ", own user rows"
     return f"{ldp} + {cfg.pseudo_items} pseudo{extra}; {agg}"
 
@@ -304,7 +304,9 @@ def upsert(rows: list[dict], new: list[dict]) -> list[dict]:
 #: its secure row is its plain run seen through the ideal functionality
 TABLE_METHODS = {
     "fesog": {"method": "fesog", "ldp": FESOG_LDP},
-    "fesog-secure": {"method": "fesog", "ldp": FESOG_LDP, **aggregating("ideal")},
+    "fesog-secure": {
+        "method": "fesog", "ldp": FESOG_LDP, "social_rows": "neighbours", **aggregating("ideal")
+    },
     "fesog-secure-own": {
         "method": "fesog", "ldp": FESOG_LDP, "social_rows": "own", **aggregating("ideal")
     },

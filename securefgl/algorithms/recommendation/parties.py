@@ -136,7 +136,7 @@ class UserGroup(Stateful, Party):
                 self.views,
                 users,
                 fesog.FeSoGConfig(cfg.dim, cfg.pseudo_items, cfg.uniform_averages,
-                                  cfg.social_rows == "neighbours"),
+                                  not cfg.own_user_rows),
                 self.private_rng,
             )
         else:

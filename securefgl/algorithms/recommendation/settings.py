@@ -31,9 +31,11 @@ OFFSETS = ("none", "user-mean")
 #: FeSoG's user-row and model averages: weighted by w_u (its code), uniform, or auto
 #: (weighted in the clear, uniform under a secure aggregation: :mod:`.aggregation`)
 AVERAGES = ("auto", "weighted", "uniform")
-#: the user rows a FeSoG user uploads: its own and its neighbours' (FeSoG) or its own only
-#: (neighbours' embeddings enter its representation as constants: :mod:`.fesog`)
-SOCIAL_ROWS = ("neighbours", "own")
+#: the user rows a FeSoG user uploads: its own and its neighbours' (FeSoG), its own only
+#: (neighbours' embeddings enter its representation as constants: :mod:`.fesog`), or auto
+#: (neighbours' in the clear, own only under a secure aggregation, whose per-row counts
+#: across rounds would name every link: :mod:`attacks.social_link_counts`)
+SOCIAL_ROWS = ("auto", "neighbours", "own")
 
 Mode = Literal["none", "heuristic", "laplace"]
 
@@ -119,9 +121,10 @@ class RecommendationSettings:
         AVERAGES,
     )  # fmt: skip
     social_rows: str = _option(
-        "neighbours", "fesog: the user rows each user uploads gradients for: its own and its "
+        "auto", "fesog: the user rows each user uploads gradients for: its own and its "
         "neighbours' (FeSoG; under a secure aggregation the per-row counts across rounds name "
-        "who links to whom) or its own only (neighbours' embeddings used as constants)",
+        "who links to whom) or its own only (neighbours' embeddings used as constants); auto: "
+        "neighbours' in the clear, own only under a secure aggregation",
         SOCIAL_ROWS,
     )  # fmt: skip
     variant: str = _option("fesog", "fesog: FeSoG's FilmTrust preprocessing (2r-1)", VARIANTS)
@@ -232,7 +235,7 @@ class RecConfig:
     #: FeSoG only: its user-row and model averages (:data:`AVERAGES`, :attr:`uniform_averages`)
     averages: str = "auto"
     #: FeSoG only: the user rows each user uploads (:data:`SOCIAL_ROWS`)
-    social_rows: str = "neighbours"
+    social_rows: str = "auto"
     #: FedGNN only, flagged deviations for items without training ratings (:mod:`.fedgnn`)
     offset: str = "none"
     item_std: float = 1.0
@@ -277,7 +280,7 @@ class RecConfig:
             raise ConfigError(
                 f"unknown social_rows {self.social_rows!r}; expected one of {SOCIAL_ROWS}"
             )
-        if self.method == "fedgnn" and self.social_rows != "neighbours":
+        if self.method == "fedgnn" and self.social_rows != "auto":
             raise ConfigError("social_rows is FeSoG's option (FedGNN uploads no user rows)")
 
     @property
@@ -291,6 +294,13 @@ class RecConfig:
         if self.averages == "auto":
             return self.aggregation != "plain"
         return self.averages == "uniform"
+
+    @property
+    def own_user_rows(self) -> bool:
+        """FeSoG users upload only their own user row (not their neighbours')."""
+        if self.social_rows == "auto":
+            return self.aggregation != "plain"
+        return self.social_rows == "own"
 
     def transport_options(self) -> dict[str, Any]:
         """The secure transport's options (:func:`protocols.registry.make_transport`)."""

@@ -79,8 +79,8 @@ def rmse_detail(pred: np.ndarray, label: np.ndarray, warm: np.ndarray) -> dict[s
 
 def _warn_fesog_counts(cfg: RecConfig) -> None:
     """What FeSoG's per-row counts reveal under a secure aggregation (the family's README,
-    'Averages'): with weighted averages a single round's weight sums; with any averages the
-    counts across rounds."""
+    'Averages and user rows'): with weighted averages a single round's weight sums; across
+    rounds the users' rating counts, and the links unless users upload only their own row."""
     if not cfg.uniform_averages:
         logger.warning(
             "fesog under %s with weighted averages: the server learns each user row's "
@@ -89,12 +89,19 @@ def _warn_fesog_counts(cfg: RecConfig) -> None:
             "default under a secure aggregation) closes that single-round decoding",
             cfg.aggregation,
         )  # fmt: skip
+    if not cfg.own_user_rows:
+        logger.warning(
+            "fesog under %s with neighbours' user rows: across rounds the server's user-row "
+            "counts name who links to whom (every link of FilmTrust and Ciao within 400 "
+            "rounds of 256 users: benchmarks.fesog_link_counts); social_rows = 'own' (the "
+            "default under a secure aggregation) takes the links out of the counts",
+            cfg.aggregation,
+        )  # fmt: skip
     logger.warning(
-        "fesog under %s: across rounds the server's per-row counts still give each user's "
-        "rating count (a round's item-row counts sum to its cohort's ratings + pseudo "
-        "items) and its social links (the user rows' counts), with uniform averages too; "
-        "padding each user's rows to public counts would close this (not implemented; the "
-        "family's README, 'Averages')",
+        "fesog under %s: across rounds the server's item-row counts give each user's rating "
+        "count (a round's item-row counts sum to its cohort's ratings + pseudo items); "
+        "padding each user's item rows to a public count would close this (not "
+        "implemented; the family's README, 'Averages and user rows')",
         cfg.aggregation,
     )  # fmt: skip
 
@@ -437,7 +444,8 @@ class FedRecTrainer:
         if cfg.seeded_noise:  # each claim says so itself, for whoever reads one claim alone
             claims = [{**g, "void": VOID} for g in claims]
         # FeSoG's user-row and model averages (what a secure aggregation's counts reveal)
-        averages = {"averages": "uniform" if cfg.uniform_averages else "weighted"}
+        averages = {"averages": "uniform" if cfg.uniform_averages else "weighted",
+                    "social_rows": "own" if cfg.own_user_rows else "neighbours"}  # fmt: skip
         privacy = {
             "mode": cfg.ldp.mode,
             "clip": cfg.ldp.clip,

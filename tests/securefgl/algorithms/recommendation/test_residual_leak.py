@@ -18,7 +18,8 @@ from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import synthetic_ratings
 
 N_USERS, PSEUDO = 24, 3
-CROSS_ROUND = "across rounds the server's per-row counts still give"
+CROSS_ROUND = "across rounds the server's item-row counts give"
+LINKS = "across rounds the server's user-row counts name who links to whom"
 WEIGHT_SUM = "the server learns each user row's weight sum"
 
 
@@ -36,26 +37,31 @@ def _weights(views: ClientViews, users: np.ndarray) -> np.ndarray:
     return views.train.lengths(users) + PSEUDO
 
 
-def _rounds(views: ClientViews, averages: str, aggregation: str, rounds: int) -> list[ServerView]:
+def _rounds(
+    views: ClientViews, averages: str, aggregation: str, rounds: int, social_rows: str = "auto"
+) -> list[ServerView]:
     cfg = RecConfig(method="fesog", rounds=rounds, users_per_round=6, pseudo_items=PSEUDO,
-                    keep_views=rounds, averages=averages, **aggregating(aggregation))  # fmt: skip
+                    keep_views=rounds, averages=averages, social_rows=social_rows,
+                    **aggregating(aggregation))  # fmt: skip
     with FedRecTrainer(views, cfg) as trainer:
         return [trainer.round(r) for r in range(rounds)]
 
 
-@pytest.mark.parametrize(("averages", "aggregation", "rounds"),
-                         [("auto", "ideal", 40), ("uniform", "secagg", 1),
-                          ("weighted", "ideal", 3)])  # fmt: skip
+@pytest.mark.parametrize(("averages", "social_rows", "aggregation", "rounds"),
+                         [("auto", "auto", "ideal", 40), ("uniform", "neighbours", "secagg", 1),
+                          ("auto", "own", "secagg", 1),
+                          ("weighted", "neighbours", "ideal", 3)])  # fmt: skip
 def test_a_rounds_item_counts_sum_to_the_cohorts_weight_whatever_the_averages(
-    views: ClientViews, averages: str, aggregation: str, rounds: int
+    views: ClientViews, averages: str, social_rows: str, aggregation: str, rounds: int
 ) -> None:
-    for view in _rounds(views, averages, aggregation, rounds):
+    own = social_rows != "neighbours"  # auto: own rows only under a secure aggregation
+    for view in _rounds(views, averages, aggregation, rounds, social_rows):
         assert view.sums is not None
         assert float(view.sums.item_count.sum()) == pytest.approx(
             _weights(views, view.users).sum(), abs=1e-3
         )
-        neighbours = views.gather_social(view.users)[1].size
-        if averages != "weighted":  # user-row counts: each user's own row and its links
+        neighbours = 0 if own else views.gather_social(view.users)[1].size
+        if averages != "weighted":  # user-row counts: each user's own row (and its links)
             assert float(view.sums.user_count.sum()) == pytest.approx(
                 view.users.size + neighbours, abs=1e-3
             )
@@ -79,22 +85,26 @@ def test_uniform_averages_leave_every_users_rating_count_recoverable_across_roun
     np.testing.assert_array_equal(np.round(solved), truth)
 
 
-@pytest.mark.parametrize(("method", "averages", "aggregation", "cross_round", "weight_sum"),
-                         [("fesog", "auto", "ideal", True, False),
-                          ("fesog", "auto", "ckks", True, False),
-                          ("fesog", "auto", "secagg", True, False),
-                          ("fesog", "uniform", "secagg+", True, False),
-                          ("fesog", "weighted", "ideal", True, True),
-                          ("fesog", "auto", "plain", False, False),
-                          ("fesog", "uniform", "plain", False, False),
-                          ("fedgnn", "auto", "ideal", False, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "averages", "social_rows", "aggregation", "cross_round", "weight_sum", "links"),
+    [("fesog", "auto", "auto", "ideal", True, False, False),
+     ("fesog", "auto", "auto", "ckks", True, False, False),
+     ("fesog", "auto", "neighbours", "secagg", True, False, True),
+     ("fesog", "uniform", "auto", "secagg+", True, False, False),
+     ("fesog", "weighted", "neighbours", "ideal", True, True, True),
+     ("fesog", "auto", "auto", "plain", False, False, False),
+     ("fesog", "uniform", "neighbours", "plain", False, False, False),
+     ("fedgnn", "auto", "auto", "ideal", False, False, False)],
+)  # fmt: skip
 def test_every_secure_fesog_run_warns_of_the_counts_across_rounds(
-    views: ClientViews, caplog, method: str, averages: str, aggregation: str,
-    cross_round: bool, weight_sum: bool,
+    views: ClientViews, caplog, method: str, averages: str, social_rows: str,
+    aggregation: str, cross_round: bool, weight_sum: bool, links: bool,
 ) -> None:  # fmt: skip
     cfg = RecConfig(method=method, rounds=1, users_per_round=6, pseudo_items=PSEUDO,
-                    averages=averages, **aggregating(aggregation))  # fmt: skip
+                    averages=averages, social_rows=social_rows,
+                    **aggregating(aggregation))  # fmt: skip
     with caplog.at_level("WARNING"), FedRecTrainer(views, cfg):
         pass
     assert (CROSS_ROUND in caplog.text) == cross_round
     assert (WEIGHT_SUM in caplog.text) == weight_sum
+    assert (LINKS in caplog.text) == links

@@ -45,7 +45,7 @@ def test_own_rows_upload_each_users_row_and_nothing_else_changes(views: ClientVi
         torch.testing.assert_close(own.model[k], both.model[k])
 
 
-@pytest.mark.parametrize("rows", ["neighbours", "own"])
+@pytest.mark.parametrize("rows", ["neighbours", "auto"])
 def test_the_link_attack_names_links_only_from_neighbour_rows(
     views: ClientViews, rows: str
 ) -> None:
@@ -57,7 +57,7 @@ def test_the_link_attack_names_links_only_from_neighbour_rows(
         res = evaluate_link_counts(tr.server_views, views)
     if rows == "neighbours":
         assert res.leaks and res.confirmed_correct == res.confirmed > res.links // 2
-    else:  # every row count is the member itself: nothing to eliminate or confirm
+    else:  # own rows: every row count is the member itself, nothing to eliminate or confirm
         assert not res.leaks and res.confirmed == 0
 
 
@@ -70,4 +70,26 @@ def test_social_rows_is_fesogs_option_and_reaches_the_run() -> None:
                               recommendation={"social_rows": "own"},
                               protocol=ProtocolSettings(stack=["secagg+"]))  # fmt: skip
     assert RecConfig.from_experiment(config, "fesog", 0).social_rows == "own"
-    assert RecConfig.from_experiment(config, "fedgnn", 0).social_rows == "neighbours"
+    assert RecConfig.from_experiment(config, "fedgnn", 0).social_rows == "auto"
+
+
+@pytest.mark.parametrize(
+    ("social_rows", "aggregation", "own"),
+    [("auto", "plain", False), ("auto", "ideal", True), ("auto", "secagg+", True),
+     ("auto", "ckks", True), ("neighbours", "secagg", False), ("own", "plain", True)],
+)  # fmt: skip
+def test_auto_uploads_own_rows_only_under_a_secure_aggregation(
+    social_rows: str, aggregation: str, own: bool
+) -> None:
+    cfg = RecConfig(method="fesog", social_rows=social_rows, **aggregating(aggregation))
+    assert cfg.own_user_rows is own
+
+
+@pytest.mark.parametrize(("aggregation", "recorded"), [("plain", "neighbours"), ("ideal", "own")])
+def test_a_fesog_result_records_its_user_rows(
+    views: ClientViews, aggregation: str, recorded: str
+) -> None:
+    cfg = RecConfig(method="fesog", rounds=1, eval_every=1, users_per_round=8, pseudo_items=2,
+                    **aggregating(aggregation))  # fmt: skip
+    with FedRecTrainer(views, cfg) as trainer:
+        assert trainer.run().privacy["social_rows"] == recorded
