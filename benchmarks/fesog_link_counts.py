@@ -2,10 +2,11 @@
 aggregation, across rounds (:mod:`attacks.social_link_counts`).
 
 FeSoG (Liu et al., ACM TIST 2022) trained under the ideal secure sum (the same sums and
-counts as CKKS / SecAgg / SecAgg+ give) in three variants: ``uniform`` (``averages = auto``,
-the default there: every count a number of cohort users), ``weighted`` (FeSoG's averages: the
-counts are weight sums, of which the attack reads only the support) and ``own rows``
-(uniform, ``social_rows = own``: each user uploads only its own user row). The server keeps
+counts as CKKS / SecAgg / SecAgg+ give) in three variants: ``uniform`` (uniform averages,
+neighbours' rows as in FeSoG: every count a number of cohort users), ``weighted`` (FeSoG's
+averages: the counts are weight sums, of which the attack reads only the support) and ``own
+rows`` (uniform, ``social_rows = own``: each user uploads only its own user row; the default
+under a secure aggregation). The server keeps
 its view of every round; the attack runs on the views of the first ``r`` rounds for each
 ``r`` in ``--checkpoints``. Model settings are FeSoG's defaults (the counts depend only on
 who joined a round and on the links, not on the model). Run: ``SECUREFGL_DATA=... python -m
@@ -85,11 +86,13 @@ def render(rows: list[dict[str, Any]]) -> str:
         "uploads its own row and its neighbours' (FeSoG, Liu et al., ACM TIST 2022, §4). "
         "`attacks.social_link_counts` eliminates every pair contradicted by a round and "
         "confirms pairs a count pins down (no learning; with exact counts every true link "
-        "stays a candidate). `uniform` (the default under a secure aggregation): the counts "
-        "are numbers of users; `weighted` (FeSoG's averages): weight sums, of which the "
-        "attack reads only the support (the subset-sum decoding of small cohorts is not run "
-        "here, so these rows are a lower bound); `own rows` (`social_rows = own`): each user "
-        "uploads only its own user row, so every count is the member itself. Links: the "
+        "stays a candidate). `uniform` (uniform averages, neighbours' rows as in FeSoG): the "
+        "counts are numbers of users; `weighted` (FeSoG's averages): weight sums, of which "
+        "the attack reads only the support (the subset-sum decoding of small cohorts is not "
+        "run here, so these rows are a lower bound); `own rows` (uniform averages and "
+        "`social_rows = own`, the default under a secure aggregation): each user uploads "
+        "only its own user row, so every count is the member itself, which the server "
+        "already knows, and no pair survives the attack. Links: the "
         "undirected trust pairs with at least one end seen; baseline: the link density "
         "among the scored pairs (guessing every pair). Model settings: FeSoG's defaults; the "
         "counts depend only on the cohorts and the links.",

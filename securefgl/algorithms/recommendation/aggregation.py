@@ -7,12 +7,13 @@ parameters (:func:`server_update`). FeSoG's aggregator averages with a_u = w_u (
 ratings + pseudo items); ``Uploads.average_weight`` = 1 makes the averages uniform (FeSoG's
 default under a secure aggregation): a user row's count w-weighted would be a subset sum of
 the cohort's weights, which a small cohort's distinct weights decode, in a single round, into
-who links to whom. Uniform averages close only that single-round decoding: with either
-averages a round's item-row counts sum to the cohort's Σ w_u and its user-row counts to its
-Σ (1 + #links), so across rounds the counts still give each user's rating count and
-out-degree (a linear system over the cohorts) and, by elimination, its links (the family's
-README, "Averages": measured by an audit; padding rows to public counts, not implemented,
-would close it). Backends:
+who links to whom. Uniform averages close only that single-round decoding. Across rounds a
+user-row count still says how many cohort members uploaded the row, which names the links
+when users upload their neighbours' rows (:mod:`attacks.social_link_counts`; FeSoG's
+``social_rows = own``, the default under a secure aggregation, uploads only the user's own
+row), and a round's item-row counts sum to the cohort's Σ w_u, a linear system over the
+cohorts in the users' rating counts (not closed: the family's README, "Averages and user
+rows"). Backends:
 
 * ``plain`` — the server sees every user's sparse upload (:class:`ServerView` ``per_user``);
 * ``ckks`` / ``secagg`` / ``secagg+`` — the real protocols, one client per user, twice per
@@ -20,7 +21,7 @@ would close it). Backends:
   (:func:`secure_support`), then a secure sum of the weighted rows over that support; the
   server learns the cohort's ids, the sums and the counts, no user's row set directly
   (with uniform averages every count is a number of cohort users and the weight total is
-  the cohort's size; across rounds the counts still reveal rating counts and links, above);
+  the cohort's size; across rounds the counts still reveal more, above);
 * ``ideal`` — the ideal functionality of secure aggregation (the same sums in one tensor
   program, checked against the protocols), for long runs.
 
