@@ -9,7 +9,7 @@ default under a secure aggregation): a user row's count w-weighted would be a su
 the cohort's weights, which a small cohort's distinct weights decode, in a single round, into
 who links to whom. Uniform averages close only that single-round decoding. Across rounds a
 user-row count still says how many cohort members uploaded the row, which names the links
-when users upload their neighbours' rows (:mod:`attacks.social_link_counts`; FeSoG's
+when users upload their neighbours' rows (:mod:`attacks.row_counts`; FeSoG's
 ``social_rows = own``, the default under a secure aggregation, uploads only the user's own
 row), and a round's item-row counts sum to the cohort's Σ w_u, a linear system over the
 cohorts in the users' rating counts (not closed: the family's README, "Averages and user

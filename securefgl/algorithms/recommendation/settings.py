@@ -34,7 +34,7 @@ AVERAGES = ("auto", "weighted", "uniform")
 #: the user rows a FeSoG user uploads: its own and its neighbours' (FeSoG), its own only
 #: (neighbours' embeddings enter its representation as constants: :mod:`.fesog`), or auto
 #: (neighbours' in the clear, own only under a secure aggregation, whose per-row counts
-#: across rounds would name every link: :mod:`attacks.social_link_counts`)
+#: across rounds would name every link: :mod:`attacks.row_counts`)
 SOCIAL_ROWS = ("auto", "neighbours", "own")
 
 Mode = Literal["none", "heuristic", "laplace"]

@@ -77,11 +77,12 @@ def rmse_detail(pred: np.ndarray, label: np.ndarray, warm: np.ndarray) -> dict[s
     return out
 
 
-def _warn_fesog_counts(cfg: RecConfig) -> None:
-    """What FeSoG's per-row counts reveal under a secure aggregation (the family's README,
-    'Averages and user rows'): with weighted averages a single round's weight sums; across
-    rounds the users' rating counts, and the links unless users upload only their own row."""
-    if not cfg.uniform_averages:
+def _warn_counts(cfg: RecConfig) -> None:
+    """What the per-row counts of a secure aggregation reveal (the family's README,
+    'What the counts reveal'): with FeSoG's weighted averages a single round's weight sums;
+    across rounds FeSoG's links unless users upload only their own row, and for both methods
+    the users' rating counts and rated items (:mod:`attacks.row_counts`)."""
+    if cfg.method == "fesog" and not cfg.uniform_averages:
         logger.warning(
             "fesog under %s with weighted averages: the server learns each user row's "
             "weight sum (FeSoG's aggregator), from which a small cohort's rating counts "
@@ -89,20 +90,21 @@ def _warn_fesog_counts(cfg: RecConfig) -> None:
             "default under a secure aggregation) closes that single-round decoding",
             cfg.aggregation,
         )  # fmt: skip
-    if not cfg.own_user_rows:
+    if cfg.method == "fesog" and not cfg.own_user_rows:
         logger.warning(
             "fesog under %s with neighbours' user rows: across rounds the server's user-row "
             "counts name who links to whom (every link of FilmTrust and Ciao within 400 "
-            "rounds of 256 users: benchmarks.fesog_link_counts); social_rows = 'own' (the "
+            "rounds of 256 users: benchmarks.fesog_count_leaks); social_rows = 'own' (the "
             "default under a secure aggregation) takes the links out of the counts",
             cfg.aggregation,
         )  # fmt: skip
     logger.warning(
-        "fesog under %s: across rounds the server's item-row counts give each user's rating "
-        "count (a round's item-row counts sum to its cohort's ratings + pseudo items); "
-        "padding each user's item rows to a public count would close this (not "
-        "implemented; the family's README, 'Averages and user rows')",
-        cfg.aggregation,
+        "%s under %s: across rounds the server's item-row counts give each user's rating "
+        "count (a round's item-row counts sum to its cohort's ratings + pseudo items) and "
+        "the item support of the rounds a user joined narrows down its rated items "
+        "(benchmarks.fesog_count_leaks); not closed (the family's README, 'Averages and "
+        "user rows')",
+        cfg.method, cfg.aggregation,
     )  # fmt: skip
 
 
@@ -137,8 +139,8 @@ class FedRecTrainer:
                 f"pseudo_items = {cfg.pseudo_items}: a user who rated {most} of the "
                 f"{views.n_items} items has fewer unrated items to draw them from; lower it"
             )
-        if cfg.method == "fesog" and cfg.aggregation != "plain":
-            _warn_fesog_counts(cfg)
+        if cfg.aggregation != "plain":
+            _warn_counts(cfg)
         # the users' shared token key (FedGNN expansion): made by the key authority
         self.token_key = new_token_key() if cfg.method == "fedgnn" else b""
         parties = recipes(views, cfg, self.token_key)

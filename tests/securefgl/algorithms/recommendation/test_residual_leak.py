@@ -18,7 +18,7 @@ from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import synthetic_ratings
 
 N_USERS, PSEUDO = 24, 3
-CROSS_ROUND = "across rounds the server's item-row counts give"
+CROSS_ROUND = "across rounds the server's item-row counts give each user's rating count"
 LINKS = "across rounds the server's user-row counts name who links to whom"
 WEIGHT_SUM = "the server learns each user row's weight sum"
 
@@ -94,9 +94,10 @@ def test_uniform_averages_leave_every_users_rating_count_recoverable_across_roun
      ("fesog", "weighted", "neighbours", "ideal", True, True, True),
      ("fesog", "auto", "auto", "plain", False, False, False),
      ("fesog", "uniform", "neighbours", "plain", False, False, False),
-     ("fedgnn", "auto", "auto", "ideal", False, False, False)],
+     ("fedgnn", "auto", "auto", "ideal", True, False, False),
+     ("fedgnn", "auto", "auto", "plain", False, False, False)],
 )  # fmt: skip
-def test_every_secure_fesog_run_warns_of_the_counts_across_rounds(
+def test_every_secure_run_warns_of_the_counts_across_rounds(
     views: ClientViews, caplog, method: str, averages: str, social_rows: str,
     aggregation: str, cross_round: bool, weight_sum: bool, links: bool,
 ) -> None:  # fmt: skip

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attacks.social_link_counts import evaluate_link_counts
+from attacks.row_counts import evaluate_link_counts
 from protocols.settings import ProtocolSettings
 from securefgl.algorithms.recommendation import fesog
 from securefgl.algorithms.recommendation.settings import aggregating

@@ -1,4 +1,5 @@
-"""The cross-round social-link attack on FeSoG's per-row counts under secure aggregation."""
+"""The cross-round attacks on FeSoG's per-row counts under secure aggregation: social
+links from the user rows, rated items from the item support."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attacks.social_link_counts import evaluate_link_counts, link_count_attack
+from attacks.row_counts import (
+    evaluate_interaction_elimination,
+    evaluate_link_counts,
+    interaction_elimination,
+    link_count_attack,
+)
 from securefgl.algorithms.recommendation import fesog
 from securefgl.algorithms.recommendation.aggregation import (
     AggregateSums,
@@ -118,3 +124,13 @@ def test_the_attack_is_sound_on_any_graph(
     assert not (truth & ~c).any()
     assert not (f & ~truth).any()
     assert (c == c.T).all() and (f == f.T).all()
+
+
+def test_rated_items_stay_candidates_and_the_rest_thin_out_over_rounds(views: ClientViews) -> None:
+    secure = _secure_views(views, 60, 8, uniform=True)
+    early, late = (evaluate_interaction_elimination(secure[:k], views) for k in (2, 60))
+    assert early.recall == late.recall == 1.0  # a rated item is uploaded whenever its user joins
+    assert late.candidates_per_user < early.candidates_per_user
+    assert late.leaks and late.precision > 5 * late.baseline_precision
+    with pytest.raises(ValueError, match="at least one round"):
+        interaction_elimination([], views.n_users, views.n_items)

@@ -1,27 +1,34 @@
-"""Social links from FeSoG's per-row counts across rounds, under secure aggregation.
+"""What a secure aggregation's per-row counts tell FeSoG's server across rounds.
 
 Adversary: the honest-but-curious server of a FeSoG run over a secure aggregation; it reads,
 round by round, only what :class:`securefgl.algorithms.recommendation.aggregation.ServerView`
-holds: the cohort's ids and the aggregate's user rows with their counts (phase 1 of the
-secure aggregation reveals the per-row counts, :func:`~securefgl.algorithms.recommendation.
-aggregation.secure_support`). FeSoG (Liu et al., ACM TIST 2022, §4) has every user upload
-the rows of itself and its social neighbours, so with uniform averages row v's count in a
-round is [v in the cohort] + #{cohort users linked to v}. Goal: which pairs of users are
-linked (ground truth: the union of trust directions, FeSoG's neighbourhood).
+holds: the cohort's ids and the aggregate's rows with their counts (phase 1 of the secure
+aggregation reveals the per-row counts, :func:`~securefgl.algorithms.recommendation.
+aggregation.secure_support`). Both attacks are exact elimination across rounds, no learning.
 
-The attack is exact elimination, no learning:
+**Social links** (:func:`link_count_attack`). FeSoG (Liu et al., ACM TIST 2022, §4) has
+every user upload the rows of itself and its social neighbours, so with uniform averages
+row v's count in a round is [v in the cohort] + #{cohort users linked to v}. Goal: which
+pairs of users are linked (ground truth: the union of trust directions, FeSoG's
+neighbourhood).
 
 * **candidates**: (u, v) survives while row v has a non-zero count in every round u joined,
   and (links being symmetric) v's rows show u in every round v joined; a pair neither of
   whose users ever joined says nothing and is not scored;
 * **confirmed**: a candidate (u, v) with a round where u joined and v's count (less v's own
-  row) equals the number of v's candidates in that cohort: every one of them is a neighbour.
+  row) equals the number of v's candidates in that cohort: every one of them is a neighbour
+  (repeated to a fixed point, as in group testing).
 
 With exact counts every true link stays a candidate (recall 1 is a check of the view, not a
 result); what the server learns is the candidates' precision and the confirmed links. The
 baseline is the precision of guessing every scored pair (the link density). With weighted
 averages (the counts are weight sums) only the support is used, so the attack is the same
 or weaker there than the subset-sum decoding the family's README describes.
+
+**Rated items** (:func:`interaction_elimination`). A user uploads every item it rated
+(beside q random pseudo items) in every round it joins, so item i stays a candidate for u
+while i is in the support of every round u joined. Ground truth: u's training items;
+baseline: their density among the items.
 """
 
 from __future__ import annotations
@@ -194,4 +201,75 @@ def evaluate_link_counts(
         confirmed=int(f.nnz),
         confirmed_correct=hit_f,
         baseline_precision=t.nnz / pairs if pairs else float("nan"),
+    )
+
+
+@dataclass
+class InteractionEliminationResult:
+    rounds: int
+    users_seen: int
+    rated: int  # (user, training item) pairs of the users seen
+    candidates: int
+    precision: float
+    recall: float  # 1.0: a rated item is in every round's support its user joined
+    candidates_per_user: float
+    rated_per_user: float
+    baseline_precision: float  # the rated pairs' density among all (user seen, item) pairs
+
+    @property
+    def leaks(self) -> bool:
+        """The candidates are at least twice as precise as the density."""
+        return self.precision > 2 * self.baseline_precision
+
+    def as_dict(self) -> dict[str, float | int | bool]:
+        return {**asdict(self), "leaks": self.leaks}
+
+
+def interaction_elimination(
+    views: Sequence[ServerView], n_users: int, n_items: int
+) -> sp.csr_matrix:
+    """0/1 [n_users, n_items]: item i stays a candidate for user u while it was in the item
+    support of every round u joined (users who never joined have no row)."""
+    if not views:
+        raise ValueError("the attack needs at least one round's view")
+    X, _ = _round_matrices(views, n_users, "weights")  # refuses views without sums
+    cols = [v.sums.item_idx.numpy().astype(np.int64) for v in views if v.sums is not None]
+    rows = [np.full(c.size, t) for t, c in enumerate(cols)]
+    S = sp.csr_matrix(
+        (np.ones(sum(c.size for c in cols)), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(len(views), n_items),
+    )
+    joined = np.asarray(X.sum(0)).ravel()
+    present = (X.T @ S).tocoo()
+    keep = present.data == joined[present.row]
+    return sp.csr_matrix(
+        (np.ones(int(keep.sum())), (present.row[keep], present.col[keep])),
+        shape=(n_users, n_items),
+    )
+
+
+def evaluate_interaction_elimination(
+    views: Sequence[ServerView], users: ClientViews
+) -> InteractionEliminationResult:
+    """Run :func:`interaction_elimination` and score it against the users' training items
+    (ground truth, not the adversary's)."""
+    n, m, train = users.n_users, users.n_items, users.train
+    cand = interaction_elimination(views, n, m)
+    X, _ = _round_matrices(views, n, "weights")
+    seen = np.asarray(X.sum(0)).ravel() > 0
+    src = np.repeat(np.arange(n), np.diff(train.ptr))
+    keep = seen[src]
+    truth = _bool(sp.csr_matrix((np.ones(int(keep.sum())), (src[keep], train.col[keep])),
+                                shape=(n, m)))  # fmt: skip
+    s, hit = int(seen.sum()), int(cand.multiply(truth).nnz)
+    return InteractionEliminationResult(
+        rounds=len(views),
+        users_seen=s,
+        rated=int(truth.nnz),
+        candidates=int(cand.nnz),
+        precision=hit / cand.nnz if cand.nnz else float("nan"),
+        recall=hit / truth.nnz if truth.nnz else float("nan"),
+        candidates_per_user=cand.nnz / s if s else float("nan"),
+        rated_per_user=truth.nnz / s if s else float("nan"),
+        baseline_precision=truth.nnz / (s * m) if s else float("nan"),
     )

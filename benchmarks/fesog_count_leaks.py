@@ -1,5 +1,5 @@
-"""What FeSoG's server learns of the social graph from the per-row counts of a secure
-aggregation, across rounds (:mod:`attacks.social_link_counts`).
+"""What FeSoG's server learns of the social graph and of the users' rated items from the
+per-row counts of a secure aggregation, across rounds (:mod:`attacks.row_counts`).
 
 FeSoG (Liu et al., ACM TIST 2022) trained under the ideal secure sum (the same sums and
 counts as CKKS / SecAgg / SecAgg+ give) in three variants: ``uniform`` (uniform averages,
@@ -10,8 +10,8 @@ under a secure aggregation). The server keeps
 its view of every round; the attack runs on the views of the first ``r`` rounds for each
 ``r`` in ``--checkpoints``. Model settings are FeSoG's defaults (the counts depend only on
 who joined a round and on the links, not on the model). Run: ``SECUREFGL_DATA=... python -m
-benchmarks.fesog_link_counts [--datasets FilmTrust,Ciao] [--cohorts 256,32]
-[--rounds 400] [--seeds 0]``; writes ``benchmarks/results/fesog_link_counts.{json,md}``
+benchmarks.fesog_count_leaks [--datasets FilmTrust,Ciao] [--cohorts 256,32]
+[--rounds 400] [--seeds 0]``; writes ``benchmarks/results/fesog_count_leaks.{json,md}``
 (resumable per cell).
 """
 
@@ -23,21 +23,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from attacks.social_link_counts import evaluate_link_counts
+from attacks.row_counts import evaluate_interaction_elimination, evaluate_link_counts
 from benchmarks.harness.results import csv_list, read_json, write_json, write_text
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import load_ratings
 
-OUT = Path(__file__).parent / "results" / "fesog_link_counts.json"
+OUT = Path(__file__).parent / "results" / "fesog_count_leaks.json"
 #: the FeSoG variants: name -> (averages, social_rows, what the counts are to the attack)
 VARIANTS = {
     "uniform": ("uniform", "neighbours", "users"),
     "weighted": ("weighted", "neighbours", "weights"),
     "own rows": ("uniform", "own", "users"),
 }
-log = logging.getLogger("fesog_link_counts")
+log = logging.getLogger("fesog_count_leaks")
 
 
 def _views(name: str, seed: int) -> ClientViews:
@@ -62,11 +62,14 @@ def cell_rows(
         for upto in checkpoints:
             t = time.perf_counter()
             res = evaluate_link_counts(tr.server_views[:upto], views, counts)
+            items = evaluate_interaction_elimination(tr.server_views[:upto], views)
             rows.append({
                 "dataset": views.name, "variant": variant, "averages": averages,
                 "social_rows": social_rows, "users_per_round": cohort,
                 "seed": seed, "rounds": upto, **res.as_dict(),
                 "links_named": res.confirmed_correct / res.links if res.links else float("nan"),
+                **{f"items_{k}": v for k, v in items.as_dict().items()
+                   if k not in ("rounds", "users_seen")},
                 "attack_s": time.perf_counter() - t, "train_s": train_s,
             })  # fmt: skip
     return rows
@@ -78,24 +81,28 @@ def _f(x: float) -> str:
 
 def render(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "# FeSoG's social links from secure-aggregation counts, across rounds",
+        "# What FeSoG's server learns from secure-aggregation counts, across rounds",
         "",
         "The honest-but-curious server of a FeSoG run under a secure aggregation (the ideal "
         "secure sum: the same sums and counts as CKKS, SecAgg and SecAgg+) reads, each round, "
-        "the cohort's ids and the per-row counts of the aggregate's user rows. Each member "
-        "uploads its own row and its neighbours' (FeSoG, Liu et al., ACM TIST 2022, §4). "
-        "`attacks.social_link_counts` eliminates every pair contradicted by a round and "
-        "confirms pairs a count pins down (no learning; with exact counts every true link "
-        "stays a candidate). `uniform` (uniform averages, neighbours' rows as in FeSoG): the "
-        "counts are numbers of users; `weighted` (FeSoG's averages): weight sums, of which "
-        "the attack reads only the support (the subset-sum decoding of small cohorts is not "
-        "run here, so these rows are a lower bound); `own rows` (uniform averages and "
-        "`social_rows = own`, the default under a secure aggregation): each user uploads "
-        "only its own user row, so every count is the member itself, which the server "
-        "already knows, and no pair survives the attack. Links: the "
-        "undirected trust pairs with at least one end seen; baseline: the link density "
-        "among the scored pairs (guessing every pair). Model settings: FeSoG's defaults; the "
-        "counts depend only on the cohorts and the links.",
+        "the cohort's ids and the per-row counts of the aggregate's rows "
+        "(`attacks.row_counts`; exact elimination across rounds, no learning). Model "
+        "settings: FeSoG's defaults (Liu et al., ACM TIST 2022); the counts depend only on "
+        "the cohorts, the links and the rated items. One seed.",
+        "",
+        "## Social links from the user rows",
+        "",
+        "Each member uploads its own user row and its neighbours' (FeSoG, §4). The attack "
+        "eliminates every pair a round contradicts and confirms pairs a count pins down "
+        "(with exact counts every true link stays a candidate). `uniform` (uniform averages, "
+        "neighbours' rows as in FeSoG): the counts are numbers of users; `weighted` (FeSoG's "
+        "averages): weight sums, of which the attack reads only the support (the subset-sum "
+        "decoding of small cohorts is not run here, so these rows are a lower bound); `own "
+        "rows` (uniform averages and `social_rows = own`, the defaults under a secure "
+        "aggregation): each user uploads only its own user row, so every count is the member "
+        "itself, which the server already knows, and no pair survives. Links: the undirected "
+        "trust pairs with at least one end seen; baseline: the link density among the scored "
+        "pairs (guessing every pair).",
         "",
         "| dataset | FeSoG variant | users / round | rounds | users seen | links | candidates "
         "| candidate precision | baseline | links named (confirmed, all correct) |",
@@ -111,7 +118,28 @@ def render(rows: list[dict[str, Any]]) -> str:
         )
     lines += [
         "",
-        "Command: `python -m benchmarks.fesog_link_counts` (`--datasets`, `--cohorts`, "
+        "## Rated items from the item support",
+        "",
+        "Each member uploads every item it rated (and q = 10 random pseudo items) in every "
+        "round it joins, whatever the variant; item i stays a candidate for user u while i "
+        "is in the support of every round u joined. Recall is 1 by construction; baseline: "
+        "the density of rated (user, item) pairs. Per-user inference from one round is not "
+        "applicable under a secure aggregation; across rounds it is.",
+        "",
+        "| dataset | FeSoG variant | users / round | rounds | candidates per user (rated) "
+        "| precision | recall | baseline |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in (r for r in rows if "items_precision" in r):
+        lines.append(
+            f"| {r['dataset']} | {r['variant']} | {r['users_per_round']} | {r['rounds']} | "
+            f"{r['items_candidates_per_user']:.0f} ({r['items_rated_per_user']:.1f}) | "
+            f"{_f(r['items_precision'])} | {_f(r['items_recall'])} | "
+            f"{r['items_baseline_precision']:.2e} |"
+        )
+    lines += [
+        "",
+        "Command: `python -m benchmarks.fesog_count_leaks` (`--datasets`, `--cohorts`, "
         "`--variants`, `--rounds`, `--checkpoints`, `--seeds`).",
         "",
     ]
@@ -140,8 +168,9 @@ def main(argv: list[str] | None = None) -> None:
             for variant in a.variants:
                 for cohort in map(int, a.cohorts):
                     key = (name, variant, cohort, seed)
-                    done = {r["rounds"] for r in rows if (r["dataset"], r["variant"],
-                            r["users_per_round"], r["seed"]) == key}  # fmt: skip
+                    done = {r["rounds"] for r in rows if "items_precision" in r
+                            and (r["dataset"], r["variant"], r["users_per_round"],
+                                 r["seed"]) == key}  # fmt: skip
                     if set(checkpoints) <= done:
                         continue
                     views = views or _views(name, seed)
