@@ -2,11 +2,11 @@
 per-row counts of a secure aggregation, across rounds (:mod:`attacks.row_counts`).
 
 FeSoG (Liu et al., ACM TIST 2022) trained under the ideal secure sum (the same sums and
-counts as CKKS / SecAgg / SecAgg+ give) in three variants: ``uniform`` (uniform averages,
+counts as CKKS / SecAgg / SecAgg+ give) in three variants, ``uniform`` (uniform averages,
 neighbours' rows as in FeSoG: every count a number of cohort users), ``weighted`` (FeSoG's
 averages: the counts are weight sums, of which the attack reads only the support) and ``own
 rows`` (uniform, ``social_rows = own``: each user uploads only its own user row; the default
-under a secure aggregation). The server keeps
+under a secure aggregation); and FedGNN (``fedgnn``: its item rows only). The server keeps
 its view of every round; the attack runs on the views of the first ``r`` rounds for each
 ``r`` in ``--checkpoints``. Model settings are FeSoG's defaults (the counts depend only on
 who joined a round and on the links, not on the model). Run: ``SECUREFGL_DATA=... python -m
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from attacks.row_counts import evaluate_interaction_elimination, evaluate_link_counts
+from attacks.row_counts import Counts, evaluate_interaction_elimination, evaluate_link_counts
 from benchmarks.harness.results import csv_list, read_json, write_json, write_text
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
@@ -31,11 +31,13 @@ from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import load_ratings
 
 OUT = Path(__file__).parent / "results" / "fesog_count_leaks.json"
-#: the FeSoG variants: name -> (averages, social_rows, what the counts are to the attack)
-VARIANTS = {
-    "uniform": ("uniform", "neighbours", "users"),
-    "weighted": ("weighted", "neighbours", "weights"),
-    "own rows": ("uniform", "own", "users"),
+#: the variants: name -> (method, averages, social_rows, what the user-row counts are to the
+#: link attack; None: no user rows, FedGNN's users keep their embeddings)
+VARIANTS: dict[str, tuple[str, str, str, Counts | None]] = {
+    "uniform": ("fesog", "uniform", "neighbours", "users"),
+    "weighted": ("fesog", "weighted", "neighbours", "weights"),
+    "own rows": ("fesog", "uniform", "own", "users"),
+    "fedgnn": ("fedgnn", "auto", "auto", None),
 }
 log = logging.getLogger("fesog_count_leaks")
 
@@ -49,8 +51,8 @@ def cell_rows(
     views: ClientViews, variant: str, cohort: int, rounds: int, seed: int, checkpoints: list[int]
 ) -> list[dict[str, Any]]:
     """Train ``rounds`` rounds, keeping the server's views; the attack at each checkpoint."""
-    averages, social_rows, counts = VARIANTS[variant]
-    cfg = RecConfig(method="fesog", users_per_round=cohort, rounds=rounds, keep_views=rounds,
+    method, averages, social_rows, counts = VARIANTS[variant]
+    cfg = RecConfig(method=method, users_per_round=cohort, rounds=rounds, keep_views=rounds,
                     averages=averages, social_rows=social_rows, seed=seed,
                     **aggregating("ideal"))  # fmt: skip
     t0 = time.perf_counter()
@@ -61,13 +63,15 @@ def cell_rows(
         rows = []
         for upto in checkpoints:
             t = time.perf_counter()
-            res = evaluate_link_counts(tr.server_views[:upto], views, counts)
-            items = evaluate_interaction_elimination(tr.server_views[:upto], views)
+            seen = tr.server_views[:upto]
+            links = {} if counts is None else evaluate_link_counts(seen, views, counts).as_dict()
+            items = evaluate_interaction_elimination(seen, views)
             rows.append({
-                "dataset": views.name, "variant": variant, "averages": averages,
-                "social_rows": social_rows, "users_per_round": cohort,
-                "seed": seed, "rounds": upto, **res.as_dict(),
-                "links_named": res.confirmed_correct / res.links if res.links else float("nan"),
+                "dataset": views.name, "variant": variant, "method": method,
+                "averages": averages, "social_rows": social_rows, "users_per_round": cohort,
+                "seed": seed, "rounds": upto, "users_seen": items.users_seen, **links,
+                **({"links_named": links["confirmed_correct"] / links["links"]
+                    if links["links"] else float("nan")} if links else {}),
                 **{f"items_{k}": v for k, v in items.as_dict().items()
                    if k not in ("rounds", "users_seen")},
                 "attack_s": time.perf_counter() - t, "train_s": train_s,
@@ -108,7 +112,7 @@ def render(rows: list[dict[str, Any]]) -> str:
         "| candidate precision | baseline | links named (confirmed, all correct) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in (r for r in rows if "links" in r):
         lines.append(
             f"| {r['dataset']} | {r['variant']} | {r['users_per_round']} | {r['rounds']} | "
             f"{r['users_seen']} | {r['links']} | {r['candidates']} | "
@@ -121,12 +125,14 @@ def render(rows: list[dict[str, Any]]) -> str:
         "## Rated items from the item support",
         "",
         "Each member uploads every item it rated (and q = 10 random pseudo items) in every "
-        "round it joins, whatever the variant; item i stays a candidate for user u while i "
-        "is in the support of every round u joined. Recall is 1 by construction; baseline: "
-        "the density of rated (user, item) pairs. Per-user inference from one round is not "
-        "applicable under a secure aggregation; across rounds it is.",
+        "round it joins, whatever the variant (`fedgnn`: FedGNN's defaults, whose item rows "
+        "go through the same support phase; it uploads no user rows); item i stays a "
+        "candidate for user u while i is in the support of every round u joined. Recall is "
+        "1 by construction; baseline: the density of rated (user, item) pairs. Per-user "
+        "inference from one round is not applicable under a secure aggregation; across "
+        "rounds it is.",
         "",
-        "| dataset | FeSoG variant | users / round | rounds | candidates per user (rated) "
+        "| dataset | variant | users / round | rounds | candidates per user (rated) "
         "| precision | recall | baseline |",
         "|---|---|---|---|---|---|---|---|",
     ]
