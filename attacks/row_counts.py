@@ -28,7 +28,11 @@ or weaker there than the subset-sum decoding the family's README describes.
 **Rated items** (:func:`interaction_elimination`). A user uploads every item it rated
 (beside q random pseudo items) in every round it joins, so item i stays a candidate for u
 while i is in the support of every round u joined. Ground truth: u's training items;
-baseline: their density among the items.
+baseline: their density among the items. Pseudo items widen each round's support and defeat
+the elimination, not the counts: :func:`count_correlation_auc` scores (u, i) by item i's
+mean count in the rounds u joined less its mean in the other rounds (each of u's items adds
+1 whenever u joins, the pseudo draws are the same in both), a per-user ROC AUC over all
+items beside the AUC of the items' popularity among the other users (a public prior).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
+from attacks.interaction_inference import auc_from_scores
 from securefgl.algorithms.recommendation.aggregation import ServerView
 from securefgl.data.rating_views import ClientViews
 
@@ -226,10 +231,11 @@ class InteractionEliminationResult:
 
 
 def interaction_elimination(
-    views: Sequence[ServerView], n_users: int, n_items: int
+    views: Sequence[ServerView], n_users: int, n_items: int, batch: int = 256
 ) -> sp.csr_matrix:
     """0/1 [n_users, n_items]: item i stays a candidate for user u while it was in the item
-    support of every round u joined (users who never joined have no row)."""
+    support of every round u joined (users who never joined have no row; ``batch`` users at
+    a time bound the intermediate matrix)."""
     if not views:
         raise ValueError("the attack needs at least one round's view")
     X, _ = _round_matrices(views, n_users, "weights")  # refuses views without sums
@@ -240,12 +246,15 @@ def interaction_elimination(
         shape=(len(views), n_items),
     )
     joined = np.asarray(X.sum(0)).ravel()
-    present = (X.T @ S).tocoo()
-    keep = present.data == joined[present.row]
-    return sp.csr_matrix(
-        (np.ones(int(keep.sum())), (present.row[keep], present.col[keep])),
-        shape=(n_users, n_items),
-    )
+    XT = X.T.tocsr()
+    rows_k, cols_k = [], []
+    for start in range(0, n_users, batch):
+        present = (XT[start : start + batch] @ S).tocoo()
+        keep = present.data == joined[start + present.row]
+        rows_k.append(start + present.row[keep])
+        cols_k.append(present.col[keep])
+    r, c = np.concatenate(rows_k), np.concatenate(cols_k)
+    return sp.csr_matrix((np.ones(r.size), (r, c)), shape=(n_users, n_items))
 
 
 def evaluate_interaction_elimination(
@@ -273,3 +282,40 @@ def evaluate_interaction_elimination(
         rated_per_user=truth.nnz / s if s else float("nan"),
         baseline_precision=truth.nnz / (s * m) if s else float("nan"),
     )
+
+
+def count_correlation_auc(
+    views: Sequence[ServerView], users: ClientViews, sample: int | None = None, batch: int = 256
+) -> tuple[float, float]:
+    """(mean per-user AUC of the count-correlation scores, mean AUC of the popularity
+    prior) over the users who joined some but not all rounds and have training items
+    (``sample``: at most that many of them, a fixed random subset)."""
+    n, m, train = users.n_users, users.n_items, users.train
+    X, _ = _round_matrices(views, n, "weights")  # refuses views without sums
+    rounds = len(views)
+    C = np.zeros((rounds, m))
+    for t, v in enumerate(views):
+        if v.sums is not None:
+            C[t, v.sums.item_idx.numpy()] = v.sums.item_count.double().numpy()
+    joined = np.asarray(X.sum(0)).ravel()
+    popularity = np.bincount(train.col, minlength=m).astype(np.float64)
+    total = C.sum(0)
+    ok = np.flatnonzero((joined > 0) & (joined < rounds) & (np.diff(train.ptr) > 0))
+    if sample is not None and ok.size > sample:
+        ok = np.sort(np.random.default_rng(0).choice(ok, sample, replace=False))
+    aucs, priors = [], []
+    for start in range(0, ok.size, batch):
+        us = ok[start : start + batch]
+        inside = (X[:, us].T @ C) / joined[us, None]  # [b, m]
+        outside = (total[None, :] - inside * joined[us, None]) / (rounds - joined[us, None])
+        for row, u in zip(inside - outside, us, strict=True):
+            own = train.row(int(u))[0]
+            truth = np.zeros(m, bool)
+            truth[own] = True
+            aucs.append(auc_from_scores(row, truth))
+            prior = popularity.copy()
+            prior[own] -= 1.0
+            priors.append(auc_from_scores(prior, truth))
+    if not aucs:
+        return float("nan"), float("nan")
+    return float(np.nanmean(aucs)), float(np.nanmean(priors))

@@ -23,7 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from attacks.row_counts import Counts, evaluate_interaction_elimination, evaluate_link_counts
+from attacks.row_counts import (
+    Counts,
+    count_correlation_auc,
+    evaluate_interaction_elimination,
+    evaluate_link_counts,
+)
 from benchmarks.harness.results import csv_list, read_json, write_json, write_text
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
@@ -32,13 +37,16 @@ from securefgl.data.ratings import load_ratings
 
 OUT = Path(__file__).parent / "results" / "fesog_count_leaks.json"
 #: the variants: name -> (method, averages, social_rows, what the user-row counts are to the
-#: link attack; None: no user rows, FedGNN's users keep their embeddings)
-VARIANTS: dict[str, tuple[str, str, str, Counts | None]] = {
-    "uniform": ("fesog", "uniform", "neighbours", "users"),
-    "weighted": ("fesog", "weighted", "neighbours", "weights"),
-    "own rows": ("fesog", "uniform", "own", "users"),
-    "fedgnn": ("fedgnn", "auto", "auto", None),
+#: link attack (None: no user rows, FedGNN's users keep their embeddings), pseudo items q)
+VARIANTS: dict[str, tuple[str, str, str, Counts | None, int]] = {
+    "uniform": ("fesog", "uniform", "neighbours", "users", 10),
+    "weighted": ("fesog", "weighted", "neighbours", "weights", 10),
+    "own rows": ("fesog", "uniform", "own", "users", 10),
+    "fedgnn": ("fedgnn", "auto", "auto", None, 10),
+    "own rows q100": ("fesog", "uniform", "own", "users", 100),
+    "own rows q1000": ("fesog", "uniform", "own", "users", 1000),
 }
+COUNT_AUC_USERS = 500  # users scored by the count correlation (a fixed random sample)
 log = logging.getLogger("fesog_count_leaks")
 
 
@@ -51,9 +59,9 @@ def cell_rows(
     views: ClientViews, variant: str, cohort: int, rounds: int, seed: int, checkpoints: list[int]
 ) -> list[dict[str, Any]]:
     """Train ``rounds`` rounds, keeping the server's views; the attack at each checkpoint."""
-    method, averages, social_rows, counts = VARIANTS[variant]
-    cfg = RecConfig(method=method, users_per_round=cohort, rounds=rounds, keep_views=rounds,
-                    averages=averages, social_rows=social_rows, seed=seed,
+    method, averages, social_rows, counts, pseudo = VARIANTS[variant]
+    cfg = RecConfig(method=method, users_per_round=cohort, pseudo_items=pseudo, rounds=rounds,
+                    keep_views=rounds, averages=averages, social_rows=social_rows, seed=seed,
                     **aggregating("ideal"))  # fmt: skip
     t0 = time.perf_counter()
     with FedRecTrainer(views, cfg) as tr:
@@ -66,14 +74,19 @@ def cell_rows(
             seen = tr.server_views[:upto]
             links = {} if counts is None else evaluate_link_counts(seen, views, counts).as_dict()
             items = evaluate_interaction_elimination(seen, views)
+            # the count correlation at the last checkpoint, on a fixed sample of users
+            auc, prior = (count_correlation_auc(seen, views, COUNT_AUC_USERS)
+                          if upto == checkpoints[-1] else (float("nan"),) * 2)  # fmt: skip
             rows.append({
                 "dataset": views.name, "variant": variant, "method": method,
-                "averages": averages, "social_rows": social_rows, "users_per_round": cohort,
+                "averages": averages, "social_rows": social_rows, "pseudo_items": pseudo,
+                "users_per_round": cohort,
                 "seed": seed, "rounds": upto, "users_seen": items.users_seen, **links,
                 **({"links_named": links["confirmed_correct"] / links["links"]
                     if links["links"] else float("nan")} if links else {}),
                 **{f"items_{k}": v for k, v in items.as_dict().items()
                    if k not in ("rounds", "users_seen")},
+                "items_count_auc": auc, "items_prior_auc": prior,
                 "attack_s": time.perf_counter() - t, "train_s": train_s,
             })  # fmt: skip
     return rows
@@ -124,24 +137,30 @@ def render(rows: list[dict[str, Any]]) -> str:
         "",
         "## Rated items from the item support",
         "",
-        "Each member uploads every item it rated (and q = 10 random pseudo items) in every "
-        "round it joins, whatever the variant (`fedgnn`: FedGNN's defaults, whose item rows "
-        "go through the same support phase; it uploads no user rows); item i stays a "
+        "Each member uploads every item it rated (and q random pseudo items, 10 unless the "
+        "variant says otherwise) in every round it joins, whatever the variant (`fedgnn`: "
+        "FedGNN's defaults, whose item rows go through the same support phase; it uploads no "
+        "user rows); more pseudo items widen each round's support. Item i stays a "
         "candidate for user u while i is in the support of every round u joined. Recall is "
         "1 by construction; baseline: the density of rated (user, item) pairs. Per-user "
         "inference from one round is not applicable under a secure aggregation; across "
-        "rounds it is.",
+        "rounds it is. Count AUC (last checkpoint, 500 users): item i's mean count in the "
+        "rounds u joined less its mean in the others, a per-user ROC AUC over all items, "
+        "beside the AUC of the items' popularity among the other users (a public prior); "
+        "pseudo items defeat the elimination, not this.",
         "",
         "| dataset | variant | users / round | rounds | candidates per user (rated) "
-        "| precision | recall | baseline |",
-        "|---|---|---|---|---|---|---|---|",
+        "| precision | recall | baseline | count AUC (prior) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in (r for r in rows if "items_precision" in r):
+    for r in (r for r in rows if "items_count_auc" in r):
+        auc, prior = r["items_count_auc"], r["items_prior_auc"]
         lines.append(
             f"| {r['dataset']} | {r['variant']} | {r['users_per_round']} | {r['rounds']} | "
             f"{r['items_candidates_per_user']:.0f} ({r['items_rated_per_user']:.1f}) | "
             f"{_f(r['items_precision'])} | {_f(r['items_recall'])} | "
-            f"{r['items_baseline_precision']:.2e} |"
+            f"{r['items_baseline_precision']:.2e} | "
+            f"{'–' if auc != auc else f'{auc:.3f} ({prior:.3f})'} |"
         )
     lines += [
         "",
@@ -174,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
             for variant in a.variants:
                 for cohort in map(int, a.cohorts):
                     key = (name, variant, cohort, seed)
-                    done = {r["rounds"] for r in rows if "items_precision" in r
+                    done = {r["rounds"] for r in rows if "items_count_auc" in r
                             and (r["dataset"], r["variant"], r["users_per_round"],
                                  r["seed"]) == key}  # fmt: skip
                     if set(checkpoints) <= done:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attacks.row_counts import (
+    count_correlation_auc,
     evaluate_interaction_elimination,
     evaluate_link_counts,
     interaction_elimination,
@@ -134,3 +135,13 @@ def test_rated_items_stay_candidates_and_the_rest_thin_out_over_rounds(views: Cl
     assert late.leaks and late.precision > 5 * late.baseline_precision
     with pytest.raises(ValueError, match="at least one round"):
         interaction_elimination([], views.n_users, views.n_items)
+
+
+def test_item_counts_rank_a_users_items_across_rounds(views: ClientViews) -> None:
+    secure = _secure_views(views, 80, 8, uniform=True)
+    auc, prior = count_correlation_auc(secure, views)
+    assert auc > 0.8 and auc > prior + 0.1
+    sampled, _ = count_correlation_auc(secure, views, sample=10)
+    assert 0.5 < sampled <= 1.0
+    one_round, _ = count_correlation_auc(secure[:1], views)  # no other round to compare
+    assert np.isnan(one_round)
