@@ -336,13 +336,13 @@ NUMERIC = ("rmse", "mae", "val_rmse", "rmse_warm", "rmse_cold", "seconds", "roun
 
 
 def select_lr(runs: list[dict]) -> list[dict]:
-    """Main-table runs of one (dataset, method) at several server lrs: keep, as ``table``, the
-    lr with the lowest mean validation RMSE over the seeds both lrs ran; mark the others
-    ``lr-selection``. Chosen on validation only; test RMSE plays no part."""
+    """Main-table runs of one (dataset, method, privacy) at several server lrs: keep, as
+    ``table``, the lr with the lowest mean validation RMSE over the seeds both lrs ran; mark
+    the others ``lr-selection``. Chosen on validation only; test RMSE plays no part."""
     groups: dict[tuple, dict[float, list[dict]]] = {}
     for r in runs:
         if r["experiment"] == "table" and r.get("lr") is not None:
-            key = (r["dataset"], r["method"], r["backend"])
+            key = (r["dataset"], r["method"], r["backend"], r["privacy"])  # one variant
             groups.setdefault(key, {}).setdefault(r["lr"], []).append(r)
     rejected: set[int] = set()
     for by_lr in groups.values():

@@ -37,6 +37,15 @@ def test_selection_compares_common_seeds_only_and_is_per_dataset():
     ]  # fmt: skip
 
 
+def test_each_privacy_variant_chooses_its_own_lr():
+    """FeSoG's secure variants share method and backend; each is selected on its own runs."""
+    runs = [run(0.1, 0, val=1.5, test=1.5), run(0.05, 0, val=1.6, test=1.6)]
+    runs += [{**r, "privacy": "q", "val_rmse": 3.2 - r["val_rmse"]} for r in runs]
+    out = select_lr(runs)
+    kept = sorted((r["privacy"], r["lr"]) for r in out if r["experiment"] == "table")
+    assert kept == [("p", 0.1), ("q", 0.05)]
+
+
 def test_table_rows_replace_stale_summaries_when_the_choice_changes():
     stale = {"experiment": "table", "dataset": "Epinions", "method": "fesog", "lr": 0.1}
     sweep = {"experiment": "sweep_ldp", "dataset": "FilmTrust", "method": "fesog"}
