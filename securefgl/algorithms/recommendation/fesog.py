@@ -15,7 +15,11 @@ pseudo labels round(clip(r̂, r_min, r_max)) computed with the current global mo
 the step, and the server update of ``FeSoG/server.py`` (see :mod:`.aggregation`).
 Deviations: the users of a round are computed as one batched tensor program (each user's
 gradient is its own: per-user parameter copies and per-occurrence embedding leaves, checked
-against single-user runs in tests); LDP noise is drawn per coordinate (:mod:`.ldp`).
+against single-user runs in tests); LDP noise is drawn per coordinate (:mod:`.ldp`). Under a
+secure aggregation, by default (``averages`` and ``social_rows`` = auto), user rows and
+model parameters are averaged uniformly and each user uploads only its own user row, its
+neighbours' embeddings entering its representation as constants (the family's README,
+"What the counts reveal").
 """
 
 from __future__ import annotations
