@@ -45,8 +45,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from attacks.interaction_inference import auc_from_scores
-from securefgl.algorithms.recommendation.aggregation import ServerView
-from securefgl.data.rating_views import ClientViews
+from securefgl.algorithms.recommendation.aggregation import AggregateSums, ServerView
+from securefgl.data.rating_views import CSR, ClientViews
 
 
 @dataclass
@@ -75,38 +75,57 @@ class LinkCountResult:
 Counts = Literal["users", "weights"]
 
 
-def _round_matrices(
-    views: Sequence[ServerView], n_users: int, counts: Counts
-) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-    """(cohorts X, counts C), both [T, n_users]: X[t, u] = u joined round t; C[t, v] = the
-    number of round t's members that uploaded row v, v itself left out (0: none did). With
-    weight-sum counts only presence is known, and a member's own row tells nothing (inf)."""
-    rows_x, cols_x, rows_c, cols_c, vals_c = [], [], [], [], []
-    for t, view in enumerate(views):
+def _sums(views: Sequence[ServerView]) -> list[AggregateSums]:
+    """Each round's aggregate (refused where the view holds none)."""
+    if not views:
+        raise ValueError("the attack needs at least one round's view")
+    for view in views:
         if view.sums is None:
             raise ValueError(
                 f"round {view.round}: the view holds no sums ({view.aggregation}); the attack "
                 "reads a secure aggregation's per-row counts (keep the views: keep_views)"
             )
-        cohort = np.unique(np.asarray(view.users, np.int64))
-        rows_x.append(np.full(cohort.size, t))
-        cols_x.append(cohort)
-        idx = view.sums.user_idx.numpy().astype(np.int64)
-        cnt = view.sums.user_count.double().numpy()
-        own = np.isin(idx, cohort)
+    return [v.sums for v in views if v.sums is not None]
+
+
+def _rows(per_round: list[np.ndarray], n_cols: int, values: list[np.ndarray] | None = None
+          ) -> sp.csr_matrix:  # fmt: skip
+    """[T, n_cols]: row t holds ``values[t]`` (default 1) at the columns ``per_round[t]``."""
+    r = np.concatenate([np.full(c.size, t) for t, c in enumerate(per_round)])
+    v = np.ones(r.size) if values is None else np.concatenate(values)
+    m = sp.csr_matrix((v, (r, np.concatenate(per_round))), shape=(len(per_round), n_cols))
+    m.eliminate_zeros()
+    return m
+
+
+def _cohorts(views: Sequence[ServerView], n_users: int) -> sp.csr_matrix:
+    """X [T, n_users]: X[t, u] = 1 if u joined round t."""
+    _sums(views)
+    return _rows([np.unique(np.asarray(v.users, np.int64)) for v in views], n_users)
+
+
+def _user_row_counts(views: Sequence[ServerView], n_users: int, counts: Counts) -> sp.csr_matrix:
+    """C [T, n_users]: the number of round t's members that uploaded row v, v itself left out
+    (0: none did). With weight-sum counts only presence is known, and a member's own row
+    tells nothing (inf)."""
+    idx, vals = [], []
+    for view, sums in zip(views, _sums(views), strict=True):
+        i = sums.user_idx.numpy().astype(np.int64)
+        own = np.isin(i, np.asarray(view.users, np.int64))
+        cnt = sums.user_count.double().numpy()
         # users: a member always uploads its own row; weights: present, uploaders unknown
-        cnt = np.rint(cnt) - own if counts == "users" else np.where(own, np.inf, 1.0)
-        rows_c.append(np.full(idx.size, t))
-        cols_c.append(idx)
-        vals_c.append(cnt)
-    shape = (len(views), n_users)
-    ones = np.ones(sum(c.size for c in cols_x))
-    X = sp.csr_matrix((ones, (np.concatenate(rows_x), np.concatenate(cols_x))), shape=shape)
-    C = sp.csr_matrix(
-        (np.concatenate(vals_c), (np.concatenate(rows_c), np.concatenate(cols_c))), shape=shape
-    )
-    C.eliminate_zeros()
-    return X, C
+        vals.append(np.rint(cnt) - own if counts == "users" else np.where(own, np.inf, 1.0))
+        idx.append(i)
+    return _rows(idx, n_users, vals)
+
+
+def _matrix(csr: CSR, n_cols: int, rows: np.ndarray | None = None) -> sp.csr_matrix:
+    """A :class:`CSR` of the client views as a 0/1 scipy matrix (only ``rows`` if given)."""
+    n = csr.ptr.size - 1
+    src = np.repeat(np.arange(n), np.diff(csr.ptr))
+    keep = np.ones(src.size, bool) if rows is None else np.isin(src, rows)
+    return _bool(sp.csr_matrix((np.ones(int(keep.sum())), (src[keep], csr.col[keep])),
+                               shape=(n, n_cols)))  # fmt: skip
 
 
 def _bool(m: sp.spmatrix) -> sp.csr_matrix:
@@ -131,11 +150,9 @@ def link_count_attack(
     from the secure views of several rounds. ``counts``: ``"users"`` (FeSoG's uniform
     averages: each count is a number of cohort users) or ``"weights"`` (weighted averages:
     only the support is used)."""
-    if not views:
-        raise ValueError("the attack needs at least one round's view")
     if counts not in ("users", "weights"):
         raise ValueError(f"counts must be 'users' or 'weights', got {counts!r}")
-    X, C = _round_matrices(views, n_users, counts)
+    X, C = _cohorts(views, n_users), _user_row_counts(views, n_users, counts)
     joined = np.asarray(X.sum(0)).ravel()
     # D[u, v]: row v had uploaders besides v in every round u joined
     present = (X.T @ _bool(C)).tocsr()
@@ -174,15 +191,13 @@ def evaluate_link_counts(
 ) -> LinkCountResult:
     """Run :func:`link_count_attack` on the server's ``views`` and score it against the true
     links (``users``' social neighbourhoods: ground truth, not the adversary's)."""
-    n, soc = users.n_users, users.social
-    src = np.repeat(np.arange(n), np.diff(soc.ptr))
-    truth = _bool(sp.csr_matrix((np.ones(soc.col.size), (src, soc.col)), shape=(n, n)))
+    n = users.n_users
+    truth = _matrix(users.social, n)
     truth = _bool(truth + truth.T)
     truth.setdiag(0)
     truth.eliminate_zeros()
     cand, confirmed = link_count_attack(views, n, counts)
-    X, _ = _round_matrices(views, n, counts)
-    seen = np.asarray(X.sum(0)).ravel() > 0
+    seen = np.asarray(_cohorts(views, n).sum(0)).ravel() > 0
     s = int(seen.sum())
     pairs = s * (s - 1) // 2 + s * (n - s)
 
@@ -236,15 +251,8 @@ def interaction_elimination(
     """0/1 [n_users, n_items]: item i stays a candidate for user u while it was in the item
     support of every round u joined (users who never joined have no row; ``batch`` users at
     a time bound the intermediate matrix)."""
-    if not views:
-        raise ValueError("the attack needs at least one round's view")
-    X, _ = _round_matrices(views, n_users, "weights")  # refuses views without sums
-    cols = [v.sums.item_idx.numpy().astype(np.int64) for v in views if v.sums is not None]
-    rows = [np.full(c.size, t) for t, c in enumerate(cols)]
-    S = sp.csr_matrix(
-        (np.ones(sum(c.size for c in cols)), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(len(views), n_items),
-    )
+    X = _cohorts(views, n_users)
+    S = _rows([s.item_idx.numpy().astype(np.int64) for s in _sums(views)], n_items)
     joined = np.asarray(X.sum(0)).ravel()
     XT = X.T.tocsr()
     rows_k, cols_k = [], []
@@ -264,12 +272,8 @@ def evaluate_interaction_elimination(
     (ground truth, not the adversary's)."""
     n, m, train = users.n_users, users.n_items, users.train
     cand = interaction_elimination(views, n, m)
-    X, _ = _round_matrices(views, n, "weights")
-    seen = np.asarray(X.sum(0)).ravel() > 0
-    src = np.repeat(np.arange(n), np.diff(train.ptr))
-    keep = seen[src]
-    truth = _bool(sp.csr_matrix((np.ones(int(keep.sum())), (src[keep], train.col[keep])),
-                                shape=(n, m)))  # fmt: skip
+    seen = np.asarray(_cohorts(views, n).sum(0)).ravel() > 0
+    truth = _matrix(train, m, np.flatnonzero(seen))
     s, hit = int(seen.sum()), int(cand.multiply(truth).nnz)
     return InteractionEliminationResult(
         rounds=len(views),
@@ -291,12 +295,9 @@ def count_correlation_auc(
     prior) over the users who joined some but not all rounds and have training items
     (``sample``: at most that many of them, a fixed random subset)."""
     n, m, train = users.n_users, users.n_items, users.train
-    X, _ = _round_matrices(views, n, "weights")  # refuses views without sums
-    rounds = len(views)
-    C = np.zeros((rounds, m))
-    for t, v in enumerate(views):
-        if v.sums is not None:
-            C[t, v.sums.item_idx.numpy()] = v.sums.item_count.double().numpy()
+    X, rounds = _cohorts(views, n), len(views)
+    C = _rows([s.item_idx.numpy().astype(np.int64) for s in _sums(views)], m,
+              [s.item_count.double().numpy() for s in _sums(views)]).toarray()  # fmt: skip
     joined = np.asarray(X.sum(0)).ravel()
     popularity = np.bincount(train.col, minlength=m).astype(np.float64)
     total = C.sum(0)

@@ -29,11 +29,11 @@ from attacks.row_counts import (
     evaluate_interaction_elimination,
     evaluate_link_counts,
 )
+from benchmarks.harness.ratings import load_views
 from benchmarks.harness.results import csv_list, read_json, write_json, write_text
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.data.rating_views import ClientViews
-from securefgl.data.ratings import load_ratings
 
 OUT = Path(__file__).parent / "results" / "fesog_count_leaks.json"
 #: the variants: name -> (method, averages, social_rows, what the user-row counts are to the
@@ -48,11 +48,6 @@ VARIANTS: dict[str, tuple[str, str, str, Counts | None, int]] = {
 }
 COUNT_AUC_USERS = 500  # users scored by the count correlation (a fixed random sample)
 log = logging.getLogger("fesog_count_leaks")
-
-
-def _views(name: str, seed: int) -> ClientViews:
-    variant = "fesog" if name == "FilmTrust" else "raw"
-    return ClientViews.from_data(load_ratings(name, variant=variant, seed=seed), seed=seed)
 
 
 def cell_rows(
@@ -198,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
                                  r["seed"]) == key}  # fmt: skip
                     if set(checkpoints) <= done:
                         continue
-                    views = views or _views(name, seed)
+                    views = views or load_views(name, seed)
                     log.info("%s %s, %d users a round, seed %d: %d rounds",
                              name, variant, cohort, seed, a.rounds)  # fmt: skip
                     new = cell_rows(views, variant, cohort, a.rounds, seed, checkpoints)

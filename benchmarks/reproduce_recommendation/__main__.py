@@ -33,6 +33,7 @@ import torch
 
 from attacks.interaction_inference import interaction_inference
 from benchmarks.harness.notes import load_data
+from benchmarks.harness.ratings import load_views
 from benchmarks.harness.results import locked, read_json, write_json
 from benchmarks.reproduce_recommendation.report import DATASETS, OUT, REPEAT_NOTE, render
 from securefgl.algorithms.recommendation.central import train_central
@@ -91,11 +92,6 @@ def privacy_label(cfg: RecConfig) -> str:
     if cfg.method == "fesog" and cfg.own_user_rows:
         agg += ", own user rows"
     return f"{ldp} + {cfg.pseudo_items} pseudo{extra}; {agg}"
-
-
-def load_views(name: str, seed: int = 0) -> ClientViews:
-    variant = "fesog" if name == "FilmTrust" else "raw"
-    return ClientViews.from_data(load_ratings(name, variant=variant, seed=seed), seed=seed)
 
 
 def attack(tr: FedRecTrainer, backend: str, rounds: int = 3) -> dict:

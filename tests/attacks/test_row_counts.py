@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,13 +29,6 @@ from securefgl.data.ratings import synthetic_ratings
 @pytest.fixture(scope="module")
 def views() -> ClientViews:
     return ClientViews.from_data(synthetic_ratings(n_users=60, n_items=80, per_user=6, n_trust=120))
-
-
-def _truth(views: ClientViews) -> sp.csr_matrix:
-    soc = views.social
-    src = np.repeat(np.arange(views.n_users), np.diff(soc.ptr))
-    t = sp.csr_matrix((np.ones(soc.col.size), (src, soc.col)), shape=(views.n_users,) * 2)
-    return ((t + t.T) > 0).astype(np.float64).tocsr()
 
 
 def _secure_views(

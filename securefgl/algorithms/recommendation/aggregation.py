@@ -11,9 +11,9 @@ who links to whom. Uniform averages close only that single-round decoding. Acros
 user-row count still says how many cohort members uploaded the row, which names the links
 when users upload their neighbours' rows (:mod:`attacks.row_counts`; FeSoG's
 ``social_rows = own``, the default under a secure aggregation, uploads only the user's own
-row), and a round's item-row counts sum to the cohort's Σ w_u, a linear system over the
-cohorts in the users' rating counts (not closed: the family's README, "Averages and user
-rows"). Backends:
+row); a round's item-row counts sum to the cohort's Σ w_u, a linear system over the cohorts
+in the users' rating counts, and the item support of the rounds a user joined narrows down
+its rated items (not closed: the family's README, "What the counts reveal"). Backends:
 
 * ``plain`` — the server sees every user's sparse upload (:class:`ServerView` ``per_user``);
 * ``ckks`` / ``secagg`` / ``secagg+`` — the real protocols, one client per user, twice per

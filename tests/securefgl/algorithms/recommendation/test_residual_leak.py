@@ -1,8 +1,9 @@
-"""What FeSoG's per-row counts still reveal across rounds under a secure aggregation, with
-uniform averages too (the family's README, 'Averages'): a round's item-row counts sum to the
-cohort's Σ w_u (w_u: the user's ratings + pseudo items, one item row each), so rounds with
-different cohorts are a linear system in the users' weights; the user-row counts sum to the
-cohort's Σ (1 + #neighbours). The trainer says so on every secure FeSoG run."""
+"""What the per-row counts still reveal across rounds under a secure aggregation, with
+uniform averages too (the family's README, 'What the counts reveal'): a round's item-row
+counts sum to the cohort's Σ w_u (w_u: the user's ratings + pseudo items, one item row each),
+so rounds with different cohorts are a linear system in the users' weights; FeSoG's user-row
+counts sum to the cohort's Σ (1 + #neighbours), or its size with own rows only. The trainer
+says so on every secure run."""
 
 from __future__ import annotations
 
