@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness.results import read_json, write_json, write_text
+from benchmarks.harness.results import CONTROL_FILE, read_json, write_json, write_text
 
 OUT = Path(__file__).resolve().parent / "results"
 STEM = "secure_plain"
@@ -59,6 +59,7 @@ def row_of(folder: Path) -> dict[str, Any]:
     if result is None:
         raise SystemExit(f"{folder}: no result.json")
     config, summary = result["config"], result["summary"][0]
+    control = read_json(folder / CONTROL_FILE)
     accs = [100 * r["final"]["test_acc"] for r in result["runs"]]
     return {
         "name": folder.name,
@@ -68,7 +69,7 @@ def row_of(folder: Path) -> dict[str, Any]:
         "rounds": config["rounds"],
         "seeds": [r["seed"] for r in result["runs"]],
         "protocol": "+".join(config["protocol"].get("stack") or []) or "plain",
-        "ring": ring_of(config),
+        "ring": f"{control['plain_wire']} (control)" if control else ring_of(config),
         "test_acc": accs,
         "test_acc_mean": float(np.mean(accs)),
         "test_acc_std": float(np.std(accs)),
@@ -77,6 +78,11 @@ def row_of(folder: Path) -> dict[str, Any]:
         "bytes_by_family": summary.get("bytes_by_family"),
         "seconds": summary["seconds"],
     }
+
+
+def is_control(row: dict[str, Any]) -> bool:
+    """A plain run with another wire precision (``benchmarks.plain_wire_control``)."""
+    return row["ring"].endswith("(control)")
 
 
 def _group(row: dict[str, Any]) -> tuple[str, str, int, int]:
@@ -104,11 +110,25 @@ def section(rows: list[dict[str, Any]], busy: bool) -> list[str]:
             f"| {r['bytes'] / 1e6:.1f} ({fam.get('rounds', 0) / 1e6:.1f} / "
             f"{fam.get('setup', 0) / 1e6:.1f}) | {r['seconds']:.0f} |"
         )
-    worst = max(abs(r["test_acc_mean"] - ref["test_acc_mean"]) for r in rows[1:])
+    secure = [r for r in rows[1:] if not is_control(r)]
+    worst = max((abs(r["test_acc_mean"] - ref["test_acc_mean"]) for r in secure), default=0.0)
+    controls = [
+        f" Control (plain, {r['ring'].split()[0]} on the wire, no transport): "
+        f"{r['test_acc_mean'] - ref['test_acc_mean']:+.2f} points, per seed "
+        + ", ".join(f"{a - b:+.2f}" for a, b in zip(r["test_acc"], ref["test_acc"], strict=True))
+        + "."
+        for r in rows[1:] if is_control(r)
+    ]  # fmt: skip
     lines += [
         "",
-        f"Largest gap to plain {worst:.2f} points (target ≤ {TARGET_POINTS}: "
-        f"{'met' if worst <= TARGET_POINTS else 'NOT met'}); {ref['rounds']} rounds, seeds "
+        (
+            f"Largest gap to plain {worst:.2f} points (target ≤ {TARGET_POINTS}: "
+            f"{'met' if worst <= TARGET_POINTS else 'NOT met'})."
+            if secure
+            else "No secure transport in this group."
+        )
+        + "".join(controls)
+        + f" {ref['rounds']} rounds, seeds "
         f"{ref['seeds']}, the same split, partition and initial model per seed."
         + (
             " Seconds: wall time on a machine shared with other jobs (not comparable)."
@@ -138,10 +158,19 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def merge(rows: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``new`` (one group) replaces that group's rows in ``rows``; other groups are kept."""
+def merge(
+    rows: list[dict[str, Any]], new: list[dict[str, Any]], add: bool = False
+) -> list[dict[str, Any]]:
+    """``new`` (one group) replaces that group's rows in ``rows`` (``add``: only the rows of
+    the same names, the group's plain reference first); other groups are kept."""
     groups = {_group(r) for r in new}
-    return [r for r in rows if _group(r) not in groups] + new
+    if not add:
+        return [r for r in rows if _group(r) not in groups] + new
+    names = {r["name"] for r in new}
+    kept = [r for r in rows if r["name"] not in names]
+    group = [r for r in kept if _group(r) in groups] + new
+    group.sort(key=lambda r: r["protocol"] != "plain" or is_control(r))
+    return [r for r in kept if _group(r) not in groups] + group
 
 
 def main() -> None:
@@ -149,16 +178,21 @@ def main() -> None:
     parser.add_argument("folders", nargs="+", type=Path, help="run folders; the first is plain")
     parser.add_argument("--busy", action="store_true", help="mark the seconds not comparable")
     parser.add_argument("--note", default="", help="a note printed under this group's table")
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="add these rows to their group's rows (same name: replaced)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     new = [{**row_of(f), "busy": args.busy, "note": args.note} for f in args.folders]
-    if new[0]["protocol"] != "plain":
+    if not args.add and new[0]["protocol"] != "plain":
         parser.error("the first folder must be the plain run")
     if len({_group(r) for r in new}) != 1:
         parser.error("the folders must share the algorithm, dataset, clients and rounds")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{STEM}.json"
-    rows = merge(read_json(path, []), new)
+    rows = merge(read_json(path, []), new, args.add)
     write_json(path, rows, newline=True)
     write_text(args.out / f"{STEM}.md", markdown(rows))
     print((args.out / f"{STEM}.md").read_text())

@@ -18,6 +18,10 @@ from typing import Any
 
 from securefgl import extras
 
+#: A run folder's marker of a control run (``benchmarks.plain_wire_control``): what differs
+#: from the library's run, read by the reports that list the folder.
+CONTROL_FILE = "control.json"
+
 
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""

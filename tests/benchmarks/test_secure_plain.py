@@ -46,3 +46,20 @@ def test_a_longer_run_sits_beside_the_shorter_one() -> None:
     assert rows == short + long
     text = markdown(rows)
     assert "K = 10, 30 rounds" in text and "K = 10, 100 rounds" in text
+
+
+def test_added_rows_join_their_group_and_a_control_is_not_a_transport() -> None:
+    rows = [{**_row("Computers", "plain", 69.0), "name": "plain"},
+            {**_row("Computers", "secagg", 64.9), "name": "secagg32"},
+            {**_row("Cora", "plain", 80.0), "name": "cora-plain"}]  # fmt: skip
+    control = {**_row("Computers", "plain", 66.0), "name": "plain64", "ring": "float64 (control)"}
+    rerun = {**_row("Computers", "plain", 69.0), "name": "plain", "note": "again"}
+    added = merge(rows, [rerun, control], add=True)
+    assert [r["name"] for r in added] == ["cora-plain", "plain", "secagg32", "plain64"]
+    assert added[1]["note"] == "again"
+    cora, computers = markdown(added).split("## fedavg on Computers")
+    assert "Largest gap to plain 4.10 points (target ≤ 0.3: NOT met)." in computers
+    control_line = (
+        "Control (plain, float64 on the wire, no transport): -3.00 points, per seed -3.00."
+    )
+    assert control_line in computers and "No secure transport in this group." in cora
