@@ -40,6 +40,12 @@ import torch
 from protocols.base import AggregationProtocol, aggregate, setup_parties
 from protocols.registry import make_transport
 from protocols.wire import Payload
+from securefgl.algorithms.recommendation.row_dp import (
+    RowDPConfig,
+    keep_items,
+    shares,
+    support_of,
+)
 from securefgl.algorithms.recommendation.uploads import Uploads
 from securefgl.federation.audit import max_abs_error
 from securefgl.federation.channel import Channel
@@ -98,6 +104,29 @@ def plain_sums(up: Uploads) -> AggregateSums:
     return AggregateSums(ii, isum, icnt, ui, usum, ucnt, model, float(a.sum()))
 
 
+def noisy_ideal_sums(
+    up: Uploads, n_items: int, dp: tuple[RowDPConfig, np.random.Generator]
+) -> AggregateSums:
+    """The ideal functionality of both phases under :mod:`.row_dp`: the noise is the sum of
+    the members' shares, drawn at once (the same distribution)."""
+    cfg, rng = dp
+    counts = torch.zeros(n_items, dtype=torch.float64).index_add_(
+        0, up.item_idx, torch.ones(up.item_idx.numel(), dtype=torch.float64)
+    )
+    noisy = (counts + torch.from_numpy(rng.normal(0.0, cfg.count_std, n_items))).float()
+    ii = support_of(noisy, cfg)
+    s = plain_sums(keep_items(up, torch.isin(up.item_idx, ii)))
+    d = up.item_grad.shape[1] if up.item_grad.dim() == 2 else 0
+    isum = torch.zeros(ii.numel(), d).index_copy_(0, torch.searchsorted(ii, s.item_idx), s.item_sum)
+
+    def noised(t: torch.Tensor) -> torch.Tensor:
+        return t + torch.from_numpy(rng.normal(0.0, cfg.sum_std, tuple(t.shape))).to(t.dtype)
+
+    model = {k: noised(v) for k, v in s.model_sum.items()}
+    return AggregateSums(ii, noised(isum), noisy[ii], s.user_idx, noised(s.user_sum),
+                         s.user_count, model, s.weight_sum)  # fmt: skip
+
+
 def _dense_vectors(up: Uploads, sums: AggregateSums) -> np.ndarray:
     """Each user's weighted upload scattered over the support (phase 1): [B, D]."""
     b = up.n
@@ -126,6 +155,23 @@ def _dense_vectors(up: Uploads, sums: AggregateSums) -> np.ndarray:
     X[:, off : off + mdim] = flat
     X[:, -1] = a
     return X.numpy()
+
+
+def _noised_columns(up: Uploads, support: AggregateSums) -> tuple[np.ndarray, np.ndarray]:
+    """Masks over :func:`_dense_vectors`' columns: the sums' coordinates (item rows, user
+    rows, model: what :mod:`.row_dp` noises) and the item rows' count columns."""
+    d = up.item_grad.shape[1]
+    ni, nu = support.item_idx.numel(), support.user_idx.numel()
+    mdim = sum(v[0].numel() for v in up.model.values())
+    noised = np.zeros(ni * (d + 1) + nu * (d + 1) + mdim + 1, bool)
+    counts = np.zeros_like(noised)
+    noised[: ni * d] = True
+    counts[ni * d : ni * (d + 1)] = True
+    off = ni * (d + 1)
+    noised[off : off + nu * d] = True
+    off += nu * (d + 1)
+    noised[off : off + mdim] = True
+    return noised, counts
 
 
 def _parse_dense(total: np.ndarray, up: Uploads, support: AggregateSums) -> AggregateSums:
@@ -210,28 +256,30 @@ def secure_support(
     n_users: int,
     channel: Channel | None = None,
     options: TransportOptions | None = None,
+    dp: tuple[RowDPConfig, np.random.Generator] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Phase 1: the private union. The protocol sums :func:`support_indicators`; returns
-    (item_idx, item_count, user_idx, user_count) over the rows with a non-zero count.
+    (item_idx, item_count, user_idx, user_count) over the rows with a non-zero count. With
+    ``dp`` (:mod:`.row_dp`) each member adds its share of the count noise to every item row
+    and the item rows are those whose noisy count reaches the threshold (noisy counts).
 
     Averaging weights must be >= 1 (FeSoG: #returned rows or 1, FedGNN: 1), so a count >= 1/2
     is non-zero well above the protocols' rounding."""
     if up.n and float(up.averaging_weight().min()) < 1:
         raise ValueError("secure aggregation of uploads needs averaging weights >= 1")
     channel = channel if channel is not None else Channel(Transcript(store_payloads=False))
+    X = support_indicators(up, n_items, n_users)
+    if dp is not None:  # each member's share of the item counts' noise
+        X[:, :n_items] += shares(dp[1], dp[0].count_std, up.n, (n_items,))
     total = torch.from_numpy(
-        _run_protocol(
-            support_indicators(up, n_items, n_users),
-            up.users,
-            aggregation,
-            round_idx,
-            channel,
-            "support",
-            options or {},
-        )
+        _run_protocol(X, up.users, aggregation, round_idx, channel, "support", options or {})
     )
     icnt, ucnt = total[:n_items], total[n_items:]
-    ii, ui = torch.nonzero(icnt >= 0.5).flatten(), torch.nonzero(ucnt >= 0.5).flatten()
+    ui = torch.nonzero(ucnt >= 0.5).flatten()
+    if dp is not None:
+        ii = support_of(icnt, dp[0])
+        return ii, icnt[ii].float(), ui, ucnt[ui].float()
+    ii = torch.nonzero(icnt >= 0.5).flatten()
     return ii, icnt[ii].round().float(), ui, ucnt[ui].float()
 
 
@@ -243,23 +291,34 @@ def _secure_sums(
     n_users: int | None,
     channel: Channel,
     options: TransportOptions,
+    dp: tuple[RowDPConfig, np.random.Generator] | None = None,
 ) -> tuple[AggregateSums, int, int, float]:
     """Both phases on ``channel``; returns the sums, phase 1's bytes, both phases' and the
-    max abs error of phase 2's sums."""
+    max abs error of phase 2's sums. With ``dp`` (:mod:`.row_dp`): noisy counts in phase 1,
+    the members' uploads restricted to its support, their shares of the sums' noise, no
+    item count columns in phase 2 (the averages divide by phase 1's noisy counts)."""
     if n_items is None:
         n_items = int(up.item_idx.max()) + 1 if up.item_idx.numel() else 0
     if n_users is None:
         n_users = int(up.user_idx.max()) + 1 if up.user_idx.numel() else 0
     start = channel.transcript.total_bytes()
-    ii, _, ui, _ = secure_support(
-        up, aggregation, round_idx, n_items, n_users, channel, options
+    ii, icnt, ui, _ = secure_support(
+        up, aggregation, round_idx, n_items, n_users, channel, options, dp
     )
     support_bytes = channel.transcript.total_bytes() - start
     empty = torch.zeros(0)
     support = AggregateSums(ii, empty, empty, ui, empty, empty, {}, 0.0)
+    if dp is not None:
+        up = keep_items(up, torch.isin(up.item_idx, ii))
     X = _dense_vectors(up, support)
+    if dp is not None:
+        noised, counts = _noised_columns(up, support)
+        X[:, counts] = 0.0
+        X[:, noised] += shares(dp[1], dp[0].sum_std, up.n, (int(noised.sum()),))
     total = _run_protocol(X, up.users, aggregation, round_idx, channel, "sums", options)
     sums = _parse_dense(total, up, support)
+    if dp is not None:
+        sums.item_count = icnt
     nbytes = channel.transcript.total_bytes() - start
     # the simulator holds both: the protocol's sum against the float64 sum of the inputs
     return sums, support_bytes, nbytes, max_abs_error(total, X.sum(axis=0, dtype=np.float64))
@@ -295,13 +354,24 @@ def aggregate_uploads(
     n_users: int | None = None,
     options: TransportOptions | None = None,
     errors: list[float] | None = None,
+    dp: tuple[RowDPConfig, np.random.Generator] | None = None,
 ) -> tuple[AggregateSums, ServerView]:
     """``n_items`` / ``n_users``: the server's table sizes, over which the secure aggregations'
     support phase runs (see :func:`secure_sums`); ``options``: the transport's. ``errors``:
     a secure round appends the max abs error of its sums against the float64 sums of the
-    users' inputs (the simulator's measurement of the quantisation; no party's view)."""
+    users' inputs (the simulator's measurement of the quantisation; no party's view).
+    ``dp``: the noisy counts and sums of :mod:`.row_dp` and the noise's generator (a secure
+    aggregation only: in the clear the server sees every upload)."""
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"unknown aggregation {aggregation!r}; expected one of {AGGREGATIONS}")
+    if dp is not None and aggregation == "plain":
+        raise ValueError("row DP noises a secure aggregation's sums: name a secure one")
+    if dp is not None and aggregation == "ideal":
+        if n_items is None:
+            n_items = int(up.item_idx.max()) + 1 if up.item_idx.numel() else 0
+        sums = noisy_ideal_sums(up, n_items, dp)
+        return sums, ServerView(round_idx, aggregation, up.users, None, sums,
+                                int(up.nbytes_per_user().sum()))  # fmt: skip
     if aggregation in ("plain", "ideal"):
         sums = plain_sums(up)
         per_user = up if aggregation == "plain" else None
@@ -316,6 +386,7 @@ def aggregate_uploads(
         n_users,
         Channel(Transcript(store_payloads=False)),
         options or {},
+        dp,
     )
     view = ServerView(round_idx, aggregation, up.users, None, sums, nbytes)
     view.extra["support_bytes"] = float(support_bytes)

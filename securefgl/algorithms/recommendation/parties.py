@@ -19,6 +19,8 @@ executor (local or Ray) runs them.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import torch
 
@@ -52,6 +54,7 @@ from securefgl.algorithms.recommendation.expansion import (
     upload_frame,
 )
 from securefgl.algorithms.recommendation.ldp import apply_ldp
+from securefgl.algorithms.recommendation.row_dp import RowDPConfig, bound_uploads
 from securefgl.algorithms.recommendation.settings import RecConfig
 from securefgl.algorithms.recommendation.uploads import from_payloads, to_payload
 from securefgl.data.rating_views import ClientViews
@@ -157,6 +160,8 @@ class UserGroup(Stateful, Party):
                     U[idx] -= cfg.lr * g_self + cfg.weight_decay * U[idx]
         loss = float(up.loss.sum()) if up.loss is not None else 0.0
         up, eps = apply_ldp(up, cfg.ldp, self.noise_gen)
+        if cfg.row_dp.on:
+            up = bound_uploads(up, cfg.row_dp, self.private_rng)
         return to_payload(up), eps, loss
 
     def expansion_upload(self) -> Payload:
@@ -271,17 +276,25 @@ class RecAggregator(Party):
 
 
     def __init__(
-        self, aggregation: str, n_items: int, n_users: int, options: TransportOptions
-    ) -> None:
+        self, aggregation: str, n_items: int, n_users: int, options: TransportOptions,
+        row_dp: RowDPConfig | None = None, noise_seed: int | None = None,
+    ) -> None:  # fmt: skip
         self.party_id, self.aggregation = AGGREGATOR, aggregation
         self.n_items, self.n_users, self.options = n_items, n_users, options
+        self.row_dp, self.noise_seed = row_dp, noise_seed
         self.audit = AggregateAudit()  # per round (the simulator's measurement)
 
     def aggregate(self, round_idx: int, uploads: list[Payload]) -> Payload:
+        """The round's sums; under row DP with the members' noise shares (simulated here
+        with the members' protocol clients), drawn from a fresh secret generator per round
+        (seeded noise: one per round from the seed, so a resumed run redraws the same)."""
         up = from_payloads(uploads)
+        dp = None
+        if self.row_dp is not None:
+            dp = (self.row_dp, make_rng(self.noise_seed, "row-dp", round_idx))
         sums, view = aggregate_uploads(
             up, self.aggregation, round_idx, self.n_items, self.n_users, self.options,
-            errors=self.audit.errors,
+            errors=self.audit.errors, dp=dp,
         )  # fmt: skip
         return sums_to_payload(sums, bytes_up=view.bytes_up, **view.extra)
 
@@ -343,9 +356,11 @@ def rec_server(settings: str, n_users: int, n_items: int, active: np.ndarray) ->
 
 @party_builder
 def rec_aggregator(
-    aggregation: str, n_items: int, n_users: int, options: TransportOptions
-) -> RecAggregator:
-    return RecAggregator(aggregation, n_items, n_users, options)
+    aggregation: str, n_items: int, n_users: int, options: TransportOptions,
+    row_dp: dict | None = None, noise_seed: int | None = None,
+) -> RecAggregator:  # fmt: skip
+    dp = None if row_dp is None else RowDPConfig(**row_dp)
+    return RecAggregator(aggregation, n_items, n_users, options, dp, noise_seed)
 
 
 @party_builder
@@ -401,6 +416,8 @@ def recipes(views: ClientViews, cfg: RecConfig, token_key: bytes) -> dict[str, R
             n_items=n_items,
             n_users=table_users,
             options=cfg.transport_options(),
+            row_dp=asdict(cfg.row_dp) if cfg.row_dp.on else None,
+            noise_seed=cfg.noise_seed,
         )
     if cfg.method == "fedgnn":
         out[THIRD_PARTY] = recipe(

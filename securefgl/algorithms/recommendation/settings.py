@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from protocols.fixedpoint import DEFAULT_PRECISION_BITS
 from protocols.names import HONEST_BUT_CURIOUS
 from protocols.names import TRANSPORT_NAMES as TRANSPORTS
+from securefgl.algorithms.recommendation.row_dp import RowDPConfig
 from securefgl.config import ConfigError
 
 if TYPE_CHECKING:
@@ -127,6 +128,16 @@ class RecommendationSettings:
         "neighbours' in the clear, own only under a secure aggregation",
         SOCIAL_ROWS,
     )  # fmt: skip
+    row_dp_noise: float = _option(
+        0.0, "user-level DP of a secure aggregation's counts and sums: noise multiplier z "
+        "(0: off; needs a secure transport; the family's README, 'Row DP')",
+    )  # fmt: skip
+    row_dp_clip: float = _option(1.0, "row DP: L2 bound C of a user's summed upload")
+    row_dp_rows: int = _option(32, "row DP: item rows a user uploads a round, at most")
+    row_dp_threshold: float = _option(
+        3.0, "row DP: an item row is aggregated when its noisy count reaches this many stds"
+    )
+    row_dp_delta: float = _option(1e-5, "row DP: the δ of the reported (ε, δ)")
     variant: str = _option("fesog", "fesog: FeSoG's FilmTrust preprocessing (2r-1)", VARIANTS)
     max_users: int | None = _option(None, "seeded user subsample")
     split: str = _option(
@@ -158,6 +169,7 @@ class RecommendationSettings:
                              f"{self.ldp_lambda}")  # fmt: skip
         if self.max_users is not None and self.max_users < 1:
             raise ValueError(f"max_users must be ≥ 1, got {self.max_users}")
+        self.row_dp()  # its bounds
         choices = (("ldp", LDP_MODES), ("offset", OFFSETS), ("arch", ARCHS), ("loss", LOSSES),
                    ("split", SPLITS), ("variant", VARIANTS), ("averages", AVERAGES),
                    ("social_rows", SOCIAL_ROWS))  # fmt: skip
@@ -186,6 +198,11 @@ class RecommendationSettings:
                 "DP mechanism, which recommendation does not take: its users' LDP is the "
                 "section's ldp / ldp_clip / ldp_lambda"
             )
+        self.row_dp()  # its own checks
+        if self.row_dp_noise > 0 and config.protocol.transport == "plain":
+            raise ValueError("row_dp_noise noises a secure aggregation's counts and sums; in "
+                             "the clear the server sees every upload: name a secure transport "
+                             "(e.g. secagg)")  # fmt: skip
         if self.ideal_sums and config.protocol.transport == "plain":
             raise ValueError("ideal_sums simulates a secure transport: name one (e.g. secagg)")
         if config.protocol.transport == "plain" and config.protocol.threat_model != (
@@ -193,6 +210,11 @@ class RecommendationSettings:
             raise ValueError("threat_model 'malicious' signs the users' secure transport; the "
                              "plain transport has nothing to sign: name secagg, secagg+ or "
                              "ckks, or drop it")  # fmt: skip
+
+    def row_dp(self) -> RowDPConfig:
+        """The row DP mechanism of these settings (:mod:`.row_dp`)."""
+        return RowDPConfig(self.row_dp_noise, self.row_dp_clip, self.row_dp_rows,
+                           self.row_dp_threshold, self.row_dp_delta)  # fmt: skip
 
     def replace(self, **changes: Any) -> RecommendationSettings:
         return dataclasses.replace(self, **changes)
@@ -210,6 +232,8 @@ class RecConfig:
     weight_decay: float = 1e-3
     pseudo_items: int = 10
     ldp: LDPConfig = field(default_factory=LDPConfig)
+    #: user-level DP of the secure aggregation's counts and sums (:mod:`.row_dp`)
+    row_dp: RowDPConfig = field(default_factory=RowDPConfig)
     transport: str = "plain"  # the protocol stack's transport
     ideal_sums: bool = False  # the transport's ideal functionality instead of the protocol
     eval_every: int = 20
@@ -282,6 +306,15 @@ class RecConfig:
             )
         if self.method == "fedgnn" and self.social_rows != "auto":
             raise ConfigError("social_rows is FeSoG's option (FedGNN uploads no user rows)")
+        if self.row_dp.on and self.aggregation == "plain":
+            raise ConfigError("row DP noises a secure aggregation's sums: name a secure "
+                              "transport (in the clear the server sees every upload)")  # fmt: skip
+        if self.row_dp.on and self.method == "fesog" and not (
+                self.own_user_rows and self.uniform_averages):  # fmt: skip
+            raise ConfigError(
+                "row DP takes FeSoG's user rows and averages as counts of cohort members: "
+                "social_rows 'own' and averages 'uniform' (the secure defaults)"
+            )
 
     @property
     def aggregation(self) -> str:
@@ -334,7 +367,8 @@ class RecConfig:
         return cls(
             method=method, dim=s.dim, rounds=config.rounds, users_per_round=s.users_per_round,
             lr=config.lr, weight_decay=config.weight_decay, pseudo_items=s.pseudo_items,
-            ldp=LDPConfig(mode, clip, s.ldp_lambda), transport=config.protocol.transport,
+            ldp=LDPConfig(mode, clip, s.ldp_lambda), row_dp=s.row_dp(),
+            transport=config.protocol.transport,
             ideal_sums=s.ideal_sums, eval_every=config.eval_every, patience=s.patience,
             max_neighbors=s.max_neighbors, expand_every=s.expand_every, seed=seed,
             seeded_noise=config.protocol.seeded_noise, keep_views=s.keep_views,
@@ -357,4 +391,5 @@ class RecConfig:
     @classmethod
     def from_json(cls, text: str) -> RecConfig:
         raw = json.loads(text)
-        return cls(**{**raw, "ldp": LDPConfig(**raw["ldp"])})
+        return cls(**{**raw, "ldp": LDPConfig(**raw["ldp"]),
+                      "row_dp": RowDPConfig(**raw["row_dp"])})  # fmt: skip

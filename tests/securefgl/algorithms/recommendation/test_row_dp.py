@@ -1,0 +1,158 @@
+"""Row DP (:mod:`securefgl.algorithms.recommendation.row_dp`): bounded uploads, the noise the
+server's counts and sums carry (ideal and protocol), the accountant and the run's claim."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocols.dp.accounting import PrivacyAccountant
+from securefgl.algorithms.recommendation import aggregation, fesog
+from securefgl.algorithms.recommendation.aggregation import aggregate_uploads, plain_sums
+from securefgl.algorithms.recommendation.row_dp import (
+    RowDPConfig,
+    bound_uploads,
+    contribution_norms,
+)
+from securefgl.algorithms.recommendation.settings import aggregating
+from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+from securefgl.algorithms.recommendation.uploads import Uploads
+from securefgl.config import ConfigError
+from securefgl.data.rating_views import ClientViews
+from securefgl.data.ratings import synthetic_ratings
+
+COHORT = np.array([2, 3, 7, 11, 12, 30, 41])
+
+
+@pytest.fixture(scope="module")
+def views() -> ClientViews:
+    return ClientViews.from_data(synthetic_ratings(n_users=60, n_items=80, per_user=9, n_trust=150))
+
+
+def _uploads(views: ClientViews, seed: int = 0) -> Uploads:
+    state = fesog.init_fesog(views.n_users, views.n_items, 4, torch.Generator().manual_seed(0))
+    cfg = fesog.FeSoGConfig(4, 2, uniform_averages=True, neighbour_rows=False)
+    return fesog.local_gradients(state, views, COHORT, cfg, np.random.default_rng(seed))
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.integers(1, 12), clip=st.floats(1e-3, 50.0), seed=st.integers(0, 2**16))
+def test_bounded_uploads_hold_the_row_cap_and_the_norm(views, rows, clip, seed) -> None:
+    up = _uploads(views)
+    got = bound_uploads(up, RowDPConfig(1.0, clip, rows), np.random.default_rng(seed))
+    per_user = torch.bincount(got.item_slot, minlength=up.n)
+    before = torch.bincount(up.item_slot, minlength=up.n)
+    assert torch.equal(per_user, torch.minimum(before, torch.tensor(rows)))
+    assert float(contribution_norms(got).max()) <= clip
+    # the kept rows are the user's own rows, scaled by one factor per user (≤ 1)
+    pairs = set(zip(up.item_slot.tolist(), up.item_idx.tolist(), strict=True))
+    assert set(zip(got.item_slot.tolist(), got.item_idx.tolist(), strict=True)) <= pairs
+    norms, unclipped = contribution_norms(up), contribution_norms(got)
+    for j in range(up.n):
+        if before[j] <= rows and norms[j] <= clip * (1 - 1e-6):
+            assert math.isclose(float(unclipped[j]), float(norms[j]), rel_tol=1e-6)
+
+
+def _noise(views: ClientViews, how: str, dp: RowDPConfig, seed: int):
+    up = bound_uploads(_uploads(views), dp, np.random.default_rng(0))
+    exact = plain_sums(up)
+    sums, _ = aggregate_uploads(up, how, 0, views.n_items, views.n_users,
+                                dp=(dp, np.random.default_rng(seed)))  # fmt: skip
+    return up, exact, sums
+
+
+@pytest.mark.parametrize("how", ["ideal", "secagg"])
+def test_the_server_gets_noisy_counts_on_every_row_and_noisy_sums(views, how) -> None:
+    dp = RowDPConfig(noise=0.5, clip=1.0, rows=4, threshold=-50.0)  # every item row kept
+    count_dev, sum_dev = [], []
+    for seed in range(8 if how == "ideal" else 2):
+        up, exact, sums = _noise(views, how, dp, seed)
+        assert sums.item_idx.tolist() == list(range(views.n_items))
+        counts = torch.zeros(views.n_items).index_add_(0, exact.item_idx, exact.item_count)
+        count_dev.append((sums.item_count - counts).numpy())
+        isum = torch.zeros(views.n_items, 4).index_copy_(0, exact.item_idx, exact.item_sum)
+        sum_dev.append((sums.item_sum - isum).flatten().numpy())
+        sum_dev.append((sums.user_sum - exact.user_sum).flatten().numpy())
+        assert torch.equal(sums.user_idx, exact.user_idx)  # the cohort's own rows: public
+        assert sums.weight_sum == pytest.approx(up.n)
+    count_dev, sum_dev = np.concatenate(count_dev), np.concatenate(sum_dev)
+    assert np.std(count_dev) == pytest.approx(dp.count_std, rel=0.15)
+    assert np.std(sum_dev) == pytest.approx(dp.sum_std, rel=0.15)
+    assert abs(np.mean(count_dev)) < 4 * dp.count_std / math.sqrt(count_dev.size)
+
+
+def test_the_protocol_carries_no_exact_count(views, monkeypatch) -> None:
+    """Phase 2 sends no count columns for item rows; phase 1's item counts are noised."""
+    sent: list[np.ndarray] = []
+    real = aggregation._run_protocol
+
+    def spy(X, *args, **kwargs):
+        sent.append(X.copy())
+        return real(X, *args, **kwargs)
+
+    monkeypatch.setattr(aggregation, "_run_protocol", spy)
+    dp = RowDPConfig(noise=1.0, clip=1.0, rows=4, threshold=-50.0)
+    up, _, sums = _noise(views, "secagg", dp, 0)
+    phase1, phase2 = sent
+    items = phase1[:, : views.n_items]
+    assert not np.isin(items, (0.0, 1.0)).any()  # every entry carries a noise share
+    ni, d = sums.item_idx.numel(), 4
+    assert not phase2[:, ni * d : ni * (d + 1)].any()  # no item count columns
+    torch.testing.assert_close(sums.item_count, torch.from_numpy(phase1.sum(0)[: views.n_items])
+                               .float(), atol=1e-4, rtol=0)  # fmt: skip
+
+
+def test_a_high_threshold_keeps_only_rows_above_it(views) -> None:
+    dp = RowDPConfig(noise=0.01, clip=1.0, rows=4, threshold=3.0)
+    _, exact, sums = _noise(views, "ideal", dp, 0)
+    assert set(sums.item_idx.tolist()) <= set(exact.item_idx.tolist())
+    assert bool((sums.item_count >= 3 * dp.count_std).all())
+
+
+def test_epsilon_is_the_accountants_for_the_joint_mechanism() -> None:
+    dp = RowDPConfig(noise=2.0, clip=1.0, rows=8, delta=1e-5)
+    acc = PrivacyAccountant("rdp", 1e-5)
+    acc.step(2.0 / math.sqrt(2), 1.0, 50)
+    assert dp.epsilon(50) == pytest.approx(acc.epsilon())
+    assert dp.epsilon(10) < dp.epsilon(50) < RowDPConfig(noise=1.0).epsilon(50)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [({"transport": "plain"}, "secure"),
+     ({"social_rows": "neighbours"}, "own"),
+     ({"averages": "weighted"}, "uniform")],
+)  # fmt: skip
+def test_row_dp_refuses_what_it_cannot_cover(changes, message) -> None:
+    base = {"method": "fesog", "row_dp": RowDPConfig(noise=1.0), **aggregating("ideal")}
+    if changes.get("transport") == "plain":
+        base["ideal_sums"] = False
+    with pytest.raises(ConfigError, match=message):
+        RecConfig(**{**base, **changes})
+
+
+@pytest.mark.parametrize("field", ["noise", "clip", "rows", "delta"])
+def test_bad_bounds_are_refused(field) -> None:
+    with pytest.raises(ValueError, match=field):
+        RowDPConfig(**{field: -1})
+
+
+@pytest.mark.parametrize("method", ["fesog", "fedgnn"])
+def test_a_run_states_its_epsilon_against_a_malicious_server(views, method) -> None:
+    dp = RowDPConfig(noise=1.0, clip=1.0, rows=4)
+    cfg = RecConfig(method=method, users_per_round=8, rounds=6, eval_every=3, pseudo_items=2,
+                    row_dp=dp, **aggregating("ideal"))  # fmt: skip
+    with FedRecTrainer(views, cfg) as tr:
+        res = tr.run()
+    claim = next(c for c in res.privacy["guarantees"] if c["delta"] == dp.delta)
+    releases = res.privacy["max_releases"]
+    assert 1 <= releases <= cfg.rounds
+    assert claim["epsilon"] == pytest.approx(dp.epsilon(releases))
+    assert "malicious" in claim["adversary"] and "collude" in claim["adversary"]
+    assert res.privacy["noise"] == "secret" and res.privacy["row_dp"]["noise"] == 1.0
+    assert RecConfig.from_json(cfg.to_json()) == cfg
