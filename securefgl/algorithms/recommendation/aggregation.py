@@ -119,12 +119,14 @@ def noisy_ideal_sums(
     d = up.item_grad.shape[1] if up.item_grad.dim() == 2 else 0
     isum = torch.zeros(ii.numel(), d).index_copy_(0, torch.searchsorted(ii, s.item_idx), s.item_sum)
 
-    def noised(t: torch.Tensor) -> torch.Tensor:
-        return t + torch.from_numpy(rng.normal(0.0, cfg.sum_std, tuple(t.shape))).to(t.dtype)
+    def noised(t: torch.Tensor, part: str) -> torch.Tensor:
+        noise = rng.normal(0.0, cfg.sum_std(part), tuple(t.shape))
+        return t + torch.from_numpy(noise).to(t.dtype)
 
-    model = {k: noised(v) for k, v in s.model_sum.items()}
-    return AggregateSums(ii, noised(isum), noisy[ii], s.user_idx, noised(s.user_sum),
-                         s.user_count, model, s.weight_sum)  # fmt: skip
+    model = {k: noised(v, "model") for k, v in s.model_sum.items()}
+    return AggregateSums(ii, noised(isum, "items"), noisy[ii], s.user_idx,
+                         noised(s.user_sum, "users"), s.user_count, model,
+                         s.weight_sum)  # fmt: skip
 
 
 def _dense_vectors(up: Uploads, sums: AggregateSums) -> np.ndarray:
@@ -157,21 +159,16 @@ def _dense_vectors(up: Uploads, sums: AggregateSums) -> np.ndarray:
     return X.numpy()
 
 
-def _noised_columns(up: Uploads, support: AggregateSums) -> tuple[np.ndarray, np.ndarray]:
-    """Masks over :func:`_dense_vectors`' columns: the sums' coordinates (item rows, user
-    rows, model: what :mod:`.row_dp` noises) and the item rows' count columns."""
+def _dense_columns(up: Uploads, support: AggregateSums) -> dict[str, slice]:
+    """Where each part lies in :func:`_dense_vectors`' columns: the sums of the item rows,
+    user rows and model (what :mod:`.row_dp` noises) and the item rows' counts."""
     d = up.item_grad.shape[1]
     ni, nu = support.item_idx.numel(), support.user_idx.numel()
+    users = ni * (d + 1)
+    model = users + nu * (d + 1)
     mdim = sum(v[0].numel() for v in up.model.values())
-    noised = np.zeros(ni * (d + 1) + nu * (d + 1) + mdim + 1, bool)
-    counts = np.zeros_like(noised)
-    noised[: ni * d] = True
-    counts[ni * d : ni * (d + 1)] = True
-    off = ni * (d + 1)
-    noised[off : off + nu * d] = True
-    off += nu * (d + 1)
-    noised[off : off + mdim] = True
-    return noised, counts
+    return {"items": slice(0, ni * d), "item_counts": slice(ni * d, users),
+            "users": slice(users, users + nu * d), "model": slice(model, model + mdim)}  # fmt: skip
 
 
 def _parse_dense(total: np.ndarray, up: Uploads, support: AggregateSums) -> AggregateSums:
@@ -312,9 +309,11 @@ def _secure_sums(
         up = keep_items(up, torch.isin(up.item_idx, ii))
     X = _dense_vectors(up, support)
     if dp is not None:
-        noised, counts = _noised_columns(up, support)
-        X[:, counts] = 0.0
-        X[:, noised] += shares(dp[1], dp[0].sum_std, up.n, (int(noised.sum()),))
+        cols = _dense_columns(up, support)
+        X[:, cols["item_counts"]] = 0.0
+        for part in ("items", "users", "model"):
+            width = cols[part].stop - cols[part].start
+            X[:, cols[part]] += shares(dp[1], dp[0].sum_std(part), up.n, (width,))
     total = _run_protocol(X, up.users, aggregation, round_idx, channel, "sums", options)
     sums = _parse_dense(total, up, support)
     if dp is not None:

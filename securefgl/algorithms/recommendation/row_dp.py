@@ -5,21 +5,26 @@ cohort uploaded, and how often) and sums. Across rounds the counts narrow down e
 rated items (:mod:`attacks.row_counts`). This mechanism puts everything the server learns of
 a round under one Gaussian mechanism with respect to one user's whole upload:
 
-* each user uploads at most ``rows`` item rows a round (a uniform sample of its rows
-  otherwise) and scales its upload (item rows times w_u, user rows, model gradients; what
-  the sums add) to L2 norm at most ``clip`` C (:func:`bound_uploads`);
+* each user uploads at most ``rows`` m item rows a round (a uniform sample of its rows
+  otherwise) and clips each part of what the sums add to its own L2 bound (per-part
+  clipping, as McMahan et al., ICLR 2018, clip per layer): its item rows times w_u to
+  ``clip_items``, its user rows to ``clip_users``, its model gradients to ``clip_model``
+  (:func:`bound_uploads`);
 * phase 1 releases the count of **every** item row plus N(0, (z·√(2m))²) noise (replacing a
   user's ≤ m indicators moves the count vector by at most √(2m) in L2); the support is the
   rows whose noisy count reaches ``threshold`` noise stds (post-processing);
-* phase 2 releases the sums over that support, the user rows and the model plus
-  N(0, (z·2C)²) noise per coordinate (replacing a user's upload moves them by ≤ 2C); the
-  item averages divide by phase 1's noisy counts (phase 2's own count columns are not sent).
+* phase 2 releases the sums over that support, the user rows and the model, each part plus
+  N(0, (z·2C_part)²) noise per coordinate (replacing a user's upload moves a part by
+  ≤ 2C_part); the item averages divide by phase 1's noisy counts (phase 2's own count
+  columns are not sent).
 
-The two releases are one Gaussian mechanism of noise multiplier z/√2 with respect to
-replacing one user's data; a user composes it once per round it joins (RDP accountant; no
-amplification by sampling: a malicious server chooses the cohorts, and the cohort is
-public). Users' own user rows (FeSoG under ``social_rows = own``) and the uniform averages'
-weights are counts of cohort members, which the server knows anyway.
+Each of the k released parts (counts, item rows, user rows where the method uploads them,
+model) has noise z times its sensitivity, so a round is one Gaussian mechanism of noise
+multiplier z/√k with respect to replacing one user's data; a user composes it once per
+round it joins (RDP accountant; no amplification by sampling: a malicious server chooses
+the cohorts, and the cohort is public). Users' own user rows (FeSoG under ``social_rows =
+own``) and the uniform averages' weights are counts of cohort members, which the server
+knows anyway: their counts carry no noise.
 
 Noise: under a real transport each of the B cohort members adds its share N(0, σ²/B) before
 masking, so the sum carries N(0, σ²); the server plus t colluding members subtract their
@@ -44,11 +49,14 @@ from securefgl.algorithms.recommendation.uploads import Uploads
 
 @dataclass(frozen=True)
 class RowDPConfig:
-    """``noise`` z (0: off), ``clip`` C, ``rows`` m, ``threshold`` (count-noise stds),
-    ``delta`` (of the reported (ε, δ))."""
+    """``noise`` z (0: off), the per-part L2 bounds, ``rows`` m, ``threshold`` (count-noise
+    stds), ``delta`` (of the reported (ε, δ)). The default bounds are about the median
+    norm of each part in FeSoG's first round on FilmTrust (its item rows carry w_u ≈ 21)."""
 
     noise: float = 0.0
-    clip: float = 1.0
+    clip_items: float = 25.0
+    clip_users: float = 0.5
+    clip_model: float = 2.5
     rows: int = 32
     threshold: float = 3.0
     delta: float = 1e-5
@@ -56,8 +64,10 @@ class RowDPConfig:
     def __post_init__(self) -> None:
         if not (self.noise >= 0 and math.isfinite(self.noise)):
             raise ValueError(f"row_dp_noise must be finite and >= 0, got {self.noise}")
-        if not (self.clip > 0 and math.isfinite(self.clip)):
-            raise ValueError(f"row_dp_clip must be finite and > 0, got {self.clip}")
+        for part in ("items", "users", "model"):
+            bound = getattr(self, f"clip_{part}")
+            if not (bound > 0 and math.isfinite(bound)):
+                raise ValueError(f"row_dp_clip_{part} must be finite and > 0, got {bound}")
         if self.rows < 1:
             raise ValueError(f"row_dp_rows must be >= 1, got {self.rows}")
         if not math.isfinite(self.threshold):
@@ -74,20 +84,19 @@ class RowDPConfig:
         """Std of the noise on each item row's count: z·√(2m)."""
         return self.noise * math.sqrt(2 * self.rows)
 
-    @property
-    def sum_std(self) -> float:
-        """Std of the noise on each coordinate of the sums: z·2C."""
-        return self.noise * 2 * self.clip
+    def sum_std(self, part: str) -> float:
+        """Std of the noise on each coordinate of a part's sums (items, users, model)."""
+        return self.noise * 2 * getattr(self, f"clip_{part}")
 
-    @property
-    def multiplier(self) -> float:
-        """The noise multiplier of the round's joint Gaussian mechanism: z/√2."""
-        return self.noise / math.sqrt(2)
+    def multiplier(self, parts: int) -> float:
+        """The noise multiplier of a round's joint Gaussian mechanism over ``parts``
+        released parts (counts included): z/√k."""
+        return self.noise / math.sqrt(parts)
 
-    def epsilon(self, releases: int) -> float:
+    def epsilon(self, releases: int, parts: int) -> float:
         """ε at ``delta`` of a user who joined ``releases`` rounds (RDP accountant)."""
         acc = PrivacyAccountant("rdp", self.delta)
-        acc.step(self.multiplier, 1.0, releases)
+        acc.step(self.multiplier(parts), 1.0, releases)
         return acc.epsilon()
 
 
@@ -100,14 +109,18 @@ def _slot_sq_norms(
     return out
 
 
-def contribution_norms(up: Uploads) -> torch.Tensor:
-    """Each user's L2 norm of what the sums add: w_u·item rows, a_u·user rows, a_u·model."""
+def part_norms(up: Uploads) -> dict[str, torch.Tensor]:
+    """Each user's L2 norm of each part the sums add: w_u·item rows, a_u·user rows,
+    a_u·model."""
     w, a = up.weight.double(), up.averaging_weight().double()
-    sq = _slot_sq_norms(up.item_slot, up.item_grad, w, up.n)
-    sq += _slot_sq_norms(up.user_slot, up.user_grad, a, up.n)
+    model = torch.zeros(up.n, dtype=torch.float64)
     for v in up.model.values():
-        sq += (v.reshape(up.n, -1).double() * a.unsqueeze(1)).pow(2).sum(1)
-    return sq.sqrt()
+        model += (v.reshape(up.n, -1).double() * a.unsqueeze(1)).pow(2).sum(1)
+    return {
+        "items": _slot_sq_norms(up.item_slot, up.item_grad, w, up.n).sqrt(),
+        "users": _slot_sq_norms(up.user_slot, up.user_grad, a, up.n).sqrt(),
+        "model": model.sqrt(),
+    }
 
 
 def keep_items(up: Uploads, keep: torch.Tensor) -> Uploads:
@@ -121,8 +134,8 @@ def keep_items(up: Uploads, keep: torch.Tensor) -> Uploads:
 
 
 def bound_uploads(up: Uploads, cfg: RowDPConfig, rng: np.random.Generator) -> Uploads:
-    """Each user's upload with at most ``cfg.rows`` item rows (a uniform sample) and its
-    summed contribution (:func:`contribution_norms`) scaled to L2 norm ≤ C."""
+    """Each user's upload with at most ``cfg.rows`` item rows (a uniform sample) and each
+    part (:func:`part_norms`) scaled to its L2 bound."""
     counts = torch.bincount(up.item_slot, minlength=up.n)
     if up.item_idx.numel() and int(counts.max()) > cfg.rows:
         # a random rank within each user's rows; keep the first m of each user
@@ -132,14 +145,18 @@ def bound_uploads(up: Uploads, cfg: RowDPConfig, rng: np.random.Generator) -> Up
         rank = np.empty(order.size, np.int64)
         rank[order] = np.arange(order.size) - starts[slot[order]]
         up = keep_items(up, torch.from_numpy(rank < cfg.rows))
-    # a margin below C keeps the float32 rounding of the scaled rows inside the bound
-    norms = contribution_norms(up)
-    shrink = torch.clamp(cfg.clip * (1 - 1e-6) / norms.clamp_min(1e-300), max=1.0).float()
+    # a margin below the bound keeps the float32 rounding of the scaled rows inside it
+    shrink = {
+        part: torch.clamp(getattr(cfg, f"clip_{part}") * (1 - 1e-6) / norm.clamp_min(1e-300),
+                          max=1.0).float()
+        for part, norm in part_norms(up).items()
+    }  # fmt: skip
     return up.with_grads(
-        item_grad=up.item_grad * shrink[up.item_slot].unsqueeze(1),
-        user_grad=up.user_grad * shrink[up.user_slot].unsqueeze(1) if up.user_grad.numel()
-        else up.user_grad,
-        model={k: v * shrink.view(-1, *([1] * (v.dim() - 1))) for k, v in up.model.items()},
+        item_grad=up.item_grad * shrink["items"][up.item_slot].unsqueeze(1),
+        user_grad=up.user_grad * shrink["users"][up.user_slot].unsqueeze(1)
+        if up.user_grad.numel() else up.user_grad,
+        model={k: v * shrink["model"].view(-1, *([1] * (v.dim() - 1)))
+               for k, v in up.model.items()},
     )  # fmt: skip
 
 

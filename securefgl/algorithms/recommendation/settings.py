@@ -132,7 +132,13 @@ class RecommendationSettings:
         0.0, "user-level DP of a secure aggregation's counts and sums: noise multiplier z "
         "(0: off; needs a secure transport; the family's README, 'Row DP')",
     )  # fmt: skip
-    row_dp_clip: float = _option(1.0, "row DP: L2 bound C of a user's summed upload")
+    row_dp_clip_items: float = _option(
+        25.0, "row DP: L2 bound of a user's item rows (times its weight w_u) a round"
+    )
+    row_dp_clip_users: float = _option(0.5, "row DP: L2 bound of a user's user rows a round")
+    row_dp_clip_model: float = _option(
+        2.5, "row DP: L2 bound of a user's model gradients a round"
+    )
     row_dp_rows: int = _option(32, "row DP: item rows a user uploads a round, at most")
     row_dp_threshold: float = _option(
         3.0, "row DP: an item row is aggregated when its noisy count reaches this many stds"
@@ -213,8 +219,9 @@ class RecommendationSettings:
 
     def row_dp(self) -> RowDPConfig:
         """The row DP mechanism of these settings (:mod:`.row_dp`)."""
-        return RowDPConfig(self.row_dp_noise, self.row_dp_clip, self.row_dp_rows,
-                           self.row_dp_threshold, self.row_dp_delta)  # fmt: skip
+        return RowDPConfig(self.row_dp_noise, self.row_dp_clip_items, self.row_dp_clip_users,
+                           self.row_dp_clip_model, self.row_dp_rows, self.row_dp_threshold,
+                           self.row_dp_delta)  # fmt: skip
 
     def replace(self, **changes: Any) -> RecommendationSettings:
         return dataclasses.replace(self, **changes)
@@ -343,6 +350,11 @@ class RecConfig:
                 "neighbours": self.secagg_k, "min_cohort": self.min_cohort,
                 "value_bound": self.secagg_value_bound, "ring_bits": self.secagg_ring_bits,
                 "precision_bits": self.secagg_precision_bits}  # fmt: skip
+
+    @property
+    def row_dp_parts(self) -> int:
+        """The parts row DP releases: counts, item rows, FeSoG's user rows, model."""
+        return 4 if self.method == "fesog" else 3
 
     @property
     def noise_seed(self) -> int | None:

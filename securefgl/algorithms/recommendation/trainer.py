@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from protocols.dp.rng import VOID, noise_label
+from protocols.dp.rng import VOID, make_rng, noise_label
 from securefgl.algorithms.recommendation.aggregation import (
     ServerView,
     aggregate_uploads,
@@ -100,10 +100,10 @@ def _warn_counts(cfg: RecConfig) -> None:
         )  # fmt: skip
     if cfg.row_dp.on:
         logger.info(
-            "%s under %s with row DP (z = %g, C = %g, at most %d item rows a user and round): "
-            "the counts and sums the server learns are a Gaussian mechanism of each user's "
-            "data; ε in the run's privacy record", cfg.method, cfg.aggregation,
-            cfg.row_dp.noise, cfg.row_dp.clip, cfg.row_dp.rows,
+            "%s under %s with row DP (z = %g, at most %d item rows a user and round): the "
+            "counts and sums the server learns are a Gaussian mechanism of each user's data; "
+            "ε in the run's privacy record", cfg.method, cfg.aggregation, cfg.row_dp.noise,
+            cfg.row_dp.rows,
         )  # fmt: skip
         return
     logger.warning(
@@ -119,11 +119,12 @@ def _warn_counts(cfg: RecConfig) -> None:
 def row_dp_claim(cfg: RecConfig, releases: int) -> dict[str, Any]:
     """The (ε, δ) of :mod:`.row_dp` for the user who joined the most rounds, stated against
     the adversary and the assumptions it rests on."""
+    multiplier = cfg.row_dp.multiplier(cfg.row_dp_parts)
     extra = ("; not the token matching of FedGNN's graph expansion (its third party)"
              if cfg.method == "fedgnn" else
              "; a link known to both its ends only at group size 2")  # fmt: skip
     return {
-        "epsilon": cfg.row_dp.epsilon(releases),
+        "epsilon": cfg.row_dp.epsilon(releases, cfg.row_dp_parts),
         "delta": cfg.row_dp.delta,
         "unit": "user-level: everything the secure aggregation's outputs say of one user's "
                 "data (which item rows it uploads, their counts and sums, its user row, the "
@@ -132,8 +133,8 @@ def row_dp_claim(cfg: RecConfig, releases: int) -> dict[str, Any]:
         "adversary": "the server, malicious (it chooses the cohorts: no amplification by "
                      "sampling), assuming no cohort member colludes with it and none drops "
                      "out between the two phases (each member adds its share of the noise)",
-        "mechanism": f"Gaussian, noise multiplier {cfg.row_dp.multiplier:.4g} a round "
-                     "(counts and sums jointly), RDP accountant",
+        "mechanism": f"Gaussian, noise multiplier {multiplier:.4g} a round (counts and "
+                     f"{cfg.row_dp_parts - 1} parts of sums jointly), RDP accountant",
     }  # fmt: skip
 
 
@@ -309,7 +310,10 @@ class FedRecTrainer:
         _, uploads, _, _ = self._local(r, self.sample_users(), update_local=False)
         sizes = (self.n_items, self.n_table_users)
         how = aggregation or self.cfg.aggregation
-        return aggregate_uploads(from_payloads(uploads), how, r, *sizes)[1]
+        dp = None  # under row DP the server's view of the round carries its noise
+        if self.cfg.row_dp.on and how != "plain":
+            dp = (self.cfg.row_dp, make_rng(self.cfg.noise_seed, "row-dp-observed", r))
+        return aggregate_uploads(from_payloads(uploads), how, r, *sizes, dp=dp)[1]
 
     # ------------------------------------------------------------------ evaluation
     def _predictions(self, part: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -488,7 +492,8 @@ class FedRecTrainer:
             "guarantees": claims,
             "noise": noise_label(cfg.seeded_noise, cfg.ldp.mode != "none" or cfg.pseudo_items > 0
                                  or cfg.row_dp.on),  # fmt: skip
-            "row_dp": {**asdict(cfg.row_dp), "multiplier": cfg.row_dp.multiplier}
+            "row_dp": {**asdict(cfg.row_dp), "multiplier": cfg.row_dp.multiplier(
+                cfg.row_dp_parts)}
             if cfg.row_dp.on else None,
             **(averages if cfg.method == "fesog" else {}),
             **({"void": VOID} if cfg.seeded_noise else {}),  # the bare ε figures above too

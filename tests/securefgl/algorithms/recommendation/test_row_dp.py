@@ -14,11 +14,7 @@ from hypothesis import strategies as st
 from protocols.dp.accounting import PrivacyAccountant
 from securefgl.algorithms.recommendation import aggregation, fesog
 from securefgl.algorithms.recommendation.aggregation import aggregate_uploads, plain_sums
-from securefgl.algorithms.recommendation.row_dp import (
-    RowDPConfig,
-    bound_uploads,
-    contribution_norms,
-)
+from securefgl.algorithms.recommendation.row_dp import RowDPConfig, bound_uploads, part_norms
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.algorithms.recommendation.uploads import Uploads
@@ -42,20 +38,24 @@ def _uploads(views: ClientViews, seed: int = 0) -> Uploads:
 
 @settings(max_examples=25, deadline=None)
 @given(rows=st.integers(1, 12), clip=st.floats(1e-3, 50.0), seed=st.integers(0, 2**16))
-def test_bounded_uploads_hold_the_row_cap_and_the_norm(views, rows, clip, seed) -> None:
+def test_bounded_uploads_hold_the_row_cap_and_each_parts_norm(views, rows, clip, seed) -> None:
     up = _uploads(views)
-    got = bound_uploads(up, RowDPConfig(1.0, clip, rows), np.random.default_rng(seed))
+    dp = RowDPConfig(1.0, clip, clip / 10, clip / 3, rows)
+    got = bound_uploads(up, dp, np.random.default_rng(seed))
     per_user = torch.bincount(got.item_slot, minlength=up.n)
     before = torch.bincount(up.item_slot, minlength=up.n)
     assert torch.equal(per_user, torch.minimum(before, torch.tensor(rows)))
-    assert float(contribution_norms(got).max()) <= clip
-    # the kept rows are the user's own rows, scaled by one factor per user (≤ 1)
+    # the kept rows are the user's own rows
     pairs = set(zip(up.item_slot.tolist(), up.item_idx.tolist(), strict=True))
     assert set(zip(got.item_slot.tolist(), got.item_idx.tolist(), strict=True)) <= pairs
-    norms, unclipped = contribution_norms(up), contribution_norms(got)
-    for j in range(up.n):
-        if before[j] <= rows and norms[j] <= clip * (1 - 1e-6):
-            assert math.isclose(float(unclipped[j]), float(norms[j]), rel_tol=1e-6)
+    norms, bounded = part_norms(up), part_norms(got)
+    for part, bound in (("items", dp.clip_items), ("users", dp.clip_users),
+                        ("model", dp.clip_model)):  # fmt: skip
+        assert float(bounded[part].max()) <= bound
+        for j in range(up.n):  # a part within its bound (and rows within the cap) is kept
+            if norms[part][j] <= bound * (1 - 1e-6) and (part != "items" or before[j] <= rows):
+                assert math.isclose(float(bounded[part][j]), float(norms[part][j]),
+                                    rel_tol=1e-6)  # fmt: skip
 
 
 def _noise(views: ClientViews, how: str, dp: RowDPConfig, seed: int):
@@ -68,21 +68,24 @@ def _noise(views: ClientViews, how: str, dp: RowDPConfig, seed: int):
 
 @pytest.mark.parametrize("how", ["ideal", "secagg"])
 def test_the_server_gets_noisy_counts_on_every_row_and_noisy_sums(views, how) -> None:
-    dp = RowDPConfig(noise=0.5, clip=1.0, rows=4, threshold=-50.0)  # every item row kept
-    count_dev, sum_dev = [], []
+    dp = RowDPConfig(noise=0.5, clip_items=1.0, clip_users=0.1, clip_model=0.3, rows=4,
+                     threshold=-50.0)  # every item row kept  # fmt: skip
+    count_dev, item_dev, user_dev, model_dev = [], [], [], []
     for seed in range(8 if how == "ideal" else 2):
         up, exact, sums = _noise(views, how, dp, seed)
         assert sums.item_idx.tolist() == list(range(views.n_items))
         counts = torch.zeros(views.n_items).index_add_(0, exact.item_idx, exact.item_count)
         count_dev.append((sums.item_count - counts).numpy())
         isum = torch.zeros(views.n_items, 4).index_copy_(0, exact.item_idx, exact.item_sum)
-        sum_dev.append((sums.item_sum - isum).flatten().numpy())
-        sum_dev.append((sums.user_sum - exact.user_sum).flatten().numpy())
+        item_dev.append((sums.item_sum - isum).flatten().numpy())
+        user_dev.append((sums.user_sum - exact.user_sum).flatten().numpy())
+        model_dev += [(sums.model_sum[k] - v).flatten().numpy() for k, v in exact.model_sum.items()]
         assert torch.equal(sums.user_idx, exact.user_idx)  # the cohort's own rows: public
         assert sums.weight_sum == pytest.approx(up.n)
-    count_dev, sum_dev = np.concatenate(count_dev), np.concatenate(sum_dev)
+    count_dev = np.concatenate(count_dev)
     assert np.std(count_dev) == pytest.approx(dp.count_std, rel=0.15)
-    assert np.std(sum_dev) == pytest.approx(dp.sum_std, rel=0.15)
+    for part, dev in (("items", item_dev), ("users", user_dev), ("model", model_dev)):
+        assert np.std(np.concatenate(dev)) == pytest.approx(dp.sum_std(part), rel=0.15)
     assert abs(np.mean(count_dev)) < 4 * dp.count_std / math.sqrt(count_dev.size)
 
 
@@ -96,7 +99,7 @@ def test_the_protocol_carries_no_exact_count(views, monkeypatch) -> None:
         return real(X, *args, **kwargs)
 
     monkeypatch.setattr(aggregation, "_run_protocol", spy)
-    dp = RowDPConfig(noise=1.0, clip=1.0, rows=4, threshold=-50.0)
+    dp = RowDPConfig(noise=1.0, rows=4, threshold=-50.0)
     up, _, sums = _noise(views, "secagg", dp, 0)
     phase1, phase2 = sent
     items = phase1[:, : views.n_items]
@@ -108,18 +111,19 @@ def test_the_protocol_carries_no_exact_count(views, monkeypatch) -> None:
 
 
 def test_a_high_threshold_keeps_only_rows_above_it(views) -> None:
-    dp = RowDPConfig(noise=0.01, clip=1.0, rows=4, threshold=3.0)
+    dp = RowDPConfig(noise=0.01, rows=4, threshold=3.0)
     _, exact, sums = _noise(views, "ideal", dp, 0)
     assert set(sums.item_idx.tolist()) <= set(exact.item_idx.tolist())
     assert bool((sums.item_count >= 3 * dp.count_std).all())
 
 
 def test_epsilon_is_the_accountants_for_the_joint_mechanism() -> None:
-    dp = RowDPConfig(noise=2.0, clip=1.0, rows=8, delta=1e-5)
+    dp = RowDPConfig(noise=2.0, rows=8, delta=1e-5)
     acc = PrivacyAccountant("rdp", 1e-5)
-    acc.step(2.0 / math.sqrt(2), 1.0, 50)
-    assert dp.epsilon(50) == pytest.approx(acc.epsilon())
-    assert dp.epsilon(10) < dp.epsilon(50) < RowDPConfig(noise=1.0).epsilon(50)
+    acc.step(2.0 / math.sqrt(4), 1.0, 50)  # counts, item rows, user rows, model
+    assert dp.epsilon(50, 4) == pytest.approx(acc.epsilon())
+    assert dp.epsilon(10, 4) < dp.epsilon(50, 4) < RowDPConfig(noise=1.0).epsilon(50, 4)
+    assert dp.epsilon(50, 3) < dp.epsilon(50, 4)
 
 
 @pytest.mark.parametrize(
@@ -136,7 +140,8 @@ def test_row_dp_refuses_what_it_cannot_cover(changes, message) -> None:
         RecConfig(**{**base, **changes})
 
 
-@pytest.mark.parametrize("field", ["noise", "clip", "rows", "delta"])
+@pytest.mark.parametrize("field", ["noise", "clip_items", "clip_users", "clip_model", "rows",
+                                   "delta"])  # fmt: skip
 def test_bad_bounds_are_refused(field) -> None:
     with pytest.raises(ValueError, match=field):
         RowDPConfig(**{field: -1})
@@ -144,7 +149,7 @@ def test_bad_bounds_are_refused(field) -> None:
 
 @pytest.mark.parametrize("method", ["fesog", "fedgnn"])
 def test_a_run_states_its_epsilon_against_a_malicious_server(views, method) -> None:
-    dp = RowDPConfig(noise=1.0, clip=1.0, rows=4)
+    dp = RowDPConfig(noise=1.0, rows=4)
     cfg = RecConfig(method=method, users_per_round=8, rounds=6, eval_every=3, pseudo_items=2,
                     row_dp=dp, **aggregating("ideal"))  # fmt: skip
     with FedRecTrainer(views, cfg) as tr:
@@ -152,7 +157,7 @@ def test_a_run_states_its_epsilon_against_a_malicious_server(views, method) -> N
     claim = next(c for c in res.privacy["guarantees"] if c["delta"] == dp.delta)
     releases = res.privacy["max_releases"]
     assert 1 <= releases <= cfg.rounds
-    assert claim["epsilon"] == pytest.approx(dp.epsilon(releases))
+    assert claim["epsilon"] == pytest.approx(dp.epsilon(releases, 4 if method == "fesog" else 3))
     assert "malicious" in claim["adversary"] and "collude" in claim["adversary"]
     assert res.privacy["noise"] == "secret" and res.privacy["row_dp"]["noise"] == 1.0
     assert RecConfig.from_json(cfg.to_json()) == cfg
