@@ -31,20 +31,24 @@ from attacks.row_counts import (
 )
 from benchmarks.harness.ratings import load_views
 from benchmarks.harness.results import csv_list, read_json, write_json, write_text
+from securefgl.algorithms.recommendation.row_dp import RowDPConfig
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.data.rating_views import ClientViews
 
 OUT = Path(__file__).parent / "results" / "fesog_count_leaks.json"
 #: the variants: name -> (method, averages, social_rows, what the user-row counts are to the
-#: link attack (None: no user rows, FedGNN's users keep their embeddings), pseudo items q)
-VARIANTS: dict[str, tuple[str, str, str, Counts | None, int]] = {
-    "uniform": ("fesog", "uniform", "neighbours", "users", 10),
-    "weighted": ("fesog", "weighted", "neighbours", "weights", 10),
-    "own rows": ("fesog", "uniform", "own", "users", 10),
-    "fedgnn": ("fedgnn", "auto", "auto", None, 10),
-    "own rows q100": ("fesog", "uniform", "own", "users", 100),
-    "own rows q1000": ("fesog", "uniform", "own", "users", 1000),
+#: link attack (None: no user rows, FedGNN's users keep their embeddings), pseudo items q,
+#: row DP's noise multiplier z (0: off; its other settings the defaults))
+VARIANTS: dict[str, tuple[str, str, str, Counts | None, int, float]] = {
+    "uniform": ("fesog", "uniform", "neighbours", "users", 10, 0.0),
+    "weighted": ("fesog", "weighted", "neighbours", "weights", 10, 0.0),
+    "own rows": ("fesog", "uniform", "own", "users", 10, 0.0),
+    "fedgnn": ("fedgnn", "auto", "auto", None, 10, 0.0),
+    "own rows q100": ("fesog", "uniform", "own", "users", 100, 0.0),
+    "own rows q1000": ("fesog", "uniform", "own", "users", 1000, 0.0),
+    "own rows + row DP z=0.5": ("fesog", "uniform", "own", "users", 10, 0.5),
+    "own rows + row DP z=2": ("fesog", "uniform", "own", "users", 10, 2.0),
 }
 COUNT_AUC_USERS = 500  # users scored by the count correlation (a fixed random sample)
 log = logging.getLogger("fesog_count_leaks")
@@ -54,10 +58,10 @@ def cell_rows(
     views: ClientViews, variant: str, cohort: int, rounds: int, seed: int, checkpoints: list[int]
 ) -> list[dict[str, Any]]:
     """Train ``rounds`` rounds, keeping the server's views; the attack at each checkpoint."""
-    method, averages, social_rows, counts, pseudo = VARIANTS[variant]
+    method, averages, social_rows, counts, pseudo, noise = VARIANTS[variant]
     cfg = RecConfig(method=method, users_per_round=cohort, pseudo_items=pseudo, rounds=rounds,
                     keep_views=rounds, averages=averages, social_rows=social_rows, seed=seed,
-                    **aggregating("ideal"))  # fmt: skip
+                    row_dp=RowDPConfig(noise), **aggregating("ideal"))  # fmt: skip
     t0 = time.perf_counter()
     with FedRecTrainer(views, cfg) as tr:
         for r in range(rounds):
@@ -137,12 +141,18 @@ def render(rows: list[dict[str, Any]]) -> str:
         "FedGNN's defaults, whose item rows go through the same support phase; it uploads no "
         "user rows); more pseudo items widen each round's support. Item i stays a "
         "candidate for user u while i is in the support of every round u joined. Recall is "
-        "1 by construction; baseline: the density of rated (user, item) pairs. Per-user "
+        "1 by construction with exact counts; under row DP (`+ row DP z`: at most 32 item "
+        "rows a user and round, noisy counts on every item row, the support where a noisy "
+        "count reaches 3 noise stds, noisy sums; the module "
+        "`securefgl.algorithms.recommendation.row_dp`) the support and counts are noisy and "
+        "the attack reads them as they are; baseline: the density of rated (user, item) "
+        "pairs. Per-user "
         "inference from one round is not applicable under a secure aggregation; across "
         "rounds it is. Count AUC (last checkpoint, 500 users): item i's mean count in the "
         "rounds u joined less its mean in the others, a per-user ROC AUC over all items, "
         "beside the AUC of the items' popularity among the other users (a public prior); "
-        "pseudo items defeat the elimination, not this.",
+        "pseudo items defeat the elimination, not this; row DP bounds what both can learn "
+        "(ε in `benchmarks/results/fesog_row_dp.md`).",
         "",
         "| dataset | variant | users / round | rounds | candidates per user (rated) "
         "| precision | recall | baseline | count AUC (prior) |",

@@ -166,8 +166,8 @@ def merge(
     groups = {_group(r) for r in new}
     if not add:
         return [r for r in rows if _group(r) not in groups] + new
-    names = {r["name"] for r in new}
-    kept = [r for r in rows if r["name"] not in names]
+    names = {(_group(r), r["name"]) for r in new}
+    kept = [r for r in rows if (_group(r), r["name"]) not in names]
     group = [r for r in kept if _group(r) in groups] + new
     group.sort(key=lambda r: r["protocol"] != "plain" or is_control(r))
     return [r for r in kept if _group(r) not in groups] + group

@@ -54,12 +54,17 @@ def test_added_rows_join_their_group_and_a_control_is_not_a_transport() -> None:
             {**_row("Cora", "plain", 80.0), "name": "cora-plain"}]  # fmt: skip
     control = {**_row("Computers", "plain", 66.0), "name": "plain64", "ring": "float64 (control)"}
     rerun = {**_row("Computers", "plain", 69.0), "name": "plain", "note": "again"}
-    added = merge(rows, [rerun, control], add=True)
-    assert [r["name"] for r in added] == ["cora-plain", "plain", "secagg32", "plain64"]
-    assert added[1]["note"] == "again"
-    cora, computers = markdown(added).split("## fedavg on Computers")
-    assert "Largest gap to plain 4.10 points (target ≤ 0.3: NOT met)." in computers
+    short = {**_row("Computers", "plain", 63.0, 30), "name": "plain"}  # same name, 30 rounds
+    added = merge([short, *rows], [rerun, control], add=True)
+    assert [r["name"] for r in added] == ["plain", "cora-plain", "plain", "secagg32", "plain64"]
+    assert added[0] is short
+    assert added[2]["note"] == "again"
+    text = markdown(added)
+    cora, computers = text.split("## fedavg on Cora")[1].split(
+        "## fedavg on Computers, K = 10, 100"
+    )
     control_line = (
         "Control (plain, float64 on the wire, no transport): -3.00 points, per seed -3.00."
     )
+    assert "Largest gap to plain 4.10 points (target ≤ 0.3: NOT met)." in computers
     assert control_line in computers and "No secure transport in this group." in cora
