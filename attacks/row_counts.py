@@ -235,6 +235,10 @@ class InteractionEliminationResult:
     candidates_per_user: float
     rated_per_user: float
     baseline_precision: float  # the rated pairs' density among all (user seen, item) pairs
+    #: the precision of guessing, for each user, as many items as it has candidates, the
+    #: most popular among the other users (a public prior: a noisy support keeps the popular
+    #: items, whose precision is popularity, not a leak)
+    popular_precision: float = float("nan")
 
     @property
     def leaks(self) -> bool:
@@ -275,6 +279,7 @@ def evaluate_interaction_elimination(
     seen = np.asarray(_cohorts(views, n).sum(0)).ravel() > 0
     truth = _matrix(train, m, np.flatnonzero(seen))
     s, hit = int(seen.sum()), int(cand.multiply(truth).nnz)
+    per_user = np.diff(cand.indptr)
     return InteractionEliminationResult(
         rounds=len(views),
         users_seen=s,
@@ -285,7 +290,24 @@ def evaluate_interaction_elimination(
         candidates_per_user=cand.nnz / s if s else float("nan"),
         rated_per_user=truth.nnz / s if s else float("nan"),
         baseline_precision=truth.nnz / (s * m) if s else float("nan"),
+        popular_precision=popular_precision(train, m, np.flatnonzero(per_user), per_user),
     )
+
+
+def popular_precision(train: CSR, n_items: int, users: np.ndarray, k: np.ndarray) -> float:
+    """Precision of guessing, for each of ``users``, its ``k[u]`` items most rated by the
+    other users (ties by item id), pooled over the users."""
+    popularity = np.bincount(train.col, minlength=n_items).astype(np.int64)
+    order = np.lexsort((np.arange(n_items), -popularity))  # most popular first
+    hits = guesses = 0
+    for u in users:
+        own = train.row(int(u))[0]
+        prefix = order[: min(n_items, int(k[u]) + own.size)]  # own items only move down
+        score = popularity[prefix] - np.isin(prefix, own)
+        top = prefix[np.argsort(-score, kind="stable")[: int(k[u])]]
+        hits += int(np.isin(top, own).sum())
+        guesses += top.size
+    return hits / guesses if guesses else float("nan")
 
 
 def count_correlation_auc(

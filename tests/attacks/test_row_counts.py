@@ -15,6 +15,7 @@ from attacks.row_counts import (
     evaluate_link_counts,
     interaction_elimination,
     link_count_attack,
+    popular_precision,
 )
 from securefgl.algorithms.recommendation import fesog
 from securefgl.algorithms.recommendation.aggregation import (
@@ -22,7 +23,7 @@ from securefgl.algorithms.recommendation.aggregation import (
     ServerView,
     aggregate_uploads,
 )
-from securefgl.data.rating_views import ClientViews
+from securefgl.data.rating_views import CSR, ClientViews
 from securefgl.data.ratings import synthetic_ratings
 
 
@@ -137,3 +138,15 @@ def test_item_counts_rank_a_users_items_across_rounds(views: ClientViews) -> Non
     assert 0.5 < sampled <= 1.0
     one_round, _ = count_correlation_auc(secure[:1], views)  # no other round to compare
     assert np.isnan(one_round)
+
+
+def test_the_popular_guess_takes_each_users_top_items_among_the_others() -> None:
+    # items 0..4 rated by users 0..3: item 0 by all four, item 1 by three, item 2 by two
+    rows = [[0, 1, 2], [0, 1], [0, 1, 3], [0, 2, 4]]
+    user = np.repeat(np.arange(4), [len(r) for r in rows])
+    items = np.concatenate(rows)
+    train = CSR.build(user, items, np.ones(items.size), 4)
+    k = np.array([1, 2, 0, 2])
+    # user 0: among the others item 0 (3) leads -> hit; user 1: items 0 (3) and 1 (2) -> 2
+    # hits; user 3: items 0 (3) and 1 (3) -> 1 hit (item 1 it did not rate); user 2 guesses none
+    assert popular_precision(train, 5, np.array([0, 1, 2, 3]), k) == pytest.approx(4 / 5)
