@@ -34,6 +34,7 @@ from benchmarks.harness.results import (
     write_json,
     write_text,
 )
+from securefgl.algorithms.recommendation.fedgnn import user_offsets
 from securefgl.algorithms.recommendation.row_dp import RowDPConfig
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
@@ -67,10 +68,19 @@ def run_one(views: Any, noise: float, scale: float, rows: int, seed: int) -> dic
     }  # fmt: skip
 
 
+def user_mean_run(views: Any, seed: int) -> dict[str, Any]:
+    """No model: each test rating predicted by the user's own mean training rating (nothing
+    leaves a device: ε = 0), the reference a private model has to beat."""
+    u, _, r = views.eval_pairs("test")
+    pred = user_offsets(views, np.arange(views.n_users), "user-mean").numpy()[u]
+    return {"dataset": views.name, "method": "user mean", "seed": seed,
+            "test_rmse": float(np.sqrt(np.mean((pred - r) ** 2)))}  # fmt: skip
+
+
 def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per dataset and z: the clip scale of the best mean validation RMSE, its test RMSE."""
     cells: dict[tuple, list[dict[str, Any]]] = {}
-    for r in runs:
+    for r in (r for r in runs if r.get("method") != "user mean"):
         cells.setdefault((r["dataset"], r["noise"], r["clip"]), []).append(r)
     best: dict[tuple, dict[str, Any]] = {}
     for (name, noise, clip), rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
@@ -81,13 +91,24 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "test_rmse_std": float(np.std([r["test_rmse"] for r in rs])),
             "epsilon": None if noise == 0 else float(max(r["epsilon"] for r in rs)),
             "rounds": float(np.mean([r["rounds"] for r in rs])),
-            "clips_tried": sorted({r["clip"] for r in runs if (r["dataset"], r["noise"])
-                                   == (name, noise) and r["clip"] is not None}),
+            "clips_tried": sorted({r["clip"] for r in runs if (r["dataset"], r.get("noise"))
+                                   == (name, noise) and r.get("clip") is not None}),
         }  # fmt: skip
         key = (name, noise)
         if key not in best or row["val_rmse"] < best[key]["val_rmse"]:
             best[key] = row
-    return sorted(best.values(), key=lambda r: (r["dataset"], r["noise"]))
+    for name in sorted({r["dataset"] for r in runs}):
+        means = [r for r in runs if r["dataset"] == name and r.get("method") == "user mean"]
+        if means:
+            best[(name, -1.0)] = {
+                "dataset": name, "method": "user mean", "noise": None,
+                "seeds": [r["seed"] for r in means],
+                "test_rmse": float(np.mean([r["test_rmse"] for r in means])),
+                "test_rmse_std": float(np.std([r["test_rmse"] for r in means])),
+            }  # fmt: skip
+    return sorted(
+        best.values(), key=lambda r: (r["dataset"], -1.0 if r["noise"] is None else r["noise"])
+    )
 
 
 def render(rows: list[dict[str, Any]]) -> str:
@@ -111,7 +132,12 @@ def render(rows: list[dict[str, Any]]) -> str:
         "| dataset | z | s (tried) | ε (δ = 1e-5) | test RMSE | val RMSE | rounds | seeds |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in (r for r in rows if r.get("method") == "user mean"):
+        lines.append(
+            f"| {r['dataset']} | user mean (no model; nothing sent, ε = 0) | – | 0 | "
+            f"{r['test_rmse']:.3f} ± {r['test_rmse_std']:.3f} | – | – | {len(r['seeds'])} |"
+        )
+    for r in (r for r in rows if r.get("method") != "user mean"):
         eps = "– (no row DP)" if r["epsilon"] is None else f"{r['epsilon']:.3g}"
         clip = (
             "–" if r["clip"] is None else f"{r['clip']:g} ({', '.join(map(str, r['clips_tried']))})"
@@ -130,8 +156,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name in sorted({r["dataset"] for r in rows}):
-        dp = [r for r in rows if r["dataset"] == name and r["epsilon"] is not None]
-        ref = [r for r in rows if r["dataset"] == name and r["epsilon"] is None]
+        mine = [r for r in rows if r["dataset"] == name and r.get("method") != "user mean"]
+        dp = [r for r in mine if r["epsilon"] is not None]
+        ref = [r for r in mine if r["epsilon"] is None]
+        means = [r for r in rows if r["dataset"] == name and r.get("method") == "user mean"]
         line = ax.errorbar([r["epsilon"] for r in dp], [r["test_rmse"] for r in dp],
                            [r["test_rmse_std"] for r in dp], marker="o", capsize=3,
                            label=f"{name}, row DP")  # fmt: skip
@@ -141,6 +169,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         if ref:
             ax.axhline(ref[0]["test_rmse"], ls="--", color=line[0].get_color(),
                        label=f"{name}, no row DP")  # fmt: skip
+        if means:
+            ax.axhline(means[0]["test_rmse"], ls=":", color="grey",
+                       label=f"{name}, user mean (no model, ε = 0)")  # fmt: skip
     ax.set_xscale("log")
     ax.set_xlabel("ε at δ = 1e-5 (malicious server, no sampling amplification)")
     ax.set_ylabel("test RMSE (lower is better)")
@@ -166,6 +197,10 @@ def main(argv: list[str] | None = None) -> None:
     for name in a.datasets:
         for seed in map(int, a.seeds):
             views = None
+            if not any(r["dataset"] == name and r.get("method") == "user mean"
+                       and r["seed"] == seed for r in runs):  # fmt: skip
+                views = load_views(name, seed)
+                runs.append(user_mean_run(views, seed))
             for noise, clip in cells:
                 key = (name, noise, clip, seed)
                 if any((r["dataset"], r["noise"], r["clip"], r["seed"]) == key for r in runs):

@@ -1,0 +1,27 @@
+"""The row-DP report: the clip scale is chosen per z by validation RMSE, never by test."""
+
+from __future__ import annotations
+
+from benchmarks.fesog_row_dp import render, summary
+
+
+def _run(noise: float, clip: float | None, seed: int, val: float, test: float) -> dict:
+    return {"dataset": "FilmTrust", "noise": noise, "clip": clip, "seed": seed,
+            "val_rmse": val, "test_rmse": test, "rounds": 100,
+            "epsilon": None if noise == 0 else 10.0 * seed + 5}  # fmt: skip
+
+
+def test_the_clip_scale_is_chosen_on_validation_and_the_worst_epsilon_reported() -> None:
+    runs = [_run(0.0, None, 0, 2.0, 2.1),
+            _run(1.0, 0.2, 0, 3.0, 3.9), _run(1.0, 0.2, 1, 3.2, 3.9),  # best validation
+            _run(1.0, 1.0, 0, 3.5, 3.0), _run(1.0, 1.0, 1, 3.5, 3.0),  # best test
+            {"dataset": "FilmTrust", "method": "user mean", "seed": 0,
+             "test_rmse": 1.7}]  # fmt: skip
+    rows = summary(runs)
+    assert [r.get("method", "fesog") for r in rows] == ["user mean", "fesog", "fesog"]
+    chosen = rows[2]
+    assert chosen["clip"] == 0.2 and chosen["test_rmse"] == 3.9 and chosen["epsilon"] == 15.0
+    assert chosen["clips_tried"] == [0.2, 1.0]
+    text = render(rows)
+    assert "| FilmTrust | 1 | 0.2 (0.2, 1.0) | 15 | 3.900 ± 0.000 |" in text
+    assert "user mean (no model; nothing sent, ε = 0)" in text
