@@ -110,8 +110,8 @@ def _warn_counts(cfg: RecConfig) -> None:
         "%s under %s: across rounds the server's item-row counts give each user's rating "
         "count (a round's item-row counts sum to its cohort's ratings + pseudo items) and "
         "the item support of the rounds a user joined narrows down its rated items "
-        "(benchmarks.fesog_count_leaks); not closed (the family's README, 'What the "
-        "counts reveal')",
+        "(benchmarks.fesog_count_leaks); row_dp_noise > 0 puts the counts and sums "
+        "under user-level DP (the family's README, 'Row DP')",
         cfg.method, cfg.aggregation,
     )  # fmt: skip
 

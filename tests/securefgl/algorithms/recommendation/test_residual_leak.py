@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from securefgl.algorithms.recommendation.aggregation import ServerView
+from securefgl.algorithms.recommendation.row_dp import RowDPConfig
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.data.rating_views import ClientViews
@@ -110,3 +111,14 @@ def test_every_secure_run_warns_of_the_counts_across_rounds(
     assert (CROSS_ROUND in caplog.text) == cross_round
     assert (WEIGHT_SUM in caplog.text) == weight_sum
     assert (LINKS in caplog.text) == links
+
+
+@pytest.mark.parametrize("method", ["fesog", "fedgnn"])
+def test_a_row_dp_run_states_its_mechanism_not_the_cross_round_leak(
+    views: ClientViews, caplog, method: str
+) -> None:
+    cfg = RecConfig(method=method, rounds=1, users_per_round=6, pseudo_items=PSEUDO,
+                    row_dp=RowDPConfig(noise=1.0), **aggregating("ideal"))  # fmt: skip
+    with caplog.at_level("INFO"), FedRecTrainer(views, cfg):
+        pass
+    assert CROSS_ROUND not in caplog.text and "with row DP (z = 1" in caplog.text
