@@ -203,7 +203,9 @@ def main(argv: list[str] | None = None) -> None:
                 runs.append(user_mean_run(views, seed))
             for noise, clip in cells:
                 key = (name, noise, clip, seed)
-                if any((r["dataset"], r["noise"], r["clip"], r["seed"]) == key for r in runs):
+                if any(
+                    (r["dataset"], r.get("noise"), r.get("clip"), r["seed"]) == key for r in runs
+                ):
                     continue
                 views = views or load_views(name, seed)
                 log.info("%s z=%g clip scale %s seed %d", name, noise, clip, seed)

@@ -7,12 +7,16 @@ test runs twice and checks that the noised outputs differ, and that with
 ``seeded_noise`` (the explicit NOT PRIVATE switch) they are equal and marked not private.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from securefgl.algorithms.fedstruct.edge_dp import perturb_federation
 from securefgl.algorithms.fedstruct.settings import EdgeDP
 from securefgl.algorithms.recommendation.ldp import LDPConfig
+from securefgl.algorithms.recommendation.row_dp import RowDPConfig
+from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
 from securefgl.config import ExperimentConfig
 from securefgl.data.rating_views import ClientViews
@@ -124,7 +128,23 @@ def test_recommendation_ldp_noise_and_pseudo_items_are_secret(method):
 
     (idx_a, grad_a), (idx_b, grad_b) = uploads(cfg), uploads(cfg)
     assert idx_a != idx_b or not np.allclose(grad_a, grad_b)
-    seeded = RecConfig(**{**cfg.to_dict(), "ldp": cfg.ldp, "seeded_noise": True})
+    seeded = dataclasses.replace(cfg, seeded_noise=True)
     (idx_c, grad_c), (idx_d, grad_d) = uploads(seeded), uploads(seeded)
     assert idx_c == idx_d
     np.testing.assert_array_equal(grad_c, grad_d)
+
+
+@pytest.mark.parametrize("aggregation", ["ideal", "secagg"])
+def test_row_dp_noise_is_secret_and_seeded_only_when_asked(aggregation):
+    views = ClientViews.from_data(synthetic_ratings(n_users=40, n_items=30, seed=0), seed=0)
+    cfg = RecConfig(method="fesog", rounds=1, users_per_round=8, keep_views=1,
+                    row_dp=RowDPConfig(noise=1.0, threshold=-50.0),
+                    **aggregating(aggregation))  # fmt: skip
+
+    def counts(c):
+        with FedRecTrainer(views, c) as trainer:
+            return trainer.round(0).sums.item_count.numpy()
+
+    assert not np.array_equal(counts(cfg), counts(cfg))
+    seeded = dataclasses.replace(cfg, seeded_noise=True)
+    np.testing.assert_array_equal(counts(seeded), counts(seeded))
