@@ -38,66 +38,14 @@ Deviation from FeSoG and FedGNN: neither paper bounds or noises the aggregate.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from protocols.dp.accounting import PrivacyAccountant
+from securefgl.algorithms.recommendation.settings import RowDPConfig
 from securefgl.algorithms.recommendation.uploads import Uploads
 
-
-@dataclass(frozen=True)
-class RowDPConfig:
-    """``noise`` z (0: off), the per-part L2 bounds, ``rows`` m, ``threshold`` (count-noise
-    stds), ``delta`` (of the reported (ε, δ)). The default bounds are about the median
-    norm of each part in FeSoG's first round on FilmTrust (its item rows carry w_u ≈ 21)."""
-
-    noise: float = 0.0
-    clip_items: float = 25.0
-    clip_users: float = 0.5
-    clip_model: float = 2.5
-    rows: int = 32
-    threshold: float = 3.0
-    delta: float = 1e-5
-
-    def __post_init__(self) -> None:
-        if not (self.noise >= 0 and math.isfinite(self.noise)):
-            raise ValueError(f"row_dp_noise must be finite and >= 0, got {self.noise}")
-        for part in ("items", "users", "model"):
-            bound = getattr(self, f"clip_{part}")
-            if not (bound > 0 and math.isfinite(bound)):
-                raise ValueError(f"row_dp_clip_{part} must be finite and > 0, got {bound}")
-        if self.rows < 1:
-            raise ValueError(f"row_dp_rows must be >= 1, got {self.rows}")
-        if not math.isfinite(self.threshold):
-            raise ValueError(f"row_dp_threshold must be finite, got {self.threshold}")
-        if not 0 < self.delta < 1:
-            raise ValueError(f"row_dp_delta must be in (0, 1), got {self.delta}")
-
-    @property
-    def on(self) -> bool:
-        return self.noise > 0
-
-    @property
-    def count_std(self) -> float:
-        """Std of the noise on each item row's count: z·√(2m)."""
-        return self.noise * math.sqrt(2 * self.rows)
-
-    def sum_std(self, part: str) -> float:
-        """Std of the noise on each coordinate of a part's sums (items, users, model)."""
-        return self.noise * 2 * getattr(self, f"clip_{part}")
-
-    def multiplier(self, parts: int) -> float:
-        """The noise multiplier of a round's joint Gaussian mechanism over ``parts``
-        released parts (counts included): z/√k."""
-        return self.noise / math.sqrt(parts)
-
-    def epsilon(self, releases: int, parts: int) -> float:
-        """ε at ``delta`` of a user who joined ``releases`` rounds (RDP accountant)."""
-        acc = PrivacyAccountant("rdp", self.delta)
-        acc.step(self.multiplier(parts), 1.0, releases)
-        return acc.epsilon()
+__all__ = ["RowDPConfig", "bound_uploads", "part_norms", "shares", "support_of"]
 
 
 def _slot_sq_norms(

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from protocols.fixedpoint import DEFAULT_PRECISION_BITS
 from protocols.names import HONEST_BUT_CURIOUS
 from protocols.names import TRANSPORT_NAMES as TRANSPORTS
-from securefgl.algorithms.recommendation.row_dp import RowDPConfig
 from securefgl.config import ConfigError
 
 if TYPE_CHECKING:
@@ -64,6 +63,63 @@ class LDPConfig:
         from protocols.dp.ldp import fedgnn_epsilon
 
         return fedgnn_epsilon(self.clip, self.lam) if self.mode == "laplace" else None
+
+
+@dataclass(frozen=True)
+class RowDPConfig:
+    """Row DP's settings (the mechanism: :mod:`.row_dp`): ``noise`` z (0: off), the
+    per-part L2 bounds, ``rows`` m, ``threshold`` (count-noise stds), ``delta`` (of the
+    reported (ε, δ)). The default bounds are 0.2 × the median norm of each part in FeSoG's
+    first round on FilmTrust (items 25, w_u ≈ 21 included; users 0.5; model 2.5): the
+    scale of the best validation RMSE (benchmarks/results/fesog_row_dp.md)."""
+
+    noise: float = 0.0
+    clip_items: float = 5.0
+    clip_users: float = 0.1
+    clip_model: float = 0.5
+    rows: int = 32
+    threshold: float = 3.0
+    delta: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if not (self.noise >= 0 and math.isfinite(self.noise)):
+            raise ValueError(f"row_dp_noise must be finite and >= 0, got {self.noise}")
+        for part in ("items", "users", "model"):
+            bound = getattr(self, f"clip_{part}")
+            if not (bound > 0 and math.isfinite(bound)):
+                raise ValueError(f"row_dp_clip_{part} must be finite and > 0, got {bound}")
+        if self.rows < 1:
+            raise ValueError(f"row_dp_rows must be >= 1, got {self.rows}")
+        if not math.isfinite(self.threshold):
+            raise ValueError(f"row_dp_threshold must be finite, got {self.threshold}")
+        if not 0 < self.delta < 1:
+            raise ValueError(f"row_dp_delta must be in (0, 1), got {self.delta}")
+
+    @property
+    def on(self) -> bool:
+        return self.noise > 0
+
+    @property
+    def count_std(self) -> float:
+        """Std of the noise on each item row's count: z·√(2m)."""
+        return self.noise * math.sqrt(2 * self.rows)
+
+    def sum_std(self, part: str) -> float:
+        """Std of the noise on each coordinate of a part's sums (items, users, model)."""
+        return self.noise * 2 * getattr(self, f"clip_{part}")
+
+    def multiplier(self, parts: int) -> float:
+        """The noise multiplier of a round's joint Gaussian mechanism over ``parts``
+        released parts (counts included): z/√k."""
+        return self.noise / math.sqrt(parts)
+
+    def epsilon(self, releases: int, parts: int) -> float:
+        """ε at ``delta`` of a user who joined ``releases`` rounds (RDP accountant)."""
+        from protocols.dp.accounting import PrivacyAccountant
+
+        acc = PrivacyAccountant("rdp", self.delta)
+        acc.step(self.multiplier(parts), 1.0, releases)
+        return acc.epsilon()
 
 
 def aggregating(aggregation: str) -> dict[str, Any]:
@@ -133,11 +189,11 @@ class RecommendationSettings:
         "(0: off; needs a secure transport; the family's README, 'Row DP')",
     )  # fmt: skip
     row_dp_clip_items: float = _option(
-        25.0, "row DP: L2 bound of a user's item rows (times its weight w_u) a round"
+        5.0, "row DP: L2 bound of a user's item rows (times its weight w_u) a round"
     )
-    row_dp_clip_users: float = _option(0.5, "row DP: L2 bound of a user's user rows a round")
+    row_dp_clip_users: float = _option(0.1, "row DP: L2 bound of a user's user rows a round")
     row_dp_clip_model: float = _option(
-        2.5, "row DP: L2 bound of a user's model gradients a round"
+        0.5, "row DP: L2 bound of a user's model gradients a round"
     )
     row_dp_rows: int = _option(32, "row DP: item rows a user uploads a round, at most")
     row_dp_threshold: float = _option(
