@@ -365,9 +365,9 @@ def aggregate_uploads(
         raise ValueError(f"unknown aggregation {aggregation!r}; expected one of {AGGREGATIONS}")
     if dp is not None and aggregation == "plain":
         raise ValueError("row DP noises a secure aggregation's sums: name a secure one")
+    if dp is not None and n_items is None:  # the cohort's largest row id would be a leak
+        raise ValueError("row DP counts every row of the server's item table: give n_items")
     if dp is not None and aggregation == "ideal":
-        if n_items is None:
-            n_items = int(up.item_idx.max()) + 1 if up.item_idx.numel() else 0
         sums = noisy_ideal_sums(up, n_items, dp)
         return sums, ServerView(round_idx, aggregation, up.users, None, sums,
                                 int(up.nbytes_per_user().sum()))  # fmt: skip

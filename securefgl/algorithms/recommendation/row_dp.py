@@ -21,17 +21,18 @@ a round under one Gaussian mechanism with respect to one user's whole upload:
 Each of the k released parts (counts, item rows, user rows where the method uploads them,
 model) has noise z times its sensitivity, so a round is one Gaussian mechanism of noise
 multiplier z/√k with respect to replacing one user's data; a user composes it once per
-round it joins (RDP accountant; no amplification by sampling: a malicious server chooses
-the cohorts, and the cohort is public). Users' own user rows (FeSoG under ``social_rows =
+round it joins (RDP accountant; no amplification by sampling: the server sees the cohorts,
+and a malicious one chooses them). Users' own user rows (FeSoG under ``social_rows =
 own``) and the uniform averages' weights are counts of cohort members, which the server
 knows anyway: their counts carry no noise.
 
 Noise: under a real transport each of the B cohort members adds its share N(0, σ²/B) before
-masking, so the sum carries N(0, σ²); the server plus t colluding members subtract their
-shares and see σ²·(B − t)/B, and a member that drops out after phase 1 takes its share with
-it: the guarantee assumes no member colludes with the server and none drops out (stated in
-each run's privacy record). ``ideal`` draws the sum of the shares at once. Shares come from
-a secret source (:func:`protocols.dp.rng.make_rng`) per round, never replayed on resume.
+masking, so the sum carries N(0, σ²). A sum of m shares, c of them known to the server
+(colluding members, Sybils included), keeps σ²·(m − c)/B: the run's ε takes m = B against
+an honest-but-curious server and, against a malicious one (which may claim dropouts), the
+fewest shares the transport's members enforce in any sum it opens, with c = ``colluding``
+(the trainer's ``row_dp_claim``). ``ideal`` draws the sum of the shares at once. Shares come from a secret source (:func:`protocols.dp.rng.make_rng`) per round,
+never replayed on resume.
 Deviation from FeSoG and FedGNN: neither paper bounds or noises the aggregate.
 """
 

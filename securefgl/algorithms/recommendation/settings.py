@@ -80,8 +80,11 @@ class RowDPConfig:
     rows: int = 32
     threshold: float = 3.0
     delta: float = 1e-5
+    colluding: int = 0  # cohort members colluding with the server (their shares known)
 
     def __post_init__(self) -> None:
+        if self.colluding < 0:
+            raise ValueError(f"row_dp_colluding must be >= 0, got {self.colluding}")
         if not (self.noise >= 0 and math.isfinite(self.noise)):
             raise ValueError(f"row_dp_noise must be finite and >= 0, got {self.noise}")
         for part in ("items", "users", "model"):
@@ -108,17 +111,22 @@ class RowDPConfig:
         """Std of the noise on each coordinate of a part's sums (items, users, model)."""
         return self.noise * 2 * getattr(self, f"clip_{part}")
 
-    def multiplier(self, parts: int) -> float:
-        """The noise multiplier of a round's joint Gaussian mechanism over ``parts``
-        released parts (counts included): z/√k."""
-        return self.noise / math.sqrt(parts)
+    def multiplier(self, parts: int, summands: int, cohort: int) -> float:
+        """The noise multiplier of a round's joint Gaussian mechanism over ``parts`` released
+        parts (counts included) when the opened sum holds at least ``summands`` of the
+        ``cohort``'s noise shares, ``colluding`` of them known to the server:
+        z·√(max(m − c, 0)/B)/√k (:func:`protocols.dp.clip_noise.enforced_noise_multiplier`)."""
+        from protocols.dp.clip_noise import enforced_noise_multiplier
 
-    def epsilon(self, releases: int, parts: int) -> float:
+        z = enforced_noise_multiplier(self.noise, summands, cohort, self.colluding)
+        return z / math.sqrt(parts)
+
+    def epsilon(self, releases: int, parts: int, summands: int, cohort: int) -> float:
         """ε at ``delta`` of a user who joined ``releases`` rounds (RDP accountant)."""
         from protocols.dp.accounting import PrivacyAccountant
 
         acc = PrivacyAccountant("rdp", self.delta)
-        acc.step(self.multiplier(parts), 1.0, releases)
+        acc.step(self.multiplier(parts, summands, cohort), 1.0, releases)
         return acc.epsilon()
 
 
@@ -200,6 +208,10 @@ class RecommendationSettings:
         3.0, "row DP: an item row is aggregated when its noisy count reaches this many stds"
     )
     row_dp_delta: float = _option(1e-5, "row DP: the δ of the reported (ε, δ)")
+    row_dp_colluding: int = _option(
+        0, "row DP: cohort members assumed to collude with the server (their noise shares "
+        "known to it; charged in ε)",
+    )  # fmt: skip
     variant: str = _option("fesog", "fesog: FeSoG's FilmTrust preprocessing (2r-1)", VARIANTS)
     max_users: int | None = _option(None, "seeded user subsample")
     split: str = _option(
@@ -260,7 +272,6 @@ class RecommendationSettings:
                 "DP mechanism, which recommendation does not take: its users' LDP is the "
                 "section's ldp / ldp_clip / ldp_lambda"
             )
-        self.row_dp()  # its own checks
         if self.row_dp_noise > 0 and config.protocol.transport == "plain":
             raise ValueError("row_dp_noise noises a secure aggregation's counts and sums; in "
                              "the clear the server sees every upload: name a secure transport "
@@ -277,7 +288,7 @@ class RecommendationSettings:
         """The row DP mechanism of these settings (:mod:`.row_dp`)."""
         return RowDPConfig(self.row_dp_noise, self.row_dp_clip_items, self.row_dp_clip_users,
                            self.row_dp_clip_model, self.row_dp_rows, self.row_dp_threshold,
-                           self.row_dp_delta)  # fmt: skip
+                           self.row_dp_delta, self.row_dp_colluding)  # fmt: skip
 
     def replace(self, **changes: Any) -> RecommendationSettings:
         return dataclasses.replace(self, **changes)

@@ -20,10 +20,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from protocols.dp.rng import VOID, make_rng, noise_label
+from protocols.names import HONEST_BUT_CURIOUS
 from securefgl.algorithms.recommendation.aggregation import (
     ServerView,
     aggregate_uploads,
     sums_from_payload,
+    users_transport,
 )
 from securefgl.algorithms.recommendation.checkpoint import Stateful, load_arrays, save_arrays
 from securefgl.algorithms.recommendation.expansion import TAG_REPLY, TAG_UPLOAD, new_token_key
@@ -116,24 +118,41 @@ def _warn_counts(cfg: RecConfig) -> None:
     )  # fmt: skip
 
 
-def row_dp_claim(cfg: RecConfig, releases: int) -> dict[str, Any]:
+def row_dp_summands(cfg: RecConfig, cohort: int) -> int:
+    """The fewest noise shares in any sum the server can open: the cohort under an
+    honest-but-curious server; under a malicious one (it chooses the cohorts and may claim
+    dropouts) the floor the members' transport enforces
+    (:meth:`protocols.base.AggregationProtocol.min_summands`)."""
+    if cfg.threat_model == HONEST_BUT_CURIOUS:
+        return cohort
+    floor = users_transport(cfg.transport, "row-dp-floor", cfg.transport_options()
+                            ).min_summands(cohort)  # fmt: skip
+    return cohort if floor is None else min(floor, cohort)
+
+
+def row_dp_claim(cfg: RecConfig, releases: int, cohort: int) -> dict[str, Any]:
     """The (ε, δ) of :mod:`.row_dp` for the user who joined the most rounds, stated against
-    the adversary and the assumptions it rests on."""
-    multiplier = cfg.row_dp.multiplier(cfg.row_dp_parts)
+    the run's adversary and the assumptions it rests on (``cohort``: users a round)."""
+    m, c = row_dp_summands(cfg, cohort), cfg.row_dp.colluding
+    multiplier = cfg.row_dp.multiplier(cfg.row_dp_parts, m, cohort)
     extra = ("; not the token matching of FedGNN's graph expansion (its third party)"
              if cfg.method == "fedgnn" else
              "; a link known to both its ends only at group size 2")  # fmt: skip
+    server = ("the server, honest-but-curious" if cfg.threat_model == HONEST_BUT_CURIOUS else
+              f"the server, malicious (it may claim dropouts: charged at the {m} of {cohort} "
+              "members' shares the transport's members enforce in any sum it opens)")  # fmt: skip
     return {
-        "epsilon": cfg.row_dp.epsilon(releases, cfg.row_dp_parts),
+        "epsilon": cfg.row_dp.epsilon(releases, cfg.row_dp_parts, m, cohort),
         "delta": cfg.row_dp.delta,
         "unit": "user-level: everything the secure aggregation's outputs say of one user's "
                 "data (which item rows it uploads, their counts and sums, its user row, the "
                 f"model), replacing that user's data, over the {releases} rounds the most "
                 f"active user joined{extra}",
-        "adversary": "the server, malicious (it chooses the cohorts: no amplification by "
-                     "sampling), assuming no cohort member colludes with it and none drops "
-                     "out between the two phases (each member adds its share of the noise)",
-        "mechanism": f"Gaussian, noise multiplier {multiplier:.4g} a round (counts and "
+        "adversary": f"{server}, choosing the cohorts (no amplification by sampling), with "
+                     f"{c} colluding cohort members (Sybils included) whose noise shares it "
+                     "knows; each member adds its share of the noise, and all are sent the "
+                     "same support",
+        "mechanism": f"Gaussian, effective noise multiplier {multiplier:.4g} a round (counts and "
                      f"{cfg.row_dp_parts - 1} parts of sums jointly), RDP accountant",
     }  # fmt: skip
 
@@ -477,7 +496,8 @@ class FedRecTrainer:
                                    f"them: interaction inference measures it){extra}",
                            "adversary": "everyone (local DP)"})  # fmt: skip
         if cfg.row_dp.on:
-            claims.append(row_dp_claim(cfg, int(spent["max_releases"])))
+            cohort = min(cfg.users_per_round, self.views.active_users().size)
+            claims.append(row_dp_claim(cfg, int(spent["max_releases"]), cohort))
         if cfg.seeded_noise:  # each claim says so itself, for whoever reads one claim alone
             claims = [{**g, "void": VOID} for g in claims]
         # FeSoG's user-row and model averages (what a secure aggregation's counts reveal)
@@ -492,8 +512,7 @@ class FedRecTrainer:
             "guarantees": claims,
             "noise": noise_label(cfg.seeded_noise, cfg.ldp.mode != "none" or cfg.pseudo_items > 0
                                  or cfg.row_dp.on),  # fmt: skip
-            "row_dp": {**asdict(cfg.row_dp), "multiplier": cfg.row_dp.multiplier(
-                cfg.row_dp_parts)}
+            "row_dp": asdict(cfg.row_dp)
             if cfg.row_dp.on else None,
             **(averages if cfg.method == "fesog" else {}),
             **({"void": VOID} if cfg.seeded_noise else {}),  # the bare ε figures above too

@@ -12,11 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.dp.accounting import PrivacyAccountant
+from protocols.names import HONEST_BUT_CURIOUS, MALICIOUS
 from securefgl.algorithms.recommendation import aggregation, fesog
 from securefgl.algorithms.recommendation.aggregation import aggregate_uploads, plain_sums
 from securefgl.algorithms.recommendation.row_dp import RowDPConfig, bound_uploads, part_norms
 from securefgl.algorithms.recommendation.settings import aggregating
-from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
+from securefgl.algorithms.recommendation.trainer import (
+    FedRecTrainer,
+    RecConfig,
+    row_dp_summands,
+)
 from securefgl.algorithms.recommendation.uploads import Uploads
 from securefgl.config import ConfigError
 from securefgl.data.rating_views import ClientViews
@@ -121,9 +126,16 @@ def test_epsilon_is_the_accountants_for_the_joint_mechanism() -> None:
     dp = RowDPConfig(noise=2.0, rows=8, delta=1e-5)
     acc = PrivacyAccountant("rdp", 1e-5)
     acc.step(2.0 / math.sqrt(4), 1.0, 50)  # counts, item rows, user rows, model
-    assert dp.epsilon(50, 4) == pytest.approx(acc.epsilon())
-    assert dp.epsilon(10, 4) < dp.epsilon(50, 4) < RowDPConfig(noise=1.0).epsilon(50, 4)
-    assert dp.epsilon(50, 3) < dp.epsilon(50, 4)
+    assert dp.epsilon(50, 4, 10, 10) == pytest.approx(acc.epsilon())
+    assert dp.epsilon(10, 4, 10, 10) < dp.epsilon(50, 4, 10, 10)
+    assert dp.epsilon(50, 4, 10, 10) < RowDPConfig(noise=1.0).epsilon(50, 4, 10, 10)
+    assert dp.epsilon(50, 3, 10, 10) < dp.epsilon(50, 4, 10, 10)
+    # 6 of 10 shares in the opened sum, 2 of them the server's: z·√(4/10) per part
+    colluding = RowDPConfig(noise=2.0, rows=8, colluding=2)
+    acc = PrivacyAccountant("rdp", 1e-5)
+    acc.step(2.0 * math.sqrt(4 / 10) / 2, 1.0, 50)
+    assert colluding.epsilon(50, 4, 6, 10) == pytest.approx(acc.epsilon())
+    assert RowDPConfig(noise=2.0, colluding=6).epsilon(50, 4, 6, 10) == math.inf
 
 
 @pytest.mark.parametrize(
@@ -141,23 +153,29 @@ def test_row_dp_refuses_what_it_cannot_cover(changes, message) -> None:
 
 
 @pytest.mark.parametrize("field", ["noise", "clip_items", "clip_users", "clip_model", "rows",
-                                   "delta"])  # fmt: skip
+                                   "delta", "colluding"])  # fmt: skip
 def test_bad_bounds_are_refused(field) -> None:
     with pytest.raises(ValueError, match=field):
         RowDPConfig(**{field: -1})
 
 
-@pytest.mark.parametrize("method", ["fesog", "fedgnn"])
-def test_a_run_states_its_epsilon_against_a_malicious_server(views, method) -> None:
-    dp = RowDPConfig(noise=1.0, rows=4)
+@pytest.mark.parametrize(("method", "threat"), [("fesog", HONEST_BUT_CURIOUS),
+                                                ("fedgnn", HONEST_BUT_CURIOUS),
+                                                ("fesog", MALICIOUS)])  # fmt: skip
+def test_a_run_states_its_epsilon_against_its_server(views, method, threat) -> None:
+    dp = RowDPConfig(noise=1.0, rows=4, colluding=1)
     cfg = RecConfig(method=method, users_per_round=8, rounds=6, eval_every=3, pseudo_items=2,
-                    row_dp=dp, **aggregating("ideal"))  # fmt: skip
+                    row_dp=dp, threat_model=threat, **aggregating("ideal"))  # fmt: skip
     with FedRecTrainer(views, cfg) as tr:
         res = tr.run()
     claim = next(c for c in res.privacy["guarantees"] if c["delta"] == dp.delta)
     releases = res.privacy["max_releases"]
     assert 1 <= releases <= cfg.rounds
-    assert claim["epsilon"] == pytest.approx(dp.epsilon(releases, 4 if method == "fesog" else 3))
-    assert "malicious" in claim["adversary"] and "collude" in claim["adversary"]
+    floor = row_dp_summands(cfg, 8)
+    assert (floor == 8) == (threat == HONEST_BUT_CURIOUS) and floor >= 2
+    parts = 4 if method == "fesog" else 3
+    assert claim["epsilon"] == pytest.approx(dp.epsilon(releases, parts, floor, 8))
+    assert "choosing the cohorts" in claim["adversary"] and "1 colluding" in claim["adversary"]
+    assert ("malicious" in claim["adversary"]) == (threat == MALICIOUS)
     assert res.privacy["noise"] == "secret" and res.privacy["row_dp"]["noise"] == 1.0
     assert RecConfig.from_json(cfg.to_json()) == cfg
