@@ -31,8 +31,9 @@ masking, so the sum carries N(0, σ²). A sum of m shares, c of them known to th
 (colluding members, Sybils included), keeps σ²·(m − c)/B: the run's ε takes m = B against
 an honest-but-curious server and, against a malicious one (which may claim dropouts), the
 fewest shares the transport's members enforce in any sum it opens, with c = ``colluding``
-(the trainer's ``row_dp_claim``). ``ideal`` draws the sum of the shares at once. Shares come from a secret source (:func:`protocols.dp.rng.make_rng`) per round,
-never replayed on resume.
+(the trainer's ``row_dp_claim``). ``ideal`` draws the sum of the shares at once. Shares
+come from a secret source (:func:`protocols.dp.rng.make_rng`) per round, never replayed on
+resume.
 Deviation from FeSoG and FedGNN: neither paper bounds or noises the aggregate.
 """
 
