@@ -303,10 +303,12 @@ def test_a_round_that_cannot_survive_the_crash_aborts_saying_why(options, phase,
         federation.close()
 
 
-@pytest.mark.parametrize(("method", "aggregation"), [("fesog", "plain"), ("fedgnn", "ideal")])
-def test_the_recommendation_path_gives_the_local_result_on_ray(method, aggregation):
+@pytest.mark.parametrize(("method", "aggregation", "row_dp"),
+                         [("fesog", "plain", 0.0), ("fedgnn", "ideal", 0.0),
+                          ("fesog", "ideal", 1.0)])  # fmt: skip
+def test_the_recommendation_path_gives_the_local_result_on_ray(method, aggregation, row_dp):
     from securefgl.algorithms.recommendation.ldp import LDPConfig
-    from securefgl.algorithms.recommendation.settings import aggregating
+    from securefgl.algorithms.recommendation.settings import RowDPConfig, aggregating
     from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
     from securefgl.data.rating_views import ClientViews
     from securefgl.data.ratings import synthetic_ratings
@@ -318,6 +320,7 @@ def test_the_recommendation_path_gives_the_local_result_on_ray(method, aggregati
         cfg = RecConfig(
             method=method, **aggregating(aggregation), rounds=6, eval_every=2, users_per_round=40,
             pseudo_items=4, expand_every=3, ldp=ldp, seeded_noise=True, executor=executor,
+            row_dp=RowDPConfig(row_dp),
         )  # fmt: skip
         with FedRecTrainer(views, cfg) as tr:
             res = tr.run()
@@ -328,6 +331,7 @@ def test_the_recommendation_path_gives_the_local_result_on_ray(method, aggregati
     assert remote.test_rmse == local.test_rmse
     assert [h["val_rmse"] for h in remote.history] == [h["val_rmse"] for h in local.history]
     assert remote.privacy["epsilon_max_user"] == local.privacy["epsilon_max_user"] > 0
+    assert remote.privacy["guarantees"] == local.privacy["guarantees"]
     assert remote_msgs == local_msgs and len(local_msgs) >= 18
     receivers = {m[2] for m in local_msgs}
     assert {"users-0", "users-1", "server"} <= receivers
