@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from benchmarks.fesog_row_dp import render, summary
+from securefgl.algorithms.recommendation.settings import RowDPConfig
 
 
 def _run(noise: float, clip: float | None, seed: int, val: float, test: float) -> dict:
     return {"dataset": "FilmTrust", "noise": noise, "clip": clip, "seed": seed,
             "val_rmse": val, "test_rmse": test, "rounds": 100,
-            "epsilon": None if noise == 0 else 10.0 * seed + 5}  # fmt: skip
+            "epsilon": None if noise == 0 else 10.0 * seed + 5,
+            "max_releases": 50 + seed}  # fmt: skip
 
 
 def test_the_clip_scale_is_chosen_on_validation_and_the_worst_epsilon_reported() -> None:
@@ -23,5 +25,9 @@ def test_the_clip_scale_is_chosen_on_validation_and_the_worst_epsilon_reported()
     assert chosen["clip"] == 0.2 and chosen["test_rmse"] == 3.9 and chosen["epsilon"] == 15.0
     assert chosen["clips_tried"] == [0.2, 1.0]
     text = render(rows)
-    assert "| FilmTrust | 1 | 0.2 (0.2, 1.0) | 15 | 3.900 ± 0.000 |" in text
+    # the most active user's 51 rounds charged at SecAgg's share floor, below the cohort
+    honest = RowDPConfig(1.0).epsilon(51, 4, 256, 256)
+    assert chosen["epsilon_malicious"] > honest
+    mal = f"{chosen['epsilon_malicious']:.3g}"
+    assert f"| FilmTrust | 1 | 0.2 (0.2, 1.0) | 15 | {mal} | 3.900 ± 0.000 |" in text
     assert "user mean (no model; nothing sent, ε = 0)" in text
