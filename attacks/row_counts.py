@@ -242,8 +242,10 @@ class InteractionEliminationResult:
 
     @property
     def leaks(self) -> bool:
-        """The candidates are at least twice as precise as the density."""
-        return self.precision > 2 * self.baseline_precision
+        """The candidates are at least twice as precise as the density and as guessing the
+        popular items."""
+        popular = 0.0 if np.isnan(self.popular_precision) else self.popular_precision
+        return self.precision > 2 * max(self.baseline_precision, popular)
 
     def as_dict(self) -> dict[str, float | int | bool]:
         return {**asdict(self), "leaks": self.leaks}
