@@ -119,6 +119,8 @@ def test_a_row_dp_run_states_its_mechanism_not_the_cross_round_leak(
 ) -> None:
     cfg = RecConfig(method=method, rounds=1, users_per_round=6, pseudo_items=PSEUDO,
                     row_dp=RowDPConfig(noise=1.0), **aggregating("ideal"))  # fmt: skip
-    with caplog.at_level("INFO"), FedRecTrainer(views, cfg):
+    # the trainer's own logger: another test may have raised the package's level
+    trainer_log = "securefgl.algorithms.recommendation.trainer"
+    with caplog.at_level("INFO", logger=trainer_log), FedRecTrainer(views, cfg):
         pass
     assert CROSS_ROUND not in caplog.text and "with row DP (z = 1" in caplog.text
