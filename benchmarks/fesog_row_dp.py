@@ -1,7 +1,8 @@
-"""What row DP costs FeSoG: test RMSE against the (ε, δ) each run states.
+"""What row DP costs FeSoG (and FedGNN): test RMSE against the (ε, δ) each run states.
 
 FeSoG (Liu et al., ACM TIST 2022) under the ideal secure sum with its secure defaults
-(uniform averages, own user rows) and row DP
+(uniform averages, own user rows), and FedGNN (Wu et al. 2021) with ``--methods fedgnn``,
+with row DP
 (:mod:`securefgl.algorithms.recommendation.row_dp`) at each noise multiplier z in
 ``--noise`` and each scale s in ``--clip-scales`` of the per-part median norms (at
 most ``--rows`` item rows a user and round, threshold 3 count-noise stds), beside the same
@@ -13,7 +14,7 @@ honest-but-curious server (the most active user's rounds, RDP accountant, no sam
 amplification), beside the ε of the same runs against a malicious server (charged at the
 fewest noise shares SecAgg's members enforce in a sum it opens). Run:
 ``SECUREFGL_DATA=... python -m benchmarks.fesog_row_dp [--datasets
-FilmTrust] [--noise 0.5,2,8] [--clip-scales 0.2,1] [--seeds 0,1,2]``; writes
+FilmTrust] [--methods fesog] [--noise 0.5,2,8] [--clip-scales 0.2,1] [--seeds 0,1,2]``; writes
 ``benchmarks/results/fesog_row_dp.{json,md,png}`` (resumable per run).
 """
 
@@ -48,25 +49,29 @@ from securefgl.algorithms.recommendation.trainer import (
 
 OUT = Path(__file__).parent / "results" / "fesog_row_dp.json"
 ROUNDS, PATIENCE, ROWS = 2000, 5, 32
-#: the median norm of each part of FeSoG's uploads in its first round on FilmTrust (item
-#: rows times w_u, user rows, model): the clip bounds at scale 1
-MEDIAN_NORMS = (25.0, 0.5, 2.5)
+#: the median norm of each part of a method's uploads in its first round on FilmTrust (item
+#: rows times w_u, user rows, model; FedGNN uploads no user rows): the bounds at scale 1
+MEDIAN_NORMS = {"fesog": (25.0, 0.5, 2.5), "fedgnn": (0.8, 0.5, 2.5)}
+METHODS = tuple(MEDIAN_NORMS)
 log = logging.getLogger("fesog_row_dp")
 
 
-def run_one(views: Any, noise: float, scale: float, rows: int, seed: int) -> dict[str, Any]:
-    """One FeSoG run (``noise`` 0: no row DP) with the clip bounds ``MEDIAN_NORMS`` × ``scale``;
-    its RMSEs, ε and length."""
-    items, users, model = (m * scale for m in MEDIAN_NORMS)
+def run_one(
+    views: Any, method: str, noise: float, scale: float, rows: int, seed: int
+) -> dict[str, Any]:
+    """One run (``noise`` 0: no row DP) with the method's ``MEDIAN_NORMS`` × ``scale`` as
+    bounds; its RMSEs, ε and length."""
+    items, users, model = (m * scale for m in MEDIAN_NORMS[method])
     dp = RowDPConfig(noise, items, users, model, rows) if noise > 0 else RowDPConfig()
-    cfg = RecConfig(method="fesog", rounds=ROUNDS, patience=PATIENCE, seed=seed, row_dp=dp,
+    cfg = RecConfig(method=method, rounds=ROUNDS, patience=PATIENCE, seed=seed, row_dp=dp,
                     **aggregating("ideal"))  # fmt: skip
     t0 = time.perf_counter()
     with FedRecTrainer(views, cfg) as tr:
         res = tr.run()
     claim = next((c for c in res.privacy["guarantees"] if c.get("mechanism")), None)
     return {
-        "dataset": views.name, "noise": noise, "clip": scale if noise > 0 else None,
+        "dataset": views.name, "algorithm": method, "noise": noise,
+        "clip": scale if noise > 0 else None,
         "rows": rows if noise > 0 else None, "seed": seed,
         "val_rmse": res.val_rmse, "test_rmse": res.test_rmse, "test_mae": res.test_mae,
         "rounds": res.rounds, "stopped": res.stopped,
@@ -86,54 +91,66 @@ def user_mean_run(views: Any, seed: int) -> dict[str, Any]:
             "test_rmse": float(np.sqrt(np.mean((pred - r) ** 2)))}  # fmt: skip
 
 
-def malicious_epsilon(noise: float, releases: int) -> float:
-    """ε of a FeSoG row-DP run's most active user against a malicious server: the same
-    releases charged at the fewest shares SecAgg's members enforce in an opened sum."""
-    cfg = RecConfig(method="fesog", threat_model=MALICIOUS, row_dp=RowDPConfig(noise),
+def algorithm(run: dict[str, Any]) -> str:
+    """A run's method (rows measured before FedGNN joined are FeSoG's)."""
+    return run.get("algorithm", "fesog")
+
+
+def malicious_epsilon(method: str, noise: float, releases: int) -> float:
+    """ε of a row-DP run's most active user against a malicious server: the same releases
+    charged at the fewest shares SecAgg's members enforce in an opened sum."""
+    cfg = RecConfig(method=method, threat_model=MALICIOUS, row_dp=RowDPConfig(noise),
                     **aggregating("ideal"))  # fmt: skip
     cohort = cfg.users_per_round
     return cfg.row_dp.epsilon(releases, cfg.row_dp_parts, row_dp_summands(cfg, cohort), cohort)
 
 
 def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per dataset and z: the clip scale of the best mean validation RMSE, its test RMSE."""
+    """Per method, dataset and z: the clip scale of the best mean validation RMSE, its test
+    RMSE."""
     cells: dict[tuple, list[dict[str, Any]]] = {}
     for r in (r for r in runs if r.get("method") != "user mean"):
-        cells.setdefault((r["dataset"], r["noise"], r["clip"]), []).append(r)
+        cells.setdefault((algorithm(r), r["dataset"], r["noise"], r["clip"]), []).append(r)
     best: dict[tuple, dict[str, Any]] = {}
-    for (name, noise, clip), rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
+    for (method, name, noise, clip), rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
         row = {
-            "dataset": name, "noise": noise, "clip": clip, "seeds": [r["seed"] for r in rs],
+            "dataset": name, "algorithm": method, "noise": noise, "clip": clip,
+            "seeds": [r["seed"] for r in rs],
             "val_rmse": float(np.mean([r["val_rmse"] for r in rs])),
             "test_rmse": float(np.mean([r["test_rmse"] for r in rs])),
             "test_rmse_std": float(np.std([r["test_rmse"] for r in rs])),
             "epsilon": None if noise == 0 else float(max(r["epsilon"] for r in rs)),
             "epsilon_malicious": None if noise == 0 else max(
-                malicious_epsilon(noise, r["max_releases"]) for r in rs),
+                malicious_epsilon(method, noise, r["max_releases"]) for r in rs),
             "rounds": float(np.mean([r["rounds"] for r in rs])),
-            "clips_tried": sorted({r["clip"] for r in runs if (r["dataset"], r.get("noise"))
-                                   == (name, noise) and r.get("clip") is not None}),
+            "clips_tried": sorted({r["clip"] for r in cells_of(runs, method, name, noise)
+                                   if r.get("clip") is not None}),
         }  # fmt: skip
-        key = (name, noise)
+        key = (method, name, noise)
         if key not in best or row["val_rmse"] < best[key]["val_rmse"]:
             best[key] = row
     for name in sorted({r["dataset"] for r in runs}):
         means = [r for r in runs if r["dataset"] == name and r.get("method") == "user mean"]
         if means:
-            best[(name, -1.0)] = {
-                "dataset": name, "method": "user mean", "noise": None,
+            best[("", name, -1.0)] = {
+                "dataset": name, "algorithm": "", "method": "user mean", "noise": None,
                 "seeds": [r["seed"] for r in means],
                 "test_rmse": float(np.mean([r["test_rmse"] for r in means])),
                 "test_rmse_std": float(np.std([r["test_rmse"] for r in means])),
             }  # fmt: skip
-    return sorted(
-        best.values(), key=lambda r: (r["dataset"], -1.0 if r["noise"] is None else r["noise"])
-    )
+    return sorted(best.values(), key=lambda r: (
+        r["dataset"], r["algorithm"], -1.0 if r["noise"] is None else r["noise"]))  # fmt: skip
+
+
+def cells_of(runs: list[dict[str, Any]], method: str, name: str, noise: float) -> list[dict]:
+    """The runs of one method, dataset and z (every clip scale)."""
+    return [r for r in runs if r.get("method") != "user mean" and algorithm(r) == method
+            and (r["dataset"], r["noise"]) == (name, noise)]  # fmt: skip
 
 
 def render(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "# What row DP costs FeSoG",
+        "# What row DP costs FeSoG (and FedGNN)",
         "",
         "FeSoG under the ideal secure sum with its secure defaults (uniform averages, own "
         "user rows), with row DP (`row_dp_noise` z; at most 32 item rows a user and round, "
@@ -149,16 +166,17 @@ def render(rows: list[dict[str, Any]]) -> str:
         "its ratings through the sums. The clip scale s is chosen per z by the mean "
         "validation RMSE over the seeds among those tried (never by test; where one was "
         "tried, it is FilmTrust's choice). Mean ± std of test RMSE over the seeds (the "
-        "model of the best validation RMSE).",
+        "model of the best validation RMSE). FedGNN: its own defaults (with its Laplace "
+        "LDP), bounds from its own first-round medians (item rows 0.8, model 2.5).",
         "",
-        "| dataset | z | s (tried) | ε (δ = 1e-5) | ε, malicious server | test RMSE "
+        "| dataset | method | z | s (tried) | ε (δ = 1e-5) | ε, malicious server | test RMSE "
         "| val RMSE | rounds | seeds |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.get("method") == "user mean":
             lines.append(
-                f"| {r['dataset']} | user mean (no model; nothing sent, ε = 0) | – | 0 | 0 | "
+                f"| {r['dataset']} | user mean (no model; nothing sent) | – | – | 0 | 0 | "
                 f"{r['test_rmse']:.3f} ± {r['test_rmse_std']:.3f} | – | – | {len(r['seeds'])} |"
             )
             continue
@@ -168,7 +186,7 @@ def render(rows: list[dict[str, Any]]) -> str:
             "–" if r["clip"] is None else f"{r['clip']:g} ({', '.join(map(str, r['clips_tried']))})"
         )
         lines.append(
-            f"| {r['dataset']} | {r['noise']:g} | {clip} | {eps} | {mal} | "
+            f"| {r['dataset']} | {r['algorithm']} | {r['noise']:g} | {clip} | {eps} | {mal} | "
             f"{r['test_rmse']:.3f} ± {r['test_rmse_std']:.3f} | {r['val_rmse']:.3f} | "
             f"{r['rounds']:.0f} | {len(r['seeds'])} |"
         )
@@ -180,27 +198,32 @@ def render(rows: list[dict[str, Any]]) -> str:
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 4))
-    for name in sorted({r["dataset"] for r in rows}):
-        mine = [r for r in rows if r["dataset"] == name and r.get("method") != "user mean"]
+    drawn: set[str] = set()  # each dataset's user-mean line, once
+    for name, method in sorted({(r["dataset"], r["algorithm"]) for r in rows
+                                if r.get("method") != "user mean"}):  # fmt: skip
+        mine = [r for r in rows if (r["dataset"], r["algorithm"]) == (name, method)]
         dp = [r for r in mine if r["epsilon"] is not None]
         ref = [r for r in mine if r["epsilon"] is None]
         means = [r for r in rows if r["dataset"] == name and r.get("method") == "user mean"]
+        label = f"{name}, {method}"
         line = ax.errorbar([r["epsilon"] for r in dp], [r["test_rmse"] for r in dp],
                            [r["test_rmse_std"] for r in dp], marker="o", capsize=3,
-                           label=f"{name}, row DP")  # fmt: skip
+                           label=f"{label}, row DP")  # fmt: skip
         for r in dp:
             ax.annotate(f"z={r['noise']:g}", (r["epsilon"], r["test_rmse"]),
                         textcoords="offset points", xytext=(4, 4), fontsize=8)  # fmt: skip
         if ref:
             ax.axhline(ref[0]["test_rmse"], ls="--", color=line[0].get_color(),
-                       label=f"{name}, no row DP")  # fmt: skip
-        if means:
+                       label=f"{label}, no row DP")  # fmt: skip
+        if means and name not in drawn:
+            drawn.add(name)
             ax.axhline(means[0]["test_rmse"], ls=":", color=line[0].get_color(),
                        label=f"{name}, user mean (no model, ε = 0)")  # fmt: skip
     ax.set_xscale("log")
     ax.set_xlabel("ε at δ = 1e-5 (honest-but-curious server, no sampling amplification)")
     ax.set_ylabel("test RMSE (lower is better)")
-    ax.set_title("FeSoG under a secure sum: row DP's privacy–utility trade-off")
+    ax.set_title("Federated recommendation under a secure sum: row DP's privacy–utility "
+                 "trade-off")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save_figure(fig, path)
 
@@ -208,12 +231,15 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--datasets", type=csv_list, default=["FilmTrust"])
+    p.add_argument("--methods", type=csv_list, default=["fesog"])
     p.add_argument("--noise", type=csv_list, default=["0.5", "2", "8"])
     p.add_argument("--clip-scales", type=csv_list, default=["0.2", "1"])
     p.add_argument("--rows", type=int, default=ROWS)
     p.add_argument("--seeds", type=csv_list, default=["0", "1", "2"])
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args(argv)
+    if bad := [m for m in a.methods if m not in METHODS]:
+        p.error(f"unknown methods {bad}; expected {list(METHODS)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     runs_path = a.out.with_name(a.out.stem + "_runs.json")
@@ -226,16 +252,16 @@ def main(argv: list[str] | None = None) -> None:
                        and r["seed"] == seed for r in runs):  # fmt: skip
                 views = load_views(name, seed)
                 runs.append(user_mean_run(views, seed))
-            for noise, clip in cells:
-                key = (name, noise, clip, seed)
-                if any(
-                    (r["dataset"], r.get("noise"), r.get("clip"), r["seed"]) == key for r in runs
-                ):
-                    continue
-                views = views or load_views(name, seed)
-                log.info("%s z=%g clip scale %s seed %d", name, noise, clip, seed)
-                runs.append(run_one(views, noise, clip or 1.0, a.rows, seed))
-                write_json(runs_path, runs, indent=1, newline=True)
+            for method in a.methods:
+                for noise, clip in cells:
+                    key = (method, name, noise, clip, seed)
+                    if any((algorithm(r), r["dataset"], r.get("noise"), r.get("clip"), r["seed"])
+                           == key for r in runs if r.get("method") != "user mean"):  # fmt: skip
+                        continue
+                    views = views or load_views(name, seed)
+                    log.info("%s %s z=%g clip scale %s seed %d", name, method, noise, clip, seed)
+                    runs.append(run_one(views, method, noise, clip or 1.0, a.rows, seed))
+                    write_json(runs_path, runs, indent=1, newline=True)
     rows = summary(runs)
     write_json(a.out, rows, indent=1, newline=True)
     write_text(a.out.with_suffix(".md"), render(rows))

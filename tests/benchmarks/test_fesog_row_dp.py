@@ -29,5 +29,12 @@ def test_the_clip_scale_is_chosen_on_validation_and_the_worst_epsilon_reported()
     honest = RowDPConfig(1.0).epsilon(51, 4, 256, 256)
     assert chosen["epsilon_malicious"] > honest
     mal = f"{chosen['epsilon_malicious']:.3g}"
-    assert f"| FilmTrust | 1 | 0.2 (0.2, 1.0) | 15 | {mal} | 3.900 ± 0.000 |" in text
-    assert "user mean (no model; nothing sent, ε = 0)" in text
+    assert f"| FilmTrust | fesog | 1 | 0.2 (0.2, 1.0) | 15 | {mal} | 3.900 ± 0.000 |" in text
+    assert "| FilmTrust | user mean (no model; nothing sent) |" in text
+
+
+def test_methods_are_summarised_apart() -> None:
+    fedgnn = [{**_run(1.0, 0.2, 0, 2.0, 2.5), "algorithm": "fedgnn"}]
+    rows = summary([_run(1.0, 0.2, 0, 3.0, 3.9), *fedgnn])
+    assert [(r["algorithm"], r["test_rmse"]) for r in rows] == [("fedgnn", 2.5), ("fesog", 3.9)]
+    assert rows[0]["epsilon_malicious"] < rows[1]["epsilon_malicious"]  # 3 parts, not 4
