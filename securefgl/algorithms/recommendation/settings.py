@@ -395,19 +395,19 @@ class RecConfig:
         """How the server aggregates (:data:`AGGREGATIONS`)."""
         return "ideal" if self.ideal_sums else self.transport
 
+    def _secure_choice(self, value: str, secure: str) -> bool:
+        """Whether ``value`` is ``secure``; ``auto``: exactly under a secure aggregation."""
+        return self.aggregation != "plain" if value == "auto" else value == secure
+
     @property
     def uniform_averages(self) -> bool:
         """FeSoG averages user rows and model parameters uniformly (not by w_u)."""
-        if self.averages == "auto":
-            return self.aggregation != "plain"
-        return self.averages == "uniform"
+        return self._secure_choice(self.averages, "uniform")
 
     @property
     def own_user_rows(self) -> bool:
         """FeSoG users upload only their own user row (not their neighbours')."""
-        if self.social_rows == "auto":
-            return self.aggregation != "plain"
-        return self.social_rows == "own"
+        return self._secure_choice(self.social_rows, "own")
 
     def transport_options(self) -> dict[str, Any]:
         """The secure transport's options (:func:`protocols.registry.make_transport`)."""

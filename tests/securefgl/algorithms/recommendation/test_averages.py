@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from protocols.settings import ProtocolSettings
-from securefgl.algorithms.recommendation import fesog
 from securefgl.algorithms.recommendation.aggregation import (
     aggregate_uploads,
     plain_sums,
@@ -25,6 +24,7 @@ from securefgl.algorithms.recommendation.uploads import Uploads, from_payloads, 
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import synthetic_ratings
+from tests.securefgl.algorithms.recommendation.fesog_uploads import fesog_uploads
 
 COHORT = np.array([1, 5, 8, 11, 17, 23])
 
@@ -32,12 +32,6 @@ COHORT = np.array([1, 5, 8, 11, 17, 23])
 @pytest.fixture(scope="module")
 def views() -> ClientViews:
     return ClientViews.from_data(synthetic_ratings(n_users=120, n_items=200, per_user=12))
-
-
-def _uploads(views: ClientViews, uniform: bool) -> Uploads:
-    state = fesog.init_fesog(views.n_users, views.n_items, 8, torch.Generator().manual_seed(0))
-    cfg = fesog.FeSoGConfig(8, 2, uniform_averages=uniform)
-    return fesog.local_gradients(state, views, COHORT, cfg, np.random.default_rng(0))
 
 
 def _uploaders_per_user_row(up: Uploads) -> torch.Tensor:
@@ -71,7 +65,7 @@ def test_uniform_counts_are_numbers_of_users_and_weighted_ones_weight_sums(
     """Under a secure aggregation the server learns the counts: uniform, each user row's is
     the number of cohort users uploading it and the weight total the cohort's size; weighted
     (FeSoG's aggregator), they are sums of the users' w_u (the documented leak)."""
-    uniform, weighted = _uploads(views, True), _uploads(views, False)
+    uniform, weighted = (fesog_uploads(views, COHORT, 8, u) for u in (True, False))
     assert not torch.equal(weighted.weight, torch.ones(COHORT.size))  # distinct w_u
     u_sums, w_sums = plain_sums(uniform), plain_sums(weighted)
     torch.testing.assert_close(u_sums.user_count, _uploaders_per_user_row(uniform))
@@ -87,7 +81,7 @@ def test_uniform_counts_are_numbers_of_users_and_weighted_ones_weight_sums(
 
 
 def test_uniform_averages_travel_and_hold_under_the_protocol(views: ClientViews) -> None:
-    up = from_payloads([to_payload(_uploads(views, True))])
+    up = from_payloads([to_payload(fesog_uploads(views, COHORT, 8, True))])
     assert torch.equal(up.averaging_weight(), torch.ones(COHORT.size))
     plain = plain_sums(up)
     enc, _ = aggregate_uploads(up, "secagg", 0, views.n_items, views.n_users)
@@ -131,7 +125,7 @@ def test_the_support_phase_counts_user_rows_by_the_averaging_weight(
 ) -> None:
     """Phase 1's user-row counts are what the server learns under a real protocol: numbers
     of cohort users with uniform averages, weight sums Σ w_u with weighted ones."""
-    up = _uploads(views, uniform)
+    up = fesog_uploads(views, COHORT, 8, uniform)
     X = support_indicators(up, views.n_items, views.n_users)
     user_part = torch.from_numpy(X[:, views.n_items :])
     expected = up.averaging_weight().double().unsqueeze(1).expand_as(user_part)
@@ -150,7 +144,7 @@ def test_model_sums_weigh_each_user_by_its_averaging_weight(
 ) -> None:
     """The model parameters' sums are Σ_u a_u g_u (a_u = 1 uniform, w_u weighted), in the
     clear and under the protocol alike."""
-    up = _uploads(views, uniform)
+    up = fesog_uploads(views, COHORT, 8, uniform)
     a = torch.ones(COHORT.size) if uniform else up.weight
     sums = plain_sums(up)
     enc, _ = aggregate_uploads(up, "secagg", 0, views.n_items, views.n_users)

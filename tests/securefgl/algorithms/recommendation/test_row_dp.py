@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from protocols.dp.accounting import PrivacyAccountant
 from protocols.names import HONEST_BUT_CURIOUS, MALICIOUS
-from securefgl.algorithms.recommendation import aggregation, fesog
+from securefgl.algorithms.recommendation import aggregation
 from securefgl.algorithms.recommendation.aggregation import aggregate_uploads, plain_sums
 from securefgl.algorithms.recommendation.row_dp import RowDPConfig, bound_uploads, part_norms
 from securefgl.algorithms.recommendation.settings import aggregating
@@ -22,10 +22,10 @@ from securefgl.algorithms.recommendation.trainer import (
     RecConfig,
     row_dp_summands,
 )
-from securefgl.algorithms.recommendation.uploads import Uploads
 from securefgl.config import ConfigError
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import synthetic_ratings
+from tests.securefgl.algorithms.recommendation.fesog_uploads import fesog_uploads
 
 COHORT = np.array([2, 3, 7, 11, 12, 30, 41])
 
@@ -35,16 +35,10 @@ def views() -> ClientViews:
     return ClientViews.from_data(synthetic_ratings(n_users=60, n_items=80, per_user=9, n_trust=150))
 
 
-def _uploads(views: ClientViews, seed: int = 0) -> Uploads:
-    state = fesog.init_fesog(views.n_users, views.n_items, 4, torch.Generator().manual_seed(0))
-    cfg = fesog.FeSoGConfig(4, 2, uniform_averages=True, neighbour_rows=False)
-    return fesog.local_gradients(state, views, COHORT, cfg, np.random.default_rng(seed))
-
-
 @settings(max_examples=25, deadline=None)
 @given(rows=st.integers(1, 12), clip=st.floats(1e-3, 50.0), seed=st.integers(0, 2**16))
 def test_bounded_uploads_hold_the_row_cap_and_each_parts_norm(views, rows, clip, seed) -> None:
-    up = _uploads(views)
+    up = fesog_uploads(views, COHORT, neighbour_rows=False)
     dp = RowDPConfig(1.0, clip, clip / 10, clip / 3, rows)
     got = bound_uploads(up, dp, np.random.default_rng(seed))
     per_user = torch.bincount(got.item_slot, minlength=up.n)
@@ -64,7 +58,8 @@ def test_bounded_uploads_hold_the_row_cap_and_each_parts_norm(views, rows, clip,
 
 
 def _noise(views: ClientViews, how: str, dp: RowDPConfig, seed: int):
-    up = bound_uploads(_uploads(views), dp, np.random.default_rng(0))
+    own_rows = fesog_uploads(views, COHORT, neighbour_rows=False)
+    up = bound_uploads(own_rows, dp, np.random.default_rng(0))
     exact = plain_sums(up)
     sums, _ = aggregate_uploads(up, how, 0, views.n_items, views.n_users,
                                 dp=(dp, np.random.default_rng(seed)))  # fmt: skip

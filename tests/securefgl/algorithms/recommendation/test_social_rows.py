@@ -9,13 +9,12 @@ import torch
 
 from attacks.row_counts import evaluate_link_counts
 from protocols.settings import ProtocolSettings
-from securefgl.algorithms.recommendation import fesog
 from securefgl.algorithms.recommendation.settings import aggregating
 from securefgl.algorithms.recommendation.trainer import FedRecTrainer, RecConfig
-from securefgl.algorithms.recommendation.uploads import Uploads
 from securefgl.config import ConfigError, ExperimentConfig
 from securefgl.data.rating_views import ClientViews
 from securefgl.data.ratings import synthetic_ratings
+from tests.securefgl.algorithms.recommendation.fesog_uploads import fesog_uploads
 
 COHORT = np.array([2, 3, 7, 11, 12, 30, 41])
 
@@ -25,14 +24,9 @@ def views() -> ClientViews:
     return ClientViews.from_data(synthetic_ratings(n_users=60, n_items=80, per_user=6, n_trust=150))
 
 
-def _uploads(views: ClientViews, neighbour_rows: bool) -> Uploads:
-    state = fesog.init_fesog(views.n_users, views.n_items, 4, torch.Generator().manual_seed(0))
-    cfg = fesog.FeSoGConfig(4, 2, uniform_averages=True, neighbour_rows=neighbour_rows)
-    return fesog.local_gradients(state, views, COHORT, cfg, np.random.default_rng(0))
-
-
 def test_own_rows_upload_each_users_row_and_nothing_else_changes(views: ClientViews) -> None:
-    both, own = _uploads(views, True), _uploads(views, False)
+    both = fesog_uploads(views, COHORT, neighbour_rows=True)
+    own = fesog_uploads(views, COHORT, neighbour_rows=False)
     assert own.user_slot.tolist() == list(range(COHORT.size))
     assert own.user_idx.tolist() == COHORT.tolist()
     assert both.user_idx.numel() > own.user_idx.numel()  # the cohort has social links
