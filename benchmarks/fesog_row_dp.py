@@ -1,14 +1,16 @@
 """What row DP costs FeSoG (and FedGNN): test RMSE against the (ε, δ) each run states.
 
 FeSoG (Liu et al., ACM TIST 2022) under the ideal secure sum with its secure defaults
-(uniform averages, own user rows), and FedGNN (Wu et al. 2021) with ``--methods fedgnn``,
-with row DP
+(uniform averages, own user rows), FedGNN (Wu et al. 2021) with ``--methods fedgnn`` and
+FedGNN with the user-mean offset and per-rating loss with ``--methods fedgnn-offset``
+(:data:`SETTINGS`), with row DP
 (:mod:`securefgl.algorithms.recommendation.row_dp`) at each noise multiplier z in
 ``--noise`` and each scale s in ``--clip-scales`` of the per-part median norms (at
 most ``--rows`` item rows a user and round, threshold 3 count-noise stds), beside the same
-runs without row DP. FeSoG's training
-otherwise: its defaults (lr 0.1, weight decay 1e-3, 256 users a round, up to 2,000 rounds,
-validation every 20, patience 5). For each z the scale is chosen by the mean
+runs without row DP. Training otherwise: RecConfig's defaults (lr 0.1, weight decay 1e-3,
+256 users a round, no LDP: row DP replaces it), up to 2,000 rounds, validation every 20,
+patience 5. ``--medians`` prints each method's first-round median part norms, the bounds at
+scale 1 (:data:`MEDIAN_NORMS`). For each z the scale is chosen by the mean
 validation RMSE over the seeds (never by test); ε is the run's own claim against its
 honest-but-curious server (the most active user's rounds, RDP accountant, no sampling
 amplification), beside the ε of the same runs against a malicious server (charged at the
@@ -39,8 +41,8 @@ from benchmarks.harness.results import (
 )
 from protocols.names import MALICIOUS
 from securefgl.algorithms.recommendation.fedgnn import user_offsets
-from securefgl.algorithms.recommendation.row_dp import RowDPConfig
-from securefgl.algorithms.recommendation.settings import aggregating
+from securefgl.algorithms.recommendation.row_dp import RowDPConfig, part_norms
+from securefgl.algorithms.recommendation.settings import LDPConfig, aggregating
 from securefgl.algorithms.recommendation.trainer import (
     FedRecTrainer,
     RecConfig,
@@ -49,10 +51,23 @@ from securefgl.algorithms.recommendation.trainer import (
 
 OUT = Path(__file__).parent / "results" / "fesog_row_dp.json"
 ROUNDS, PATIENCE, ROWS = 2000, 5, 32
-#: the median norm of each part of a method's uploads in its first round on FilmTrust (item
-#: rows times w_u, user rows, model; FedGNN uploads no user rows): the bounds at scale 1
-MEDIAN_NORMS = {"fesog": (25.0, 0.5, 2.5), "fedgnn": (0.8, 0.5, 2.5)}
-METHODS = tuple(MEDIAN_NORMS)
+#: each method's RecConfig settings beyond the defaults: fesog and fedgnn without LDP (row
+#: DP replaces it); ``fedgnn-offset`` is the recommendation benchmark's "fedgnn + user-mean
+#: offset, per-rating loss" (lr 0.3, its Laplace LDP, whose clip keeps the per-rating
+#: loss's large gradients stable), the variant that learns beyond the users' own means on
+#: MovieLens-100K and Epinions (benchmarks/results/recommendation.md)
+SETTINGS: dict[str, dict[str, Any]] = {
+    "fesog": {"method": "fesog"},
+    "fedgnn": {"method": "fedgnn"},
+    "fedgnn-offset": {"method": "fedgnn", "offset": "user-mean", "loss": "sse", "lr": 0.3,
+                      "ldp": LDPConfig("laplace", clip=0.1, lam=0.1)},
+}
+#: the median norm of each part of a method's uploads in its first round (item rows times
+#: w_u, user rows, model; FedGNN uploads no user rows), the bounds at scale 1: FilmTrust's
+#: for fesog and fedgnn, MovieLens-100K's for fedgnn-offset (``--medians`` measures them)
+MEDIAN_NORMS = {"fesog": (25.0, 0.5, 2.5), "fedgnn": (0.8, 0.5, 2.5),
+                "fedgnn-offset": (3.4, 0.5, 2.2)}  # fmt: skip
+METHODS = tuple(SETTINGS)
 log = logging.getLogger("fesog_row_dp")
 
 
@@ -63,8 +78,8 @@ def run_one(
     bounds; its RMSEs, ε and length."""
     items, users, model = (m * scale for m in MEDIAN_NORMS[method])
     dp = RowDPConfig(noise, items, users, model, rows) if noise > 0 else RowDPConfig()
-    cfg = RecConfig(method=method, rounds=ROUNDS, patience=PATIENCE, seed=seed, row_dp=dp,
-                    **aggregating("ideal"))  # fmt: skip
+    cfg = RecConfig(rounds=ROUNDS, patience=PATIENCE, seed=seed, row_dp=dp,
+                    **SETTINGS[method], **aggregating("ideal"))  # fmt: skip
     t0 = time.perf_counter()
     with FedRecTrainer(views, cfg) as tr:
         res = tr.run()
@@ -80,6 +95,16 @@ def run_one(
         "delta": None if claim is None else claim["delta"],
         "seconds": time.perf_counter() - t0,
     }  # fmt: skip
+
+
+def first_round_medians(views: Any, method: str, seed: int = 0) -> dict[str, float]:
+    """The median over a first cohort of each part's norm in the method's uploads (no row
+    DP, the secure defaults' averages): the bounds' scale-1 values."""
+    cfg = RecConfig(seed=seed, **SETTINGS[method], **aggregating("ideal"))
+    with FedRecTrainer(views, cfg) as tr:
+        up = tr.observe(0, aggregation="plain").per_user
+    assert up is not None  # a plain view holds each user's upload
+    return {part: float(norms.median()) for part, norms in part_norms(up).items()}
 
 
 def user_mean_run(views: Any, seed: int) -> dict[str, Any]:
@@ -99,7 +124,7 @@ def algorithm(run: dict[str, Any]) -> str:
 def malicious_epsilon(method: str, noise: float, releases: int) -> float:
     """ε of a row-DP run's most active user against a malicious server: the same releases
     charged at the fewest shares SecAgg's members enforce in an opened sum."""
-    cfg = RecConfig(method=method, threat_model=MALICIOUS, row_dp=RowDPConfig(noise),
+    cfg = RecConfig(threat_model=MALICIOUS, row_dp=RowDPConfig(noise), **SETTINGS[method],
                     **aggregating("ideal"))  # fmt: skip
     cohort = cfg.users_per_round
     return cfg.row_dp.epsilon(releases, cfg.row_dp_parts, row_dp_summands(cfg, cohort), cohort)
@@ -166,8 +191,13 @@ def render(rows: list[dict[str, Any]]) -> str:
         "its ratings through the sums. The clip scale s is chosen per z by the mean "
         "validation RMSE over the seeds among those tried (never by test; where one was "
         "tried, it is FilmTrust's choice). Mean ± std of test RMSE over the seeds (the "
-        "model of the best validation RMSE). FedGNN: its own defaults (with its Laplace "
-        "LDP), bounds from its own first-round medians (item rows 0.8, model 2.5).",
+        "model of the best validation RMSE). FeSoG and FedGNN (lr 0.1) run without their "
+        "LDP, which row DP replaces; FedGNN's bounds come from its own first-round medians "
+        "(item rows 0.8, model 2.5). fedgnn-offset: FedGNN with the user-mean offset, the "
+        "per-rating loss, lr 0.3 and its Laplace LDP (the recommendation benchmark's "
+        "variant that learns beyond the users' own means), bounds from its first-round "
+        "medians on MovieLens-100K (item rows 3.4, model 2.2), on MovieLens-100K's u1 fold "
+        "(a seeded 20 % of u1.base for validation).",
         "",
         "| dataset | method | z | s (tried) | ε (δ = 1e-5) | ε, malicious server | test RMSE "
         "| val RMSE | rounds | seeds |",
@@ -237,10 +267,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rows", type=int, default=ROWS)
     p.add_argument("--seeds", type=csv_list, default=["0", "1", "2"])
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--medians", action="store_true",
+                   help="print each method's first-round median part norms and stop")  # fmt: skip
     a = p.parse_args(argv)
     if bad := [m for m in a.methods if m not in METHODS]:
         p.error(f"unknown methods {bad}; expected {list(METHODS)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if a.medians:
+        for name in a.datasets:
+            for method in a.methods:
+                print(name, method, first_round_medians(load_views(name), method))
+        return
     a.out.parent.mkdir(parents=True, exist_ok=True)
     runs_path = a.out.with_name(a.out.stem + "_runs.json")
     runs: list[dict[str, Any]] = read_json(runs_path, [])

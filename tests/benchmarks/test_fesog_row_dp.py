@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from benchmarks.fesog_row_dp import render, summary
+from benchmarks.fesog_row_dp import MEDIAN_NORMS, METHODS, SETTINGS, render, summary
 from securefgl.algorithms.recommendation.settings import RowDPConfig
+from securefgl.algorithms.recommendation.trainer import RecConfig
 
 
 def _run(noise: float, clip: float | None, seed: int, val: float, test: float) -> dict:
@@ -38,3 +39,17 @@ def test_methods_are_summarised_apart() -> None:
     rows = summary([_run(1.0, 0.2, 0, 3.0, 3.9), *fedgnn])
     assert [(r["algorithm"], r["test_rmse"]) for r in rows] == [("fedgnn", 2.5), ("fesog", 3.9)]
     assert rows[0]["epsilon_malicious"] < rows[1]["epsilon_malicious"]  # 3 parts, not 4
+
+
+def test_every_method_has_valid_settings_and_positive_bounds() -> None:
+    for method in METHODS:
+        cfg = RecConfig(**SETTINGS[method])  # refuses an unknown or misplaced option
+        assert cfg.method in ("fesog", "fedgnn")
+        assert len(MEDIAN_NORMS[method]) == 3 and min(MEDIAN_NORMS[method]) > 0
+
+
+def test_a_variant_is_charged_as_its_method() -> None:
+    offset = [{**_run(1.0, 0.2, 0, 2.0, 2.5), "algorithm": "fedgnn-offset"}]
+    fedgnn = [{**_run(1.0, 0.2, 0, 2.0, 2.5), "algorithm": "fedgnn"}]
+    (a,), (b,) = summary(offset), summary(fedgnn)
+    assert a["algorithm"] == "fedgnn-offset" and a["epsilon_malicious"] == b["epsilon_malicious"]
