@@ -226,35 +226,41 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """One panel per dataset (their RMSE scales differ): test RMSE against ε per method,
+    its no-row-DP run dashed and the users' own means dotted."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8.5, 4))
-    drawn: set[str] = set()  # each dataset's user-mean line, once
-    for name, method in sorted({(r["dataset"], r["algorithm"]) for r in rows
-                                if r.get("method") != "user mean"}):  # fmt: skip
-        mine = [r for r in rows if (r["dataset"], r["algorithm"]) == (name, method)]
-        dp = [r for r in mine if r["epsilon"] is not None]
-        ref = [r for r in mine if r["epsilon"] is None]
+    names = sorted({r["dataset"] for r in rows})
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names) + 2, 4), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        methods = sorted({r["algorithm"] for r in rows
+                          if r["dataset"] == name and r.get("method") != "user mean"})  # fmt: skip
+        for method in methods:
+            mine = [r for r in rows if (r["dataset"], r["algorithm"]) == (name, method)]
+            dp = [r for r in mine if r["epsilon"] is not None]
+            ref = [r for r in mine if r["epsilon"] is None]
+            color = f"C{METHODS.index(method)}"  # one colour a method in every panel
+            ax.errorbar([r["epsilon"] for r in dp], [r["test_rmse"] for r in dp],
+                        [r["test_rmse_std"] for r in dp], marker="o", capsize=3, color=color,
+                        label=f"{method}, row DP")  # fmt: skip
+            for r in dp:
+                ax.annotate(f"z={r['noise']:g}", (r["epsilon"], r["test_rmse"]),
+                            textcoords="offset points", xytext=(4, 4), fontsize=8)  # fmt: skip
+            if ref:
+                ax.axhline(ref[0]["test_rmse"], ls="--", color=color,
+                           label=f"{method}, no row DP")  # fmt: skip
         means = [r for r in rows if r["dataset"] == name and r.get("method") == "user mean"]
-        label = f"{name}, {method}"
-        line = ax.errorbar([r["epsilon"] for r in dp], [r["test_rmse"] for r in dp],
-                           [r["test_rmse_std"] for r in dp], marker="o", capsize=3,
-                           label=f"{label}, row DP")  # fmt: skip
-        for r in dp:
-            ax.annotate(f"z={r['noise']:g}", (r["epsilon"], r["test_rmse"]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)  # fmt: skip
-        if ref:
-            ax.axhline(ref[0]["test_rmse"], ls="--", color=line[0].get_color(),
-                       label=f"{label}, no row DP")  # fmt: skip
-        if means and name not in drawn:
-            drawn.add(name)
-            ax.axhline(means[0]["test_rmse"], ls=":", color=line[0].get_color(),
-                       label=f"{name}, user mean (no model, ε = 0)")  # fmt: skip
-    ax.set_xscale("log")
-    ax.set_xlabel("ε at δ = 1e-5 (honest-but-curious server, no sampling amplification)")
-    ax.set_ylabel("test RMSE (lower is better)")
-    ax.set_title("Federated recommendation under a secure sum: row DP's privacy–utility "
-                 "trade-off")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        if means:
+            ax.axhline(means[0]["test_rmse"], ls=":", color="black",
+                       label="user mean (no model, ε = 0)")  # fmt: skip
+        ax.set_xscale("log")
+        ax.margins(x=0.15)  # room for the z labels
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())  # decades only: no crowded labels
+        ax.set_title(name)
+        ax.set_xlabel("ε at δ = 1e-5 (honest-but-curious server)")
+        ax.legend(fontsize=7, loc="best")
+    axes[0][0].set_ylabel("test RMSE (lower is better)")
+    fig.suptitle("Federated recommendation under a secure sum: row DP's privacy–utility "
+                 "trade-off (no sampling amplification)")  # fmt: skip
     save_figure(fig, path)
 
 
