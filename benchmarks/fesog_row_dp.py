@@ -64,7 +64,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
 }
 #: the median norm of each part of a method's uploads in its first round (item rows times
 #: w_u, user rows, model; FedGNN uploads no user rows), the bounds at scale 1: FilmTrust's
-#: for fesog and fedgnn, MovieLens-100K's for fedgnn-offset (``--medians`` measures them)
+#: for fesog and fedgnn, MovieLens-100K's for fedgnn-offset (``--medians`` measures them;
+#: they move by about 2x either way with the seed, which the scales tried cover)
 MEDIAN_NORMS = {"fesog": (25.0, 0.5, 2.5), "fedgnn": (0.8, 0.5, 2.5),
                 "fedgnn-offset": (3.4, 0.5, 2.2)}  # fmt: skip
 METHODS = tuple(SETTINGS)
