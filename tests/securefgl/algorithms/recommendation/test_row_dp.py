@@ -133,7 +133,6 @@ def test_epsilon_is_the_accountants_for_the_joint_mechanism() -> None:
     assert RowDPConfig(noise=2.0, colluding=6).epsilon(50, 4, 6, 10) == math.inf
 
 
-
 def _exact_gaussian_epsilon(multiplier: float, releases: int, delta: float) -> float:
     """ε at δ of ``releases`` Gaussian releases of noise multiplier ``multiplier``, exactly:
     μ-GDP with μ = √T/σ (Dong, Roth & Su 2022, Cor. 3.3) and its (ε, δ) curve (Cor. 2.13)."""
@@ -144,8 +143,8 @@ def _exact_gaussian_epsilon(multiplier: float, releases: int, delta: float) -> f
 
     def excess(eps: float) -> float:  # log δ(ε) − log δ, decreasing in ε
         tail = norm.logcdf(-eps / mu + mu / 2)
-        return tail + math.log1p(-math.exp(eps + norm.logcdf(-eps / mu - mu / 2) - tail)) - (
-            math.log(delta))
+        rest = eps + norm.logcdf(-eps / mu - mu / 2)
+        return tail + math.log1p(-math.exp(rest - tail)) - math.log(delta)
 
     return brentq(excess, 0.0, mu * mu / 2 + 10 * mu + 10)
 
@@ -157,6 +156,7 @@ def test_the_epsilon_bounds_the_exact_one_closely(noise: float, releases: int) -
     dp = RowDPConfig(noise=noise)
     exact = _exact_gaussian_epsilon(dp.multiplier(3, 256, 256), releases, dp.delta)
     assert exact <= dp.epsilon(releases, 3, 256, 256) <= 1.1 * exact
+
 
 @pytest.mark.parametrize(
     ("changes", "message"),
